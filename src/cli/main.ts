@@ -1,0 +1,29 @@
+#!/usr/bin/env node
+// seafs command line: yargs wiring only; each command lives in its own module.
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { serveCommand } from './serve.js';
+import { mountCommand, unmountCommand, demoCommand } from './mount.js';
+
+await yargs(hideBin(process.argv))
+  .scriptName('seafs')
+  .usage('$0 <command> [options]')
+  .command(mountCommand)
+  .command(unmountCommand)
+  .command(demoCommand)
+  .command(serveCommand)
+  .demandCommand(1, 'Name a command: mount, unmount, demo or serve.')
+  .strict()
+  .help()
+  .alias('h', 'help')
+  .version()
+  .wrap(Math.min(100, process.stdout.columns || 100))
+  .fail((msg, err) => {
+    if (err) {
+      process.stderr.write(`seafs: ${err.message}\n`);
+    } else {
+      process.stderr.write(`seafs: ${msg}\nRun 'seafs --help' for usage.\n`);
+    }
+    process.exit(2);
+  })
+  .parseAsync();

@@ -1,0 +1,50 @@
+// Every failure of an API call is an ApiError: the vfs maps `kind` to an errno,
+// the CLI prints `message`. `status` is 0 when no HTTP answer arrived.
+export type ApiErrorKind =
+  | 'unauthorized' // 401 or 403 on auth, or an invalid token
+  | 'forbidden' // 403 on an operation (missing permission, read-only share)
+  | 'not_found' // 404
+  | 'conflict' // 409
+  | 'bad_request' // 400 (invalid name, missing argument)
+  | 'invalid_name' // name refused (400 "name invalid", 440 on upload)
+  | 'password_required' // 440 on listing/download of an encrypted library
+  | 'target_missing' // 441 on update
+  | 'too_large' // 442
+  | 'quota' // 443, or 500/520 on a link request over quota
+  | 'throttled' // 429
+  | 'otp_required' // two-factor code missing or wrong
+  | 'server' // 5xx
+  | 'timeout' // request timed out
+  | 'network' // connection refused/reset, DNS
+  | 'protocol'; // unparseable success body
+
+export class ApiError extends Error {
+  readonly kind: ApiErrorKind;
+  readonly status: number;
+  readonly operation: string;
+  readonly serverMessage: string;
+  readonly retryAfterMs: number | null;
+
+  constructor(opts: {
+    kind: ApiErrorKind;
+    status: number;
+    operation: string;
+    serverMessage?: string;
+    retryAfterMs?: number | null;
+    cause?: unknown;
+  }) {
+    const detail = opts.serverMessage ? `: ${opts.serverMessage}` : '';
+    const st = opts.status ? ` (HTTP ${opts.status})` : '';
+    super(`${opts.operation} failed${st}${detail}`, { cause: opts.cause });
+    this.name = 'ApiError';
+    this.kind = opts.kind;
+    this.status = opts.status;
+    this.operation = opts.operation;
+    this.serverMessage = opts.serverMessage ?? '';
+    this.retryAfterMs = opts.retryAfterMs ?? null;
+  }
+}
+
+export function isApiError(e: unknown, kind?: ApiErrorKind): e is ApiError {
+  return e instanceof ApiError && (kind === undefined || e.kind === kind);
+}

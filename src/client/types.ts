@@ -1,0 +1,207 @@
+// Shapes of the service's web API as the client returns them, and the
+// client surface the rest of seafs codes against (the vfs depends on this
+// interface, not on the HTTP implementation, so it can be tested with fakes).
+import type { Readable } from 'node:stream';
+
+export type LibraryType = 'mine' | 'shared' | 'group' | 'org';
+
+export interface Library {
+  id: string;
+  name: string;
+  owner: string;
+  permission: 'r' | 'rw';
+  encrypted: boolean;
+  mtime: number; // epoch seconds
+  size: number;
+  type: 'repo' | 'srepo' | 'grepo';
+  root?: string;
+  head_commit_id?: string;
+  [extra: string]: unknown;
+}
+
+export interface LibraryInfo {
+  id: string;
+  name: string;
+  owner: string;
+  size: number;
+  root?: string;
+  encrypted: boolean;
+  mtime: number | null;
+  permission?: 'r' | 'rw';
+  [extra: string]: unknown;
+}
+
+export interface DirEntry {
+  type: 'file' | 'dir';
+  name: string;
+  id: string;
+  mtime: number; // epoch seconds
+  size?: number; // files only
+  permission?: 'r' | 'rw';
+  parent_dir?: string; // recursive listings only, normalised to '/a/b' (no trailing slash except root)
+  [extra: string]: unknown;
+}
+
+/** Result of a folder listing. `uptodate` means the `oid` passed in is still current. */
+export type DirListing =
+  | { uptodate: false; oid: string | null; entries: DirEntry[] }
+  | { uptodate: true; oid: string };
+
+export interface FileDetail {
+  type: 'file';
+  id: string;
+  name: string;
+  mtime: number;
+  size: number;
+  permission?: 'r' | 'rw';
+  [extra: string]: unknown;
+}
+
+export interface AccountInfo {
+  usage: number;
+  total: number; // -2 means unlimited
+  email: string;
+  name?: string;
+  [extra: string]: unknown;
+}
+
+export interface ServerInfo {
+  version: string;
+  features: string[];
+  [extra: string]: unknown;
+}
+
+export interface UploadedFile {
+  name: string;
+  id: string;
+  size: number;
+}
+
+export interface DownloadLink {
+  url: string;
+  /** the file id from the `oid` response header, when sent */
+  oid: string | null;
+}
+
+export interface RangeDownload {
+  /** 200 (whole file) or 206 (the range asked for) */
+  status: number;
+  /** first byte offset of `body` within the file */
+  start: number;
+  /** total file size when known (Content-Range or Content-Length of a 200) */
+  totalSize: number | null;
+  etag: string | null;
+  body: Readable;
+}
+
+export interface CommitRecord {
+  id: string;
+  parent_id: string | null;
+  second_parent_id: string | null;
+  root_id: string;
+  repo_id: string;
+  creator: string;
+  creator_name: string;
+  ctime: number;
+  desc: string;
+  rev_file_id?: string | null;
+  rev_file_size?: number;
+  rev_renamed_old_path?: string | null;
+  [extra: string]: unknown;
+}
+
+export interface HistoryEntryV21 {
+  commit_id: string;
+  time: string;
+  description: string;
+  creator: string;
+}
+
+export interface TrashEntry {
+  commit_id: string;
+  obj_id: string;
+  obj_name: string;
+  is_dir: boolean;
+  parent_dir: string;
+  size: number;
+  deleted_time: string;
+  scan_stat: string | null;
+}
+
+export interface ShareLink {
+  username: string;
+  repo_id: string;
+  ctime: string;
+  expire_date: string | null;
+  token: string;
+  view_cnt: number;
+  link: string;
+  path: string;
+  is_expired: boolean;
+  obj_name?: string;
+  is_dir?: boolean;
+  repo_name?: string;
+}
+
+export interface UploadLinkShare {
+  username: string;
+  repo_id: string;
+  ctime: string;
+  token: string;
+  link: string;
+  path: string;
+}
+
+export interface StarredFile {
+  repo: string;
+  mtime: number;
+  org: number;
+  path: string;
+  dir: boolean;
+  size: number;
+}
+
+export interface SearchResult {
+  total: number;
+  has_more: boolean;
+  results: { repo_id: string; name: string; oid: string; fullpath: string; size: number; last_modified: number }[];
+}
+
+/**
+ * The operations the filesystem core needs. `SeafileClient` implements it;
+ * tests of the vfs may implement it with fakes.
+ * Paths are library paths starting with '/'. Errors are thrown as ApiError.
+ */
+export interface SeafileApi {
+  accountInfo(): Promise<AccountInfo>;
+  listLibraries(type?: LibraryType): Promise<Library[]>;
+  getLibrary(repoId: string): Promise<LibraryInfo>;
+  unlockLibrary(repoId: string, password: string): Promise<void>;
+
+  listDir(repoId: string, path: string, opts?: { oid?: string; type?: 'f' | 'd'; recursive?: boolean }): Promise<DirListing>;
+  /** creates the folder; returns the path actually created (the server may auto-rename) */
+  mkdir(repoId: string, path: string, opts?: { createParents?: boolean }): Promise<void>;
+  renameDir(repoId: string, path: string, newName: string): Promise<void>;
+  deleteDir(repoId: string, path: string): Promise<void>;
+
+  fileDetail(repoId: string, path: string): Promise<FileDetail>;
+  downloadLink(repoId: string, path: string, opts?: { reuse?: boolean }): Promise<DownloadLink>;
+  /** GET a download URL, optionally with a byte range [start, end] inclusive; streams the body */
+  download(url: string, range?: { start: number; end?: number }): Promise<RangeDownload>;
+  createFile(repoId: string, path: string): Promise<void>;
+  renameFile(repoId: string, path: string, newName: string): Promise<void>;
+  moveFile(repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void>;
+  copyFile(repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void>;
+  deleteFile(repoId: string, path: string): Promise<void>;
+
+  batchMove(repoId: string, srcDir: string, names: string[], dstRepo: string, dstDir: string): Promise<void>;
+  batchCopy(repoId: string, srcDir: string, names: string[], dstRepo: string, dstDir: string): Promise<void>;
+  batchDelete(repoId: string, srcDir: string, names: string[]): Promise<void>;
+
+  uploadLink(repoId: string, dir: string): Promise<string>;
+  /** multipart upload of a local file, streamed from disk; returns what the server says it stored */
+  upload(link: string, parentDir: string, localFile: string, name: string, opts?: { replace?: boolean; relativePath?: string }): Promise<UploadedFile[]>;
+  updateLink(repoId: string, dir: string): Promise<string>;
+  /** replaces the content of an existing file; returns the new file id */
+  update(link: string, targetFile: string, localFile: string): Promise<string>;
+}
