@@ -1,0 +1,64 @@
+// Filesystem errors of the vfs: an errno *name* (the FUSE adapter turns it
+// into a number), plus the mapping from API and local I/O failures.
+import { ApiError, type ApiErrorKind } from '../client/errors.js';
+
+export type ErrnoName =
+  | 'EPERM' | 'ENOENT' | 'EIO' | 'EBADF' | 'EAGAIN' | 'EACCES' | 'EEXIST' | 'EXDEV' | 'ENOTDIR' | 'EISDIR'
+  | 'EINVAL' | 'EFBIG' | 'ENOSPC' | 'EROFS' | 'ENAMETOOLONG' | 'ENOSYS' | 'ENOTEMPTY' | 'ETIMEDOUT'
+  | 'ENOTSUP' | 'ENODATA';
+
+export class VfsError extends Error {
+  readonly code: ErrnoName;
+  constructor(code: ErrnoName, message?: string, opts?: { cause?: unknown }) {
+    super(message ? `${code}: ${message}` : code, opts);
+    this.name = 'VfsError';
+    this.code = code;
+  }
+}
+
+const BY_KIND: Record<ApiErrorKind, ErrnoName> = {
+  unauthorized: 'EACCES',
+  forbidden: 'EACCES',
+  not_found: 'ENOENT',
+  conflict: 'EEXIST',
+  bad_request: 'EINVAL',
+  invalid_name: 'EINVAL',
+  password_required: 'EACCES',
+  target_missing: 'ENOENT',
+  too_large: 'EFBIG',
+  quota: 'ENOSPC',
+  throttled: 'EAGAIN',
+  otp_required: 'EACCES',
+  server: 'EIO',
+  timeout: 'ETIMEDOUT',
+  network: 'EIO',
+  protocol: 'EIO',
+};
+
+const LOCAL_PASSTHROUGH = new Set<string>(['ENOSPC', 'EFBIG', 'EROFS', 'EACCES', 'ENOENT', 'EEXIST', 'ENOTDIR', 'EISDIR']);
+
+/** The errno name for any failure; unknown failures are EIO. */
+export function errnoOf(e: unknown): ErrnoName {
+  if (e instanceof VfsError) return e.code;
+  if (e instanceof ApiError) return BY_KIND[e.kind] ?? 'EIO';
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code === 'string') {
+    if (code === 'ETIMEDOUT') return 'ETIMEDOUT';
+    // a local cache-dir failure (disk full) is reported as such
+    if (LOCAL_PASSTHROUGH.has(code)) return code as ErrnoName;
+  }
+  return 'EIO';
+}
+
+/** Failures worth retrying later (the data is kept meanwhile). */
+export function isTransient(e: unknown): boolean {
+  if (e instanceof ApiError) {
+    return e.kind === 'server' || e.kind === 'timeout' || e.kind === 'network' || e.kind === 'throttled' || e.kind === 'protocol';
+  }
+  if (e instanceof VfsError) return e.code === 'EIO' || e.code === 'ETIMEDOUT' || e.code === 'EAGAIN';
+  return true;
+}
+
+export function isNotFound(e: unknown): boolean {
+  return (e instanceof ApiError && e.kind === 'not_found') || (e instanceof VfsError && e.code === 'ENOENT');
+}

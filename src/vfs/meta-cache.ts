@@ -1,0 +1,136 @@
+// Folder listings cached per (library, folder). getattr of a child is answered
+// from its parent's listing, so `ls -l` of a folder costs one listing request.
+// A listing older than the cache time is revalidated with its `oid`: an
+// "uptodate" answer renews it without transferring the entries again.
+import { LRUCache } from 'lru-cache';
+import type { DirEntry, SeafileApi } from '../client/types.js';
+import { isNotFound, VfsError } from './errors.js';
+import { isWithin } from './paths.js';
+
+export interface Listing {
+  /** the folder's object id as last seen on the server; null when unknown or locally changed */
+  oid: string | null;
+  entries: Map<string, DirEntry>;
+  fetchedAt: number;
+}
+
+export interface MetaStats {
+  listRequests: number;
+  fullListings: number;
+  uptodate: number;
+}
+
+const key = (repo: string, dir: string) => `${repo}\u0000${dir}`;
+
+export class MetaCache {
+  readonly stats: MetaStats = { listRequests: 0, fullListings: 0, uptodate: 0 };
+  private readonly lru: LRUCache<string, Listing>;
+  private readonly inflight = new Map<string, Promise<Listing>>();
+  /** bumped on local changes so an in-flight fetch started before them is not stored over them */
+  private readonly epoch = new Map<string, number>();
+
+  constructor(
+    private readonly api: SeafileApi,
+    private readonly ttlMs: number,
+    maxDirs = 20_000,
+  ) {
+    this.lru = new LRUCache({ max: maxDirs });
+  }
+
+  peek(repo: string, dir: string): Listing | undefined {
+    return this.lru.get(key(repo, dir));
+  }
+
+  fresh(l: Listing): boolean {
+    return Date.now() - l.fetchedAt < this.ttlMs;
+  }
+
+  /** The listing of a folder, from the cache while fresh. Throws ENOENT for a missing folder. */
+  async list(repo: string, dir: string, force = false): Promise<Listing> {
+    const k = key(repo, dir);
+    const cached = this.lru.get(k);
+    if (cached && !force && this.fresh(cached)) return cached;
+    const running = this.inflight.get(k);
+    if (running) return running;
+    const p = this.fetch(repo, dir, k, cached).finally(() => this.inflight.delete(k));
+    this.inflight.set(k, p);
+    return p;
+  }
+
+  private async fetch(repo: string, dir: string, k: string, cached: Listing | undefined): Promise<Listing> {
+    const startEpoch = this.epoch.get(k) ?? 0;
+    this.stats.listRequests++;
+    let res;
+    try {
+      res = await this.api.listDir(repo, dir, cached?.oid ? { oid: cached.oid } : undefined);
+    } catch (e) {
+      if (isNotFound(e)) {
+        this.lru.delete(k);
+        throw new VfsError('ENOENT', `${dir}`);
+      }
+      throw e;
+    }
+    const now = Date.now();
+    if (res.uptodate) {
+      this.stats.uptodate++;
+      if (cached && (this.epoch.get(k) ?? 0) === startEpoch) {
+        cached.fetchedAt = now;
+        return cached;
+      }
+      // the cached copy vanished or changed locally meanwhile: fetch in full
+      return this.fetch(repo, dir, k, undefined);
+    }
+    this.stats.fullListings++;
+    const entries = new Map<string, DirEntry>();
+    for (const e of res.entries) entries.set(e.name, e);
+    const listing: Listing = { oid: res.oid, entries, fetchedAt: now };
+    if ((this.epoch.get(k) ?? 0) !== startEpoch) {
+      // a local change raced with this fetch: use the answer but do not trust it for long
+      listing.fetchedAt = 0;
+      listing.oid = null;
+    }
+    this.lru.set(k, listing);
+    return listing;
+  }
+
+  private touch(k: string): void {
+    this.epoch.set(k, (this.epoch.get(k) ?? 0) + 1);
+  }
+
+  /** Record a local change of one entry (added or replaced) in a cached listing. */
+  upsert(repo: string, dir: string, entry: DirEntry): void {
+    const k = key(repo, dir);
+    this.touch(k);
+    this.lru.get(k)?.entries.set(entry.name, entry);
+  }
+
+  remove(repo: string, dir: string, name: string): void {
+    const k = key(repo, dir);
+    this.touch(k);
+    this.lru.get(k)?.entries.delete(name);
+  }
+
+  /** A folder just created here: known empty without asking. */
+  setEmpty(repo: string, dir: string): void {
+    const k = key(repo, dir);
+    this.touch(k);
+    this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now() });
+  }
+
+  invalidate(repo: string, dir: string): void {
+    const k = key(repo, dir);
+    this.touch(k);
+    this.lru.delete(k);
+  }
+
+  /** Forget a folder and everything below it (after a folder rename, move or delete). */
+  invalidateTree(repo: string, dir: string): void {
+    const prefix = `${repo}\u0000`;
+    for (const k of [...this.lru.keys()]) {
+      if (k.startsWith(prefix) && isWithin(k.slice(prefix.length), dir)) {
+        this.touch(k);
+        this.lru.delete(k);
+      }
+    }
+  }
+}

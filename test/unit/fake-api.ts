@@ -1,0 +1,412 @@
+// An in-memory SeafileApi for the vfs unit tests: folders with object ids
+// that change when their content changes, content-addressed blobs, ranged
+// downloads, auto-rename on clashes like the real API, quota, call counters
+// and hooks to delay or fail calls.
+import { createHash } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { Readable } from 'node:stream';
+import { ApiError, type ApiErrorKind } from '../../src/client/errors.js';
+import type {
+  AccountInfo, DirEntry, DirListing, DownloadLink, FileDetail, Library, LibraryInfo, LibraryType, RangeDownload,
+  SeafileApi, UploadedFile,
+} from '../../src/client/types.js';
+
+interface FFile { type: 'file'; id: string; mtime: number }
+interface FDir { type: 'dir'; oid: string; mtime: number; children: Map<string, FNode> }
+type FNode = FFile | FDir;
+
+let oidCounter = 0;
+const newOid = () => (++oidCounter).toString(16).padStart(40, 'a');
+const now = () => Math.floor(Date.now() / 1000);
+const ZERO = '0'.repeat(40);
+
+export function apiError(kind: ApiErrorKind, status: number, operation: string, msg = ''): ApiError {
+  return new ApiError({ kind, status, operation, serverMessage: msg });
+}
+
+const split = (p: string) => p.split('/').filter(Boolean);
+const parentOf = (p: string) => { const i = p.lastIndexOf('/'); return i <= 0 ? '/' : p.slice(0, i); };
+const baseOf = (p: string) => p.slice(p.lastIndexOf('/') + 1);
+
+export class FakeApi implements SeafileApi {
+  readonly calls: Record<string, number> = {};
+  readonly blobs = new Map<string, Buffer>();
+  readonly repos = new Map<string, { lib: Library; root: FDir }>();
+  /** answer downloads with 200 and the whole file, as encrypted libraries do */
+  ignoreRange = false;
+  quotaTotal = -2;
+  /** awaited at the start of every upload/update (to hold uploads in tests) */
+  uploadGate: (() => Promise<void>) | null = null;
+  /** errors thrown by the next calls of a method */
+  readonly failNext = new Map<string, ApiError[]>();
+  bytesServed = 0;
+
+  addLibrary(name: string, opts: { permission?: 'r' | 'rw'; type?: Library['type']; id?: string } = {}): string {
+    const id = opts.id ?? `${(this.repos.size + 1).toString(16).padStart(8, '0')}-0000-4000-8000-000000000000`;
+    this.repos.set(id, {
+      lib: { id, name, owner: 'me@example.com', permission: opts.permission ?? 'rw', encrypted: false, mtime: now(), size: 0, type: opts.type ?? 'repo' },
+      root: { type: 'dir', oid: newOid(), mtime: now(), children: new Map() },
+    });
+    return id;
+  }
+
+  private hit(op: string): void {
+    this.calls[op] = (this.calls[op] ?? 0) + 1;
+    const f = this.failNext.get(op);
+    if (f && f.length) throw f.shift()!;
+  }
+
+  private repo(id: string) {
+    const r = this.repos.get(id);
+    if (!r) throw apiError('not_found', 404, 'repo', 'Library not found.');
+    return r;
+  }
+
+  /** the chain of folders from the root to `path`'s folder */
+  private chain(repoId: string, path: string): FDir[] {
+    const out: FDir[] = [this.repo(repoId).root];
+    for (const part of split(path)) {
+      const n = out[out.length - 1].children.get(part);
+      if (!n || n.type !== 'dir') throw apiError('not_found', 404, 'dir', `Folder ${path} not found.`);
+      out.push(n);
+    }
+    return out;
+  }
+
+  dirAt(repoId: string, path: string): FDir {
+    const c = this.chain(repoId, path);
+    return c[c.length - 1];
+  }
+
+  nodeAt(repoId: string, path: string): FNode | undefined {
+    if (path === '/') return this.repo(repoId).root;
+    try {
+      return this.dirAt(repoId, parentOf(path)).children.get(baseOf(path));
+    } catch {
+      return undefined;
+    }
+  }
+
+  private touch(repoId: string, dir: string): void {
+    for (const d of this.chain(repoId, dir)) {
+      d.oid = newOid();
+      d.mtime = now();
+    }
+  }
+
+  private freeName(d: FDir, name: string): string {
+    if (!d.children.has(name)) return name;
+    const dot = name.lastIndexOf('.');
+    const stem = dot > 0 ? name.slice(0, dot) : name;
+    const ext = dot > 0 ? name.slice(dot) : '';
+    for (let i = 1; ; i++) {
+      const n = `${stem} (${i})${ext}`;
+      if (!d.children.has(n)) return n;
+    }
+  }
+
+  private store(data: Buffer): string {
+    if (data.length === 0) return ZERO;
+    const id = createHash('sha1').update(data).digest('hex');
+    this.blobs.set(id, data);
+    return id;
+  }
+
+  // ---- test helpers ----
+  putFile(repoId: string, path: string, data: Buffer | string): void {
+    const d = this.dirAt(repoId, parentOf(path));
+    d.children.set(baseOf(path), { type: 'file', id: this.store(Buffer.from(data)), mtime: now() });
+    this.touch(repoId, parentOf(path));
+  }
+
+  putDir(repoId: string, path: string): void {
+    let cur = '/';
+    for (const part of split(path)) {
+      const d = this.dirAt(repoId, cur);
+      if (!d.children.has(part)) d.children.set(part, { type: 'dir', oid: newOid(), mtime: now(), children: new Map() });
+      this.touch(repoId, cur);
+      cur = cur === '/' ? `/${part}` : `${cur}/${part}`;
+    }
+  }
+
+  content(repoId: string, path: string): Buffer | undefined {
+    const n = this.nodeAt(repoId, path);
+    if (!n || n.type !== 'file') return undefined;
+    return n.id === ZERO ? Buffer.alloc(0) : this.blobs.get(n.id);
+  }
+
+  names(repoId: string, dir: string): string[] {
+    return [...this.dirAt(repoId, dir).children.keys()].sort();
+  }
+
+  usage(): number {
+    let total = 0;
+    const walk = (d: FDir) => {
+      for (const n of d.children.values()) {
+        if (n.type === 'dir') walk(n);
+        else total += n.id === ZERO ? 0 : this.blobs.get(n.id)!.length;
+      }
+    };
+    for (const r of this.repos.values()) walk(r.root);
+    return total;
+  }
+
+  // ---- SeafileApi ----
+  async accountInfo(): Promise<AccountInfo> {
+    this.hit('accountInfo');
+    return { usage: this.usage(), total: this.quotaTotal, email: 'me@example.com' };
+  }
+
+  async listLibraries(_type?: LibraryType): Promise<Library[]> {
+    this.hit('listLibraries');
+    return [...this.repos.values()].map((r) => ({ ...r.lib }));
+  }
+
+  async getLibrary(repoId: string): Promise<LibraryInfo> {
+    this.hit('getLibrary');
+    const l = this.repo(repoId).lib;
+    return { ...l };
+  }
+
+  async unlockLibrary(): Promise<void> {
+    this.hit('unlockLibrary');
+  }
+
+  async listDir(repoId: string, path: string, opts?: { oid?: string }): Promise<DirListing> {
+    this.hit('listDir');
+    const d = this.dirAt(repoId, path);
+    if (opts?.oid && opts.oid === d.oid) return { uptodate: true, oid: d.oid };
+    const entries: DirEntry[] = [];
+    for (const [name, n] of d.children) {
+      if (n.type === 'dir') entries.push({ type: 'dir', name, id: n.children.size ? n.oid : ZERO, mtime: n.mtime });
+      else entries.push({ type: 'file', name, id: n.id, mtime: n.mtime, size: n.id === ZERO ? 0 : this.blobs.get(n.id)!.length });
+    }
+    return { uptodate: false, oid: d.oid, entries };
+  }
+
+  async mkdir(repoId: string, path: string): Promise<void> {
+    this.hit('mkdir');
+    const d = this.dirAt(repoId, parentOf(path));
+    const name = this.freeName(d, baseOf(path));
+    d.children.set(name, { type: 'dir', oid: newOid(), mtime: now(), children: new Map() });
+    this.touch(repoId, parentOf(path));
+  }
+
+  private renameNode(op: string, repoId: string, path: string, newName: string, type: 'file' | 'dir'): void {
+    const d = this.dirAt(repoId, parentOf(path));
+    const n = d.children.get(baseOf(path));
+    if (!n || n.type !== type) throw apiError('not_found', 404, op);
+    if (newName === baseOf(path)) throw apiError('conflict', 409, op);
+    d.children.delete(baseOf(path));
+    d.children.set(this.freeName(d, newName), n);
+    this.touch(repoId, parentOf(path));
+  }
+
+  async renameDir(repoId: string, path: string, newName: string): Promise<void> {
+    this.hit('renameDir');
+    this.renameNode('renameDir', repoId, path, newName, 'dir');
+  }
+
+  async deleteDir(repoId: string, path: string): Promise<void> {
+    this.hit('deleteDir');
+    const d = this.dirAt(repoId, parentOf(path));
+    if (!d.children.has(baseOf(path))) throw apiError('not_found', 404, 'deleteDir');
+    d.children.delete(baseOf(path));
+    this.touch(repoId, parentOf(path));
+  }
+
+  async fileDetail(repoId: string, path: string): Promise<FileDetail> {
+    this.hit('fileDetail');
+    const n = this.nodeAt(repoId, path);
+    if (!n || n.type !== 'file') throw apiError('not_found', 404, 'fileDetail');
+    return { type: 'file', id: n.id, name: baseOf(path), mtime: n.mtime, size: this.content(repoId, path)!.length };
+  }
+
+  async downloadLink(repoId: string, path: string): Promise<DownloadLink> {
+    this.hit('downloadLink');
+    const n = this.nodeAt(repoId, path);
+    if (!n || n.type !== 'file') throw apiError('not_found', 404, 'downloadLink');
+    return { url: `fake://files/${n.id}/${encodeURIComponent(baseOf(path))}`, oid: n.id };
+  }
+
+  async download(url: string, range?: { start: number; end?: number }): Promise<RangeDownload> {
+    this.hit('download');
+    const id = url.split('/')[3];
+    const data = id === ZERO ? Buffer.alloc(0) : this.blobs.get(id);
+    if (!data) throw apiError('forbidden', 403, 'download', 'Bad access token');
+    if (!range || this.ignoreRange || data.length === 0) {
+      this.bytesServed += data.length;
+      return { status: 200, start: 0, totalSize: data.length, etag: id, body: Readable.from(pieces(data)) };
+    }
+    const end = Math.min(data.length - 1, range.end ?? data.length - 1);
+    const slice = data.subarray(range.start, end + 1);
+    this.bytesServed += slice.length;
+    return { status: 206, start: range.start, totalSize: data.length, etag: id, body: Readable.from(pieces(slice)) };
+  }
+
+  async createFile(repoId: string, path: string): Promise<void> {
+    this.hit('createFile');
+    const d = this.dirAt(repoId, parentOf(path));
+    d.children.set(this.freeName(d, baseOf(path)), { type: 'file', id: ZERO, mtime: now() });
+    this.touch(repoId, parentOf(path));
+  }
+
+  async renameFile(repoId: string, path: string, newName: string): Promise<void> {
+    this.hit('renameFile');
+    this.renameNode('renameFile', repoId, path, newName, 'file');
+  }
+
+  private moveNode(op: string, repoId: string, srcDir: string, name: string, dstRepo: string, dstDir: string, copy: boolean): void {
+    const s = this.dirAt(repoId, srcDir);
+    const n = s.children.get(name);
+    if (!n) throw apiError('not_found', 404, op);
+    const d = this.dirAt(dstRepo, dstDir);
+    if (!copy) s.children.delete(name);
+    d.children.set(this.freeName(d, name), copy ? structuredClone(n) : n);
+    this.touch(repoId, srcDir);
+    this.touch(dstRepo, dstDir);
+  }
+
+  async moveFile(repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void> {
+    this.hit('moveFile');
+    this.moveNode('moveFile', repoId, parentOf(path), baseOf(path), dstRepo, dstDir, false);
+  }
+
+  async copyFile(repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void> {
+    this.hit('copyFile');
+    this.moveNode('copyFile', repoId, parentOf(path), baseOf(path), dstRepo, dstDir, true);
+  }
+
+  async deleteFile(repoId: string, path: string): Promise<void> {
+    this.hit('deleteFile');
+    const d = this.nodeAt(repoId, parentOf(path));
+    if (d && d.type === 'dir' && d.children.delete(baseOf(path))) this.touch(repoId, parentOf(path));
+  }
+
+  async batchMove(repoId: string, srcDir: string, names: string[], dstRepo: string, dstDir: string): Promise<void> {
+    this.hit('batchMove');
+    for (const n of names) this.moveNode('batchMove', repoId, srcDir, n, dstRepo, dstDir, false);
+  }
+
+  async batchCopy(repoId: string, srcDir: string, names: string[], dstRepo: string, dstDir: string): Promise<void> {
+    this.hit('batchCopy');
+    for (const n of names) this.moveNode('batchCopy', repoId, srcDir, n, dstRepo, dstDir, true);
+  }
+
+  async batchDelete(repoId: string, srcDir: string, names: string[]): Promise<void> {
+    this.hit('batchDelete');
+    const d = this.dirAt(repoId, srcDir);
+    for (const n of names) d.children.delete(n);
+    this.touch(repoId, srcDir);
+  }
+
+  private checkQuota(op: string): void {
+    if (this.quotaTotal > 0 && this.usage() >= this.quotaTotal) throw apiError('quota', 443, op, 'Out of quota.');
+  }
+
+  async uploadLink(repoId: string, dir: string): Promise<string> {
+    this.hit('uploadLink');
+    this.repo(repoId);
+    if (this.repo(repoId).lib.permission === 'r') throw apiError('forbidden', 403, 'uploadLink');
+    this.checkQuota('uploadLink');
+    return `fake-upload://${repoId}${dir}`;
+  }
+
+  async upload(link: string, parentDir: string, localFile: string, name: string, opts?: { replace?: boolean }): Promise<UploadedFile[]> {
+    this.hit('upload');
+    if (this.uploadGate) await this.uploadGate();
+    const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
+    this.checkQuota('upload');
+    const data = await readFile(localFile);
+    const d = this.dirAt(repoId, parentDir);
+    const existing = d.children.get(name);
+    const final = opts?.replace && existing?.type === 'file' ? name : this.freeName(d, name);
+    const id = this.store(data);
+    d.children.set(final, { type: 'file', id, mtime: now() });
+    this.touch(repoId, parentDir);
+    return [{ name: final, id, size: data.length }];
+  }
+
+  async updateLink(repoId: string, dir: string): Promise<string> {
+    this.hit('updateLink');
+    if (this.repo(repoId).lib.permission === 'r') throw apiError('forbidden', 403, 'updateLink');
+    this.checkQuota('updateLink');
+    return `fake-update://${repoId}${dir}`;
+  }
+
+  async update(link: string, targetFile: string, localFile: string): Promise<string> {
+    this.hit('update');
+    if (this.uploadGate) await this.uploadGate();
+    const repoId = link.slice('fake-update://'.length, 'fake-update://'.length + 36);
+    this.checkQuota('update');
+    const n = this.nodeAt(repoId, targetFile);
+    if (!n || n.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
+    n.id = this.store(await readFile(localFile));
+    n.mtime = now();
+    this.touch(repoId, parentOf(targetFile));
+    return n.id;
+  }
+}
+
+function* pieces(b: Buffer): Generator<Buffer> {
+  for (let i = 0; i < b.length; i += 64 * 1024) yield b.subarray(i, i + 64 * 1024);
+}
+
+/** A gate that holds every upload until opened. */
+export function gate(): { wait: () => Promise<void>; open: () => void } {
+  let open!: () => void;
+  const p = new Promise<void>((r) => (open = r));
+  return { wait: () => p, open };
+}
+
+// ---- helpers to drive a Vfs the way the FUSE adapter does ----
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { constants as FC } from 'node:fs';
+import { Vfs, type VfsOptions } from '../../src/vfs/vfs.js';
+
+export async function makeVfs(api: FakeApi, opts: Partial<VfsOptions> = {}): Promise<{ vfs: Vfs; cacheDir: string; cleanup: () => Promise<void> }> {
+  const cacheDir = opts.cacheDir ?? (await mkdtemp(join(tmpdir(), 'seafs-unit-')));
+  const vfs = await Vfs.create(api, { durableJournal: false, writeBack: { retryBaseMs: 10 }, ...opts, cacheDir });
+  return { vfs, cacheDir, cleanup: async () => { vfs.close(); await rm(cacheDir, { recursive: true, force: true }); } };
+}
+
+/** create + write + flush + release, as `cp` does */
+export async function writeWhole(vfs: Vfs, path: string, data: Buffer | string): Promise<void> {
+  const b = Buffer.from(data);
+  const fh = await vfs.create(path, 0o644);
+  for (let off = 0; off < b.length; off += 128 * 1024) {
+    const piece = b.subarray(off, off + 128 * 1024);
+    await vfs.write(path, fh, piece, piece.length, off);
+  }
+  await vfs.flush(path, fh);
+  await vfs.release(path, fh);
+}
+
+export async function readWhole(vfs: Vfs, path: string): Promise<Buffer> {
+  const size = (await vfs.getattr(path)).size;
+  const fh = await vfs.open(path, FC.O_RDONLY);
+  const out = Buffer.alloc(size);
+  let off = 0;
+  while (off < size) {
+    const n = await vfs.read(path, fh, out.subarray(off), Math.min(128 * 1024, size - off), off);
+    if (n === 0) break;
+    off += n;
+  }
+  await vfs.release(path, fh);
+  return out.subarray(0, off);
+}
+
+export async function expectErrno(p: Promise<unknown>, code: string): Promise<void> {
+  try {
+    await p;
+  } catch (e) {
+    const got = (e as { code?: string }).code;
+    if (got !== code) throw new Error(`expected ${code}, got ${got}: ${(e as Error).message}`);
+    return;
+  }
+  throw new Error(`expected ${code}, but it succeeded`);
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

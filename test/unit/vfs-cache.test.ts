@@ -1,0 +1,65 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeApi, makeVfs, sleep, writeWhole } from './fake-api.js';
+
+describe('vfs metadata cache', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  it('answers ls -l of a 1,000-entry folder with one listing request', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.putDir(repo, '/big');
+    for (let i = 0; i < 1000; i++) api.putFile(repo, `/big/f${i}.txt`, `content ${i}`);
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    cleanups.push(cleanup);
+    const before = api.calls.listDir ?? 0;
+    const names = await vfs.readdir('/big');
+    expect(names).toHaveLength(1000);
+    for (const n of names) {
+      const a = await vfs.getattr(`/big/${n}`);
+      expect(a.size).toBe(`content ${n.slice(1, -4)}`.length);
+    }
+    // the root listing (to check /big is a folder) and /big itself
+    expect((api.calls.listDir ?? 0) - before).toBe(2);
+    expect(api.calls.fileDetail ?? 0).toBe(0);
+    // negative lookups come from the same listing
+    await expect(vfs.getattr('/big/nope')).rejects.toMatchObject({ code: 'ENOENT' });
+    expect((api.calls.listDir ?? 0) - before).toBe(2);
+  });
+
+  it('revalidates a stale listing with its oid and sees remote changes after the cache time', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.putFile(repo, '/a.txt', 'aaa');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 50 });
+    cleanups.push(cleanup);
+    expect(await vfs.readdir('/')).toEqual(['a.txt']);
+    expect(vfs.meta.stats.fullListings).toBe(1);
+    await sleep(70);
+    expect(await vfs.readdir('/')).toEqual(['a.txt']);
+    expect(vfs.meta.stats.uptodate).toBe(1);
+    expect(vfs.meta.stats.fullListings).toBe(1);
+    // a change made by someone else
+    api.putFile(repo, '/b.txt', 'bb');
+    expect(await vfs.readdir('/')).toEqual(['a.txt']); // still fresh
+    await sleep(70);
+    expect((await vfs.readdir('/')).sort()).toEqual(['a.txt', 'b.txt']);
+    expect(vfs.meta.stats.fullListings).toBe(2);
+  });
+
+  it('shows local changes at once, before any upload', async () => {
+    const api = new FakeApi();
+    api.addLibrary('lib');
+    let release!: () => void;
+    api.uploadGate = () => new Promise<void>((r) => (release = r));
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    cleanups.push(async () => { release?.(); await cleanup(); });
+    await vfs.mkdir('/d', 0o755);
+    await writeWhole(vfs, '/d/new.txt', 'hello world');
+    expect(await vfs.readdir('/d')).toEqual(['new.txt']);
+    expect((await vfs.getattr('/d/new.txt')).size).toBe(11);
+    expect(api.calls.upload ?? 0).toBeLessThanOrEqual(1);
+  });
+});
