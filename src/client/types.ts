@@ -84,13 +84,18 @@ export interface DownloadLink {
 }
 
 export interface RangeDownload {
-  /** 200 (whole file) or 206 (the range asked for) */
+  /**
+   * 200 (whole file: the server ignored Range, as encrypted libraries do; `start` is then 0),
+   * 206 (the range asked for), or 416 (range past the end: `body` is empty, `totalSize` the size when sent)
+   */
   status: number;
   /** first byte offset of `body` within the file */
   start: number;
   /** total file size when known (Content-Range or Content-Length of a 200) */
   totalSize: number | null;
+  /** the ETag without quotes (real servers send the file id) */
   etag: string | null;
+  /** stream errors are ApiError (timeout/network); destroy it to abandon the transfer */
   body: Readable;
 }
 
@@ -204,4 +209,31 @@ export interface SeafileApi {
   updateLink(repoId: string, dir: string): Promise<string>;
   /** replaces the content of an existing file; returns the new file id */
   update(link: string, targetFile: string, localFile: string): Promise<string>;
+}
+
+/** What POST /api2/repos/ answers. */
+export interface CreatedLibrary {
+  repo_id: string;
+  repo_name: string;
+  encrypted: boolean | string | number;
+  [extra: string]: unknown;
+}
+
+/** GET /api2/repos/{id}/history/ (V2). */
+export interface LibraryHistory {
+  commits: CommitRecord[];
+  page_next: boolean;
+}
+
+/** GET /api/v2.1/repos/{id}/history/. */
+export interface LibraryHistoryPage {
+  data: HistoryEntryV21[];
+  more: boolean;
+}
+
+/** GET /api/v2.1/repos/{id}/trash/: pass `scan_stat` back to get the next page. */
+export interface TrashPage {
+  data: TrashEntry[];
+  scan_stat: string | null;
+  more: boolean;
 }

@@ -1,0 +1,266 @@
+// The HTTP layer under SeafileClient: one undici Agent (keep-alive pools per
+// origin, since upload and download links may name another host), timeouts
+// on every request, the retry loop, and the conversion of every failure into
+// an ApiError.
+import { Agent, type Dispatcher } from 'undici';
+import type { Readable } from 'node:stream';
+import { ApiError, type ApiErrorKind } from './errors.js';
+import { errorMessageOf } from './error-body.js';
+import { kindFor, type CallContext } from './status-map.js';
+import { backoffDelay, mayRetry, parseRetryAfter, sleep, type BackoffOptions, type RetryClass } from './retry.js';
+
+export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
+export type Query = Record<string, string | number | boolean | undefined | null>;
+export type Form = Record<string, string | number | boolean | string[] | undefined | null>;
+
+export interface HttpOptions {
+  baseUrl: string;
+  token?: string;
+  /** headers and body timeout of API calls (ms) */
+  timeoutMs: number;
+  /** idle timeout of upload and download bodies, and wait for an upload's answer (ms) */
+  transferTimeoutMs: number;
+  maxRetries: number;
+  connections: number;
+  userAgent: string;
+  backoff: BackoffOptions;
+}
+
+export interface Call {
+  op: string;
+  method: Method;
+  /** a path under the base URL ('/api2/...') or an absolute URL (links) */
+  url: string;
+  query?: Query;
+  form?: Form;
+  /** a one-shot body (uploads); `retry` must then be 'never' */
+  body?: { stream: Readable; length: number; contentType: string };
+  headers?: Record<string, string>;
+  /** send the token (default: yes for base-URL paths and uploads, no for foreign download hosts) */
+  auth?: boolean;
+  retry: RetryClass;
+  ctx?: CallContext;
+  /** statuses that count as success besides 2xx (the 301 of rename and move) */
+  accept?: number[];
+  /** a transfer: the larger timeouts apply */
+  transfer?: boolean;
+  /** a retry that gets 404 means an earlier attempt already did it (idempotent deletes) */
+  retriedNotFoundIsSuccess?: boolean;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: Dispatcher.ResponseData['body'];
+}
+
+const MAX_ERROR_BODY = 64 * 1024;
+
+const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+
+export function header(h: RawResponse['headers'], name: string): string | null {
+  const v = h[name.toLowerCase()];
+  if (v === undefined) return null;
+  return Array.isArray(v) ? (v[0] ?? null) : v;
+}
+
+/** The code of a low-level failure, looking through `cause` chains. */
+function lowCode(e: unknown): string | undefined {
+  let cur: unknown = e;
+  for (let i = 0; i < 4 && cur && typeof cur === 'object'; i++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string' && code !== 'UND_ERR_SOCKET' && code !== 'UND_ERR_ABORTED') return code;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  const top = (e as { code?: unknown } | null)?.code;
+  return typeof top === 'string' ? top : undefined;
+}
+
+/** Any thrown thing from undici or the body stream as an ApiError (timeout or network). */
+export function transportError(e: unknown, op: string): ApiError {
+  if (e instanceof ApiError) return e;
+  const code = lowCode(e);
+  const kind: ApiErrorKind = code && TIMEOUT_CODES.has(code) ? 'timeout' : 'network';
+  const msg = e instanceof Error ? e.message : String(e);
+  const err = new ApiError({ kind, status: 0, operation: op, serverMessage: code ? `${code}: ${msg}` : msg, cause: e });
+  (err as ApiError & { code?: string }).code = code;
+  return err;
+}
+
+function encodeQuery(q: Query | undefined): string {
+  if (!q) return '';
+  const parts: string[] = [];
+  for (const [k, v] of Object.entries(q)) {
+    if (v === undefined || v === null) continue;
+    parts.push(`${encodeURIComponent(k)}=${encodeURIComponent(String(v))}`);
+  }
+  return parts.length ? `?${parts.join('&')}` : '';
+}
+
+export function encodeForm(f: Form): string {
+  const p = new URLSearchParams();
+  for (const [k, v] of Object.entries(f)) {
+    if (v === undefined || v === null) continue;
+    if (Array.isArray(v)) for (const x of v) p.append(k, x);
+    else p.append(k, String(v));
+  }
+  return p.toString();
+}
+
+export class HttpCore {
+  readonly agent: Agent;
+  readonly base: URL;
+  token: string | undefined;
+
+  constructor(readonly opts: HttpOptions) {
+    this.base = new URL(opts.baseUrl.endsWith('/') ? opts.baseUrl : `${opts.baseUrl}/`);
+    this.token = opts.token;
+    this.agent = new Agent({
+      connections: opts.connections,
+      pipelining: 1,
+      keepAliveTimeout: 30_000,
+      keepAliveMaxTimeout: 10 * 60_000,
+      headersTimeout: opts.timeoutMs,
+      bodyTimeout: opts.timeoutMs,
+      connect: { timeout: Math.min(opts.timeoutMs, 30_000) },
+    });
+  }
+
+  /** An absolute URL for a path under the base URL (the base may carry a path prefix). */
+  resolve(pathOrUrl: string): URL {
+    if (/^https?:\/\//i.test(pathOrUrl)) return new URL(pathOrUrl);
+    return new URL(pathOrUrl.replace(/^\//, ''), this.base);
+  }
+
+  private sameOrigin(u: URL): boolean {
+    return u.origin === this.base.origin;
+  }
+
+  /**
+   * Sends a call, retrying as its class allows, and returns the response of
+   * an accepted status with its body unread. Any other outcome throws ApiError.
+   */
+  async send(call: Call): Promise<RawResponse> {
+    if (call.body && call.retry !== 'never') throw new Error(`${call.op}: a streamed body cannot be retried`);
+    const url = this.resolve(call.url);
+    const extra = encodeQuery(call.query);
+    const path = url.pathname + (url.search ? url.search + (extra ? `&${extra.slice(1)}` : '') : extra);
+    const headers: Record<string, string> = {
+      'user-agent': this.opts.userAgent,
+      accept: 'application/json',
+      ...call.headers,
+    };
+    const auth = call.auth ?? this.sameOrigin(url);
+    if (auth && this.token) headers.authorization = `Token ${this.token}`;
+    let body: string | Readable | undefined;
+    if (call.form) {
+      body = encodeForm(call.form);
+      headers['content-type'] = 'application/x-www-form-urlencoded';
+    } else if (call.body) {
+      body = call.body.stream;
+      headers['content-type'] = call.body.contentType;
+      headers['content-length'] = String(call.body.length);
+    }
+    const timeout = call.transfer ? this.opts.transferTimeoutMs : this.opts.timeoutMs;
+    const accept = call.accept ?? [];
+
+    for (let attempt = 0; ; attempt++) {
+      let failure: ApiError;
+      let code: string | undefined;
+      try {
+        const res = await this.agent.request({
+          origin: url.origin,
+          path,
+          method: call.method,
+          headers,
+          body,
+          headersTimeout: timeout,
+          bodyTimeout: timeout,
+        });
+        const status = res.statusCode;
+        if ((status >= 200 && status < 300) || accept.includes(status)) {
+          return { status, headers: res.headers, body: res.body };
+        }
+        failure = await this.failureOf(call, status, res);
+      } catch (e) {
+        failure = transportError(e, call.op);
+        code = (failure as ApiError & { code?: string }).code;
+      }
+      if (attempt > 0 && failure.status === 404 && call.retriedNotFoundIsSuccess) {
+        return { status: 200, headers: {}, body: emptyBody() };
+      }
+      if (attempt >= this.opts.maxRetries || !mayRetry(call.retry, { status: failure.status, code })) throw failure;
+      await sleep(backoffDelay(attempt, failure.retryAfterMs, this.opts.backoff));
+    }
+  }
+
+  /** Reads (a bounded part of) an error body and maps it. Never throws anything but the ApiError it returns. */
+  private async failureOf(call: Call, status: number, res: Dispatcher.ResponseData): Promise<ApiError> {
+    let text = '';
+    try {
+      const chunks: Buffer[] = [];
+      let n = 0;
+      for await (const chunk of res.body) {
+        if (n < MAX_ERROR_BODY) chunks.push(chunk as Buffer);
+        n += (chunk as Buffer).length;
+        if (n >= MAX_ERROR_BODY) break; // leaving the loop destroys the rest
+      }
+      text = Buffer.concat(chunks).subarray(0, MAX_ERROR_BODY).toString('utf8');
+    } catch {
+      // a body that dies half-way: the status still says what happened
+    }
+    const message = errorMessageOf(text);
+    const otpHeader = /required/i.test(header(res.headers, 'x-seafile-otp') ?? '');
+    const kind = kindFor(status, message, call.ctx ?? 'api', otpHeader);
+    const retryAfterMs = status === 429 || status === 503 ? parseRetryAfter(res.headers['retry-after']) : null;
+    return new ApiError({ kind, status, operation: call.op, serverMessage: message, retryAfterMs });
+  }
+
+  /** Sends a call and returns its whole body as text. */
+  async text(call: Call): Promise<{ status: number; headers: RawResponse['headers']; text: string }> {
+    const res = await this.send(call);
+    try {
+      return { status: res.status, headers: res.headers, text: await res.body.text() };
+    } catch (e) {
+      throw transportError(e, call.op);
+    }
+  }
+
+  /** Sends a call and parses its body as JSON; a body that does not parse is a `protocol` error. */
+  async json<T = unknown>(call: Call): Promise<{ status: number; headers: RawResponse['headers']; value: T }> {
+    const r = await this.text(call);
+    try {
+      return { status: r.status, headers: r.headers, value: JSON.parse(r.text) as T };
+    } catch (e) {
+      throw protocolError(call.op, `response is not JSON: ${r.text.slice(0, 200)}`, r.status, e);
+    }
+  }
+
+  /** Sends a call whose answer carries nothing of interest (`"success"`, an empty 200, the 301 of rename). */
+  async done(call: Call): Promise<number> {
+    const res = await this.send(call);
+    try {
+      await res.body.dump({ limit: 1 << 20 });
+    } catch {
+      // the status said success; a body cut short changes nothing
+    }
+    return res.status;
+  }
+
+  close(): Promise<void> {
+    return this.agent.close();
+  }
+}
+
+export function protocolError(op: string, message: string, status = 0, cause?: unknown): ApiError {
+  return new ApiError({ kind: 'protocol', status, operation: op, serverMessage: message, cause });
+}
+
+function emptyBody(): Dispatcher.ResponseData['body'] {
+  // a stand-in with the methods callers use on a body
+  return {
+    text: async () => '""',
+    json: async () => '',
+    dump: async () => undefined,
+  } as unknown as Dispatcher.ResponseData['body'];
+}

@@ -1,0 +1,7 @@
+// The client's public surface.
+export { SeafileClient, normalizeDir, parseUploadAnswer, type ClientOptions } from './client.js';
+export { ApiError, isApiError, type ApiErrorKind } from './errors.js';
+export { errorMessageOf } from './error-body.js';
+export { kindFor, type CallContext } from './status-map.js';
+export { multipartFraming, multipartFromFile, type MultipartBody } from './multipart.js';
+export type * from './types.js';
