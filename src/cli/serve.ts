@@ -1,10 +1,72 @@
+// `seafs serve`: a local server of the web API storing data on disk.
 import type { CommandModule } from 'yargs';
+import { startServer } from '../server/index.js';
 
-// Placeholder until the server lands (issue 2).
-export const serveCommand: CommandModule = {
+interface ServeArgs {
+  data: string;
+  host: string;
+  port: number;
+  'admin-email': string;
+  'admin-password'?: string;
+  'latency-ms': number;
+  'unlock-ttl': number;
+  'link-ttl': number;
+  'max-upload-mb'?: number;
+  verbose: boolean;
+}
+
+export const serveCommand: CommandModule<object, ServeArgs> = {
   command: 'serve',
   describe: 'Run a local server of the web API, storing data on disk',
-  handler: () => {
-    throw new Error('not implemented yet');
+  builder: (y) =>
+    y
+      .option('data', { type: 'string', demandOption: true, describe: 'Data directory (created if missing)' })
+      .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on' })
+      .option('port', { type: 'number', default: 8000, describe: 'Port (0 picks a free one; the real one is printed)' })
+      .option('admin-email', { type: 'string', demandOption: true, describe: 'E-mail of the administrator account' })
+      .option('admin-password', {
+        type: 'string',
+        describe: 'Administrator password; better given in the environment as SEAFS_ADMIN_PASSWORD (kept out of argv)',
+      })
+      .option('latency-ms', { type: 'number', default: 0, describe: 'Delay every response by N ms (models a distant server)' })
+      .option('unlock-ttl', { type: 'number', default: 3600, describe: 'Seconds an encrypted-library unlock lasts (for tests)' })
+      .option('link-ttl', { type: 'number', default: 3600, describe: 'Seconds download/upload links stay valid (for tests)' })
+      .option('max-upload-mb', { type: 'number', describe: 'Largest accepted upload in MB, 442 above it (for tests; default unlimited)' })
+      .option('verbose', { type: 'boolean', default: false, describe: 'Log each request on stderr' })
+      .epilog(
+        'Accounts: the administrator creates users with PUT /api2/accounts/{email}/ (password, name, ' +
+          'storage = quota in MB, negative = unlimited, totp_secret = base32 secret that turns on two-factor auth).',
+      ) as never,
+  handler: async (argv) => {
+    const password = argv['admin-password'] ?? process.env.SEAFS_ADMIN_PASSWORD;
+    if (!password) throw new Error('give the administrator password with --admin-password or SEAFS_ADMIN_PASSWORD');
+    const server = await startServer({
+      dataDir: argv.data,
+      host: argv.host,
+      port: argv.port,
+      adminEmail: argv['admin-email'],
+      adminPassword: password,
+      latencyMs: argv['latency-ms'],
+      unlockTtlSec: argv['unlock-ttl'],
+      linkTtlSec: argv['link-ttl'],
+      maxUploadBytes: argv['max-upload-mb'] !== undefined ? argv['max-upload-mb'] * 1_000_000 : undefined,
+      log: (line) => process.stderr.write(line + '\n'),
+      logRequests: argv.verbose,
+    });
+    process.stdout.write(`listening on ${server.url}\n`);
+    let stopping = false;
+    const stop = () => {
+      if (stopping) return;
+      stopping = true;
+      server.close().then(
+        () => process.exit(0),
+        (e) => {
+          process.stderr.write(`seafs serve: ${(e as Error).message}\n`);
+          process.exit(1);
+        },
+      );
+    };
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
   },
 };

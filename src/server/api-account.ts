@@ -1,0 +1,206 @@
+// Session, server and account endpoints: ping, auth-token (with two-factor),
+// server-info, account info, and the administrator's /api2/accounts/.
+import type { Ctx, Req } from './context.js';
+import { checkPassword, hashPassword } from './db.js';
+import { HttpError, sendJson } from './http.js';
+import type { Route } from './router.js';
+import { base32Decode, verifyTotp } from './totp.js';
+
+export const SERVER_VERSION = '11.0.12';
+
+async function authToken(ctx: Ctx, r: Req): Promise<void> {
+  const form = await r.form({ json: true });
+  const username = form.get('username') ?? form.get('login_id') ?? form.get('email');
+  const password = form.get('password');
+  if (!username) throw new HttpError(400, '', { username: ['This field is required.'] });
+  if (!password) throw new HttpError(400, '', { password: ['This field is required.'] });
+  const user = ctx.db.user(username);
+  if (!user || !user.isActive || !checkPassword(password, user.passwordHash)) {
+    throw new HttpError(400, '', { non_field_errors: ['Unable to login with provided credentials.'] });
+  }
+  if (user.totpSecret) {
+    const otp = (r.raw.headers['x-seafile-otp'] ?? r.raw.headers['x-service-otp']) as string | undefined;
+    if (!otp) {
+      throw new HttpError(400, '', { non_field_errors: ['Two factor auth token is missing.'] }, { 'X-Seafile-OTP': 'required' });
+    }
+    if (!verifyTotp(user.totpSecret, otp)) {
+      throw new HttpError(400, '', { non_field_errors: ['Two factor auth token is invalid.'] }, { 'X-Seafile-OTP': 'required' });
+    }
+  }
+  sendJson(r.res, 200, { token: user.token });
+}
+
+async function accountInfo(ctx: Ctx, r: Req): Promise<void> {
+  const u = r.user!;
+  const usage = await ctx.usage(u.email);
+  const total = u.quota < 0 ? -2 : u.quota;
+  sendJson(r.res, 200, {
+    usage,
+    total,
+    email: u.email,
+    name: u.name,
+    login_id: '',
+    contact_email: u.email,
+    institution: '',
+    is_staff: u.isStaff,
+    avatar_url: `${r.base}/media/avatars/default.png`,
+    space_usage: total > 0 ? `${((usage / total) * 100).toFixed(2)}%` : '0%',
+  });
+}
+
+function accountDetail(ctx: Ctx, email: string, usage: number) {
+  const u = ctx.db.user(email)!;
+  return {
+    id: u.id,
+    email: u.email,
+    name: u.name,
+    note: u.note,
+    is_staff: u.isStaff,
+    is_active: u.isActive,
+    create_time: u.createTime,
+    usage,
+    total: u.quota < 0 ? -2 : u.quota,
+    two_factor_auth_enabled: !!u.totpSecret,
+  };
+}
+
+function bool(v: string | undefined): boolean | undefined {
+  if (v === undefined) return undefined;
+  return ['true', '1', 'yes', 'on'].includes(v.toLowerCase());
+}
+
+/**
+ * PUT /api2/accounts/{email}/ creates (201, needs `password`) or updates (200).
+ * Fields: password, is_staff, is_active, name, note, storage (quota in MB; a
+ * negative value means unlimited) and, specific to this server, totp_secret
+ * (base32; switches two-factor auth on, empty switches it off).
+ */
+async function putAccount(ctx: Ctx, r: Req): Promise<void> {
+  const email = decodeURIComponent(r.params[0]);
+  const form = await r.form({ json: true });
+  let user = ctx.db.user(email);
+  const created = !user;
+  if (!user) {
+    const pw = form.get('password');
+    if (!pw) throw new HttpError(400, 'password required');
+    if (!/^[^@\s/]+@[^@\s/]+$/.test(email)) throw new HttpError(400, 'Email invalid.');
+    user = ctx.db.createUser(email, pw, bool(form.get('is_staff')) ?? false);
+  } else {
+    const known = ['password', 'is_staff', 'is_active', 'name', 'note', 'storage', 'totp_secret'];
+    if (!known.some((k) => form.get(k) !== undefined)) throw new HttpError(400, 'password, is_staff, is_active, name, note or storage required');
+    if (form.get('password')) user.passwordHash = hashPassword(form.get('password')!);
+    if (form.get('is_staff') !== undefined) user.isStaff = bool(form.get('is_staff'))!;
+  }
+  if (form.get('is_active') !== undefined) user.isActive = bool(form.get('is_active'))!;
+  if (form.get('name') !== undefined) user.name = form.get('name')!;
+  if (form.get('note') !== undefined) user.note = form.get('note')!;
+  const storage = form.get('storage');
+  if (storage !== undefined) {
+    const mb = Number(storage);
+    if (!Number.isFinite(mb)) throw new HttpError(400, 'storage invalid.');
+    user.quota = mb < 0 ? -2 : Math.floor(mb * 1_000_000);
+  }
+  const secret = form.get('totp_secret');
+  if (secret !== undefined) {
+    if (secret) {
+      try {
+        if (base32Decode(secret).length < 10) throw new Error('short');
+      } catch {
+        throw new HttpError(400, 'totp_secret must be base32 (at least 16 characters).');
+      }
+    }
+    user.totpSecret = secret;
+  }
+  await ctx.db.save();
+  if (created) {
+    sendJson(r.res, 201, 'success', { Location: `${r.base}/api2/accounts/${encodeURIComponent(email)}/` });
+  } else {
+    sendJson(r.res, 200, 'success');
+  }
+}
+
+export const accountRoutes: Route[] = [
+  { method: 'GET', path: '/api2/ping', auth: 'none', handler: async (_c, r) => sendJson(r.res, 200, 'pong') },
+  { method: 'GET', path: '/api2/auth/ping', auth: 'user', handler: async (_c, r) => sendJson(r.res, 200, 'pong') },
+  { method: 'POST', path: '/api2/auth-token', auth: 'none', handler: authToken },
+  {
+    method: 'GET',
+    path: '/api2/server-info',
+    auth: 'none',
+    handler: async (_c, r) =>
+      sendJson(r.res, 200, { version: SERVER_VERSION, features: ['service-basic', 'file-search'], encrypted_library_version: 2 }),
+  },
+  { method: 'GET', path: '/api2/account/info', auth: 'user', handler: accountInfo },
+  {
+    method: 'GET',
+    path: '/api2/client-login',
+    auth: 'user',
+    handler: async (_c, r) => {
+      if (r.user!.totpSecret) return sendJson(r.res, 200, {});
+      sendJson(r.res, 200, `${r.base}/client-login/?token=${r.user!.token}`);
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api2/accounts',
+    auth: 'admin',
+    handler: async (ctx, r) => {
+      const start = Number(r.query.get('start') ?? 0);
+      const limit = Number(r.query.get('limit') ?? 100);
+      let users = Object.values(ctx.db.data.users).sort((a, b) => a.id - b.id);
+      if (!(start === -1 && limit === -1)) users = users.slice(Math.max(0, start), Math.max(0, start) + Math.max(0, limit));
+      sendJson(
+        r.res,
+        200,
+        users.map((u) => ({ email: u.email, source: 'DB' })),
+      );
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api2/accounts/:seg',
+    auth: 'admin',
+    handler: async (ctx, r) => {
+      const email = decodeURIComponent(r.params[0]);
+      if (!ctx.db.user(email)) throw new HttpError(404, 'User not found.');
+      sendJson(r.res, 200, accountDetail(ctx, email, await ctx.usage(email)));
+    },
+  },
+  { method: 'PUT', path: '/api2/accounts/:seg', auth: 'admin', handler: putAccount },
+  {
+    method: 'POST',
+    path: '/api2/accounts/:seg',
+    auth: 'admin',
+    handler: async (ctx, r) => {
+      const form = await r.form({ json: true });
+      const email = decodeURIComponent(r.params[0]);
+      if (form.get('op') !== 'migrate' || !form.get('to_user') || !ctx.db.user(form.get('to_user')!) || !ctx.db.user(email)) {
+        throw new HttpError(400, 'Missing or invalid arguments.');
+      }
+      for (const repo of Object.values(ctx.db.data.repos)) if (repo.owner === email) repo.owner = form.get('to_user')!;
+      await ctx.db.save();
+      sendJson(r.res, 200, 'success');
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api2/accounts/:seg',
+    auth: 'admin',
+    handler: async (ctx, r) => {
+      const email = decodeURIComponent(r.params[0]);
+      const u = ctx.db.user(email);
+      if (u) {
+        if (u.email === ctx.opts.adminEmail) throw new HttpError(403, 'Cannot delete the administrator.');
+        for (const repo of Object.values(ctx.db.data.repos)) {
+          if (repo.owner === u.email) {
+            delete ctx.db.data.repos[repo.id];
+            await ctx.heads.remove(repo.id);
+          }
+        }
+        ctx.db.deleteUser(u.email);
+        await ctx.db.save();
+      }
+      sendJson(r.res, 200, 'success');
+    },
+  },
+];

@@ -1,0 +1,150 @@
+// The server's shared state and the checks every endpoint uses: who may see
+// or write a library, encrypted-library unlocks, quotas, link tokens.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { Db, type RepoMeta, type User } from './db.js';
+import { Heads } from './heads.js';
+import { HttpError, Form, parseBody } from './http.js';
+import { ObjectStore } from './objects.js';
+
+export interface ServerOptions {
+  dataDir: string;
+  host?: string;
+  port?: number;
+  adminEmail: string;
+  adminPassword: string;
+  latencyMs?: number;
+  unlockTtlSec?: number; // default 3600
+  linkTtlSec?: number; // default 3600
+  /** largest accepted upload in bytes (442 above it); default unlimited */
+  maxUploadBytes?: number;
+  log?: (line: string) => void;
+  /** log one line per request through `log` */
+  logRequests?: boolean;
+}
+
+export interface DownloadToken {
+  repoId: string;
+  fileId: string;
+  size: number;
+  name: string;
+  reuse: boolean;
+  expires: number; // ms
+  encrypted: boolean;
+}
+
+export interface UploadToken {
+  kind: 'upload' | 'update';
+  repoId: string;
+  dir: string; // normalised '/a/b'
+  user: string;
+  expires: number;
+}
+
+export interface Req {
+  raw: IncomingMessage;
+  res: ServerResponse;
+  method: string;
+  path: string;
+  query: URLSearchParams;
+  params: string[];
+  /** e.g. http://127.0.0.1:8000 as the client reached us (for links) */
+  base: string;
+  user: User | null;
+  form(opts?: { json?: boolean }): Promise<Form>;
+}
+
+export type Permission = 'r' | 'rw';
+
+export class Ctx {
+  readonly db: Db;
+  readonly store: ObjectStore;
+  readonly heads: Heads;
+  readonly tmpDir: string;
+  readonly downloads = new Map<string, DownloadToken>();
+  readonly uploads = new Map<string, UploadToken>();
+  private unlocks = new Map<string, number>(); // `${user}\n${repo}` -> expiry ms
+
+  constructor(readonly opts: ServerOptions) {
+    this.db = new Db(opts.dataDir);
+    this.store = new ObjectStore(opts.dataDir);
+    this.heads = new Heads(opts.dataDir, this.store);
+    this.tmpDir = path.join(opts.dataDir, 'tmp');
+  }
+
+  get unlockTtlMs(): number {
+    return (this.opts.unlockTtlSec ?? 3600) * 1000;
+  }
+  get linkTtlMs(): number {
+    return (this.opts.linkTtlSec ?? 3600) * 1000;
+  }
+
+  log(line: string): void {
+    this.opts.log?.(line);
+  }
+
+  permission(user: User, repo: RepoMeta): Permission | null {
+    if (repo.owner === user.email) return 'rw';
+    return this.db.shareOf(repo.id, user.email)?.permission ?? null;
+  }
+
+  /** The library if `user` may access it with `need`; another user's library is invisible (404). */
+  repoFor(user: User, repoId: string, need: Permission = 'r'): { repo: RepoMeta; perm: Permission } {
+    const repo = this.db.repo(repoId);
+    const perm = repo ? this.permission(user, repo) : null;
+    if (!repo || !perm) throw new HttpError(404, 'Library not found.');
+    if (need === 'rw' && perm !== 'rw') throw new HttpError(403, 'Permission denied.');
+    return { repo, perm };
+  }
+
+  isUnlocked(user: string, repo: RepoMeta): boolean {
+    if (!repo.encrypted) return true;
+    const exp = this.unlocks.get(`${user}\n${repo.id}`);
+    return exp !== undefined && exp > Date.now();
+  }
+
+  unlock(user: string, repoId: string): void {
+    this.unlocks.set(`${user}\n${repoId}`, Date.now() + this.unlockTtlMs);
+  }
+
+  /** Content of an encrypted library is refused (400) until its password was given. */
+  requireUnlocked(user: User, repo: RepoMeta): void {
+    if (!this.isUnlocked(user.email, repo)) throw new HttpError(400, 'Library is encrypted, please provide the password first.');
+  }
+
+  async usage(email: string): Promise<number> {
+    let total = 0;
+    for (const r of Object.values(this.db.data.repos)) {
+      if (r.owner === email) total += (await this.heads.get(r.id)).size;
+    }
+    return total;
+  }
+
+  /** Bytes the owner of `repo` may still add; Infinity when unlimited. */
+  async quotaLeft(repo: RepoMeta): Promise<number> {
+    const owner = this.db.user(repo.owner);
+    if (!owner || owner.quota < 0) return Infinity;
+    return owner.quota - (await this.usage(owner.email));
+  }
+
+  newToken(): string {
+    return randomBytes(16).toString('hex');
+  }
+
+  sweepTokens(): void {
+    const now = Date.now();
+    for (const [k, t] of this.downloads) if (t.expires <= now) this.downloads.delete(k);
+    for (const [k, t] of this.uploads) if (t.expires <= now) this.uploads.delete(k);
+  }
+
+  lockKey(repoId: string, p: string): string {
+    return `${repoId}:${p}`;
+  }
+
+  /** A file locked by someone else cannot be changed (403). */
+  checkNotLocked(user: User, repoId: string, p: string): void {
+    const lock = this.db.data.locks[this.lockKey(repoId, p)];
+    if (lock && lock.owner !== user.email) throw new HttpError(403, 'File is locked');
+  }
+}

@@ -1,0 +1,170 @@
+// The file server under /seafhttp/: downloads by token (ranges, HEAD, ETag),
+// uploads and updates by token, streamed through the multipart parser.
+import { createReadStream, promises as fsp } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import type { Ctx, Req } from './context.js';
+import { FileServerError, HttpError, sendJson, sendText } from './http.js';
+import { parseMultipart, type UploadedPart } from './multipart.js';
+import { isValidName } from './names.js';
+import { ZERO_ID } from './objects.js';
+import { putFiles, updateFile } from './ops.js';
+import { lookup, splitPath } from './tree.js';
+
+/** Parses a single range against `size`: null = none asked, 'bad' = 416. */
+export function parseRange(header: string | undefined, size: number): { start: number; end: number } | null | 'bad' {
+  if (!header) return null;
+  const m = /^bytes=(\d*)-(\d*)$/.exec(header.trim());
+  if (!m || (m[1] === '' && m[2] === '')) return 'bad';
+  if (m[1] === '') {
+    const n = Number(m[2]);
+    if (n === 0) return 'bad';
+    return { start: Math.max(0, size - n), end: size - 1 };
+  }
+  const start = Number(m[1]);
+  const end = m[2] === '' ? size - 1 : Math.min(Number(m[2]), size - 1);
+  if (start >= size || end < start) return 'bad';
+  return { start, end };
+}
+
+export async function download(ctx: Ctx, r: Req): Promise<void> {
+  const token = r.params[0];
+  const t = ctx.downloads.get(token);
+  if (!t || t.expires <= Date.now()) {
+    ctx.downloads.delete(token);
+    return sendText(r.res, 403, 'Access denied: the token is invalid or expired.\n');
+  }
+  if (!t.reuse) ctx.downloads.delete(token); // one-time: spent by its first request, HEAD included
+  const base: Record<string, string> = {
+    'Content-Type': 'application/octet-stream',
+    'Accept-Ranges': 'bytes',
+    ETag: t.fileId,
+    'Content-Disposition': `attachment; filename*=UTF-8''${encodeURIComponent(t.name)}`,
+  };
+  const head = r.method === 'HEAD';
+  if (t.size === 0 || t.fileId === ZERO_ID) {
+    r.res.writeHead(200, { ...base, 'Content-Length': '0' });
+    return void r.res.end();
+  }
+  // Encrypted libraries ignore Range and send the whole file, as real servers do.
+  const range = t.encrypted ? null : parseRange(r.raw.headers.range, t.size);
+  if (range === 'bad') {
+    r.res.writeHead(416, { ...base, 'Content-Range': `bytes */${t.size}`, 'Content-Length': '0' });
+    return void r.res.end();
+  }
+  const start = range ? range.start : 0;
+  const end = range ? range.end : t.size - 1;
+  const headers: Record<string, string> = { ...base, 'Content-Length': String(end - start + 1) };
+  if (range) headers['Content-Range'] = `bytes ${start}-${end}/${t.size}`;
+  r.res.writeHead(range ? 206 : 200, headers);
+  if (head) return void r.res.end();
+  try {
+    await pipeline(createReadStream(ctx.store.pathOf(t.fileId), { start, end, highWaterMark: 256 * 1024 }), r.res);
+  } catch {
+    r.res.destroy(); // client went away or the object vanished mid-stream
+  }
+}
+
+function fsError(status: number, msg: string): HttpError {
+  return new FileServerError(status, msg);
+}
+
+async function receive(ctx: Ctx, r: Req, left: number): Promise<{ fields: Map<string, string[]>; files: UploadedPart[] }> {
+  const type = r.raw.headers['content-type'] ?? '';
+  if (!/^multipart\/form-data/i.test(type)) throw fsError(400, 'Invalid form data.');
+  const max = ctx.opts.maxUploadBytes ?? Infinity;
+  return parseMultipart(r.raw, type, {
+    tmpDir: ctx.tmpDir,
+    onBytes: (n) => {
+      if (n > max) throw fsError(442, 'File size is too large.');
+      if (n > left) throw fsError(443, 'Out of quota.');
+    },
+  });
+}
+
+async function discard(files: UploadedPart[]): Promise<void> {
+  await Promise.all(files.map((f) => fsp.rm(f.tmpPath, { force: true })));
+}
+
+function uploadToken(ctx: Ctx, r: Req, kind: 'upload' | 'update') {
+  const t = ctx.uploads.get(r.params[0]);
+  if (!t || t.kind !== kind || t.expires <= Date.now()) throw fsError(403, 'Access denied.');
+  const user = ctx.db.user(t.user);
+  const repo = ctx.db.repo(t.repoId);
+  if (!user || !repo || ctx.permission(user, repo) !== 'rw') throw fsError(403, 'Access denied.');
+  return { t, user, repo };
+}
+
+const truthy = (v: string | undefined) => v !== undefined && ['1', 'true', 'True'].includes(v);
+
+export async function upload(ctx: Ctx, r: Req): Promise<void> {
+  const { t, user, repo } = uploadToken(ctx, r, 'upload');
+  const { fields, files } = await receive(ctx, r, await ctx.quotaLeft(repo));
+  try {
+    const field = (k: string) => fields.get(k)?.[0];
+    const parentDir = field('parent_dir');
+    if (!parentDir) throw fsError(400, 'Invalid URL.');
+    let parent: string[];
+    let rel: string[];
+    try {
+      parent = splitPath(parentDir);
+      rel = splitPath(field('relative_path') ?? '');
+    } catch {
+      throw fsError(400, 'Invalid URL.');
+    }
+    if ('/' + parent.join('/') !== t.dir) throw fsError(403, 'Permission denied.');
+    if (rel.some((c) => !isValidName(c))) throw fsError(440, 'Invalid filename.');
+    const root = (await ctx.heads.get(repo.id)).root_id;
+    const folder = await lookup(ctx.store, root, parent);
+    if (!folder || folder.type !== 'dir') throw fsError(400, 'Parent dir doesn\'t exist.');
+    const parts = files.filter((f) => f.field === 'file' || f.field === 'files[]' || files.length === 1);
+    if (parts.length === 0) throw fsError(400, 'No file uploaded.');
+    for (const f of parts) {
+      if (!f.filename && field('filename')) f.filename = field('filename')!;
+      if (!isValidName(f.filename)) throw fsError(440, 'Invalid filename.');
+    }
+    for (const f of parts) await ctx.store.adoptFile(f.tmpPath, f.id);
+    const stored = await putFiles(
+      ctx,
+      user,
+      repo.id,
+      '/' + [...parent, ...rel].join('/'),
+      parts.map((f) => ({ name: f.filename, id: f.id, size: f.size })),
+      { replace: truthy(field('replace')), createParents: rel.length > 0 },
+    );
+    if (r.query.get('ret-json') === '1') sendJson(r.res, 200, stored);
+    else sendText(r.res, 200, stored.map((s) => s.id).join('\t'));
+  } finally {
+    await discard(files);
+  }
+}
+
+export async function update(ctx: Ctx, r: Req): Promise<void> {
+  const { t, user, repo } = uploadToken(ctx, r, 'update');
+  const { fields, files } = await receive(ctx, r, Infinity);
+  try {
+    const target = fields.get('target_file')?.[0];
+    if (!target) throw fsError(400, 'Invalid URL.');
+    let comps: string[];
+    try {
+      comps = splitPath(target);
+    } catch {
+      throw fsError(400, 'Invalid URL.');
+    }
+    const dir = '/' + comps.slice(0, -1).join('/');
+    if (t.dir !== '/' && dir !== t.dir && !dir.startsWith(t.dir + '/')) throw fsError(403, 'Permission denied.');
+    const part = files.find((f) => f.field === 'file') ?? files[0];
+    if (!part) throw fsError(400, 'No file uploaded.');
+    const root = (await ctx.heads.get(repo.id)).root_id;
+    const old = await lookup(ctx.store, root, comps);
+    if (!old || old.type !== 'file') throw fsError(441, 'File does not exist.');
+    if (part.size - old.size > (await ctx.quotaLeft(repo))) throw fsError(443, 'Out of quota.');
+    await ctx.store.adoptFile(part.tmpPath, part.id);
+    const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), { id: part.id, size: part.size });
+    if (id === null) throw fsError(441, 'File does not exist.');
+    if (r.query.get('ret-json') === '1') sendJson(r.res, 200, [{ name: comps[comps.length - 1], id, size: part.size }]);
+    else sendText(r.res, 200, id);
+  } finally {
+    await discard(files);
+  }
+}
+

@@ -1,0 +1,134 @@
+// Library heads and commits. Each change of a library makes a commit object
+// (parent, root, description, creator, time) and then moves the head, a tiny
+// JSON file per library written atomically: objects first, head last, so a
+// kill at any moment leaves the previous or the next state, never a mix.
+import { promises as fsp } from 'node:fs';
+import path from 'node:path';
+import { writeFileAtomic } from './atomic.js';
+import { KeyedMutex } from './mutex.js';
+import { ObjectStore, ZERO_ID, sha1 } from './objects.js';
+import { readDir, totalSize } from './tree.js';
+
+export interface Commit {
+  id: string;
+  parent_id: string | null;
+  second_parent_id: null;
+  root_id: string;
+  repo_id: string;
+  creator: string; // 40-hex hash of the creator's e-mail, like real servers' "creator" ids
+  creator_name: string; // e-mail
+  ctime: number;
+  desc: string;
+  new_merge: boolean;
+  conflict: boolean;
+  version: number;
+  /** internal: what kind of change this was (trash scans look at 'delete' commits) */
+  kind?: string;
+}
+
+export interface Head {
+  commit_id: string;
+  root_id: string;
+  size: number;
+  mtime: number;
+}
+
+export interface Change<T> {
+  root: string;
+  desc: string;
+  kind?: string;
+  result: T;
+}
+
+export class Heads {
+  private dir: string;
+  private cache = new Map<string, Head>();
+  readonly mutex = new KeyedMutex();
+
+  constructor(
+    dataDir: string,
+    private store: ObjectStore,
+  ) {
+    this.dir = path.join(dataDir, 'heads');
+  }
+
+  async init(): Promise<void> {
+    await fsp.mkdir(this.dir, { recursive: true });
+  }
+
+  async get(repoId: string): Promise<Head> {
+    const hit = this.cache.get(repoId);
+    if (hit) return hit;
+    const head = JSON.parse(await fsp.readFile(path.join(this.dir, `${repoId}.json`), 'utf8')) as Head;
+    this.cache.set(repoId, head);
+    return head;
+  }
+
+  async commit(repoId: string, root: string, creator: string, desc: string, kind?: string, parent?: Head): Promise<Head> {
+    const ctime = Math.floor(Date.now() / 1000);
+    const body: Omit<Commit, 'id'> = {
+      parent_id: parent ? parent.commit_id : null,
+      second_parent_id: null,
+      root_id: root,
+      repo_id: repoId,
+      creator: sha1(creator),
+      creator_name: creator,
+      ctime,
+      desc,
+      new_merge: false,
+      conflict: false,
+      version: 1,
+      ...(kind ? { kind } : {}),
+    };
+    // The id covers the whole record plus a nonce-free time, like a real commit id.
+    const id = sha1(JSON.stringify(body));
+    await this.store.putJson({ id, ...body });
+    const head: Head = { commit_id: id, root_id: root, size: totalSize(await readDir(this.store, root)), mtime: ctime };
+    await writeFileAtomic(path.join(this.dir, `${repoId}.json`), JSON.stringify(head));
+    this.cache.set(repoId, head);
+    return head;
+  }
+
+  async create(repoId: string, creator: string): Promise<Head> {
+    return this.commit(repoId, ZERO_ID, creator, 'Created library');
+  }
+
+  async remove(repoId: string): Promise<void> {
+    this.cache.delete(repoId);
+    await fsp.rm(path.join(this.dir, `${repoId}.json`), { force: true });
+  }
+
+  /**
+   * Runs read-head/modify/write-head under the library's lock. `fn` gets the
+   * current root and returns the new one; an unchanged root makes no commit.
+   */
+  async change<T>(
+    repoIds: string | string[],
+    user: string,
+    fn: (roots: Map<string, string>) => Promise<Map<string, Change<T>> | Change<T>>,
+  ): Promise<T> {
+    const ids = Array.isArray(repoIds) ? repoIds : [repoIds];
+    return this.mutex.run(ids, async () => {
+      const heads = new Map<string, Head>();
+      const roots = new Map<string, string>();
+      for (const id of ids) {
+        const h = await this.get(id);
+        heads.set(id, h);
+        roots.set(id, h.root_id);
+      }
+      const out = await fn(roots);
+      const changes = out instanceof Map ? out : new Map([[ids[0], out]]);
+      let result: T | undefined;
+      for (const [id, ch] of changes) {
+        result = ch.result;
+        const h = heads.get(id)!;
+        if (ch.root !== h.root_id) await this.commit(id, ch.root, user, ch.desc, ch.kind, h);
+      }
+      return result as T;
+    });
+  }
+
+  async readCommit(id: string): Promise<Commit> {
+    return this.store.getJson<Commit>(id);
+  }
+}

@@ -1,0 +1,172 @@
+// `seafs serve` as a library: startServer() binds node:http, routes the web
+// API (/api2/, /api/v2.1/) and the file server (/seafhttp/), and stores
+// everything under opts.dataDir.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { promises as fsp } from 'node:fs';
+import { accountRoutes } from './api-account.js';
+import { dirRoutes } from './api-dir.js';
+import { extraRoutes } from './api-extra.js';
+import { fileRoutes } from './api-file.js';
+import { historyRoutes } from './api-history.js';
+import { linkRoutes } from './api-links.js';
+import { repoRoutes } from './api-repos.js';
+import { Ctx, type Req, type ServerOptions } from './context.js';
+import { checkPassword, hashPassword } from './db.js';
+import { download, update, upload } from './fileserver.js';
+import { FileServerError, HttpError, parseBody, sendFileServerError, sendJson } from './http.js';
+import { Router } from './router.js';
+
+export type { ServerOptions } from './context.js';
+
+export interface RunningServer {
+  url: string; // http://host:port, no trailing slash
+  port: number;
+  close(): Promise<void>;
+}
+
+const SHUTDOWN_WAIT_MS = 10_000;
+
+async function prepare(ctx: Ctx): Promise<void> {
+  const { dataDir, adminEmail, adminPassword } = ctx.opts;
+  await fsp.mkdir(dataDir, { recursive: true });
+  // Leftovers of uploads interrupted by a crash: never part of any library.
+  await fsp.rm(ctx.tmpDir, { recursive: true, force: true });
+  await fsp.mkdir(ctx.tmpDir, { recursive: true });
+  await ctx.store.init();
+  await ctx.heads.init();
+  await ctx.db.load();
+  const admin = ctx.db.user(adminEmail);
+  if (!admin) {
+    ctx.db.createUser(adminEmail, adminPassword, true);
+  } else {
+    admin.isStaff = true;
+    admin.isActive = true;
+    if (!checkPassword(adminPassword, admin.passwordHash)) admin.passwordHash = hashPassword(adminPassword);
+  }
+  await ctx.db.save();
+}
+
+function authenticate(ctx: Ctx, req: http.IncomingMessage) {
+  const h = req.headers.authorization;
+  if (!h) throw new HttpError(403, '', { detail: 'Authentication credentials were not provided.' });
+  const m = /^(Token|Bearer)\s+(\S+)\s*$/i.exec(h);
+  const user = m ? ctx.db.userByToken(m[2]) : undefined;
+  if (!user) throw new HttpError(401, '', { detail: 'Invalid token' }, { 'WWW-Authenticate': 'Token' });
+  if (!user.isActive) throw new HttpError(401, '', { detail: 'User inactive or deleted.' }, { 'WWW-Authenticate': 'Token' });
+  return user;
+}
+
+export async function startServer(opts: ServerOptions): Promise<RunningServer> {
+  const ctx = new Ctx(opts);
+  await prepare(ctx);
+  const router = new Router();
+  router.add([...accountRoutes, ...repoRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes]);
+  const host = opts.host ?? '127.0.0.1';
+  let boundUrl = '';
+  const inflight = new Set<Promise<void>>();
+
+  const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
+    if (opts.latencyMs) await new Promise((resolve) => setTimeout(resolve, opts.latencyMs));
+    const url = new URL(req.url ?? '/', 'http://x');
+    const method = req.method ?? 'GET';
+    const r: Req = {
+      raw: req,
+      res,
+      method,
+      path: url.pathname,
+      query: url.searchParams,
+      params: [],
+      base: req.headers.host ? `http://${req.headers.host}` : boundUrl,
+      user: null,
+      form: (o) => parseBody(req, { json: o?.json ?? false }),
+    };
+    let fileServer = false;
+    try {
+      const fsMatch = /^\/seafhttp\/(files|upload-api|update-api)\/([^/]+)(?:\/(.*))?$/.exec(url.pathname);
+      if (fsMatch) {
+        fileServer = true;
+        r.params = [fsMatch[2]];
+        const kind = fsMatch[1];
+        if (kind === 'files' && (method === 'GET' || method === 'HEAD')) return await download(ctx, r);
+        if (kind === 'upload-api' && method === 'POST') return await upload(ctx, r);
+        if (kind === 'update-api' && method === 'POST') return await update(ctx, r);
+        throw new FileServerError(405, 'Method not allowed.');
+      }
+      const m = router.match(method, url.pathname);
+      if (m === null) throw new HttpError(404, '', { detail: 'Not found.' });
+      if (m === 'method') throw new HttpError(405, '', { detail: `Method "${method}" not allowed.` });
+      r.params = m.params;
+      if (m.route.auth !== 'none') {
+        r.user = authenticate(ctx, req);
+        if (m.route.auth === 'admin' && !r.user.isStaff) {
+          throw new HttpError(403, '', { detail: 'You do not have permission to perform this action.' });
+        }
+      }
+      await m.route.handler(ctx, r);
+    } catch (e) {
+      if (!req.complete) {
+        // An early answer to a request still sending its body: drain it and close.
+        res.setHeader('Connection', 'close');
+        req.resume();
+      }
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      if (e instanceof HttpError) {
+        if (e instanceof FileServerError || (fileServer && e.body === undefined)) {
+          for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v);
+          return sendFileServerError(res, e.status, e.message);
+        }
+        return sendJson(res, e.status, e.body ?? { error_msg: e.message }, e.headers);
+      }
+      ctx.log(`error: ${method} ${url.pathname}: ${(e as Error)?.stack ?? e}`);
+      if (fileServer) return sendFileServerError(res, 500, 'Internal server error.');
+      sendJson(res, 500, { error_msg: 'Internal Server Error' });
+    }
+  };
+
+  const server = http.createServer((req, res) => {
+    if (opts.logRequests) {
+      const t0 = Date.now();
+      res.on('finish', () => ctx.log(`${req.method} ${req.url} ${res.statusCode} ${Date.now() - t0}ms`));
+    }
+    const p = handle(req, res).catch((e) => {
+      ctx.log(`error: ${(e as Error)?.stack ?? e}`);
+      res.destroy();
+    });
+    inflight.add(p);
+    void p.finally(() => inflight.delete(p));
+  });
+  // Uploads of large files may take long: no whole-request timeout.
+  server.requestTimeout = 0;
+  server.headersTimeout = 60_000;
+  server.keepAliveTimeout = 30_000;
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+  const shownHost = host.includes(':') ? `[${host}]` : host;
+  boundUrl = `http://${shownHost}:${port}`;
+
+  let closing: Promise<void> | null = null;
+  const close = () =>
+    (closing ??= (async () => {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), SHUTDOWN_WAIT_MS);
+      await Promise.race([Promise.allSettled([...inflight]), new Promise((r) => setTimeout(r, SHUTDOWN_WAIT_MS))]);
+      server.closeIdleConnections();
+      await closed;
+      clearTimeout(timer);
+      await ctx.db.save();
+    })());
+
+  return { url: boundUrl, port, close };
+}

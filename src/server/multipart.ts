@@ -1,0 +1,204 @@
+// A small streaming multipart/form-data parser for uploads. File parts go
+// straight to temp files while being hashed (sha1 = their object id), so
+// memory stays flat whatever the size; other fields are kept (bounded).
+import { createHash, randomBytes } from 'node:crypto';
+import { promises as fsp } from 'node:fs';
+import type { FileHandle } from 'node:fs/promises';
+import path from 'node:path';
+import type { Readable } from 'node:stream';
+import { HttpError } from './http.js';
+import { ZERO_ID } from './objects.js';
+
+export interface UploadedPart {
+  field: string;
+  filename: string;
+  tmpPath: string;
+  size: number;
+  id: string; // sha1 of the content, or 40 zeros when empty
+}
+
+export interface MultipartResult {
+  fields: Map<string, string[]>;
+  files: UploadedPart[];
+}
+
+export interface MultipartOptions {
+  tmpDir: string;
+  /** called as file bytes arrive; throw an HttpError to stop (too large, over quota) */
+  onBytes?: (totalFileBytes: number) => void;
+}
+
+const MAX_FIELD_BYTES = 1 << 20;
+const MAX_HEADER_BYTES = 16 << 10;
+const CRLF = Buffer.from('\r\n');
+const HEADER_END = Buffer.from('\r\n\r\n');
+
+function boundaryOf(contentType: string): string {
+  const m = /boundary=(?:"([^"]+)"|([^;\s]+))/i.exec(contentType);
+  if (!m) throw new HttpError(400, 'Invalid multipart body.');
+  return m[1] ?? m[2];
+}
+
+function parseDisposition(headerText: string): { name: string; filename: string | null } {
+  const line = headerText.split('\r\n').find((l) => /^content-disposition:/i.test(l)) ?? '';
+  const param = (key: string): string | null => {
+    // filename*=UTF-8''percent-encoded (RFC 5987) wins over filename="..."
+    if (key === 'filename') {
+      const ext = /filename\*\s*=\s*([^;]+)/i.exec(line);
+      if (ext) {
+        const v = ext[1].trim().replace(/^"|"$/g, '');
+        const idx = v.indexOf("''");
+        try {
+          return decodeURIComponent(idx >= 0 ? v.slice(idx + 2) : v);
+        } catch {
+          /* fall through */
+        }
+      }
+    }
+    const re = new RegExp(`(?:^|;)\\s*${key}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, 'i');
+    const m = re.exec(line.slice(line.indexOf(':') + 1));
+    if (!m) return null;
+    return m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2].trim();
+  };
+  return { name: param('name') ?? '', filename: param('filename') };
+}
+
+export async function parseMultipart(body: Readable, contentType: string, opts: MultipartOptions): Promise<MultipartResult> {
+  const delim = Buffer.from('\r\n--' + boundaryOf(contentType));
+  const fields = new Map<string, string[]>();
+  const files: UploadedPart[] = [];
+  let fileBytes = 0;
+
+  type State = 'preamble' | 'afterDelim' | 'headers' | 'body' | 'done';
+  let state = 'preamble' as State;
+  // A leading CRLF lets the first boundary match the same delimiter as the others.
+  let buf: Buffer = Buffer.from(CRLF);
+
+  let cur:
+    | { kind: 'field'; name: string; chunks: Buffer[]; size: number }
+    | { kind: 'file'; part: UploadedPart; fh: FileHandle; hash: ReturnType<typeof createHash> }
+    | null = null;
+
+  const openPart = async (headerText: string) => {
+    const { name, filename } = parseDisposition(headerText);
+    if (filename !== null) {
+      const tmpPath = path.join(opts.tmpDir, `up-${randomBytes(8).toString('hex')}`);
+      const fh = await fsp.open(tmpPath, 'w', 0o600);
+      const part: UploadedPart = { field: name, filename, tmpPath, size: 0, id: '' };
+      files.push(part);
+      cur = { kind: 'file', part, fh, hash: createHash('sha1') };
+    } else {
+      cur = { kind: 'field', name, chunks: [], size: 0 };
+    }
+  };
+
+  const feed = async (data: Buffer) => {
+    if (!cur || data.length === 0) return;
+    if (cur.kind === 'field') {
+      cur.size += data.length;
+      if (cur.size > MAX_FIELD_BYTES) throw new HttpError(400, 'Form field too large.');
+      cur.chunks.push(data);
+    } else {
+      cur.hash.update(data);
+      cur.part.size += data.length;
+      fileBytes += data.length;
+      opts.onBytes?.(fileBytes);
+      let off = 0;
+      while (off < data.length) off += (await cur.fh.write(data, off, data.length - off)).bytesWritten;
+    }
+  };
+
+  const closePart = async () => {
+    const c = cur;
+    cur = null;
+    if (!c) return;
+    if (c.kind === 'field') {
+      fields.set(c.name, [...(fields.get(c.name) ?? []), Buffer.concat(c.chunks).toString('utf8')]);
+    } else {
+      await c.fh.sync();
+      await c.fh.close();
+      c.part.id = c.part.size === 0 ? ZERO_ID : c.hash.digest('hex');
+    }
+  };
+
+  const step = async (): Promise<boolean> => {
+    switch (state) {
+      case 'preamble': {
+        const i = buf.indexOf(delim);
+        if (i < 0) {
+          buf = buf.subarray(Math.max(0, buf.length - delim.length + 1));
+          return false;
+        }
+        buf = buf.subarray(i + delim.length);
+        state = 'afterDelim';
+        return true;
+      }
+      case 'afterDelim': {
+        if (buf.length < 2) return false;
+        if (buf[0] === 0x2d && buf[1] === 0x2d) {
+          state = 'done';
+          return false;
+        }
+        // transport padding (spaces/tabs) may precede the CRLF
+        const i = buf.indexOf(CRLF);
+        if (i < 0) {
+          if (buf.length > 256) throw new HttpError(400, 'Invalid multipart body.');
+          return false;
+        }
+        buf = buf.subarray(i + 2);
+        state = 'headers';
+        return true;
+      }
+      case 'headers': {
+        // a part with no headers at all starts with the blank line directly
+        if (buf.length >= 2 && buf[0] === 0x0d && buf[1] === 0x0a) {
+          buf = buf.subarray(2);
+          await openPart('');
+          state = 'body';
+          return true;
+        }
+        const i = buf.indexOf(HEADER_END);
+        if (i < 0) {
+          if (buf.length > MAX_HEADER_BYTES) throw new HttpError(400, 'Invalid multipart body.');
+          return false;
+        }
+        await openPart(buf.subarray(0, i).toString('utf8'));
+        buf = buf.subarray(i + 4);
+        state = 'body';
+        return true;
+      }
+      case 'body': {
+        const i = buf.indexOf(delim);
+        if (i < 0) {
+          // keep a tail that may be the start of the delimiter
+          const keep = Math.min(buf.length, delim.length - 1);
+          await feed(buf.subarray(0, buf.length - keep));
+          buf = buf.subarray(buf.length - keep);
+          return false;
+        }
+        await feed(buf.subarray(0, i));
+        await closePart();
+        buf = buf.subarray(i + delim.length);
+        state = 'afterDelim';
+        return true;
+      }
+      case 'done':
+        return false;
+    }
+  };
+
+  try {
+    for await (const chunk of body) {
+      if (state === 'done') continue; // epilogue: drain and ignore
+      buf = buf.length ? Buffer.concat([buf, chunk as Buffer]) : (chunk as Buffer);
+      while (await step());
+    }
+    if (state !== 'done') throw new HttpError(400, 'Invalid multipart body.');
+    return { fields, files };
+  } catch (e) {
+    const c = cur as { kind: string; fh?: FileHandle } | null;
+    if (c?.kind === 'file' && c.fh) await c.fh.close().catch(() => undefined);
+    await Promise.all(files.map((f) => fsp.rm(f.tmpPath, { force: true })));
+    throw e;
+  }
+}

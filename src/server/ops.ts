@@ -1,0 +1,334 @@
+// Library changes shared by the V2 and V2.1 endpoints and the file server:
+// each runs under the library lock and ends in one commit.
+import type { Ctx } from './context.js';
+import type { User } from './db.js';
+import { HttpError } from './http.js';
+import { checkName, uniqueName } from './names.js';
+import { ZERO_ID } from './objects.js';
+import { lookup, readDir, splitPath, TreeNotFound, updateDir, type DirEnt } from './tree.js';
+
+export const nowSec = () => Math.floor(Date.now() / 1000);
+
+function folderMissing(comps: string[]): HttpError {
+  return new HttpError(404, `Folder /${comps.join('/')}${comps.length ? '/' : ''} not found.`);
+}
+
+/** Maps a TreeNotFound on the way to `dir` to the 404 real servers give. */
+export async function guard<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof TreeNotFound) throw folderMissing(e.missing);
+    throw e;
+  }
+}
+
+export async function headRoot(ctx: Ctx, repoId: string): Promise<string> {
+  return (await ctx.heads.get(repoId)).root_id;
+}
+
+export async function getEntry(ctx: Ctx, repoId: string, p: string): Promise<DirEnt | null> {
+  return lookup(ctx.store, await headRoot(ctx, repoId), splitPath(p));
+}
+
+export async function listFolder(ctx: Ctx, rootId: string, comps: string[], rawPath: string): Promise<{ id: string; entries: DirEnt[] }> {
+  const ent = await lookup(ctx.store, rootId, comps);
+  if (!ent || ent.type !== 'dir') throw new HttpError(404, `Folder ${rawPath} not found.`);
+  return { id: ent.id, entries: await readDir(ctx.store, ent.id) };
+}
+
+/** mkdir; returns the path created (auto-renamed on a clash unless createParents). */
+export async function makeDir(ctx: Ctx, user: User, repoId: string, p: string, createParents: boolean): Promise<string> {
+  const comps = splitPath(p);
+  if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
+  comps.forEach((c) => checkName(c));
+  const now = nowSec();
+  return guard(() =>
+    ctx.heads.change(repoId, user.email, async (roots) => {
+      const root = roots.get(repoId)!;
+      if (createParents) {
+        const existing = await lookup(ctx.store, root, comps);
+        if (existing) {
+          if (existing.type !== 'dir') throw new HttpError(400, 'A file with that name already exists.');
+          return { root, desc: '', result: '/' + comps.join('/') };
+        }
+        const newRoot = await updateDir(ctx.store, root, comps, (e) => e, { now, modifier: user.email, createParents: true });
+        return { root: newRoot, desc: `Added directory "${comps[comps.length - 1]}"`, result: '/' + comps.join('/') };
+      }
+      const parent = comps.slice(0, -1);
+      let name = comps[comps.length - 1];
+      const newRoot = await updateDir(
+        ctx.store,
+        root,
+        parent,
+        (entries) => {
+          name = uniqueName(entries, name);
+          return [...entries, { name, type: 'dir', id: ZERO_ID, mtime: now, size: 0, modifier: user.email }];
+        },
+        { now, modifier: user.email },
+      );
+      return { root: newRoot, desc: `Added directory "${name}"`, result: '/' + [...parent, name].join('/') };
+    }),
+  );
+}
+
+export interface RenameResult {
+  name: string;
+  entry: DirEnt;
+}
+
+/** Renames the entry at `p`; an existing target name is auto-renamed. Same name: returns null. */
+export async function renameEntry(
+  ctx: Ctx,
+  user: User,
+  repoId: string,
+  p: string,
+  newName: string,
+  want?: 'file' | 'dir',
+): Promise<RenameResult | null> {
+  const comps = splitPath(p);
+  if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
+  checkName(newName);
+  const oldName = comps[comps.length - 1];
+  const parent = comps.slice(0, -1);
+  const now = nowSec();
+  return guard(() =>
+    ctx.heads.change(repoId, user.email, async (roots) => {
+      const root = roots.get(repoId)!;
+      const ent = await lookup(ctx.store, root, comps);
+      if (!ent || (want && ent.type !== want)) throw new HttpError(404, want === 'dir' ? 'Folder not found.' : 'File not found.');
+      if (ent.type === 'file') ctx.checkNotLocked(user, repoId, '/' + comps.join('/'));
+      if (newName === oldName) return { root, desc: '', result: null };
+      let finalName = newName;
+      let moved: DirEnt = ent;
+      const newRoot = await updateDir(
+        ctx.store,
+        root,
+        parent,
+        (entries) => {
+          const rest = entries.filter((e) => e.name !== oldName);
+          finalName = uniqueName(rest, newName);
+          moved = { ...ent, name: finalName };
+          return [...rest, moved];
+        },
+        { now, modifier: user.email },
+      );
+      moveLocksAndStars(ctx, repoId, '/' + comps.join('/'), repoId, '/' + [...parent, finalName].join('/'));
+      return {
+        root: newRoot,
+        desc: `Renamed "${oldName}" to "${finalName}"`,
+        result: { name: finalName, entry: moved },
+      };
+    }),
+  );
+}
+
+/** Deletes the entries `names` of folder `dir` (files or folders). Returns how many existed. */
+export async function deleteEntries(ctx: Ctx, user: User, repoId: string, dir: string, names: string[]): Promise<number> {
+  const parent = splitPath(dir);
+  const now = nowSec();
+  return ctx.heads.change(repoId, user.email, async (roots) => {
+    const root = roots.get(repoId)!;
+    const folder = await lookup(ctx.store, root, parent);
+    if (!folder || folder.type !== 'dir') return { root, desc: '', result: 0 };
+    const entries = await readDir(ctx.store, folder.id);
+    const gone = entries.filter((e) => names.includes(e.name));
+    if (gone.length === 0) return { root, desc: '', result: 0 };
+    for (const g of gone) if (g.type === 'file') ctx.checkNotLocked(user, repoId, '/' + [...parent, g.name].join('/'));
+    const newRoot = await updateDir(ctx.store, root, parent, (es) => es.filter((e) => !names.includes(e.name)), {
+      now,
+      modifier: user.email,
+    });
+    const desc = gone.length === 1 ? `Deleted "${gone[0].name}"` : `Deleted "${gone[0].name}" and ${gone.length - 1} more files.`;
+    return { root: newRoot, desc, kind: 'delete', result: gone.length };
+  });
+}
+
+/**
+ * Copies or moves `names` from (srcRepo, srcDir) into (dstRepo, dstDir);
+ * clashes in the destination are auto-renamed. Returns the final names.
+ */
+export async function transfer(
+  ctx: Ctx,
+  user: User,
+  op: 'copy' | 'move',
+  srcRepo: string,
+  srcDir: string,
+  names: string[],
+  dstRepo: string,
+  dstDir: string,
+): Promise<{ name: string; entry: DirEnt }[]> {
+  const src = splitPath(srcDir);
+  const dst = splitPath(dstDir);
+  const now = nowSec();
+  return guard(() =>
+    ctx.heads.change([srcRepo, dstRepo], user.email, async (roots) => {
+      const srcRoot = roots.get(srcRepo)!;
+      const sources: DirEnt[] = [];
+      for (const n of names) {
+        const ent = await lookup(ctx.store, srcRoot, [...src, n]);
+        if (!ent) throw new HttpError(404, `File ${'/' + [...src, n].join('/')} not found.`);
+        if (op === 'move' && ent.type === 'file') ctx.checkNotLocked(user, srcRepo, '/' + [...src, n].join('/'));
+        if (ent.type === 'dir' && srcRepo === dstRepo) {
+          // a folder cannot go inside itself
+          const self = [...src, n];
+          if (dst.length >= self.length && self.every((c, i) => dst[i] === c)) {
+            throw new HttpError(400, 'Cannot copy or move a folder into itself.');
+          }
+        }
+        sources.push(ent);
+      }
+      const dstFolder = await lookup(ctx.store, roots.get(dstRepo)!, dst);
+      if (!dstFolder || dstFolder.type !== 'dir') throw new TreeNotFound(dst);
+      if (srcRepo === dstRepo && op === 'move' && src.join('/') === dst.join('/')) {
+        return { root: srcRoot, desc: '', result: sources.map((e) => ({ name: e.name, entry: e })) };
+      }
+      if (dstRepo !== srcRepo || op === 'copy') {
+        const added = sources.reduce((s, e) => s + e.size, 0);
+        const dstMeta = ctx.db.repo(dstRepo)!;
+        const srcMeta = ctx.db.repo(srcRepo)!;
+        if (op === 'copy' || dstMeta.owner !== srcMeta.owner) {
+          if (added > (await ctx.quotaLeft(dstMeta))) throw new HttpError(443, 'Out of quota.');
+        }
+      }
+      const out: { name: string; entry: DirEnt }[] = [];
+      let srcNewRoot = srcRoot;
+      if (op === 'move') {
+        srcNewRoot = await updateDir(ctx.store, srcRoot, src, (es) => es.filter((e) => !names.includes(e.name)), {
+          now,
+          modifier: user.email,
+        });
+      }
+      const dstBase = srcRepo === dstRepo ? srcNewRoot : roots.get(dstRepo)!;
+      const dstNewRoot = await updateDir(
+        ctx.store,
+        dstBase,
+        dst,
+        (es) => {
+          const next = [...es];
+          for (const s of sources) {
+            const name = uniqueName(next, s.name);
+            const entry: DirEnt = { ...s, name, mtime: op === 'copy' ? s.mtime : s.mtime };
+            next.push(entry);
+            out.push({ name, entry });
+          }
+          return next;
+        },
+        { now, modifier: user.email },
+      );
+      if (op === 'move') {
+        for (let i = 0; i < sources.length; i++) {
+          moveLocksAndStars(ctx, srcRepo, '/' + [...src, sources[i].name].join('/'), dstRepo, '/' + [...dst, out[i].name].join('/'));
+        }
+      }
+      const what = sources.length === 1 ? `"${sources[0].name}"` : `"${sources[0].name}" and ${sources.length - 1} more files`;
+      const verb = op === 'copy' ? 'Copied' : 'Moved';
+      const changes = new Map<string, { root: string; desc: string; kind?: string; result: typeof out }>();
+      if (srcRepo === dstRepo) {
+        changes.set(srcRepo, { root: dstNewRoot, desc: `${verb} ${what}`, result: out });
+      } else {
+        changes.set(dstRepo, { root: dstNewRoot, desc: `${verb} ${what}`, result: out });
+        changes.set(srcRepo, { root: srcNewRoot, desc: `${verb} ${what}`, kind: 'move-out', result: out });
+      }
+      return changes;
+    }),
+  );
+}
+
+/** Adds or replaces file entries in a folder (uploads, create, revert). Returns the final names. */
+export async function putFiles(
+  ctx: Ctx,
+  user: User,
+  repoId: string,
+  dir: string,
+  files: { name: string; id: string; size: number }[],
+  opts: { replace: boolean; createParents?: boolean; desc?: string },
+): Promise<{ name: string; id: string; size: number }[]> {
+  const comps = splitPath(dir);
+  const now = nowSec();
+  return guard(() =>
+    ctx.heads.change(repoId, user.email, async (roots) => {
+      const root = roots.get(repoId)!;
+      const out: { name: string; id: string; size: number }[] = [];
+      const newRoot = await updateDir(
+        ctx.store,
+        root,
+        comps,
+        (entries) => {
+          let next = [...entries];
+          for (const f of files) {
+            let name = f.name;
+            const existing = next.find((e) => e.name === name);
+            if (existing && opts.replace && existing.type === 'file') {
+              ctx.checkNotLocked(user, repoId, '/' + [...comps, name].join('/'));
+              if (existing.id === f.id) {
+                out.push({ name, id: f.id, size: f.size });
+                continue; // same content: nothing changes
+              }
+              next = next.filter((e) => e !== existing);
+            } else if (existing) {
+              name = uniqueName(next, name);
+            }
+            next.push({ name, type: 'file', id: f.id, size: f.size, mtime: now, modifier: user.email });
+            out.push({ name, id: f.id, size: f.size });
+          }
+          return next;
+        },
+        { now, modifier: user.email, createParents: opts.createParents },
+      );
+      const first = out[0]?.name ?? '';
+      const desc = opts.desc ?? (out.length > 1 ? `Added "${first}" and ${out.length - 1} more files.` : `Added "${first}"`);
+      return { root: newRoot, desc, result: out };
+    }),
+  );
+}
+
+/** Replaces the content of an existing file (update link). Null when the target is missing. */
+export async function updateFile(
+  ctx: Ctx,
+  user: User,
+  repoId: string,
+  p: string,
+  file: { id: string; size: number },
+): Promise<string | null> {
+  const comps = splitPath(p);
+  if (comps.length === 0) return null;
+  const parent = comps.slice(0, -1);
+  const name = comps[comps.length - 1];
+  const now = nowSec();
+  return ctx.heads.change(repoId, user.email, async (roots) => {
+    const root = roots.get(repoId)!;
+    const ent = await lookup(ctx.store, root, comps);
+    if (!ent || ent.type !== 'file') return { root, desc: '', result: null };
+    ctx.checkNotLocked(user, repoId, '/' + comps.join('/'));
+    if (ent.id === file.id) return { root, desc: '', result: file.id };
+    const newRoot = await updateDir(
+      ctx.store,
+      root,
+      parent,
+      (es) => es.map((e) => (e.name === name ? { ...e, id: file.id, size: file.size, mtime: now, modifier: user.email } : e)),
+      { now, modifier: user.email },
+    );
+    return { root: newRoot, desc: `Modified "${name}"`, result: file.id };
+  });
+}
+
+/** Locks and stars follow a renamed or moved file. */
+function moveLocksAndStars(ctx: Ctx, fromRepo: string, fromPath: string, toRepo: string, toPath: string): void {
+  let dirty = false;
+  const locks = ctx.db.data.locks;
+  const k = ctx.lockKey(fromRepo, fromPath);
+  if (locks[k]) {
+    locks[ctx.lockKey(toRepo, toPath)] = locks[k];
+    delete locks[k];
+    dirty = true;
+  }
+  for (const s of ctx.db.data.starred) {
+    if (s.repoId === fromRepo && s.path === fromPath) {
+      s.repoId = toRepo;
+      s.path = toPath;
+      dirty = true;
+    }
+  }
+  if (dirty) void ctx.db.save();
+}

@@ -1,0 +1,132 @@
+// Starts `seafs serve` as a child process (never in-process: e2e tests run
+// blocking tools while the server must keep answering) on port 0 with a temp
+// data dir, and stops it by PID.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface TestServer {
+  url: string;
+  adminEmail: string;
+  adminPassword: string;
+  dataDir: string;
+  pid: number;
+  stop(): Promise<void>;
+  /** stops and starts again on the same dataDir (the port may change; `url` and `pid` are updated) */
+  restart(): Promise<void>;
+}
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+export const CLI = path.join(ROOT, 'dist/cli/main.js');
+
+const ADMIN_EMAIL = 'admin@seafs.test';
+const ADMIN_PASSWORD = 'admin-secret-pw';
+
+function spawnServer(dataDir: string, latencyMs: number | undefined, extraArgs: string[]): Promise<{ child: ChildProcess; url: string }> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
+  const args = [CLI, 'serve', '--data', dataDir, '--host', '127.0.0.1', '--port', '0', '--admin-email', ADMIN_EMAIL];
+  if (latencyMs) args.push('--latency-ms', String(latencyMs));
+  args.push(...extraArgs);
+  const child = spawn(process.execPath, args, {
+    env: { ...process.env, SEAFS_ADMIN_PASSWORD: ADMIN_PASSWORD },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    let out = '';
+    let err = '';
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`seafs serve did not start within 20 s\nstdout: ${out}\nstderr: ${err}`));
+    }, 20_000);
+    child.stdout!.setEncoding('utf8');
+    child.stderr!.setEncoding('utf8');
+    child.stderr!.on('data', (d: string) => {
+      err += d;
+      if (process.env.SEAFS_TEST_SERVER_LOG) process.stderr.write(d);
+    });
+    child.stdout!.on('data', (d: string) => {
+      out += d;
+      const m = /listening on (http:\/\/\S+)/.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve({ child, url: m[1] });
+      }
+    });
+    child.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      reject(new Error(`seafs serve exited (${code ?? signal}) before listening\nstderr: ${err}`));
+    });
+  });
+}
+
+function waitExit(child: ChildProcess, timeoutMs: number): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+    }, timeoutMs);
+    child.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}
+
+export async function startTestServer(opts: { latencyMs?: number; extraArgs?: string[]; dataDir?: string } = {}): Promise<TestServer> {
+  const ownDir = !opts.dataDir;
+  const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'seafs-srv-'));
+  const extra = opts.extraArgs ?? [];
+  let { child, url } = await spawnServer(dataDir, opts.latencyMs, extra);
+  const server: TestServer = {
+    url,
+    adminEmail: ADMIN_EMAIL,
+    adminPassword: ADMIN_PASSWORD,
+    dataDir,
+    pid: child.pid!,
+    async stop() {
+      child.kill('SIGTERM');
+      await waitExit(child, 15_000);
+      if (ownDir) rmSync(dataDir, { recursive: true, force: true });
+    },
+    async restart() {
+      child.kill('SIGTERM');
+      await waitExit(child, 15_000);
+      ({ child, url } = await spawnServer(dataDir, opts.latencyMs, extra));
+      server.url = url;
+      server.pid = child.pid!;
+    },
+  };
+  return server;
+}
+
+export async function getToken(url: string, email: string, password: string, otp?: string): Promise<string> {
+  const res = await fetch(`${url}/api2/auth-token/`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...(otp ? { 'X-Seafile-OTP': otp } : {}) },
+    body: new URLSearchParams({ username: email, password }),
+  });
+  const body = (await res.json()) as { token?: string };
+  if (!res.ok || !body.token) throw new Error(`auth-token failed: ${res.status} ${JSON.stringify(body)}`);
+  return body.token;
+}
+
+export function adminToken(server: TestServer): Promise<string> {
+  return getToken(server.url, server.adminEmail, server.adminPassword);
+}
+
+/** Creates an account through the admin API (PUT /api2/accounts/{email}/). */
+export async function createUser(
+  server: TestServer,
+  email: string,
+  password: string,
+  extra: Record<string, string> = {},
+): Promise<void> {
+  const res = await fetch(`${server.url}/api2/accounts/${encodeURIComponent(email)}/`, {
+    method: 'PUT',
+    headers: { Authorization: `Token ${await adminToken(server)}`, 'Content-Type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ password, ...extra }),
+  });
+  if (res.status !== 201 && res.status !== 200) throw new Error(`create user failed: ${res.status} ${await res.text()}`);
+}
