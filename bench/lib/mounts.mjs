@@ -1,0 +1,178 @@
+// The three FUSE contenders. mount() gives a handle:
+//   path      the mount point (the library's root)
+//   pid       the process serving it (for peak RSS)
+//   settle(check, what)  returns once the data written so far is on the server, the moment the workload's
+//             clock stops: seafs unmounts (its unmount waits for pending uploads), rclone polls `check`,
+//             memfs has no server. `check()` resolves true when the server holds the expected data.
+//   close()   unmounts if still mounted and ends the process (never timed).
+import { mkdirSync, mkdtempSync, rmSync, rmdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import {
+  run, startProcess, spawnBackground, waitFor, isMounted, trackMount, untrackMount, trackPid, untrackPid, killPid,
+  isAlive, lazyUnmount, findPids, sleep,
+} from './proc.mjs';
+
+const MEMFS = fileURLToPath(new URL('../memfs.mjs', import.meta.url));
+
+function fresh(ctx, kind, name) {
+  const dir = join(ctx.work, kind);
+  mkdirSync(dir, { recursive: true });
+  return mkdtempSync(join(dir, `${name}-`));
+}
+
+/** Never recursive: if a mount somehow survived, a recursive delete would wipe the library through it. */
+function removeMountDir(mnt) {
+  try {
+    rmdirSync(mnt);
+  } catch {}
+}
+
+async function waitExit(pid, ms) {
+  const end = Date.now() + ms;
+  while (isAlive(pid) && Date.now() < end) await sleep(50);
+  return !isAlive(pid);
+}
+
+export const seafs = {
+  name: 'seafs',
+  async mount(ctx) {
+    const mnt = fresh(ctx, 'mnt', 'seafs');
+    const cache = fresh(ctx, 'cache', 'seafs');
+    trackMount(mnt);
+    const env = { SEAFS_PASSWORD: ctx.server.user.password };
+    const args = [ctx.cli, 'mount', ctx.server.url, mnt, '--library', ctx.server.library, '--user', ctx.server.user.email,
+      '--daemon', '--cache-dir', cache];
+    try {
+      await run(process.execPath, args, { env, timeoutMs: 60_000 });
+      await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the seafs mount' });
+    } catch (err) {
+      lazyUnmount(mnt);
+      for (const pid of findPids(mnt)) await killPid(pid, 1000);
+      removeMountDir(mnt);
+      throw err;
+    }
+    // --daemon detaches: find the serving process by its command line (it names our unique mount point).
+    const pid = findPids(mnt)[0] ?? null;
+    if (pid) trackPid(pid);
+    let unmounted = false;
+    const unmount = async () => {
+      if (unmounted) return;
+      unmounted = true;
+      await run(process.execPath, [ctx.cli, 'unmount', mnt], { timeoutMs: ctx.timeoutMs });
+      if (isMounted(mnt)) throw new Error('still mounted after `seafs unmount` returned');
+    };
+    return {
+      path: mnt,
+      pid,
+      async settle(check, what) {
+        await unmount();
+        if (check && !(await check())) throw new Error(`${what}: not on the server after \`seafs unmount\` returned`);
+      },
+      async close() {
+        try {
+          if (!unmounted && isMounted(mnt)) await unmount();
+        } finally {
+          lazyUnmount(mnt);
+          if (pid && !(await waitExit(pid, 10_000))) await killPid(pid);
+          untrackPid(pid);
+          rmSync(cache, { recursive: true, force: true });
+          removeMountDir(mnt);
+        }
+      },
+    };
+  },
+};
+
+let obscured = null;
+async function rcloneEnv(ctx) {
+  if (!obscured) obscured = (await run('rclone', ['obscure', '-'], { input: ctx.server.user.password })).stdout.trim();
+  return {
+    RCLONE_CONFIG_BENCH_TYPE: 'seafile',
+    RCLONE_CONFIG_BENCH_URL: ctx.server.url,
+    RCLONE_CONFIG_BENCH_USER: ctx.server.user.email,
+    RCLONE_CONFIG_BENCH_PASS: obscured,
+    RCLONE_CONFIG_BENCH_LIBRARY: ctx.server.library,
+  };
+}
+
+export const rclone = {
+  name: 'rclone',
+  /** mode 'read' -> --vfs-cache-mode full, 'write' -> writes (as issue 4 asks). */
+  async mount(ctx, mode) {
+    const mnt = fresh(ctx, 'mnt', 'rclone');
+    const cache = fresh(ctx, 'cache', 'rclone');
+    trackMount(mnt);
+    const args = ['mount', 'bench:', mnt, '--vfs-cache-mode', mode === 'read' ? 'full' : 'writes', '--cache-dir', cache,
+      // Upload as soon as a file is closed instead of after rclone's default 5 s: the fastest rclone can be.
+      '--vfs-write-back', '0s', '--log-level', 'NOTICE'];
+    const child = spawnBackground('rclone', args, { env: await rcloneEnv(ctx), logFile: join(ctx.work, 'rclone.log') });
+    const pid = child.pid;
+    try {
+      await waitFor(() => isMounted(mnt) || !isAlive(pid), { timeoutMs: 30_000, what: 'the rclone mount' });
+      if (!isMounted(mnt)) throw new Error('rclone exited before mounting (see rclone.log in the work dir)');
+    } catch (err) {
+      lazyUnmount(mnt);
+      await killPid(pid, 1000);
+      rmSync(cache, { recursive: true, force: true });
+      removeMountDir(mnt);
+      throw err;
+    }
+    return {
+      path: mnt,
+      pid,
+      async settle(check, what) {
+        if (check) await waitFor(check, { timeoutMs: ctx.timeoutMs, intervalMs: 200, what: `${what} to reach the server` });
+      },
+      async close() {
+        try {
+          if (isMounted(mnt)) await run('fusermount', ['-u', mnt], { timeoutMs: 30_000, check: false });
+        } finally {
+          lazyUnmount(mnt);
+          if (!(await waitExit(pid, 15_000))) await killPid(pid);
+          untrackPid(pid);
+          rmSync(cache, { recursive: true, force: true });
+          removeMountDir(mnt);
+        }
+      },
+    };
+  },
+};
+
+export const memfs = {
+  name: 'memfs',
+  async mount(ctx) {
+    const mnt = fresh(ctx, 'mnt', 'memfs');
+    trackMount(mnt);
+    const c = ctx.config;
+    let child;
+    try {
+      ({ child } = await startProcess(
+        process.execPath,
+        [MEMFS, mnt, '--big', `/big.bin:${c.bigBytes}`, '--tree', `/tree:${c.treeFolders}:${c.treeFiles}:1`],
+        { ready: (out) => out.includes('mounted'), timeoutMs: 30_000, logFile: join(ctx.work, 'memfs.log') },
+      ));
+      await waitFor(() => isMounted(mnt), { timeoutMs: 10_000, what: 'the memfs mount' });
+    } catch (err) {
+      lazyUnmount(mnt);
+      if (child) await killPid(child.pid, 1000);
+      removeMountDir(mnt);
+      throw err;
+    }
+    const pid = child.pid;
+    return {
+      path: mnt,
+      pid,
+      inMemory: true,
+      async settle() {},
+      async close() {
+        try {
+          await killPid(pid, 10_000); // SIGTERM: memfs unmounts itself
+        } finally {
+          lazyUnmount(mnt);
+          removeMountDir(mnt);
+        }
+      },
+    };
+  },
+};

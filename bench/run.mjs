@@ -1,0 +1,201 @@
+#!/usr/bin/env node
+// The benchmark driver (run it through scripts/bench, which builds first and cleans up after a crash).
+//   node bench/run.mjs [--quick] [--runs N] [--latency 0,20] [--contenders seafs,rclone,http,memfs]
+//                      [--jobs seqread,write,tar,ls,find,randread] [--out bench-results] [--work DIR] [--keep-work]
+// Progress goes to stderr; the tables go to stdout; JSON and an SVG chart go to --out.
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir, cpus, totalmem, release } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { cleanupAll, run, mountPoints } from './lib/proc.mjs';
+import { startServer, seed } from './lib/server.mjs';
+import { seafs, rclone, memfs } from './lib/mounts.mjs';
+import { metrics as metricList, JOBS, mountJob, httpJob, httpContender } from './lib/jobs.mjs';
+import { table, summarize } from './lib/report.mjs';
+import { chart } from './lib/svg.mjs';
+import { randomFile, smallFilesLayout, writeLayout, contentFor, treeLayout, expectedFindCount, findThresholdKiB } from './lib/dataset.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const { values: opt } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    runs: { type: 'string' },
+    latency: { type: 'string', default: '0,20' },
+    contenders: { type: 'string', default: 'seafs,rclone,http,memfs' },
+    jobs: { type: 'string', default: JOBS.join(',') },
+    out: { type: 'string', default: join(ROOT, 'bench-results') },
+    work: { type: 'string' },
+    'keep-work': { type: 'boolean', default: false },
+  },
+});
+
+const config = opt.quick
+  ? { bigBytes: 64 << 20, smallFiles: 200, treeFolders: 50, treeFiles: 1000, randomReads: 200, runs: 1, timeoutMs: 120_000 }
+  : { bigBytes: 1 << 30, smallFiles: 2000, treeFolders: 500, treeFiles: 10000, randomReads: 2000, runs: 3, timeoutMs: 1_200_000 };
+if (opt.runs) config.runs = Math.max(1, Number(opt.runs));
+const latencies = opt.latency.split(',').map(Number);
+const ALL = { seafs, rclone, http: httpContender, memfs };
+const contenders = opt.contenders.split(',').map((n) => {
+  if (!ALL[n]) throw new Error(`unknown contender ${n}`);
+  return ALL[n];
+});
+const jobs = opt.jobs.split(',').filter((j) => {
+  if (!JOBS.includes(j)) throw new Error(`unknown job ${j} (${JOBS.join(', ')})`);
+  return true;
+});
+const metrics = metricList(config).filter((m) => jobs.includes(m.job));
+const log = (s) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${s}\n`);
+
+// Whatever happens, no mount or process of ours outlives the run.
+process.on('exit', cleanupAll);
+for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
+  process.on(sig, () => {
+    log(`${sig}: cleaning up`);
+    cleanupAll();
+    process.exit(130);
+  });
+}
+
+function applies(metric, contender) {
+  if (contender === 'http') return !['ls_warm', 'find_warm', 'rss_read', 'rss_write'].includes(metric.id);
+  if (contender === 'memfs') return !metric.id.startsWith('rss_');
+  return true;
+}
+
+async function fixtures(work) {
+  const dir = join(work, 'fixtures');
+  mkdirSync(dir, { recursive: true });
+  const src = join(dir, `src-${config.bigBytes}.bin`);
+  await randomFile(src, config.bigBytes);
+  const small = smallFilesLayout(config.smallFiles);
+  const smallDir = join(dir, 'small');
+  rmSync(smallDir, { recursive: true, force: true });
+  writeLayout(smallDir, small);
+  const tarball = join(dir, 'small.tar');
+  await run('tar', ['-cf', tarball, '-C', smallDir, '.']);
+  const tree = treeLayout(config.treeFolders, config.treeFiles);
+  return {
+    src,
+    tarball,
+    small,
+    smallData: (i) => contentFor(i, small[i].size),
+    findKiB: findThresholdKiB,
+    findCount: expectedFindCount(tree),
+  };
+}
+
+async function machine() {
+  const rc = await run('rclone', ['version'], { check: false }).catch(() => ({ stdout: 'missing' }));
+  return { cpus: cpus().length, cpuModel: cpus()[0]?.model, memMiB: Math.round(totalmem() / 2 ** 20), kernel: release(), node: process.version, rclone: rc.stdout.split('\n')[0] };
+}
+
+async function main() {
+  const cli = join(ROOT, 'dist/cli/main.js');
+  if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build (scripts/bench does)`);
+  const work = opt.work ? resolve(opt.work) : mkdtempSync(join(tmpdir(), 'seafs-bench-'));
+  mkdirSync(work, { recursive: true });
+  const startedAt = new Date();
+  log(`${opt.quick ? 'quick' : 'full'} run: ${config.runs} run(s), latencies ${latencies.join(', ')} ms, contenders ${contenders.map((c) => c.name).join(', ')}; work dir ${work}`);
+  const fx = await fixtures(work);
+  log(`fixtures ready (${config.bigBytes >> 20} MiB source, ${config.smallFiles}-file tarball)`);
+
+  const servers = [];
+  for (const latencyMs of latencies) {
+    const results = {};
+    const cellOf = (m, c) => ((results[m] ??= {})[c] ??= { values: [], errors: [] });
+    const section = { latencyMs, results };
+    servers.push(section);
+    let server;
+    try {
+      server = await startServer({ root: work, cli, latencyMs, log });
+      const t0 = Date.now();
+      await seed(server, { src: fx.src, bigBytes: config.bigBytes, treeFolders: config.treeFolders, treeFiles: config.treeFiles, log });
+      section.seedSeconds = (Date.now() - t0) / 1000;
+    } catch (err) {
+      log(`server (${latencyMs} ms) failed: ${err.message}`);
+      for (const m of metrics) for (const c of contenders) if (applies(m, c.name)) cellOf(m.id, c.name).errors.push(`server: ${err.message}`);
+      await server?.stop();
+      continue;
+    }
+    const ctx = { work, cli, server, config, fixtures: fx, timeoutMs: config.timeoutMs };
+    try {
+      for (const job of jobs) {
+        const jobMetrics = metrics.filter((m) => m.job === job);
+        for (let r = 1; r <= config.runs; r++) {
+          for (const c of contenders) {
+            const runCtx = { ...ctx, runId: `${c.name}-${latencyMs}-${r}`, verify: r === 1 };
+            let out = {};
+            let error = null;
+            const t0 = Date.now();
+            try {
+              out = c.http ? await httpJob(job, runCtx) : await mountJob(job, c, runCtx);
+            } catch (err) {
+              error = err.message.replace(/\s+/g, ' ').trim();
+            }
+            for (const m of jobMetrics) {
+              if (!applies(m, c.name)) continue;
+              const cell = cellOf(m.id, c.name);
+              if (typeof out[m.id] === 'number' && Number.isFinite(out[m.id])) cell.values.push(out[m.id]);
+              else cell.errors.push(error ?? 'not measured');
+            }
+            const got = Object.entries(out).map(([k, v]) => `${k}=${v.toFixed(v < 10 ? 3 : 1)}`).join(' ');
+            log(`${latencyMs} ms | ${job} ${r}/${config.runs} | ${c.name}: ${error ? `FAILED ${error}` : got} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+          }
+        }
+      }
+    } finally {
+      await server.stop();
+    }
+  }
+
+  // Output: tables on stdout, JSON and SVG next to each other.
+  const names = contenders.map((c) => c.name);
+  const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
+  mkdirSync(opt.out, { recursive: true });
+  for (const s of servers) {
+    for (const m of Object.values(s.results)) for (const cell of Object.values(m)) cell.median = summarize(cell).median ?? null;
+  }
+  const report = {
+    startedAt: startedAt.toISOString(),
+    finishedAt: new Date().toISOString(),
+    mode: opt.quick ? 'quick' : 'full',
+    command: `bash scripts/bench ${process.argv.slice(2).filter((a) => !a.startsWith('--work')).join(' ')}`.trim(),
+    config,
+    machine: await machine(),
+    contenders: names,
+    metrics,
+    servers,
+  };
+  const jsonPath = join(opt.out, `${stamp}.json`);
+  const svgPath = join(opt.out, `${stamp}.svg`);
+  writeFileSync(jsonPath, JSON.stringify(report, null, 2));
+  writeFileSync(
+    svgPath,
+    chart({
+      title: `seafs benchmark (${report.mode}, ${config.runs} run(s), medians) ${report.startedAt.slice(0, 16)}Z`,
+      panels: servers.map((s) => ({ title: `server latency ${s.latencyMs} ms`, results: s.results })),
+      metrics,
+      contenders: names,
+    }),
+  );
+  process.stdout.write('\n');
+  for (const s of servers) process.stdout.write(table({ latencyMs: s.latencyMs, metrics, contenders: names, results: s.results }) + '\n\n');
+  process.stdout.write(`JSON: ${jsonPath}\nSVG:  ${svgPath}\n`);
+  if (!opt['keep-work'] && !opt.work) {
+    cleanupAll();
+    // Never delete through a mount that somehow survived: that would delete the library's files.
+    if (mountPoints().some((m) => m.startsWith(work + '/'))) log(`not removing ${work}: something is still mounted in it`);
+    else rmSync(work, { recursive: true, force: true });
+  }
+}
+
+try {
+  await main();
+} catch (err) {
+  log(`fatal: ${err.stack ?? err.message}`);
+  cleanupAll();
+  process.exit(1);
+}
+cleanupAll();
+process.exit(0);
