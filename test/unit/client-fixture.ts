@@ -1,0 +1,68 @@
+// A throwaway node:http server on port 0 for the client's unit tests: the
+// handler decides how to misbehave; every request is recorded.
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+export interface Seen {
+  method: string;
+  url: string;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+export interface TinyServer {
+  url: string;
+  seen: Seen[];
+  close(): Promise<void>;
+}
+
+export type Handler = (req: http.IncomingMessage, res: http.ServerResponse, body: Buffer, n: number) => void;
+
+export async function tinyServer(handler: Handler, opts: { readBody?: boolean } = {}): Promise<TinyServer> {
+  const seen: Seen[] = [];
+  const server = http.createServer((req, res) => {
+    if (opts.readBody === false) {
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body: Buffer.alloc(0) });
+      handler(req, res, Buffer.alloc(0), seen.length);
+      return;
+    }
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const body = Buffer.concat(chunks);
+      seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
+      handler(req, res, body, seen.length);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    seen,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+export function json(res: http.ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+  const body = JSON.stringify(value);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
+  res.end(body);
+}
+
+export function text(res: http.ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body), ...headers });
+  res.end(body);
+}
+
+/** A port nothing listens on (bound, then released). */
+export async function closedPort(): Promise<number> {
+  const s = http.createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => s.close(() => resolve()));
+  return port;
+}
