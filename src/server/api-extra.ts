@@ -1,3 +1,318 @@
+// Starred files, search, share links and upload links (V2.1, and the V2
+// shared-links list), plus empty answers for features this server lacks
+// (groups, activity) so clients probing them get well-formed replies.
+import type { Ctx, Req } from './context.js';
+import type { ShareLinkRec, UploadLinkRec } from './db.js';
+import { HttpError, isoTime, sendJson } from './http.js';
+import { headRoot } from './ops.js';
 import type { Route } from './router.js';
+import { lookup, splitPath, walkTree } from './tree.js';
+import { downloadUrl } from './api-file.js';
 
-export const extraRoutes: Route[] = [];
+function cleanPath(p: string | undefined | null): string {
+  if (!p) throw new HttpError(400, 'path invalid.');
+  return '/' + splitPath(p).join('/');
+}
+
+// ---- starred files ----
+
+async function listStarred(ctx: Ctx, r: Req): Promise<void> {
+  const out = [];
+  for (const s of ctx.db.data.starred) {
+    if (s.user !== r.user!.email) continue;
+    const repo = ctx.db.repo(s.repoId);
+    if (!repo || !ctx.permission(r.user!, repo)) continue;
+    const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(s.path));
+    if (!e) continue;
+    out.push({
+      repo: repo.id,
+      repo_name: repo.name,
+      mtime: e.mtime,
+      org: -1,
+      path: s.path,
+      dir: e.type === 'dir',
+      size: e.type === 'file' ? e.size : 0,
+    });
+  }
+  sendJson(r.res, 200, out);
+}
+
+function starArgs(ctx: Ctx, r: Req, repoId: string | undefined, p: string | undefined) {
+  if (!repoId || !p || p.endsWith('/')) throw new HttpError(400, 'Invalid arguments.');
+  const { repo } = ctx.repoFor(r.user!, repoId);
+  return { repo, path: cleanPath(p) };
+}
+
+// ---- share links (download) ----
+
+function shareLinkShape(ctx: Ctx, r: Req, l: ShareLinkRec, list: boolean) {
+  const repo = ctx.db.repo(l.repoId);
+  const expired = l.expire !== null && l.expire * 1000 < Date.now();
+  const name = l.path === '/' ? repo?.name ?? '' : l.path.split('/').pop()!;
+  return {
+    username: l.username,
+    repo_id: l.repoId,
+    ctime: isoTime(l.ctime),
+    expire_date: l.expire !== null ? isoTime(l.expire) : '',
+    token: l.token,
+    view_cnt: l.viewCnt,
+    link: `${r.base}/${l.isDir ? 'd' : 'f'}/${l.token}/`,
+    path: l.path,
+    is_expired: expired,
+    ...(list ? { obj_name: name, is_dir: l.isDir, repo_name: repo?.name ?? '' } : {}),
+  };
+}
+
+async function createShareLink(ctx: Ctx, r: Req, repoId: string | undefined, p: string | undefined, password?: string, days?: number) {
+  if (!repoId) throw new HttpError(400, 'repo_id invalid.');
+  const { repo } = ctx.repoFor(r.user!, repoId);
+  const path = cleanPath(p ?? '/');
+  const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
+  if (!e) throw new HttpError(404, 'File or folder not found.');
+  if (repo.encrypted) throw new HttpError(403, 'Permission denied.');
+  const existing = ctx.db.data.shareLinks.find((l) => l.repoId === repo.id && l.path === path && l.username === r.user!.email);
+  if (existing) return existing; // real servers hand back the existing link
+  const now = Math.floor(Date.now() / 1000);
+  const rec: ShareLinkRec = {
+    token: ctx.newToken().slice(0, 20),
+    username: r.user!.email,
+    repoId: repo.id,
+    path,
+    isDir: e.type === 'dir',
+    ctime: now,
+    expire: days && days > 0 ? now + days * 86400 : null,
+    password: password ?? '',
+    viewCnt: 0,
+  };
+  ctx.db.data.shareLinks.push(rec);
+  await ctx.db.save();
+  return rec;
+}
+
+// ---- upload links ----
+
+function uploadLinkShape(r: Req, l: UploadLinkRec) {
+  return { username: l.username, repo_id: l.repoId, ctime: isoTime(l.ctime), token: l.token, link: `${r.base}/u/d/${l.token}/`, path: l.path };
+}
+
+// ---- search ----
+
+async function search(ctx: Ctx, r: Req): Promise<void> {
+  const q = (r.query.get('q') ?? '').trim().toLowerCase();
+  if (!q) throw new HttpError(400, 'q invalid.');
+  const per = Math.max(1, Number(r.query.get('per_page') ?? 10) || 10);
+  const page = Math.max(1, Number(r.query.get('page') ?? 1) || 1);
+  const hits: Record<string, unknown>[] = [];
+  const wanted = r.query.get('search_repo');
+  for (const [id, repo] of Object.entries(ctx.db.data.repos)) {
+    if (wanted && wanted !== 'all' && wanted !== id) continue;
+    if (!ctx.permission(r.user!, repo) || repo.encrypted) continue;
+    await walkTree(ctx.store, await headRoot(ctx, id), [], (e, parent) => {
+      if (e.name.toLowerCase().includes(q)) {
+        hits.push({
+          repo_id: id,
+          repo_name: repo.name,
+          name: e.name,
+          oid: e.id,
+          fullpath: '/' + [...parent, e.name].join('/') + (e.type === 'dir' ? '/' : ''),
+          is_dir: e.type === 'dir',
+          size: e.type === 'file' ? e.size : 0,
+          last_modified: e.mtime,
+        });
+      }
+    });
+  }
+  const slice = hits.slice((page - 1) * per, page * per);
+  sendJson(r.res, 200, { total: hits.length, has_more: page * per < hits.length, results: slice });
+}
+
+export const extraRoutes: Route[] = [
+  { method: 'GET', path: '/api2/starredfiles', auth: 'user', handler: listStarred },
+  {
+    method: 'POST',
+    path: '/api2/starredfiles',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const form = await r.form({ json: true });
+      const { repo, path } = starArgs(ctx, r, form.get('repo_id'), form.get('p'));
+      const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
+      if (!e || e.type !== 'file') throw new HttpError(400, 'Invalid file path.');
+      if (!ctx.db.data.starred.some((s) => s.user === r.user!.email && s.repoId === repo.id && s.path === path)) {
+        ctx.db.data.starred.push({ user: r.user!.email, repoId: repo.id, path });
+        await ctx.db.save();
+      }
+      sendJson(r.res, 201, 'success', { Location: `${r.base}/api2/starredfiles/` });
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api2/starredfiles',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const { repo, path } = starArgs(ctx, r, r.query.get('repo_id') ?? undefined, r.query.get('p') ?? undefined);
+      ctx.db.data.starred = ctx.db.data.starred.filter((s) => !(s.user === r.user!.email && s.repoId === repo.id && s.path === path));
+      await ctx.db.save();
+      sendJson(r.res, 200, 'success');
+    },
+  },
+  { method: 'GET', path: '/api2/search', auth: 'user', handler: search },
+  {
+    method: 'GET',
+    path: '/api/v2.1/share-links',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const repoId = r.query.get('repo_id');
+      const p = r.query.get('path');
+      if (repoId) ctx.repoFor(r.user!, repoId);
+      const path = p ? cleanPath(p) : null;
+      const list = ctx.db.data.shareLinks.filter(
+        (l) => l.username === r.user!.email && (!repoId || l.repoId === repoId) && (!path || l.path === path),
+      );
+      sendJson(r.res, 200, list.map((l) => shareLinkShape(ctx, r, l, true)));
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v2.1/share-links',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const form = await r.form({ json: true });
+      const days = form.get('expire_days') ? Number(form.get('expire_days')) : undefined;
+      const rec = await createShareLink(ctx, r, form.get('repo_id'), form.get('path'), form.get('password'), days);
+      sendJson(r.res, 200, shareLinkShape(ctx, r, rec, false));
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2.1/share-links/:token',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      ctx.db.data.shareLinks = ctx.db.data.shareLinks.filter((l) => !(l.token === r.params[0] && l.username === r.user!.email));
+      await ctx.db.save();
+      sendJson(r.res, 200, { success: true });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api2/shared-links',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const list = ctx.db.data.shareLinks.filter((l) => l.username === r.user!.email);
+      sendJson(r.res, 200, {
+        fileshares: list.map((l) => ({
+          username: l.username,
+          repo_id: l.repoId,
+          ctime: l.ctime,
+          s_type: l.isDir ? 'd' : 'f',
+          token: l.token,
+          view_cnt: l.viewCnt,
+          path: l.path,
+        })),
+      });
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api2/shared-links',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const t = r.query.get('t');
+      ctx.db.data.shareLinks = ctx.db.data.shareLinks.filter((l) => !(l.token === t && l.username === r.user!.email));
+      await ctx.db.save();
+      sendJson(r.res, 200, 'success');
+    },
+  },
+  {
+    method: 'PUT',
+    path: '/api2/repos/:repo/file/shared-link',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const form = await r.form({ json: true });
+      const type = form.get('share_type') ?? 'download';
+      const p = form.get('p');
+      if (!p) throw new HttpError(400, 'Path is missing.');
+      if (type === 'upload') {
+        const rec = await createUploadLink(ctx, r, r.params[0], p, form.get('password'));
+        r.res.setHeader('Location', uploadLinkShape(r, rec).link);
+      } else {
+        const days = form.get('expire') ? Number(form.get('expire')) : undefined;
+        const rec = await createShareLink(ctx, r, r.params[0], p, form.get('password'), days);
+        r.res.setHeader('Location', shareLinkShape(ctx, r, rec, false).link);
+      }
+      sendJson(r.res, 201, 'success');
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v2.1/upload-links',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const list = ctx.db.data.uploadLinks.filter((l) => l.username === r.user!.email);
+      sendJson(r.res, 200, list.map((l) => uploadLinkShape(r, l)));
+    },
+  },
+  {
+    method: 'POST',
+    path: '/api/v2.1/upload-links',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const form = await r.form({ json: true });
+      const rec = await createUploadLink(ctx, r, form.get('repo_id'), form.get('path'), form.get('password'));
+      sendJson(r.res, 200, uploadLinkShape(r, rec));
+    },
+  },
+  {
+    method: 'DELETE',
+    path: '/api/v2.1/upload-links/:token',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      ctx.db.data.uploadLinks = ctx.db.data.uploadLinks.filter((l) => !(l.token === r.params[0] && l.username === r.user!.email));
+      await ctx.db.save();
+      sendJson(r.res, 200, { success: true });
+    },
+  },
+  {
+    // A file share link opened with ?dl=1 streams the file, like real servers' link pages do.
+    method: 'GET',
+    path: '/f/:token',
+    auth: 'none',
+    handler: async (ctx, r) => {
+      const l = ctx.db.data.shareLinks.find((x) => x.token === r.params[0] && !x.isDir);
+      if (!l || (l.expire !== null && l.expire * 1000 < Date.now())) throw new HttpError(404, 'Link not found.');
+      const repo = ctx.db.repo(l.repoId);
+      const e = repo ? await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(l.path)) : null;
+      if (!repo || !e || e.type !== 'file') throw new HttpError(404, 'File not found.');
+      l.viewCnt++;
+      void ctx.db.save();
+      r.res.writeHead(302, { Location: downloadUrl(ctx, r, repo, e, false), 'Content-Length': '0' });
+      r.res.end();
+    },
+  },
+  { method: 'GET', path: '/api2/groups', auth: 'user', handler: async (_c, r) => sendJson(r.res, 200, { replynum: 0, groups: [] }) },
+  { method: 'GET', path: '/api/v2.1/groups', auth: 'user', handler: async (_c, r) => sendJson(r.res, 200, []) },
+  {
+    method: 'GET',
+    path: '/api2/events',
+    auth: 'user',
+    handler: async (_c, r) => sendJson(r.res, 200, { events: [], more: false, more_offset: 0 }),
+  },
+];
+
+async function createUploadLink(ctx: Ctx, r: Req, repoId: string | undefined, p: string | undefined, password?: string) {
+  if (!repoId) throw new HttpError(400, 'repo_id invalid.');
+  const { repo } = ctx.repoFor(r.user!, repoId, 'rw');
+  const path = cleanPath(p ?? '/');
+  const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
+  if (!e || e.type !== 'dir') throw new HttpError(404, 'Folder not found.');
+  const rec: UploadLinkRec = {
+    token: ctx.newToken().slice(0, 20),
+    username: r.user!.email,
+    repoId: repo.id,
+    path: path === '/' ? '/' : path + '/',
+    ctime: Math.floor(Date.now() / 1000),
+    password: password ?? '',
+  };
+  ctx.db.data.uploadLinks.push(rec);
+  await ctx.db.save();
+  return rec;
+}

@@ -1,3 +1,205 @@
+// History that falls out of the commit chain: library history (V2, V2.1),
+// file history, revision download, revert, and the trash (V2.1).
+import type { Ctx, Req } from './context.js';
+import { HttpError, isoTime, sendJson } from './http.js';
+import { downloadUrl, requireP } from './api-file.js';
+import type { Commit } from './heads.js';
+import { putFiles } from './ops.js';
 import type { Route } from './router.js';
+import { lookup, readDir, splitPath, type DirEnt } from './tree.js';
 
-export const historyRoutes: Route[] = [];
+const MAX_SCAN = 10_000; // commits walked at most per request
+
+async function* commitsFrom(ctx: Ctx, id: string | null): AsyncGenerator<Commit> {
+  let n = 0;
+  while (id && n++ < MAX_SCAN) {
+    const c = await ctx.heads.readCommit(id);
+    yield c;
+    id = c.parent_id;
+  }
+}
+
+function publicCommit(c: Commit, extra: Record<string, unknown> = {}) {
+  const { kind: _kind, ...rest } = c;
+  return { ...rest, rev_file_size: 0, rev_file_id: null, rev_renamed_old_path: null, ...extra };
+}
+
+function paging(r: Req, defPer: number): { page: number; per: number } {
+  const page = Math.max(1, Number(r.query.get('page') ?? 1) || 1);
+  const per = Math.max(1, Number(r.query.get('per_page') ?? defPer) || defPer);
+  return { page, per };
+}
+
+async function pageOfCommits(ctx: Ctx, repoId: string, page: number, per: number): Promise<{ list: Commit[]; more: boolean }> {
+  const head = await ctx.heads.get(repoId);
+  const list: Commit[] = [];
+  let i = 0;
+  for await (const c of commitsFrom(ctx, head.commit_id)) {
+    if (i >= (page - 1) * per && i < page * per) list.push(c);
+    i++;
+    if (i > page * per) return { list, more: true };
+  }
+  return { list, more: false };
+}
+
+async function fileHistory(ctx: Ctx, r: Req): Promise<void> {
+  const { repo } = ctx.repoFor(r.user!, r.params[0]);
+  const comps = splitPath(requireP(r));
+  const head = await ctx.heads.get(repo.id);
+  const out: unknown[] = [];
+  // `prev` is the oldest commit seen so far holding the same content: where that version appeared.
+  let prev: { c: Commit; e: DirEnt } | null = null;
+  for await (const c of commitsFrom(ctx, head.commit_id)) {
+    const e = await lookup(ctx.store, c.root_id, comps);
+    const present = e && e.type === 'file' ? e : null;
+    if (prev && (!present || present.id !== prev.e.id)) {
+      out.push(publicCommit(prev.c, { rev_file_id: prev.e.id, rev_file_size: prev.e.size }));
+    }
+    if (!present) {
+      prev = null;
+      break;
+    }
+    prev = { c, e: present };
+  }
+  if (prev) out.push(publicCommit(prev.c, { rev_file_id: prev.e.id, rev_file_size: prev.e.size }));
+  if (out.length === 0) throw new HttpError(404, 'File not found.');
+  sendJson(r.res, 200, { commits: out });
+}
+
+async function commitOf(ctx: Ctx, repoId: string, id: string | null): Promise<Commit> {
+  if (!id || !/^[0-9a-f]{40}$/.test(id)) throw new HttpError(400, 'commit_id invalid.');
+  try {
+    const c = await ctx.heads.readCommit(id);
+    if (c.repo_id === repoId && c.root_id) return c;
+  } catch {
+    /* missing object */
+  }
+  throw new HttpError(404, 'Revision not found.');
+}
+
+async function revision(ctx: Ctx, r: Req): Promise<void> {
+  const { repo } = ctx.repoFor(r.user!, r.params[0]);
+  const p = requireP(r);
+  const c = await commitOf(ctx, repo.id, r.query.get('commit_id'));
+  const e = await lookup(ctx.store, c.root_id, splitPath(p));
+  if (!e || e.type !== 'file') throw new HttpError(404, 'Revision not found.');
+  ctx.requireUnlocked(r.user!, repo);
+  sendJson(r.res, 200, downloadUrl(ctx, r, repo, e, r.query.get('reuse') === '1'), { oid: e.id });
+}
+
+async function revert(ctx: Ctx, r: Req): Promise<void> {
+  const form = await r.form({ json: false });
+  const { repo } = ctx.repoFor(r.user!, r.params[0], 'rw');
+  const p = requireP(r, form.get('p') ?? r.query.get('p'));
+  const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? null);
+  const comps = splitPath(p);
+  const e = await lookup(ctx.store, c.root_id, comps);
+  if (!e || e.type !== 'file') throw new HttpError(404, 'File not found in that revision.');
+  await putFiles(ctx, r.user!, repo.id, '/' + comps.slice(0, -1).join('/'), [{ name: e.name, id: e.id, size: e.size }], {
+    replace: true,
+    createParents: true,
+    desc: `Reverted file "${e.name}"`,
+  });
+  sendJson(r.res, 200, { ret: 0 });
+}
+
+/** Entries present under `oldId` and gone under `newId`, recursing into changed folders. */
+async function removed(ctx: Ctx, oldId: string, newId: string, parent: string[], out: { e: DirEnt; parent: string[] }[]) {
+  if (oldId === newId) return;
+  const now = new Map((await readDir(ctx.store, newId)).map((e) => [e.name, e]));
+  for (const e of await readDir(ctx.store, oldId)) {
+    const n = now.get(e.name);
+    if (!n || n.type !== e.type) out.push({ e, parent });
+    else if (e.type === 'dir' && n.id !== e.id) await removed(ctx, e.id, n.id, [...parent, e.name], out);
+  }
+}
+
+async function trash(ctx: Ctx, r: Req): Promise<void> {
+  const { repo } = ctx.repoFor(r.user!, r.params[0]);
+  const base = splitPath(r.query.get('path') ?? '/');
+  const per = Math.max(1, Number(r.query.get('per_page') ?? 100) || 100);
+  const scan = r.query.get('scan_stat');
+  const start = scan && scan !== 'null' ? scan : (await ctx.heads.get(repo.id)).commit_id;
+  const data: Record<string, unknown>[] = [];
+  let next: string | null = null;
+  let scanned = 0;
+  for await (const c of commitsFrom(ctx, start)) {
+    if (c.id === repo.trashClearedAt) break;
+    if (c.repo_id !== repo.id) throw new HttpError(400, 'scan_stat invalid.');
+    if (data.length >= per || scanned++ >= 1000) {
+      next = c.id; // resume here on the next call
+      break;
+    }
+    if (c.kind !== 'delete' || !c.parent_id) continue;
+    const parent = await ctx.heads.readCommit(c.parent_id);
+    const out: { e: DirEnt; parent: string[] }[] = [];
+    await removed(ctx, parent.root_id, c.root_id, [], out);
+    for (const { e, parent: dir } of out) {
+      if (!base.every((b, i) => dir[i] === b)) continue;
+      data.push({
+        commit_id: parent.id,
+        obj_id: e.id,
+        obj_name: e.name,
+        is_dir: e.type === 'dir',
+        parent_dir: '/' + dir.map((d) => d + '/').join(''),
+        size: e.type === 'file' ? e.size : 0,
+        deleted_time: isoTime(c.ctime),
+        scan_stat: null,
+      });
+    }
+  }
+  if (data.length) data[data.length - 1].scan_stat = next;
+  sendJson(r.res, 200, { data, scan_stat: next, more: next !== null });
+}
+
+export const historyRoutes: Route[] = [
+  {
+    method: 'GET',
+    path: '/api2/repos/:repo/history',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const { repo } = ctx.repoFor(r.user!, r.params[0]);
+      const { page, per } = paging(r, 25);
+      const { list, more } = await pageOfCommits(ctx, repo.id, page, per);
+      sendJson(r.res, 200, { commits: list.map((c) => publicCommit(c)), page_next: more });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/api/v2.1/repos/:repo/history',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const { repo } = ctx.repoFor(r.user!, r.params[0]);
+      const { page, per } = paging(r, 100);
+      const { list, more } = await pageOfCommits(ctx, repo.id, page, per);
+      sendJson(r.res, 200, {
+        data: list.map((c) => ({
+          commit_id: c.id,
+          time: isoTime(c.ctime),
+          description: c.desc,
+          creator: c.creator_name,
+          creator_email: c.creator_name,
+          creator_name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,
+        })),
+        more,
+      });
+    },
+  },
+  { method: 'GET', path: '/api2/repos/:repo/file/history', auth: 'user', handler: fileHistory },
+  { method: 'GET', path: '/api2/repos/:repo/file/revision', auth: 'user', handler: revision },
+  { method: 'PUT', path: '/api2/repos/:repo/file/revert', auth: 'user', handler: revert },
+  { method: 'GET', path: '/api/v2.1/repos/:repo/trash', auth: 'user', handler: trash },
+  {
+    method: 'DELETE',
+    path: '/api/v2.1/repos/:repo/trash',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const { repo } = ctx.repoFor(r.user!, r.params[0]);
+      if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
+      repo.trashClearedAt = (await ctx.heads.get(repo.id)).commit_id;
+      await ctx.db.save();
+      sendJson(r.res, 200, { success: true });
+    },
+  },
+];
+
