@@ -226,7 +226,10 @@ export class SeafileClient implements SeafileApi {
   // ---- accounts and sharing (administration; used by tests and tools) ----
 
   /** PUT /api2/accounts/{email}/ (administrators): creates or updates an account. */
-  async putAccount(email: string, fields: { password?: string; is_staff?: boolean; is_active?: boolean; name?: string; note?: string; storage?: number }): Promise<void> {
+  async putAccount(
+    email: string,
+    fields: { password?: string; is_staff?: boolean; is_active?: boolean; name?: string; note?: string; storage?: number; [other: string]: string | number | boolean | undefined },
+  ): Promise<void> {
     await this.http.done({
       op: 'put account',
       method: 'PUT',

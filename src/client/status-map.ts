@@ -15,6 +15,7 @@ export type CallContext =
 const TOKEN_MESSAGE = /invalid token|authentication credentials|not authenticated|token (is )?(missing|expired|invalid)/i;
 const NAME_MESSAGE = /(name|filename).*(invalid|too long|not valid)|(invalid|bad).*(name|filename)/i;
 const OTP_MESSAGE = /two[- ]factor|\botp\b/i;
+const ENCRYPTED_MESSAGE = /encrypted|password/i;
 const QUOTA_MESSAGE = /quota/i;
 
 export function kindFor(status: number, message: string, ctx: CallContext, otpRequiredHeader = false): ApiErrorKind {
@@ -22,12 +23,16 @@ export function kindFor(status: number, message: string, ctx: CallContext, otpRe
     case 401:
       return 'unauthorized';
     case 403:
+      // on the file server a 403 is about the link's own token (spent, expired, wrong folder)
+      if (ctx === 'upload' || ctx === 'download') return 'forbidden';
       return ctx === 'auth' || TOKEN_MESSAGE.test(message) ? 'unauthorized' : 'forbidden';
     case 400:
       if (otpRequiredHeader || OTP_MESSAGE.test(message)) return 'otp_required';
       if (NAME_MESSAGE.test(message)) return 'invalid_name';
       // bad credentials at login ("Unable to login with provided credentials.")
       if (ctx === 'auth' && /unable to log ?in|credentials|password/i.test(message)) return 'unauthorized';
+      // current servers refuse content of a locked encrypted library with 400 (the spec: 440)
+      if (ENCRYPTED_MESSAGE.test(message)) return 'password_required';
       return 'bad_request';
     case 404:
       return 'not_found';

@@ -43,6 +43,9 @@ describe('kindFor', () => {
     expect(kindFor(403, '', 'auth')).toBe('unauthorized');
     expect(kindFor(403, 'Permission denied.', 'api')).toBe('forbidden');
     expect(kindFor(403, 'Permission denied.', 'transfer-link')).toBe('forbidden');
+    // a file server's 403 is about the link's token, never the API token
+    expect(kindFor(403, 'Access denied: the token is invalid or expired.', 'download')).toBe('forbidden');
+    expect(kindFor(403, 'Invalid token', 'upload')).toBe('forbidden');
   });
 
   it('maps the 4xx family', () => {
@@ -55,6 +58,8 @@ describe('kindFor', () => {
     expect(kindFor(400, 'whatever', 'auth', true)).toBe('otp_required');
     expect(kindFor(400, 'Unable to login with provided credentials.', 'auth')).toBe('unauthorized');
     expect(kindFor(429, '', 'api')).toBe('throttled');
+    expect(kindFor(400, 'Library is encrypted, please provide the password first.', 'transfer-link')).toBe('password_required');
+    expect(kindFor(400, 'Incorrect password', 'api')).toBe('password_required');
   });
 
   it('maps the service-specific statuses by context', () => {
