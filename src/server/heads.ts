@@ -80,9 +80,8 @@ export class Heads {
       version: 1,
       ...(kind ? { kind } : {}),
     };
-    // The id covers the whole record plus a nonce-free time, like a real commit id.
-    const id = sha1(JSON.stringify(body));
-    await this.store.putJson({ id, ...body });
+    // Stored without its id: the id is the sha1 of the stored record, like every object.
+    const id = await this.store.putJson(body);
     const head: Head = { commit_id: id, root_id: root, size: totalSize(await readDir(this.store, root)), mtime: ctime };
     await writeFileAtomic(path.join(this.dir, `${repoId}.json`), JSON.stringify(head));
     this.cache.set(repoId, head);
@@ -129,6 +128,6 @@ export class Heads {
   }
 
   async readCommit(id: string): Promise<Commit> {
-    return this.store.getJson<Commit>(id);
+    return { id, ...(await this.store.getJson<Omit<Commit, 'id'>>(id)) };
   }
 }

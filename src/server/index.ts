@@ -57,6 +57,37 @@ function authenticate(ctx: Ctx, req: http.IncomingMessage) {
   return user;
 }
 
+const DRAIN_LIMIT = 64 << 20;
+
+/**
+ * Before an early answer (bad token, too large, over quota) the rest of the
+ * request body is read and dropped, so clients that write the whole body
+ * before reading (fetch) see the answer instead of EPIPE. Past a limit the
+ * connection is closed after the answer instead.
+ */
+function drainBody(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    let n = 0;
+    const done = () => {
+      req.off('data', onData);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      n += chunk.length;
+      if (n > DRAIN_LIMIT) {
+        res.setHeader('Connection', 'close');
+        req.pause();
+        done();
+      }
+    };
+    req.on('data', onData);
+    req.once('end', done);
+    req.once('error', done);
+    req.once('close', done);
+    req.resume();
+  });
+}
+
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const ctx = new Ctx(opts);
   await prepare(ctx);
@@ -105,11 +136,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       }
       await m.route.handler(ctx, r);
     } catch (e) {
-      if (!req.complete) {
-        // An early answer to a request still sending its body: drain it and close.
-        res.setHeader('Connection', 'close');
-        req.resume();
-      }
+      if (!req.complete) await drainBody(req, res);
       if (res.headersSent) {
         res.destroy();
         return;

@@ -188,7 +188,9 @@ export async function parseMultipart(body: Readable, contentType: string, opts: 
   };
 
   try {
-    for await (const chunk of body) {
+    // Stopping early (too large, over quota) must not destroy the request: the
+    // caller still answers on it.
+    for await (const chunk of body.iterator({ destroyOnReturn: false })) {
       if (state === 'done') continue; // epilogue: drain and ignore
       buf = buf.length ? Buffer.concat([buf, chunk as Buffer]) : (chunk as Buffer);
       while (await step());

@@ -130,3 +130,64 @@ export async function createUser(
   });
   if (res.status !== 201 && res.status !== 200) throw new Error(`create user failed: ${res.status} ${await res.text()}`);
 }
+
+export interface ApiResponse {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** the body parsed as JSON, or undefined when it is not JSON */
+  json: any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/**
+ * A tiny raw HTTP caller for server tests: `call(method, path, {form, query})`
+ * with the token's Authorization header; never follows redirects (the 301 of
+ * rename/move is a success).
+ */
+export function apiAs(url: string, token: string | null) {
+  return async function call(
+    method: string,
+    pathOrUrl: string,
+    opts: { form?: Record<string, string | string[]>; query?: Record<string, string>; json?: unknown; headers?: Record<string, string> } = {},
+  ): Promise<ApiResponse> {
+    const u = new URL(pathOrUrl.startsWith('http') ? pathOrUrl : url + pathOrUrl);
+    for (const [k, v] of Object.entries(opts.query ?? {})) u.searchParams.set(k, v);
+    const headers: Record<string, string> = { ...(opts.headers ?? {}) };
+    if (token) headers.Authorization = `Token ${token}`;
+    let body: string | undefined;
+    if (opts.form) {
+      const f = new URLSearchParams();
+      for (const [k, v] of Object.entries(opts.form)) for (const x of Array.isArray(v) ? v : [v]) f.append(k, x);
+      body = f.toString();
+      headers['Content-Type'] = 'application/x-www-form-urlencoded';
+    } else if (opts.json !== undefined) {
+      body = JSON.stringify(opts.json);
+      headers['Content-Type'] = 'application/json';
+    }
+    const res = await fetch(u, { method, headers, body, redirect: 'manual' });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  };
+}
+
+/** Uploads `files` (name -> content) through an upload link with a multipart body. */
+export async function uploadTo(
+  link: string,
+  parentDir: string,
+  files: Record<string, string | Buffer>,
+  opts: { replace?: boolean; relativePath?: string; retJson?: boolean } = {},
+): Promise<{ status: number; text: string }> {
+  const fd = new FormData();
+  for (const [name, content] of Object.entries(files)) fd.append('file', new Blob([content]), name);
+  fd.append('parent_dir', parentDir);
+  if (opts.replace) fd.append('replace', '1');
+  if (opts.relativePath) fd.append('relative_path', opts.relativePath);
+  const res = await fetch(opts.retJson === false ? link : `${link}?ret-json=1`, { method: 'POST', body: fd });
+  return { status: res.status, text: await res.text() };
+}
