@@ -172,10 +172,12 @@ export class Vfs {
     return this.libs!.byName;
   }
 
-  private async resolve(p: string): Promise<Loc> {
+  /** `change`: the caller creates, deletes or renames `p` (refused at the root with EPERM) */
+  private async resolve(p: string, change = false): Promise<Loc> {
     if (this.lib) return { repo: this.lib.id, path: p, readOnly: !!this.opts.readOnly || this.lib.permission === 'r' };
     if (p === '/') return { repo: null, path: '/', readOnly: true };
     const parts = splitPath(p);
+    if (change && parts.length === 1) throw new VfsError('EPERM', 'the root holds the libraries');
     const lib = (await this.libraries()).get(parts[0]);
     if (!lib) throw new VfsError('ENOENT', p);
     return {
@@ -185,8 +187,8 @@ export class Vfs {
     };
   }
 
-  private async repoOf(p: string): Promise<Loc & { repo: string }> {
-    const loc = await this.resolve(p);
+  private async repoOf(p: string, change = false): Promise<Loc & { repo: string }> {
+    const loc = await this.resolve(p, change);
     if (loc.repo === null) throw new VfsError('EPERM', 'the root holds the libraries');
     return loc as Loc & { repo: string };
   }
@@ -359,7 +361,7 @@ export class Vfs {
   }
 
   async create(p: string, _mode: number): Promise<number> {
-    const loc = await this.repoOf(p);
+    const loc = await this.repoOf(p, true);
     this.writable(loc);
     if (loc.path === '/') throw new VfsError('EISDIR');
     checkName(baseOf(loc.path));
@@ -469,7 +471,7 @@ export class Vfs {
   }
 
   async unlink(p: string): Promise<void> {
-    const loc = await this.repoOf(p);
+    const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM');
     this.writable(loc);
     const s = this.wb.get(loc.repo, loc.path);
@@ -480,7 +482,7 @@ export class Vfs {
   }
 
   async mkdir(p: string, _mode: number): Promise<void> {
-    const loc = await this.repoOf(p);
+    const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EEXIST');
     this.writable(loc);
     const name = baseOf(loc.path);
@@ -494,7 +496,7 @@ export class Vfs {
   }
 
   async rmdir(p: string): Promise<void> {
-    const loc = await this.repoOf(p);
+    const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM', 'a library is removed on the server, not here');
     this.writable(loc);
     const e = await this.lookup(loc.repo, loc.path);
@@ -517,8 +519,8 @@ export class Vfs {
   }
 
   async rename(src: string, dst: string): Promise<void> {
-    const a = await this.resolve(src);
-    const b = await this.resolve(dst);
+    const a = await this.resolve(src, true);
+    const b = await this.resolve(dst, true);
     if (a.repo === null || b.repo === null || a.path === '/' || b.path === '/') {
       throw new VfsError('EPERM', 'libraries are renamed on the server, not here');
     }

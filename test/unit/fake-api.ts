@@ -365,6 +365,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { constants as FC } from 'node:fs';
 import { Vfs, type VfsOptions } from '../../src/vfs/vfs.js';
+import { errnoOf } from '../../src/vfs/errors.js';
 
 export async function makeVfs(api: FakeApi, opts: Partial<VfsOptions> = {}): Promise<{ vfs: Vfs; cacheDir: string; cleanup: () => Promise<void> }> {
   const cacheDir = opts.cacheDir ?? (await mkdtemp(join(tmpdir(), 'seafs-unit-')));
@@ -402,7 +403,7 @@ export async function expectErrno(p: Promise<unknown>, code: string): Promise<vo
   try {
     await p;
   } catch (e) {
-    const got = (e as { code?: string }).code;
+    const got = errnoOf(e);
     if (got !== code) throw new Error(`expected ${code}, got ${got}: ${(e as Error).message}`);
     return;
   }

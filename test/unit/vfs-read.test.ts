@@ -1,0 +1,69 @@
+import { constants as FC } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeApi, makeVfs, readWhole } from './fake-api.js';
+
+function pattern(n: number): Buffer {
+  const b = Buffer.alloc(n);
+  for (let i = 0; i + 4 <= n; i += 4) b.writeUInt32LE(i, i);
+  return b;
+}
+
+describe('vfs read path', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function setup(size: number) {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const data = pattern(size);
+    api.putFile(repo, '/big.bin', data);
+    const m = await makeVfs(api, { library: 'lib' });
+    cleanups.push(m.cleanup);
+    return { api, repo, data, ...m };
+  }
+
+  it('a small read of a big file fetches one chunk, not the file', async () => {
+    const { api, data, vfs } = await setup(16 * 1024 * 1024);
+    const fh = await vfs.open('/big.bin', FC.O_RDONLY);
+    const buf = Buffer.alloc(4096);
+    const n = await vfs.read('/big.bin', fh, buf, 4096, 10_000_000);
+    expect(n).toBe(4096);
+    expect(buf.equals(data.subarray(10_000_000, 10_004_096))).toBe(true);
+    expect(api.bytesServed).toBeLessThanOrEqual(256 * 1024);
+    await vfs.release('/big.bin', fh);
+  });
+
+  it('a sequential read returns the exact bytes, with readahead in large ranged requests', async () => {
+    const { api, data, vfs } = await setup(20 * 1024 * 1024 + 123);
+    const got = await readWhole(vfs, '/big.bin');
+    expect(got.equals(data)).toBe(true);
+    // one reusable link, a few large ranges rather than one request per read
+    expect(api.calls.downloadLink).toBe(1);
+    expect(api.calls.download).toBeLessThan(20);
+    expect(api.bytesServed).toBe(data.length);
+  });
+
+  it('handles a server that ignores Range and answers 200 with the whole file', async () => {
+    const { api, data, vfs } = await setup(3 * 1024 * 1024 + 7);
+    api.ignoreRange = true;
+    const fh = await vfs.open('/big.bin', FC.O_RDONLY);
+    const buf = Buffer.alloc(10_000);
+    const n = await vfs.read('/big.bin', fh, buf, 10_000, 2_000_000);
+    expect(n).toBe(10_000);
+    expect(buf.equals(data.subarray(2_000_000, 2_010_000))).toBe(true);
+    await vfs.release('/big.bin', fh);
+    expect((await readWhole(vfs, '/big.bin')).equals(data)).toBe(true);
+  });
+
+  it('reads at and past the end of file', async () => {
+    const { data, vfs } = await setup(1000);
+    const fh = await vfs.open('/big.bin', FC.O_RDONLY);
+    const buf = Buffer.alloc(4096);
+    expect(await vfs.read('/big.bin', fh, buf, 4096, 900)).toBe(100);
+    expect(buf.subarray(0, 100).equals(data.subarray(900))).toBe(true);
+    expect(await vfs.read('/big.bin', fh, buf, 4096, 1000)).toBe(0);
+    await vfs.release('/big.bin', fh);
+  });
+});

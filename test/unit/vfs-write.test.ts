@@ -1,0 +1,116 @@
+import { constants as FC } from 'node:fs';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeApi, gate, makeVfs, readWhole, sleep, writeWhole } from './fake-api.js';
+
+describe('vfs write path', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function setup(opts = {}) {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib', ...opts });
+    cleanups.push(m.cleanup);
+    return { api, repo, ...m };
+  }
+
+  it('reads back what was written before the upload, then uploads it', async () => {
+    const { api, repo, vfs } = await setup();
+    const g = gate();
+    api.uploadGate = g.wait;
+    const data = Buffer.alloc(300_000, 7);
+    data.write('head', 0);
+    await writeWhole(vfs, '/f.bin', data);
+    expect(api.content(repo, '/f.bin')).toBeUndefined();
+    expect((await readWhole(vfs, '/f.bin')).equals(data)).toBe(true);
+    expect(vfs.pendingUploads()).toEqual([{ path: '/f.bin', size: 300_000 }]);
+    g.open();
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/f.bin')!.equals(data)).toBe(true);
+    // the cache now describes the uploaded file; reads come from the server
+    expect((await readWhole(vfs, '/f.bin')).equals(data)).toBe(true);
+  });
+
+  it('uploads an empty file', async () => {
+    const { api, repo, vfs } = await setup();
+    await writeWhole(vfs, '/empty', '');
+    await vfs.drain();
+    expect(api.content(repo, '/empty')!.length).toBe(0);
+  });
+
+  it('fetches the content before a write without O_TRUNC: random write, append, truncate', async () => {
+    const { api, repo, vfs, cacheDir } = await setup();
+    api.putFile(repo, '/doc.txt', 'hello world\n');
+    let fh = await vfs.open('/doc.txt', FC.O_RDWR);
+    await vfs.write('/doc.txt', fh, Buffer.from('HELLO'), 5, 0);
+    await vfs.release('/doc.txt', fh);
+    await vfs.drain();
+    expect(api.content(repo, '/doc.txt')!.toString()).toBe('HELLO world\n');
+    expect(api.calls.update).toBe(1); // an existing file goes through the update link
+
+    fh = await vfs.open('/doc.txt', FC.O_WRONLY | FC.O_APPEND);
+    await vfs.write('/doc.txt', fh, Buffer.from('more\n'), 5, 12);
+    await vfs.release('/doc.txt', fh);
+    await vfs.truncate('/doc.txt', 5);
+    expect((await vfs.getattr('/doc.txt')).size).toBe(5);
+    await sleep(1100); // truncate without an open handle uploads after a short pause
+    await vfs.drain();
+    expect(api.content(repo, '/doc.txt')!.toString()).toBe('HELLO');
+
+    fh = await vfs.open('/doc.txt', FC.O_WRONLY | FC.O_TRUNC);
+    await vfs.write('/doc.txt', fh, Buffer.from('x'), 1, 0);
+    await vfs.release('/doc.txt', fh);
+    await vfs.drain();
+    expect(api.content(repo, '/doc.txt')!.toString()).toBe('x');
+    // temp files are gone once everything is uploaded
+    await sleep(20);
+    expect(await readdir(join(cacheDir, 'dirty'))).toEqual([]);
+    expect(await readdir(join(cacheDir, 'journal'))).toEqual([]);
+  });
+
+  it('fsync waits for the upload; close stays fast while uploads are held', async () => {
+    const { api, repo, vfs } = await setup();
+    const g = gate();
+    api.uploadGate = g.wait;
+    const fh = await vfs.create('/s.txt', 0o644);
+    await vfs.write('/s.txt', fh, Buffer.from('synced'), 6, 0);
+    let done = false;
+    const f = vfs.fsync('/s.txt', fh).then(() => (done = true));
+    await sleep(30);
+    expect(done).toBe(false);
+    g.open();
+    await f;
+    expect(api.content(repo, '/s.txt')!.toString()).toBe('synced');
+    await vfs.release('/s.txt', fh);
+  });
+
+  it('keeps the data and reports ENOSPC when over quota, and uploads once space is back', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putFile(repo, '/big', Buffer.alloc(1000));
+    api.quotaTotal = 1000;
+    const fh = await vfs.create('/x.txt', 0o644);
+    await vfs.write('/x.txt', fh, Buffer.from('data'), 4, 0);
+    await expect(vfs.fsync('/x.txt', fh)).rejects.toMatchObject({ code: 'ENOSPC' });
+    await expect(vfs.flush('/x.txt', fh)).rejects.toMatchObject({ code: 'ENOSPC' });
+    await vfs.release('/x.txt', fh);
+    expect(vfs.pendingUploads()).toEqual([{ path: '/x.txt', size: 4 }]);
+    expect((await readWhole(vfs, '/x.txt')).toString()).toBe('data');
+    api.quotaTotal = -2;
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/x.txt')!.toString()).toBe('data');
+  });
+
+  it('retries transient upload failures', async () => {
+    const { api, repo, vfs } = await setup();
+    const { apiError } = await import('./fake-api.js');
+    api.failNext.set('upload', [apiError('server', 500, 'upload'), apiError('network', 0, 'upload')]);
+    await writeWhole(vfs, '/r.txt', 'retry me');
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/r.txt')!.toString()).toBe('retry me');
+    expect(api.calls.upload).toBe(3);
+  });
+});
