@@ -13,9 +13,10 @@ export const LIBRARY = 'Bench';
 export async function startServer({ root, cli, latencyMs, log }) {
   const data = join(root, `server-${latencyMs}ms`);
   mkdirSync(data, { recursive: true });
-  const args = [cli, 'serve', '--data', data, '--port', '0', '--admin-email', ADMIN.email, '--admin-password', ADMIN.password];
+  const args = [cli, 'serve', '--data', data, '--port', '0', '--admin-email', ADMIN.email];
   if (latencyMs) args.push('--latency-ms', String(latencyMs));
   const { child, value } = await startProcess(process.execPath, args, {
+    env: { SEAFS_ADMIN_PASSWORD: ADMIN.password }, // kept out of argv
     ready: (out) => /listening on (http:\/\/\S+)/.exec(out)?.[1],
     logFile: join(root, `server-${latencyMs}ms.log`),
   });
