@@ -1,0 +1,146 @@
+// Permissions, sharing, encrypted libraries, quotas and size limits of `seafs serve`.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { adminToken, apiAs, createUser, getToken, startTestServer, uploadTo, type TestServer } from '../helpers/server.js';
+
+let server: TestServer;
+let admin: ReturnType<typeof apiAs>;
+let bob: ReturnType<typeof apiAs>;
+let carol: ReturnType<typeof apiAs>;
+let repo: string;
+
+beforeAll(async () => {
+  // test knobs: unlocks last 2 s, uploads over 1 MB are refused
+  server = await startTestServer({ extraArgs: ['--unlock-ttl', '2', '--max-upload-mb', '1'] });
+  admin = apiAs(server.url, await adminToken(server));
+  await createUser(server, 'bob@seafs.test', 'bob-pw');
+  await createUser(server, 'carol@seafs.test', 'carol-pw');
+  bob = apiAs(server.url, await getToken(server.url, 'bob@seafs.test', 'bob-pw'));
+  carol = apiAs(server.url, await getToken(server.url, 'carol@seafs.test', 'carol-pw'));
+  repo = (await admin('POST', '/api2/repos/', { form: { name: 'shared-lib' } })).json.repo_id;
+  const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/' } })).json;
+  await uploadTo(link, '/', { 'doc.txt': 'hello' });
+});
+
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe('sharing and permissions', () => {
+  it("another user's library is invisible", async () => {
+    expect((await bob('GET', '/api2/repos/')).json).toEqual([]);
+    expect((await bob('GET', `/api2/repos/${repo}/`)).status).toBe(404);
+    expect((await bob('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).status).toBe(404);
+    expect((await bob('GET', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' } })).status).toBe(404);
+    expect((await bob('GET', `/api2/repos/${repo}/upload-link/`)).status).toBe(404);
+    expect((await bob('DELETE', `/api2/repos/${repo}/`)).status).toBe(403);
+  });
+
+  it('an r share lists and reads, and gets 403 on every write', async () => {
+    const s = await admin('PUT', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'r' } });
+    expect(s.json).toBe('success');
+    const libs = (await bob('GET', '/api2/repos/')).json;
+    expect(libs).toHaveLength(1);
+    expect(libs[0]).toMatchObject({ id: repo, type: 'srepo', permission: 'r', share_type: 'personal', owner: server.adminEmail });
+    expect((await bob('GET', '/api2/repos/', { query: { type: 'shared' } })).json).toHaveLength(1);
+    expect((await bob('GET', '/api2/repos/', { query: { type: 'mine' } })).json).toHaveLength(0);
+    const listing = await bob('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } });
+    expect(listing.json[0]).toMatchObject({ name: 'doc.txt', permission: 'r' });
+    const link = (await bob('GET', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' } })).json;
+    expect(await (await fetch(link)).text()).toBe('hello');
+    const writes = [
+      bob('GET', `/api2/repos/${repo}/upload-link/`),
+      bob('GET', `/api2/repos/${repo}/update-link/`),
+      bob('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/x' }, form: { operation: 'mkdir' } }),
+      bob('POST', `/api2/repos/${repo}/file/`, { query: { p: '/new.txt' }, form: { operation: 'create' } }),
+      bob('POST', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' }, form: { operation: 'rename', newname: 'z.txt' } }),
+      bob('DELETE', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' } }),
+      bob('DELETE', `/api2/repos/${repo}/dir/`, { query: { p: '/' } }),
+      bob('POST', `/api2/repos/${repo}/fileops/delete/`, { query: { p: '/' }, form: { file_names: 'doc.txt' } }),
+      bob('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'lock' } }),
+      bob('POST', `/api2/repos/${repo}/`, { query: { op: 'rename' }, form: { repo_name: 'mine' } }),
+    ];
+    for (const w of await Promise.all(writes)) expect(w.status).toBe(403);
+    // the library is untouched
+    expect((await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.map((e: { name: string }) => e.name)).toEqual(['doc.txt']);
+    // carol still sees nothing
+    expect((await carol('GET', `/api2/repos/${repo}/`)).status).toBe(404);
+  });
+
+  it('an rw share can write; unsharing hides the library again', async () => {
+    await admin('PUT', `/api2/shared-repos/${repo}/`, { form: { share_type: 'personal', user: 'bob@seafs.test', permission: 'rw' } });
+    const mk = await bob('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/from-bob' }, form: { operation: 'mkdir' } });
+    expect(mk.status).toBe(201);
+    const items = (await admin('GET', `/api2/repos/${repo}/dir/shared_items/`, { query: { p: '/', share_type: 'user' } })).json;
+    expect(items).toEqual([expect.objectContaining({ share_type: 'user', permission: 'rw', user_info: expect.objectContaining({ name: 'bob@seafs.test' }) })]);
+    expect((await admin('GET', '/api2/shared-repos/')).json[0]).toMatchObject({ repo_id: repo, user: 'bob@seafs.test', permission: 'rw' });
+    const un = await admin('DELETE', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'bob@seafs.test' } });
+    expect(un.json).toBe('success');
+    expect((await bob('GET', `/api2/repos/${repo}/`)).status).toBe(404);
+  });
+
+  it('shares through dir/shared_items with p=/', async () => {
+    const r = await admin('PUT', `/api2/repos/${repo}/dir/shared_items/`, {
+      query: { p: '/' },
+      form: { share_type: 'user', username: 'carol@seafs.test', permission: 'r' },
+    });
+    expect(r.json.success).toHaveLength(1);
+    expect((await carol('GET', `/api2/repos/${repo}/`)).json).toMatchObject({ id: repo, permission: 'r' });
+    const d = await admin('DELETE', `/api2/repos/${repo}/dir/shared_items/`, { query: { p: '/', share_type: 'user', username: 'carol@seafs.test' } });
+    expect(d.json).toEqual({ success: true });
+    expect((await carol('GET', `/api2/repos/${repo}/`)).status).toBe(404);
+  });
+});
+
+describe('encrypted libraries', () => {
+  it('list without the password, refuse content until unlocked, unlock expires', async () => {
+    const c = await admin('POST', '/api2/repos/', { form: { name: 'secret', passwd: 'p4ss' } });
+    expect(c.json).toMatchObject({ encrypted: true, enc_version: 2 });
+    expect(c.json.magic).toMatch(/^[0-9a-f]{64}$/);
+    const id = c.json.repo_id;
+    const info = await admin('GET', `/api2/repos/${id}/`);
+    expect(info.json).toMatchObject({ encrypted: true, password_need: true });
+    expect((await admin('GET', `/api2/repos/${id}/dir/`, { query: { p: '/' } })).status).toBe(200);
+    expect((await admin('GET', `/api2/repos/${id}/upload-link/`)).status).toBe(400);
+    expect((await admin('POST', `/api2/repos/${id}/`, { form: { password: 'wrong' } })).status).toBe(400);
+    expect((await admin('POST', `/api2/repos/${id}/`, { form: { password: 'p4ss' } })).json).toBe('success');
+    expect((await admin('GET', `/api2/repos/${id}/`)).json.password_need).toBe(false);
+    const link = (await admin('GET', `/api2/repos/${id}/upload-link/`)).json;
+    const content = 'encrypted content 0123456789';
+    expect((await uploadTo(link, '/', { 's.txt': content })).status).toBe(200);
+    // ranges are ignored on encrypted libraries: 200 with the whole file
+    const dl = (await admin('GET', `/api2/repos/${id}/file/`, { query: { p: '/s.txt' } })).json;
+    const r = await fetch(dl, { headers: { Range: 'bytes=5-9' } });
+    expect(r.status).toBe(200);
+    expect(await r.text()).toBe(content);
+    // the unlock lasts --unlock-ttl seconds
+    await new Promise((res) => setTimeout(res, 2500));
+    expect((await admin('GET', `/api2/repos/${id}/file/`, { query: { p: '/s.txt' } })).status).toBe(400);
+    expect((await admin('GET', `/api2/repos/${id}/`)).json.password_need).toBe(true);
+  });
+});
+
+describe('quota and size limits', () => {
+  it('refuses uploads over the quota (443) and the upload link once over it', async () => {
+    await admin('PUT', `/api2/accounts/${encodeURIComponent('carol@seafs.test')}/`, { form: { storage: '0.001' } }); // 1000 bytes
+    expect((await carol('GET', '/api2/account/info/')).json).toMatchObject({ total: 1000, usage: 0 });
+    const id = (await carol('POST', '/api2/repos/', { form: { name: 'small' } })).json.repo_id;
+    const link = (await carol('GET', `/api2/repos/${id}/upload-link/`)).json;
+    expect((await uploadTo(link, '/', { 'fits.bin': Buffer.alloc(600) })).status).toBe(200);
+    const over = await uploadTo(link, '/', { 'over.bin': Buffer.alloc(600) });
+    expect(over.status).toBe(443);
+    expect(over.text).toContain('"error"');
+    expect((await uploadTo(link, '/', { 'fill.bin': Buffer.alloc(400) })).status).toBe(200);
+    expect((await carol('GET', '/api2/account/info/')).json.usage).toBe(1000);
+    expect((await carol('GET', `/api2/repos/${id}/upload-link/`)).status).toBe(443);
+    const names = (await carol('GET', `/api2/repos/${id}/dir/`, { query: { p: '/' } })).json.map((e: { name: string }) => e.name);
+    expect(names).toEqual(['fill.bin', 'fits.bin']);
+  });
+
+  it('refuses files over the size limit with 442', async () => {
+    const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`)).json;
+    const r = await uploadTo(link, '/', { 'big.bin': Buffer.alloc(1_500_000) });
+    expect(r.status).toBe(442);
+    const names = (await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.map((e: { name: string }) => e.name);
+    expect(names).not.toContain('big.bin');
+  });
+});
