@@ -34,7 +34,7 @@ export async function expectApiError(p: Promise<unknown>, kind: ApiErrorKind, st
   }
   expect(err, `expected ApiError ${kind}`).toBeInstanceOf(ApiError);
   const e = err as ApiError;
-  expect({ kind: e.kind, status: status ?? e.status }, e.message).toEqual({ kind, status: e.status });
+  expect({ kind: e.kind, status: e.status }, e.message).toEqual({ kind, status: status ?? e.status });
   return e;
 }
 
