@@ -79,7 +79,9 @@ function lowCode(e: unknown): string | undefined {
 /** Any thrown thing from undici or the body stream as an ApiError (timeout or network). */
 export function transportError(e: unknown, op: string): ApiError {
   if (e instanceof ApiError) return e;
-  const code = lowCode(e);
+  let code = lowCode(e);
+  // the whole-exchange deadline (AbortSignal.timeout) rejects with a TimeoutError
+  if ((e as { name?: unknown } | null)?.name === 'TimeoutError') code = 'ETIMEDOUT';
   const kind: ApiErrorKind = code && TIMEOUT_CODES.has(code) ? 'timeout' : 'network';
   const msg = e instanceof Error ? e.message : String(e);
   const err = new ApiError({ kind, status: 0, operation: op, serverMessage: code ? `${code}: ${msg}` : msg, cause: e });
@@ -176,6 +178,9 @@ export class HttpCore {
           body,
           headersTimeout: timeout,
           bodyTimeout: timeout,
+          // API answers are small: bound the whole exchange, not only the gaps
+          // between chunks (a server dripping bytes must not hold a call forever)
+          signal: call.transfer ? undefined : AbortSignal.timeout(this.opts.timeoutMs * 2),
         });
         const status = res.statusCode;
         if ((status >= 200 && status < 300) || accept.includes(status)) {
@@ -189,6 +194,7 @@ export class HttpCore {
       if (attempt > 0 && failure.status === 404 && call.retriedNotFoundIsSuccess) {
         return { status: 200, headers: {}, body: emptyBody() };
       }
+      if (failure.kind === 'quota' || failure.kind === 'otp_required') throw failure; // asking again cannot help
       if (attempt >= this.opts.maxRetries || !mayRetry(call.retry, { status: failure.status, code })) throw failure;
       await sleep(backoffDelay(attempt, failure.retryAfterMs, this.opts.backoff));
     }

@@ -106,6 +106,17 @@ describe('retries', () => {
     expect(srv.seen).toHaveLength(2);
   });
 
+  it('retries link requests on 5xx but never a quota refusal', async () => {
+    const { srv, client } = await setup((req, res, _b, n) => {
+      if (req.url!.includes('upload-link')) return n === 1 ? text(res, 502, 'bad gateway') : json(res, 200, 'http://x/upload-api/t');
+      json(res, 500, { error_msg: 'Out of quota.' });
+    });
+    expect(await client.uploadLink('r', '/')).toBe('http://x/upload-api/t');
+    expect(srv.seen).toHaveLength(2);
+    expect((await failure(client.updateLink('r', '/'))).kind).toBe('quota');
+    expect(srv.seen).toHaveLength(3);
+  });
+
   it('does not retry uploads at all, even on 429', async () => {
     const { srv, client } = await setup((_req, res) => json(res, 429, { detail: 'slow' }, { 'retry-after': '0' }));
     const { writeFileSync, mkdtempSync, rmSync } = await import('node:fs');
@@ -144,6 +155,19 @@ describe('timeouts and connections', () => {
     expect(e.kind).toBe('timeout');
   });
 
+  it('bounds the whole exchange: a server dripping bytes times out too', async () => {
+    const { client } = await setup((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100000' });
+      res.write('[');
+      const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write(' ')), 50);
+      res.on('close', () => clearInterval(t));
+    }, { timeoutMs: 400, maxRetries: 0 });
+    const t0 = Date.now();
+    const e = await failure(client.listLibraries());
+    expect(e.kind).toBe('timeout');
+    expect(Date.now() - t0).toBeLessThan(2500);
+  });
+
   it('does not retry a timed-out non-idempotent write', async () => {
     const { srv, client } = await setup(() => undefined, { timeoutMs: 300, maxRetries: 3 });
     const e = await failure(client.mkdir('r', '/x'));
@@ -158,6 +182,39 @@ describe('timeouts and connections', () => {
     const e = await failure(client.ping());
     expect(e.kind).toBe('network');
     expect(e.serverMessage).toMatch(/ECONNREFUSED/);
+  });
+});
+
+describe('connections', () => {
+  it('reuses keep-alive connections for sequential calls', async () => {
+    const sockets = new Set<unknown>();
+    const { client } = await setup((req, res) => {
+      sockets.add(req.socket);
+      json(res, 200, []);
+    });
+    for (let i = 0; i < 10; i++) await client.listLibraries();
+    // undici's pool may open a second socket while the first is still being released
+    expect(sockets.size).toBeLessThanOrEqual(2);
+  });
+
+  it('opens at most `connections` sockets per host, queueing the rest', async () => {
+    const sockets = new Set<unknown>();
+    let inFlight = 0;
+    let peak = 0;
+    const { client } = await setup(
+      (req, res) => {
+        sockets.add(req.socket);
+        peak = Math.max(peak, ++inFlight);
+        setTimeout(() => {
+          inFlight--;
+          json(res, 200, []);
+        }, 50);
+      },
+      { connections: 4 },
+    );
+    await Promise.all(Array.from({ length: 12 }, () => client.listLibraries()));
+    expect(sockets.size).toBe(4);
+    expect(peak).toBe(4);
   });
 });
 
