@@ -1,9 +1,154 @@
+// The mount, unmount and demo commands (yargs wiring; the work is in mount-*.ts).
+import { spawn } from 'node:child_process';
+import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
+import { clearStaleMount, isMounted } from '../fuse/mount.js';
+import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
+import { connect, handleSignals, startMount, UserError, type MountSettings } from './mount-run.js';
+import { readSecrets } from './mount-secrets.js';
+import { runDemo } from './mount-demo.js';
 
-// Placeholders until the mount lands (issue 3).
-const todo = () => {
-  throw new Error('not implemented yet');
+interface MountArgv extends MountSettings {
+  user?: string;
+  passwordFile?: string;
+  tokenFile?: string;
+  otp?: string;
+  daemon?: boolean;
+}
+
+function fail(e: unknown): never {
+  const msg = e instanceof UserError ? e.message : ((e as Error)?.stack ?? String(e));
+  process.stderr.write(`seafs: ${msg}\n`);
+  notifyReady(`err ${e instanceof Error ? e.message : String(e)}`);
+  process.exit(1);
+}
+
+/** In a --daemon child: tell the waiting parent how the mount went. */
+function notifyReady(line: string): void {
+  const fd = Number(process.env.SEAFS_READY_FD);
+  if (!fd) return;
+  delete process.env.SEAFS_READY_FD;
+  try {
+    writeSync(fd, line.replace(/\n/g, ' ') + '\n');
+    closeSync(fd);
+  } catch {
+    // the parent is gone
+  }
+}
+
+/** Re-spawn detached with the token in the environment; return once the child has mounted. */
+async function daemonize(argv: MountArgv): Promise<never> {
+  const secrets = await readSecrets(argv);
+  const { client, token } = await connect(argv.url, argv.user, secrets, argv.otp);
+  await client.close();
+  const mnt = resolve(argv.mountpoint);
+  mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
+  const logFile = controlPaths(mnt).log;
+  const out = openSync(logFile, 'a');
+  const args = [process.argv[1], 'mount', argv.url, mnt];
+  if (argv.library !== undefined) args.push('--library', argv.library);
+  if (argv.user) args.push('--user', argv.user);
+  if (argv.readOnly) args.push('--read-only');
+  if (argv.allowOther) args.push('--allow-other');
+  if (argv.cacheDir) args.push('--cache-dir', resolve(argv.cacheDir));
+  if (argv.attrTimeout !== undefined) args.push('--attr-timeout', String(argv.attrTimeout));
+  if (argv.dirCacheTime !== undefined) args.push('--dir-cache-time', String(argv.dirCacheTime));
+  if (argv.debug) args.push('--debug');
+  const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
+  delete env.SEAFS_PASSWORD;
+  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out, 'pipe'], env });
+  closeSync(out);
+  const pipe = child.stdio[3] as NodeJS.ReadableStream;
+  pipe.setEncoding('utf8');
+  const answer = await new Promise<string>((res) => {
+    let buf = '';
+    pipe.on('data', (d: string) => {
+      buf += d;
+      if (buf.includes('\n')) res(buf.split('\n')[0]);
+    });
+    child.once('exit', (code) => res(`err the mount process exited (${code}) before the mount was ready`));
+    setTimeout(() => res('err the mount was not ready within 120 s'), 120_000).unref();
+  });
+  if (answer.startsWith('ok ')) {
+    process.stdout.write(`${answer.slice(3)} (pid ${child.pid}, log ${logFile})\n`);
+    child.unref();
+    (pipe as unknown as { destroy(): void }).destroy();
+    process.exit(0);
+  }
+  let tail = '';
+  try {
+    tail = readFileSync(logFile, 'utf8').trim().split('\n').slice(-5).join('\n');
+  } catch {
+    // no log
+  }
+  child.unref();
+  throw new UserError(`${answer.replace(/^err /, '')}${tail ? `\n${tail}` : ''}`);
+}
+
+export const mountCommand: CommandModule<object, MountArgv> = {
+  command: 'mount <url> <mountpoint>',
+  describe: 'Mount a library (or every library) of a server as a local folder',
+  builder: (y) =>
+    y
+      .positional('url', { type: 'string', demandOption: true, describe: 'server URL, e.g. https://cloud.example.com' })
+      .positional('mountpoint', { type: 'string', demandOption: true, describe: 'an existing empty folder' })
+      .option('library', { type: 'string', describe: 'library name or id (default: the root lists every library)' })
+      .option('user', { type: 'string', describe: 'account e-mail (password from SEAFS_PASSWORD, --password-file or a prompt)' })
+      .option('password-file', { type: 'string', describe: 'file whose first line is the password' })
+      .option('token-file', { type: 'string', describe: 'file whose first line is an API token (or set SEAFS_TOKEN)' })
+      .option('otp', { type: 'string', describe: 'current two-factor code' })
+      .option('read-only', { type: 'boolean', default: false, describe: 'refuse every write (EROFS)' })
+      .option('allow-other', { type: 'boolean', default: false, describe: 'let other users access the mount' })
+      .option('cache-dir', { type: 'string', describe: 'cache dir (default ~/.cache/seafs)' })
+      .option('attr-timeout', { type: 'number', default: 2, describe: 'seconds the kernel keeps attributes' })
+      .option('dir-cache-time', { type: 'number', default: 10, describe: 'seconds before a folder listing is revalidated' })
+      .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
+      .option('debug', { type: 'boolean', default: false, hidden: true }) as never,
+  handler: async (argv) => {
+    try {
+      if (argv.daemon && !process.env.SEAFS_READY_FD) await daemonize(argv);
+      const secrets = await readSecrets(argv);
+      const { client, email } = await connect(argv.url, argv.user, secrets, argv.otp);
+      const m = await startMount(argv, client, email);
+      handleSignals(m);
+      const line = `seafs: mounted ${m.label} at ${m.mountpoint}`;
+      process.stdout.write(line + '\n');
+      notifyReady(`ok ${line}`);
+      process.exit(await m.finished);
+    } catch (e) {
+      fail(e);
+    }
+  },
 };
-export const mountCommand: CommandModule = { command: 'mount <url> <mountpoint>', describe: 'Mount a library', handler: todo };
-export const unmountCommand: CommandModule = { command: 'unmount <mountpoint>', describe: 'Unmount, after pending uploads finish', handler: todo };
-export const demoCommand: CommandModule = { command: 'demo [mountpoint]', describe: 'Start a local server with a sample library and mount it', handler: todo };
+
+export const unmountCommand: CommandModule<object, { mountpoint: string }> = {
+  command: 'unmount <mountpoint>',
+  describe: 'Unmount, after every pending upload is on the server',
+  builder: (y) => y.positional('mountpoint', { type: 'string', demandOption: true }) as never,
+  handler: async (argv) => {
+    const mnt = resolve(argv.mountpoint);
+    const r = await requestUnmount(mnt, (l) => process.stdout.write(`${l.startsWith('seafs:') ? '' : 'seafs: '}${l}\n`));
+    if (r === true) process.exit(0);
+    if (r === false) fail(new UserError(`unmounting ${mnt} did not complete: some files are not on the server (kept for the next mount)`));
+    if (await isMounted(mnt)) {
+      await clearStaleMount(mnt);
+      process.stdout.write(`seafs: cleared a stale mount at ${mnt} (its process was gone)\n`);
+      process.exit(0);
+    }
+    fail(new UserError(`nothing is mounted at ${mnt}`));
+  },
+};
+
+export const demoCommand: CommandModule<object, { mountpoint: string }> = {
+  command: 'demo [mountpoint]',
+  describe: 'Start a local server with a sample library and mount it (default ./seafs-demo)',
+  builder: (y) => y.positional('mountpoint', { type: 'string', default: 'seafs-demo' }) as never,
+  handler: async (argv) => {
+    try {
+      process.exit(await runDemo(argv.mountpoint));
+    } catch (e) {
+      fail(e);
+    }
+  },
+};

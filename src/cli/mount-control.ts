@@ -1,0 +1,125 @@
+// How `seafs unmount` reaches a running mount: a unix socket in a runtime dir,
+// named after the mount point. The mount process streams progress lines back
+// and ends with "done ok" or "done failed".
+import { createHash } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+export function runtimeDir(): string {
+  if (process.env.SEAFS_RUNTIME_DIR) return process.env.SEAFS_RUNTIME_DIR;
+  if (process.env.XDG_RUNTIME_DIR) return join(process.env.XDG_RUNTIME_DIR, 'seafs');
+  const uid = process.getuid?.() ?? 0;
+  return uid === 0 ? '/run/seafs' : join(tmpdir(), `seafs-${uid}`);
+}
+
+export function controlPaths(mountpoint: string): { socket: string; log: string } {
+  const h = createHash('sha256').update(mountpoint).digest('hex').slice(0, 16);
+  const dir = runtimeDir();
+  return { socket: join(dir, `${h}.sock`), log: join(dir, `${h}.log`) };
+}
+
+export interface ControlServer {
+  /** send a line to every connected `seafs unmount` */
+  broadcast(line: string): void;
+  close(): Promise<void>;
+}
+
+/** Listen for control commands; `onUnmount` runs once, its lines go to every client. */
+export async function listenControl(mountpoint: string, onUnmount: () => void, status: () => string): Promise<ControlServer> {
+  const { socket } = controlPaths(mountpoint);
+  mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
+  rmSync(socket, { force: true });
+  const clients = new Set<net.Socket>();
+  const server = net.createServer((c) => {
+    c.setEncoding('utf8');
+    let buf = '';
+    c.on('error', () => clients.delete(c));
+    c.on('close', () => clients.delete(c));
+    c.on('data', (d: string) => {
+      buf += d;
+      let i: number;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const cmd = buf.slice(0, i).trim();
+        buf = buf.slice(i + 1);
+        if (cmd === 'unmount') {
+          clients.add(c);
+          onUnmount();
+        } else if (cmd === 'status') {
+          c.end(status() + '\n');
+        } else {
+          c.end(`error unknown command ${cmd}\n`);
+        }
+      }
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, () => resolve());
+  });
+  return {
+    broadcast(line: string) {
+      for (const c of clients) if (!c.destroyed) c.write(line + '\n');
+    },
+    async close() {
+      await Promise.all(
+        [...clients].map((c) => new Promise<void>((r) => (c.destroyed ? r() : c.end(() => r())))),
+      );
+      await new Promise<void>((r) => server.close(() => r()));
+      rmSync(socket, { force: true });
+    },
+  };
+}
+
+/**
+ * Ask the mount at `mountpoint` to unmount; each progress line goes to
+ * `onLine`. Resolves true for "done ok", false for "done failed", null when
+ * no mount process answers.
+ */
+export function requestUnmount(mountpoint: string, onLine: (l: string) => void): Promise<boolean | null> {
+  const { socket } = controlPaths(mountpoint);
+  return new Promise((resolve) => {
+    const c = net.connect(socket);
+    let buf = '';
+    let result: boolean | null = null;
+    let connected = false;
+    c.setEncoding('utf8');
+    c.on('connect', () => {
+      connected = true;
+      c.write('unmount\n');
+    });
+    c.on('data', (d: string) => {
+      buf += d;
+      let i: number;
+      while ((i = buf.indexOf('\n')) >= 0) {
+        const line = buf.slice(0, i);
+        buf = buf.slice(i + 1);
+        if (line === 'done ok') result = true;
+        else if (line.startsWith('done failed')) result = false;
+        else onLine(line);
+      }
+    });
+    c.on('error', () => resolve(connected ? result ?? false : null));
+    c.on('close', () => resolve(connected ? result ?? false : null));
+  });
+}
+
+/** true when a live mount process answers on the control socket */
+export function controlAlive(mountpoint: string): Promise<boolean> {
+  const { socket } = controlPaths(mountpoint);
+  return new Promise((resolve) => {
+    const c = net.connect(socket);
+    c.setEncoding('utf8');
+    c.on('connect', () => c.write('status\n'));
+    c.on('data', () => {
+      c.destroy();
+      resolve(true);
+    });
+    c.on('error', () => resolve(false));
+    setTimeout(() => {
+      c.destroy();
+      resolve(false);
+    }, 3000).unref();
+  });
+}

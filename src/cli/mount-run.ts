@@ -1,0 +1,220 @@
+// The mount process: log in, resolve the library, mount, serve the control
+// socket, and on unmount/SIGINT/SIGTERM upload everything pending before
+// detaching. Shared by `seafs mount` and `seafs demo`.
+import { createHash } from 'node:crypto';
+import { stat, mkdir } from 'node:fs/promises';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { SeafileClient } from '../client/client.js';
+import { ApiError } from '../client/errors.js';
+import { clearStaleMount, mountVfs, type FuseMount } from '../fuse/mount.js';
+import { VfsError } from '../vfs/errors.js';
+import { Vfs } from '../vfs/vfs.js';
+import { controlAlive, listenControl } from './mount-control.js';
+import type { Secrets } from './mount-secrets.js';
+
+export interface MountSettings {
+  url: string;
+  mountpoint: string;
+  library?: string;
+  readOnly?: boolean;
+  allowOther?: boolean;
+  cacheDir?: string;
+  attrTimeout?: number;
+  dirCacheTime?: number;
+  debug?: boolean;
+}
+
+/** A failure to explain in one line, without a stack. */
+export class UserError extends Error {}
+
+export function fmtBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
+export function log(msg: string): void {
+  process.stderr.write(`seafs: ${msg}\n`);
+}
+
+function explain(e: unknown, url: string, usingToken: boolean): Error {
+  if (e instanceof ApiError) {
+    switch (e.kind) {
+      case 'network':
+      case 'timeout':
+        return new UserError(`cannot reach the server at ${url}: ${e.message}`);
+      case 'otp_required':
+        return new UserError('the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)');
+      case 'unauthorized':
+      case 'bad_request':
+        return new UserError(usingToken ? 'the server refused the token' : 'login refused: wrong user or password');
+      default:
+        return new UserError(`the server at ${url} answered: ${e.message}`);
+    }
+  }
+  return e as Error;
+}
+
+/** Log in (or check the token); returns a client holding a token and the account's e-mail. */
+export async function connect(url: string, user: string | undefined, secrets: Secrets, otp?: string): Promise<{ client: SeafileClient; token: string; email: string }> {
+  const baseUrl = url.replace(/\/+$/, '');
+  if (!/^https?:\/\//.test(baseUrl)) throw new UserError(`the server URL must start with http:// or https:// (got ${url})`);
+  let client: SeafileClient;
+  let token: string;
+  try {
+    if (secrets.token) {
+      token = secrets.token;
+      client = new SeafileClient({ baseUrl, token });
+    } else {
+      ({ client, token } = await SeafileClient.login({ baseUrl }, user!, secrets.password!, otp));
+    }
+  } catch (e) {
+    throw explain(e, baseUrl, false);
+  }
+  try {
+    const info = await client.accountInfo();
+    return { client, token, email: info.email || user || 'unknown' };
+  } catch (e) {
+    await client.close();
+    throw explain(e, baseUrl, !!secrets.token);
+  }
+}
+
+/** Check the mount point; clear a stale mount left by a dead process. */
+async function prepareMountpoint(mnt: string): Promise<void> {
+  if (await controlAlive(mnt)) throw new UserError(`${mnt} is already mounted by a running seafs (seafs unmount ${mnt})`);
+  try {
+    const st = await stat(mnt);
+    if (!st.isDirectory()) throw new UserError(`the mount point ${mnt} is not a folder`);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOTCONN' || code === 'ECONNABORTED' || code === 'EIO') {
+      log(`clearing a stale mount at ${mnt}`);
+      await clearStaleMount(mnt);
+      return;
+    }
+    if (code === 'ENOENT') throw new UserError(`the mount point ${mnt} does not exist (create it with mkdir)`);
+    throw e;
+  }
+  // a dead seafs mount can still answer stat (cached root attributes): clear it too
+  if (await clearStaleMount(mnt).catch(() => false)) log(`cleared a stale mount at ${mnt}`);
+}
+
+export interface RunningMount {
+  vfs: Vfs;
+  label: string;
+  mountpoint: string;
+  /** uploads what is pending, detaches; resolves with the exit code (0: nothing lost) */
+  shutdown(reason: string): Promise<number>;
+  /** resolves with the exit code once a shutdown (from any source) has finished */
+  finished: Promise<number>;
+}
+
+export async function startMount(s: MountSettings, client: SeafileClient, email: string): Promise<RunningMount> {
+  const mnt = resolve(s.mountpoint);
+  await prepareMountpoint(mnt);
+  const root = s.cacheDir ? resolve(s.cacheDir) : join(homedir(), '.cache', 'seafs');
+  const account = createHash('sha256').update(`${s.url.replace(/\/+$/, '')}\u0000${email}`).digest('hex').slice(0, 16);
+  const cacheDir = join(root, account);
+  await mkdir(cacheDir, { recursive: true });
+
+  let vfs: Vfs;
+  try {
+    vfs = await Vfs.create(client, {
+      library: s.library,
+      readOnly: s.readOnly,
+      cacheDir,
+      dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
+      log,
+    });
+  } catch (e) {
+    if (e instanceof VfsError && e.code === 'ENOENT' && s.library) {
+      const libs = await client.listLibraries().catch(() => []);
+      throw new UserError(`no library named or with id "${s.library}"; the account reaches: ${libs.map((l) => l.name).join(', ') || 'none'}`);
+    }
+    throw explain(e, s.url, false);
+  }
+  const label = vfs.library?.name ?? 'all libraries';
+  let fuse: FuseMount;
+  try {
+    fuse = await mountVfs(vfs, {
+      mountpoint: mnt,
+      name: vfs.library?.name ?? 'all',
+      attrTimeoutSec: s.attrTimeout,
+      allowOther: s.allowOther,
+      debug: s.debug,
+      log,
+    });
+  } catch (e) {
+    vfs.close();
+    throw new UserError(`cannot mount at ${mnt}: ${(e as Error).message}`);
+  }
+
+  let stopping: Promise<number> | null = null;
+  let finish!: (code: number) => void;
+  const finished = new Promise<number>((r) => (finish = r));
+  const control = await listenControl(
+    mnt,
+    () => void shutdown('seafs unmount'),
+    () => JSON.stringify({ pid: process.pid, library: label, pending: vfs.pendingUploads() }),
+  );
+  const say = (line: string) => {
+    log(line);
+    control.broadcast(line);
+  };
+  const describe = (list: { path: string; size: number }[]) => {
+    const bytes = list.reduce((a, f) => a + f.size, 0);
+    const names = list.slice(0, 5).map((f) => f.path).join(', ');
+    return `${list.length} upload(s), ${fmtBytes(bytes)}: ${names}${list.length > 5 ? ', ...' : ''}`;
+  };
+
+  function shutdown(reason: string): Promise<number> {
+    if (stopping) return stopping;
+    stopping = (async () => {
+      say(`unmounting ${mnt} (${reason})`);
+      const pending = vfs.pendingUploads();
+      if (pending.length) say(`waiting for ${describe(pending)}`);
+      await vfs.drain((list) => say(`waiting for ${describe(list)}`));
+      await fuse.unmount();
+      // writes that were still in flight when the mount detached
+      const failed = await vfs.drain((list) => say(`waiting for ${describe(list)}`));
+      let code = 0;
+      if (failed.length) {
+        code = 1;
+        say(`${failed.length} file(s) could not be uploaded; they are kept in ${cacheDir} and the next mount uploads them:`);
+        for (const f of failed) say(`  ${f.path} (${fmtBytes(f.size)}): ${f.error}`);
+        control.broadcast('done failed');
+      } else {
+        say(`unmounted ${mnt}; every upload is on the server`);
+        control.broadcast('done ok');
+      }
+      await control.close();
+      vfs.close();
+      await client.close().catch(() => {});
+      return code;
+    })().catch((e) => {
+      log(`unmount failed: ${(e as Error).message}`);
+      return 1;
+    });
+    void stopping.then(finish);
+    return stopping;
+  }
+  return { vfs, label, mountpoint: mnt, shutdown, finished };
+}
+
+/** Exit on SIGINT/SIGTERM/unmount after uploads; never leave a dead mount on an unexpected error. */
+export function handleSignals(m: RunningMount): void {
+  let signals = 0;
+  const onSignal = (sig: string) => {
+    signals++;
+    if (signals > 1) log('already unmounting: waiting for uploads (the journal keeps unfinished files for the next mount)');
+    void m.shutdown(sig);
+  };
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
+  process.on('SIGHUP', () => onSignal('SIGHUP'));
+  process.on('uncaughtException', (e) => log(`unexpected error (the mount keeps running): ${e.stack ?? e}`));
+  process.on('unhandledRejection', (e) => log(`unexpected rejection (the mount keeps running): ${(e as Error)?.stack ?? e}`));
+}

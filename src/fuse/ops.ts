@@ -1,0 +1,124 @@
+// The fuse-native operations table over a Vfs. Every handler is wrapped:
+// whatever happens (a throw, a rejected promise) it calls back exactly once
+// with an integer, since anything else kills the process and leaves a dead
+// mount (see shared/notes/fuse-native.md).
+import { constants as OS } from 'node:os';
+import { errnoOf, type ErrnoName } from '../vfs/errors.js';
+import type { Vfs } from '../vfs/vfs.js';
+
+type Cb = (...args: any[]) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
+
+export function errnoNumber(name: ErrnoName): number {
+  const n = (OS.errno as Record<string, number>)[name];
+  return -(n ?? OS.errno.EIO);
+}
+
+export interface OpsOptions {
+  log?: (msg: string) => void;
+  /** log every failure, not only unexpected ones */
+  debug?: boolean;
+}
+
+const QUIET = new Set<ErrnoName>(['ENOENT', 'EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR', 'EROFS', 'EPERM', 'EINVAL', 'ENAMETOOLONG', 'EBADF']);
+
+export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
+  const log = opts.log ?? (() => {});
+
+  /** `run` produces the callback's arguments after the status; `intResult` ops (read/write) call back with the count */
+  function handler<A extends unknown[]>(name: string, run: (...args: A) => Promise<unknown[]>, intResult = false): Cb {
+    return (...all: unknown[]) => {
+      const cb = all.pop() as Cb;
+      let called = false;
+      const done = (...r: unknown[]) => {
+        if (called) return;
+        called = true;
+        try {
+          cb(...r);
+        } catch (e) {
+          log(`fuse ${name}: callback failed: ${(e as Error).message}`);
+        }
+      };
+      const fail = (e: unknown) => {
+        const code = errnoOf(e);
+        if (opts.debug || !QUIET.has(code)) log(`${name} ${String(all[0])}: ${code} (${(e as Error)?.message ?? e})`);
+        done(errnoNumber(code));
+      };
+      try {
+        run(...(all as A)).then((r) => (intResult ? done(r[0]) : done(0, ...r)), fail);
+      } catch (e) {
+        fail(e);
+      }
+    };
+  }
+
+  return {
+    init: (cb: Cb) => cb(0),
+    getattr: handler('getattr', async (p: string) => [await vfs.getattr(p)]),
+    readdir: handler('readdir', async (p: string) => [await vfs.readdir(p)]),
+    access: handler('access', async (p: string, mode: number) => {
+      await vfs.access(p, mode);
+      return [];
+    }),
+    statfs: handler('statfs', async (p: string) => [await vfs.statfs(p)]),
+    open: handler('open', async (p: string, flags: number) => [await vfs.open(p, flags)]),
+    create: handler('create', async (p: string, mode: number) => [await vfs.create(p, mode)]),
+    read: handler(
+      'read',
+      async (p: string, fd: number, buf: Buffer, len: number, pos: number) => [await vfs.read(p, fd, buf, len, pos)],
+      true,
+    ),
+    write: handler(
+      'write',
+      async (p: string, fd: number, buf: Buffer, len: number, pos: number) => [await vfs.write(p, fd, buf, len, pos)],
+      true,
+    ),
+    truncate: handler('truncate', async (p: string, size: number) => {
+      await vfs.truncate(p, size);
+      return [];
+    }),
+    ftruncate: handler('ftruncate', async (p: string, fd: number, size: number) => {
+      await vfs.ftruncate(p, fd, size);
+      return [];
+    }),
+    flush: handler('flush', async (p: string, fd: number) => {
+      await vfs.flush(p, fd);
+      return [];
+    }),
+    fsync: handler('fsync', async (p: string, _datasync: number, fd: number) => {
+      await vfs.fsync(p, fd);
+      return [];
+    }),
+    release: handler('release', async (p: string, fd: number) => {
+      await vfs.release(p, fd);
+      return [];
+    }),
+    unlink: handler('unlink', async (p: string) => {
+      await vfs.unlink(p);
+      return [];
+    }),
+    mkdir: handler('mkdir', async (p: string, mode: number) => {
+      await vfs.mkdir(p, mode);
+      return [];
+    }),
+    rmdir: handler('rmdir', async (p: string) => {
+      await vfs.rmdir(p);
+      return [];
+    }),
+    rename: handler('rename', async (src: string, dst: string) => {
+      await vfs.rename(src, dst);
+      return [];
+    }),
+    utimens: handler('utimens', async (p: string) => {
+      await vfs.utimens(p);
+      return [];
+    }),
+    chmod: handler('chmod', async (p: string) => {
+      await vfs.chmod(p);
+      return [];
+    }),
+    chown: handler('chown', async (p: string) => {
+      await vfs.chown(p);
+      return [];
+    }),
+  };
+}
