@@ -102,7 +102,7 @@ describe('retries', () => {
     const e = await failure(client.accountInfo());
     expect(e.kind).toBe('throttled');
     expect(e.retryAfterMs).toBe(3_600_000);
-    expect(Date.now() - t0).toBeLessThan(2000);
+    expect(Date.now() - t0).toBeLessThan(5000);
     expect(srv.seen).toHaveLength(2);
   });
 
@@ -142,7 +142,7 @@ describe('timeouts and connections', () => {
     const e = await failure(client.listLibraries());
     expect(e.kind).toBe('timeout');
     expect(e.status).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(3000);
+    expect(Date.now() - t0).toBeLessThan(5000);
     expect(srv.seen).toHaveLength(2); // a GET is retried once
   });
 
@@ -165,7 +165,7 @@ describe('timeouts and connections', () => {
     const t0 = Date.now();
     const e = await failure(client.listLibraries());
     expect(e.kind).toBe('timeout');
-    expect(Date.now() - t0).toBeLessThan(2500);
+    expect(Date.now() - t0).toBeLessThan(5000);
   });
 
   it('does not retry a timed-out non-idempotent write', async () => {
