@@ -33,7 +33,7 @@ export interface ClientOptions {
   token?: string;
   /** headers and body timeout of API calls; default 30 s */
   timeoutMs?: number;
-  /** idle timeout of upload/download bodies and wait for an upload's answer; default 5 min */
+  /** idle timeout of upload/download bodies and wait for an upload's answer; default 2 min */
   transferTimeoutMs?: number;
   /** retries of a retriable failure; default 3 */
   maxRetries?: number;
@@ -131,7 +131,7 @@ export class SeafileClient implements SeafileApi {
       baseUrl: opts.baseUrl,
       token: opts.token,
       timeoutMs: opts.timeoutMs ?? 30_000,
-      transferTimeoutMs: opts.transferTimeoutMs ?? 5 * 60_000,
+      transferTimeoutMs: opts.transferTimeoutMs ?? 2 * 60_000,
       maxRetries: opts.maxRetries ?? 3,
       connections: opts.connections ?? 16,
       userAgent: opts.userAgent ?? DEFAULT_UA,
@@ -142,6 +142,22 @@ export class SeafileClient implements SeafileApi {
       },
     };
     this.http = new HttpCore(o);
+    this.http.relock = (repo) => this.relock(repo);
+  }
+
+  /** Passwords of encrypted libraries unlocked through this client, re-sent when the server forgets them. */
+  private readonly libraryPasswords = new Map<string, string>();
+
+  private async relock(repoId: string): Promise<boolean> {
+    const password = this.libraryPasswords.get(repoId);
+    if (password === undefined) return false;
+    await this.unlockLibrary(repoId, password);
+    return true;
+  }
+
+  /** Stops re-sending a library's password. */
+  forgetLibraryPassword(repoId: string): void {
+    this.libraryPasswords.delete(repoId);
   }
 
   get token(): string | undefined {
@@ -274,7 +290,7 @@ export class SeafileClient implements SeafileApi {
 
   async getLibrary(repoId: string): Promise<LibraryInfo> {
     const op = 'library info';
-    const r = await this.http.json({ op, method: 'GET', url: repoPath(repoId), retry: 'read' });
+    const r = await this.http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId), retry: 'read' });
     return expectObject<LibraryInfo>(op, r.value, 'id');
   }
 
@@ -292,22 +308,27 @@ export class SeafileClient implements SeafileApi {
   }
 
   async deleteLibrary(repoId: string): Promise<void> {
-    await this.http.done({ op: 'delete library', method: 'DELETE', url: repoPath(repoId), retry: 'idempotent', retriedNotFoundIsSuccess: true });
+    await this.http.done({ op: 'delete library', method: 'DELETE', repo: repoId, url: repoPath(repoId), retry: 'idempotent', retriedNotFoundIsSuccess: true });
   }
 
   /** POST /api2/repos/{id}/?op=rename: libraries are renamed as asked (no auto-rename), so this is idempotent. */
   async renameLibrary(repoId: string, newName: string): Promise<void> {
-    await this.http.done({ op: 'rename library', method: 'POST', url: repoPath(repoId), query: { op: 'rename' }, form: { repo_name: newName }, retry: 'idempotent' });
+    await this.http.done({ op: 'rename library', method: 'POST', repo: repoId, url: repoPath(repoId), query: { op: 'rename' }, form: { repo_name: newName }, retry: 'idempotent' });
   }
 
-  /** POST /api2/repos/{id}/ with the password. The server forgets it after about an hour: call again before. */
+  /**
+   * POST /api2/repos/{id}/ with the password. The server forgets it after
+   * about an hour; the client remembers it and, when a later call on this
+   * library is refused for want of it, unlocks again and resends that call once.
+   */
   async unlockLibrary(repoId: string, password: string): Promise<void> {
     await this.http.done({ op: 'unlock library', method: 'POST', url: repoPath(repoId), form: { password }, retry: 'idempotent' });
+    this.libraryPasswords.set(repoId, password);
   }
 
   async libraryHistory(repoId: string): Promise<LibraryHistory> {
     const op = 'library history';
-    const r = await this.http.json({ op, method: 'GET', url: repoPath(repoId, 'history/'), retry: 'read' });
+    const r = await this.http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'history/'), retry: 'read' });
     const o = expectObject<LibraryHistory>(op, r.value, 'commits');
     expectArray(op, o.commits);
     o.page_next = !!o.page_next;
@@ -319,7 +340,7 @@ export class SeafileClient implements SeafileApi {
     const r = await this.http.json({
       op,
       method: 'GET',
-      url: `/api/v2.1/repos/${encodeURIComponent(repoId)}/history/`,
+      repo: repoId, url: `/api/v2.1/repos/${encodeURIComponent(repoId)}/history/`,
       query: { page: opts.page, per_page: opts.perPage },
       retry: 'read',
     });
@@ -335,7 +356,7 @@ export class SeafileClient implements SeafileApi {
     const r = await this.http.json({
       op,
       method: 'GET',
-      url: `/api/v2.1/repos/${encodeURIComponent(repoId)}/trash/`,
+      repo: repoId, url: `/api/v2.1/repos/${encodeURIComponent(repoId)}/trash/`,
       query: { path: opts.path, per_page: opts.perPage, scan_stat: opts.scanStat ?? undefined },
       retry: 'read',
     });
@@ -353,7 +374,7 @@ export class SeafileClient implements SeafileApi {
     const r = await this.http.json({
       op,
       method: 'GET',
-      url: repoPath(repoId, 'dir/'),
+      repo: repoId, url: repoPath(repoId, 'dir/'),
       query: { p: q(path), oid: opts.oid, t: opts.type, recursive: opts.recursive ? 1 : undefined },
       retry: 'read',
     });
@@ -376,7 +397,7 @@ export class SeafileClient implements SeafileApi {
     await this.http.done({
       op: 'mkdir',
       method: 'POST',
-      url: repoPath(repoId, 'dir/'),
+      repo: repoId, url: repoPath(repoId, 'dir/'),
       query: { p: q(path) },
       form: { operation: 'mkdir', create_parents: opts.createParents ? 'true' : undefined },
       retry: opts.createParents ? 'idempotent' : 'write',
@@ -387,7 +408,7 @@ export class SeafileClient implements SeafileApi {
     await this.http.done({
       op: 'rename folder',
       method: 'POST',
-      url: repoPath(repoId, 'dir/'),
+      repo: repoId, url: repoPath(repoId, 'dir/'),
       query: { p: q(path) },
       form: { operation: 'rename', newname: newName },
       retry: 'write',
@@ -396,14 +417,14 @@ export class SeafileClient implements SeafileApi {
   }
 
   async deleteDir(repoId: string, path: string): Promise<void> {
-    await this.http.done({ op: 'delete folder', method: 'DELETE', url: repoPath(repoId, 'dir/'), query: { p: q(path) }, retry: 'idempotent', retriedNotFoundIsSuccess: true });
+    await this.http.done({ op: 'delete folder', method: 'DELETE', repo: repoId, url: repoPath(repoId, 'dir/'), query: { p: q(path) }, retry: 'idempotent', retriedNotFoundIsSuccess: true });
   }
 
   // ---- files ----
 
   async fileDetail(repoId: string, path: string): Promise<FileDetail> {
     const op = 'file detail';
-    const r = await this.http.json({ op, method: 'GET', url: repoPath(repoId, 'file/detail/'), query: { p: q(path) }, retry: 'read' });
+    const r = await this.http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'file/detail/'), query: { p: q(path) }, retry: 'read' });
     return expectObject<FileDetail>(op, r.value, 'id');
   }
 
@@ -413,7 +434,7 @@ export class SeafileClient implements SeafileApi {
     const r = await this.http.json({
       op,
       method: 'GET',
-      url: repoPath(repoId, 'file/'),
+      repo: repoId, url: repoPath(repoId, 'file/'),
       query: { p: q(path), reuse: opts.reuse ? 1 : undefined },
       retry: 'read',
     });
@@ -432,7 +453,7 @@ export class SeafileClient implements SeafileApi {
       headers: { ...headers, accept: '*/*' },
       retry: 'read',
       ctx: 'download',
-      transfer: true,
+      transfer: 'download',
       accept: [416],
     });
     const etag = header(res.headers, 'etag')?.replace(/^W\//, '').replace(/^"(.*)"$/, '$1') ?? null;
@@ -462,7 +483,7 @@ export class SeafileClient implements SeafileApi {
 
   /** POST .../file/?p= operation=create (201); a clash is auto-renamed by the server. */
   async createFile(repoId: string, path: string): Promise<void> {
-    await this.http.done({ op: 'create file', method: 'POST', url: repoPath(repoId, 'file/'), query: { p: q(path) }, form: { operation: 'create' }, retry: 'write' });
+    await this.http.done({ op: 'create file', method: 'POST', repo: repoId, url: repoPath(repoId, 'file/'), query: { p: q(path) }, form: { operation: 'create' }, retry: 'write' });
   }
 
   /** 301 is success and is not followed; an existing target name is auto-renamed by the server. */
@@ -470,7 +491,7 @@ export class SeafileClient implements SeafileApi {
     await this.http.done({
       op: 'rename file',
       method: 'POST',
-      url: repoPath(repoId, 'file/'),
+      repo: repoId, url: repoPath(repoId, 'file/'),
       query: { p: q(path) },
       form: { operation: 'rename', newname: newName },
       retry: 'write',
@@ -482,7 +503,7 @@ export class SeafileClient implements SeafileApi {
     await this.http.done({
       op: 'move file',
       method: 'POST',
-      url: repoPath(repoId, 'file/'),
+      repo: repoId, url: repoPath(repoId, 'file/'),
       query: { p: q(path) },
       form: { operation: 'move', dst_repo: dstRepo, dst_dir: q(dstDir) },
       retry: 'write',
@@ -494,7 +515,7 @@ export class SeafileClient implements SeafileApi {
     await this.http.done({
       op: 'copy file',
       method: 'POST',
-      url: repoPath(repoId, 'file/'),
+      repo: repoId, url: repoPath(repoId, 'file/'),
       query: { p: q(path) },
       form: { operation: 'copy', dst_repo: dstRepo, dst_dir: q(dstDir) },
       retry: 'write',
@@ -504,25 +525,25 @@ export class SeafileClient implements SeafileApi {
 
   /** Real servers answer success for a missing file too. */
   async deleteFile(repoId: string, path: string): Promise<void> {
-    await this.http.done({ op: 'delete file', method: 'DELETE', url: repoPath(repoId, 'file/'), query: { p: q(path) }, retry: 'idempotent', retriedNotFoundIsSuccess: true });
+    await this.http.done({ op: 'delete file', method: 'DELETE', repo: repoId, url: repoPath(repoId, 'file/'), query: { p: q(path) }, retry: 'idempotent', retriedNotFoundIsSuccess: true });
   }
 
   async lockFile(repoId: string, path: string): Promise<void> {
-    await this.http.done({ op: 'lock file', method: 'PUT', url: repoPath(repoId, 'file/'), form: { p: q(path), operation: 'lock' }, retry: 'write' });
+    await this.http.done({ op: 'lock file', method: 'PUT', repo: repoId, url: repoPath(repoId, 'file/'), form: { p: q(path), operation: 'lock' }, retry: 'write' });
   }
 
   async unlockFile(repoId: string, path: string): Promise<void> {
-    await this.http.done({ op: 'unlock file', method: 'PUT', url: repoPath(repoId, 'file/'), form: { p: q(path), operation: 'unlock' }, retry: 'write' });
+    await this.http.done({ op: 'unlock file', method: 'PUT', repo: repoId, url: repoPath(repoId, 'file/'), form: { p: q(path), operation: 'unlock' }, retry: 'write' });
   }
 
   /** PUT .../file/revert/: the file's content at `commitId` becomes current again. */
   async revertFile(repoId: string, path: string, commitId: string): Promise<void> {
-    await this.http.done({ op: 'revert file', method: 'PUT', url: repoPath(repoId, 'file/revert/'), form: { p: q(path), commit_id: commitId }, retry: 'write' });
+    await this.http.done({ op: 'revert file', method: 'PUT', repo: repoId, url: repoPath(repoId, 'file/revert/'), form: { p: q(path), commit_id: commitId }, retry: 'write' });
   }
 
   async fileHistory(repoId: string, path: string): Promise<CommitRecord[]> {
     const op = 'file history';
-    const r = await this.http.json({ op, method: 'GET', url: repoPath(repoId, 'file/history/'), query: { p: q(path) }, retry: 'read' });
+    const r = await this.http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'file/history/'), query: { p: q(path) }, retry: 'read' });
     const o = expectObject<{ commits: unknown }>(op, r.value, 'commits');
     return expectArray<CommitRecord>(op, o.commits);
   }
@@ -530,7 +551,7 @@ export class SeafileClient implements SeafileApi {
   /** A download URL of the file as it was at `commitId`. */
   async fileRevisionLink(repoId: string, path: string, commitId: string): Promise<string> {
     const op = 'file revision link';
-    const r = await this.http.json({ op, method: 'GET', url: repoPath(repoId, 'file/revision/'), query: { p: q(path), commit_id: commitId }, retry: 'read' });
+    const r = await this.http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'file/revision/'), query: { p: q(path), commit_id: commitId }, retry: 'read' });
     return expectString(op, r.value);
   }
 
@@ -540,7 +561,7 @@ export class SeafileClient implements SeafileApi {
     await this.http.done({
       op: `batch ${kind}`,
       method: 'POST',
-      url: repoPath(repoId, `fileops/${kind}/`),
+      repo: repoId, url: repoPath(repoId, `fileops/${kind}/`),
       query: { p: q(srcDir) },
       form: { p: q(srcDir), file_names: names.join(':'), dst_repo: dst?.repo, dst_dir: dst ? q(dst.dir) : undefined },
       retry: kind === 'delete' ? 'idempotent' : 'write',
@@ -565,13 +586,13 @@ export class SeafileClient implements SeafileApi {
   /** An upload URL for folder `dir` (reusable for about an hour). Over quota: `quota`. */
   async uploadLink(repoId: string, dir: string): Promise<string> {
     const op = 'upload link';
-    const r = await this.http.json({ op, method: 'GET', url: repoPath(repoId, 'upload-link/'), query: { p: q(dir) }, retry: 'read', ctx: 'transfer-link' });
+    const r = await this.http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'upload-link/'), query: { p: q(dir) }, retry: 'read', ctx: 'transfer-link' });
     return expectString(op, r.value);
   }
 
   async updateLink(repoId: string, dir: string): Promise<string> {
     const op = 'update link';
-    const r = await this.http.json({ op, method: 'GET', url: repoPath(repoId, 'update-link/'), query: { p: q(dir) }, retry: 'read', ctx: 'transfer-link' });
+    const r = await this.http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'update-link/'), query: { p: q(dir) }, retry: 'read', ctx: 'transfer-link' });
     return expectString(op, r.value);
   }
 
@@ -596,7 +617,7 @@ export class SeafileClient implements SeafileApi {
       auth: true,
       retry: 'never',
       ctx: 'upload',
-      transfer: true,
+      transfer: 'upload',
     });
     return parseUploadAnswer(op, r.text, { name, size: body.fileSize });
   }
@@ -619,7 +640,7 @@ export class SeafileClient implements SeafileApi {
       auth: true,
       retry: 'never',
       ctx: 'upload',
-      transfer: true,
+      transfer: 'upload',
     });
     return parseUploadAnswer(op, r.text, { name, size: body.fileSize })[0]!.id;
   }

@@ -18,7 +18,7 @@ export interface HttpOptions {
   token?: string;
   /** headers and body timeout of API calls (ms) */
   timeoutMs: number;
-  /** idle timeout of upload and download bodies, and wait for an upload's answer (ms) */
+  /** idle timeout of upload and download bodies, and the wait for an upload's answer (ms) */
   transferTimeoutMs: number;
   maxRetries: number;
   connections: number;
@@ -42,8 +42,14 @@ export interface Call {
   ctx?: CallContext;
   /** statuses that count as success besides 2xx (the 301 of rename and move) */
   accept?: number[];
-  /** a transfer: the larger timeouts apply */
-  transfer?: boolean;
+  /**
+   * a transfer: 'download' waits timeoutMs for headers, then transferTimeoutMs
+   * between body chunks; 'upload' allows transferTimeoutMs between chunks sent
+   * and for the answer (the server may commit a large file first)
+   */
+  transfer?: 'download' | 'upload';
+  /** the library the call is about: a `password_required` refusal re-unlocks it once */
+  repo?: string;
   /** a retry that gets 404 means an earlier attempt already did it (idempotent deletes) */
   retriedNotFoundIsSuccess?: boolean;
 }
@@ -113,6 +119,8 @@ export class HttpCore {
   readonly agent: Agent;
   readonly base: URL;
   token: string | undefined;
+  /** re-sends a remembered library password; true when the library is unlocked again */
+  relock: ((repo: string) => Promise<boolean>) | undefined;
 
   constructor(readonly opts: HttpOptions) {
     this.base = new URL(opts.baseUrl.endsWith('/') ? opts.baseUrl : `${opts.baseUrl}/`);
@@ -163,7 +171,9 @@ export class HttpCore {
       headers['content-type'] = call.body.contentType;
       headers['content-length'] = String(call.body.length);
     }
-    const timeout = call.transfer ? this.opts.transferTimeoutMs : this.opts.timeoutMs;
+    const headersTimeout = call.transfer === 'upload' ? this.opts.transferTimeoutMs : this.opts.timeoutMs;
+    const bodyTimeout = call.transfer ? this.opts.transferTimeoutMs : this.opts.timeoutMs;
+    let reunlocked = false;
     const accept = call.accept ?? [];
 
     for (let attempt = 0; ; attempt++) {
@@ -176,8 +186,8 @@ export class HttpCore {
           method: call.method,
           headers,
           body,
-          headersTimeout: timeout,
-          bodyTimeout: timeout,
+          headersTimeout,
+          bodyTimeout,
           // API answers are small: bound the whole exchange, not only the gaps
           // between chunks (a server dripping bytes must not hold a call forever)
           signal: call.transfer ? undefined : AbortSignal.timeout(this.opts.timeoutMs * 2),
@@ -193,6 +203,15 @@ export class HttpCore {
       }
       if (attempt > 0 && failure.status === 404 && call.retriedNotFoundIsSuccess) {
         return { status: 200, headers: {}, body: emptyBody() };
+      }
+      // the server forgot an encrypted library's password (it keeps it about an hour):
+      // the request was refused, not executed, so unlock again and resend once
+      if (failure.kind === 'password_required' && call.repo && !call.body && !reunlocked && this.relock) {
+        reunlocked = true;
+        if (await this.relock(call.repo).catch(() => false)) {
+          attempt--;
+          continue;
+        }
       }
       if (failure.kind === 'quota' || failure.kind === 'otp_required') throw failure; // asking again cannot help
       if (attempt >= this.opts.maxRetries || !mayRetry(call.retry, { status: failure.status, code })) throw failure;

@@ -117,6 +117,34 @@ describe('retries', () => {
     expect(srv.seen).toHaveLength(3);
   });
 
+  it('re-unlocks an encrypted library the server forgot, once, and resends the refused call', async () => {
+    let unlocked = false;
+    let refusals = 0;
+    const { srv, client } = await setup((req, res, body) => {
+      if (req.method === 'POST' && req.url === '/api2/repos/enc/') {
+        unlocked = body.toString() === 'password=pw';
+        return json(res, unlocked ? 200 : 400, unlocked ? 'success' : { error_msg: 'Incorrect password' });
+      }
+      if (!unlocked) {
+        refusals++;
+        return json(res, 400, { error_msg: 'Library is encrypted, please provide the password first.' });
+      }
+      json(res, 200, 'http://x/upload-api/t');
+    });
+    // no password known: the refusal comes through
+    expect((await failure(client.uploadLink('enc', '/'))).kind).toBe('password_required');
+    await client.unlockLibrary('enc', 'pw');
+    expect(await client.uploadLink('enc', '/')).toBe('http://x/upload-api/t');
+    unlocked = false; // the server forgets
+    expect(await client.uploadLink('enc', '/')).toBe('http://x/upload-api/t');
+    expect(srv.seen.map((r) => r.method)).toEqual(['GET', 'POST', 'GET', 'GET', 'POST', 'GET']);
+    expect(refusals).toBe(2);
+    // a password that stopped working: one unlock attempt, then the original refusal
+    client.forgetLibraryPassword('enc');
+    unlocked = false;
+    expect((await failure(client.downloadLink('enc', '/f'))).kind).toBe('password_required');
+  });
+
   it('does not retry uploads at all, even on 429', async () => {
     const { srv, client } = await setup((_req, res) => json(res, 429, { detail: 'slow' }, { 'retry-after': '0' }));
     const { writeFileSync, mkdtempSync, rmSync } = await import('node:fs');
