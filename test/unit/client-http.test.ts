@@ -196,6 +196,23 @@ describe('timeouts and connections', () => {
     expect(Date.now() - t0).toBeLessThan(5000);
   });
 
+  it('times out an upload whose answer never comes, and does not resend it', async () => {
+    const { srv, client } = await setup(() => undefined, { transferTimeoutMs: 300, maxRetries: 3 });
+    const { writeFileSync, mkdtempSync, rmSync } = await import('node:fs');
+    const { join } = await import('node:path');
+    const { tmpdir } = await import('node:os');
+    const dir = mkdtempSync(join(tmpdir(), 'seafs-up-'));
+    try {
+      writeFileSync(join(dir, 'f'), Buffer.alloc(100_000));
+      const e = await failure(client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), 'f'));
+      expect(e.kind).toBe('timeout');
+      expect(e.operation).toBe('upload');
+      expect(srv.seen).toHaveLength(1);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('does not retry a timed-out non-idempotent write', async () => {
     const { srv, client } = await setup(() => undefined, { timeoutMs: 300, maxRetries: 3 });
     const e = await failure(client.mkdir('r', '/x'));
@@ -290,6 +307,16 @@ describe('answers', () => {
       expect([e.status, e.kind, e.serverMessage]).toEqual([status, kind, msg]);
       expect(e.message).toContain('file detail failed');
     }
+  });
+
+  it('survives raw binary garbage in an error body', async () => {
+    const { client } = await setup((_req, res) => {
+      const junk = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x7b, 0x22, 0xc3]);
+      res.writeHead(500, { 'content-type': 'application/json', 'content-length': junk.length });
+      res.end(junk);
+    }, { maxRetries: 0 });
+    const e = await failure(client.listLibraries());
+    expect([e.kind, e.status, typeof e.serverMessage]).toEqual(['server', 500, 'string']);
   });
 
   it('reports a success body that does not parse as protocol', async () => {
