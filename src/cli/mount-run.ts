@@ -7,7 +7,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { SeafileClient } from '../client/client.js';
 import { ApiError } from '../client/errors.js';
-import { clearStaleMount, mountVfs, type FuseMount } from '../fuse/mount.js';
+import { clearStaleMount, isMounted, mountVfs, type FuseMount } from '../fuse/mount.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
 import { controlAlive, listenControl } from './mount-control.js';
@@ -201,6 +201,14 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     void stopping.then(finish);
     return stopping;
   }
+  // detached from outside (fusermount -u): upload what is pending and exit
+  const watch = setInterval(() => {
+    void isMounted(mnt).then((on) => {
+      if (!on && !stopping) void shutdown('the mount was detached');
+    });
+  }, 2000);
+  watch.unref();
+  void finished.then(() => clearInterval(watch));
   return { vfs, label, mountpoint: mnt, shutdown, finished };
 }
 

@@ -29,6 +29,8 @@ export class FileState {
   journaled: string | null = null;
   ready: Promise<void> = Promise.resolve();
   deleted = false;
+  /** temp file closed and removed: the state must not come back into the map */
+  disposed = false;
   /** uploads paused while a folder above is renamed */
   hold = false;
   running: Promise<void> | null = null;
@@ -401,10 +403,10 @@ export class WriteBack {
         await moveRemote(s.remotePath);
         s.remotePath = path;
       }
-      this.states.delete(key(s.repo, s.path));
+      if (this.states.get(key(s.repo, s.path)) === s) this.states.delete(key(s.repo, s.path));
       s.repo = repo;
       s.path = path;
-      this.states.set(key(repo, path), s);
+      if (!s.disposed && !s.deleted) this.states.set(key(repo, path), s);
       if (s.dirty) {
         s.journaled = null;
         await this.persist(s);
@@ -429,7 +431,7 @@ export class WriteBack {
         if (s.remotePath) s.remotePath = np;
         s.repo = fromRepo === toRepo ? s.repo : toRepo;
         s.path = np;
-        this.states.set(key(s.repo, np), s);
+        if (!s.disposed) this.states.set(key(s.repo, np), s);
         if (s.dirty) {
           s.journaled = null;
           await this.persist(s).catch(() => {});
@@ -445,6 +447,8 @@ export class WriteBack {
     if (s.openCount > 0 || s.running) return;
     if (s.dirty && !s.deleted) return;
     if (this.states.get(key(s.repo, s.path)) === s) this.states.delete(key(s.repo, s.path));
+    if (s.disposed) return;
+    s.disposed = true;
     const fh = s.fh;
     s.fh = null;
     void (async () => {

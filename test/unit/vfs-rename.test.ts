@@ -100,6 +100,8 @@ describe('vfs rename and unlink', () => {
     expect(api.names(repo, '/')).toEqual(['to']);
     expect(api.names(repo, '/to')).toEqual(['final.txt']);
     expect(api.content(repo, '/to/final.txt')!.toString()).toBe('moving');
+    // the state cleaned up after the upload must not linger at the new path
+    expect((await readWhole(vfs, '/to/final.txt')).toString()).toBe('moving');
   });
 
   it('rename of a dirty file not yet uploaded just retargets it; a folder rename carries dirty files along', async () => {
