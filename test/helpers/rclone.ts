@@ -90,9 +90,11 @@ export async function obscure(password: string, home: string): Promise<string> {
 
 export class Rclone {
   private constructor(
-    private readonly home: string,
+    /** Sandbox HOME (removed by dispose). */
+    readonly home: string,
     private readonly env: Record<string, string>,
-    private readonly configFile: string,
+    /** The config file every run uses: empty unless a test writes remotes into it (e.g. the 2FA flow). */
+    readonly configFile: string,
   ) {}
 
   /** A sandbox (own HOME, empty config file) holding the given remotes. */
@@ -114,15 +116,15 @@ export class Rclone {
     return new Rclone(home, env, configFile);
   }
 
-  /** Runs `rclone <args>`; resolves whatever the exit code (see `ok`). */
-  run(args: string[], opts: RunOptions = {}): Promise<RcloneResult> {
+  /** Runs `rclone <args>` (`env` overrides remote settings for this run); resolves whatever the exit code. */
+  run(args: string[], opts: RunOptions = {}, env: Record<string, string> = {}): Promise<RcloneResult> {
     const full = ['--config', this.configFile, ...BASE_FLAGS, ...args];
-    return exec(full, cleanEnv(this.env, this.home), opts);
+    return exec(full, cleanEnv({ ...this.env, ...env }, this.home), opts);
   }
 
   /** Runs and throws with rclone's stderr unless it exits 0. */
-  async ok(args: string[], opts: RunOptions = {}): Promise<RcloneResult> {
-    const r = await this.run(args, opts);
+  async ok(args: string[], opts: RunOptions = {}, env: Record<string, string> = {}): Promise<RcloneResult> {
+    const r = await this.run(args, opts, env);
     if (r.code !== 0) {
       throw new Error(`rclone ${args.join(' ')} exited ${r.code ?? r.signal}:\n${r.stderr.slice(-8000)}`);
     }
