@@ -14,7 +14,7 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-export async function writeFileAtomic(target: string, data: string | Buffer): Promise<void> {
+export async function writeFileAtomic(target: string, data: string | Buffer, opts: { syncDir?: boolean } = {}): Promise<void> {
   const dir = path.dirname(target);
   const tmp = path.join(dir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
   const fh = await fsp.open(tmp, 'w', 0o600);
@@ -30,5 +30,5 @@ export async function writeFileAtomic(target: string, data: string | Buffer): Pr
     await fsp.rm(tmp, { force: true });
     throw e;
   }
-  await fsyncDir(dir);
+  if (opts.syncDir !== false) await fsyncDir(dir);
 }

@@ -81,7 +81,9 @@ export class Heads {
       ...(kind ? { kind } : {}),
     };
     // Stored without its id: the id is the sha1 of the stored record, like every object.
-    const id = await this.store.putJson(body);
+    const id = this.store.putJson(body);
+    // every object of this change (folders, commit) is on disk before the head moves
+    await this.store.flush();
     const head: Head = { commit_id: id, root_id: root, size: totalSize(await readDir(this.store, root)), mtime: ctime };
     await writeFileAtomic(path.join(this.dir, `${repoId}.json`), JSON.stringify(head));
     this.cache.set(repoId, head);

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
-import { writeFileAtomic, fsyncDir } from './atomic.js';
+import { writeFileAtomic } from './atomic.js';
 
 export const ZERO_ID = '0'.repeat(40);
 
@@ -23,7 +23,9 @@ export class ObjectStore {
   }
 
   async init(): Promise<void> {
+    // the 256 fan-out folders exist up front: no mkdir per object
     await fsp.mkdir(this.dir, { recursive: true });
+    await Promise.all(Array.from({ length: 256 }, (_, i) => fsp.mkdir(path.join(this.dir, i.toString(16).padStart(2, '0')), { recursive: true })));
   }
 
   pathOf(id: string): string {
@@ -40,17 +42,38 @@ export class ObjectStore {
     }
   }
 
-  /** Stores a JSON value; returns its id. */
-  async putJson(value: unknown): Promise<string> {
+  private pending = new Set<Promise<void>>();
+
+  /**
+   * Stores a JSON value and returns its id at once; the write (temp + fsync +
+   * rename) runs in the background and `flush()` waits for it. The value is
+   * readable from the cache meanwhile. Writing an object that already exists
+   * is harmless (same bytes), so there is no existence check.
+   */
+  putJson(value: unknown): string {
     const text = JSON.stringify(value);
     const id = sha1(text);
-    if (!this.json.has(id) && !(await this.has(id))) {
-      const p = this.pathOf(id);
-      await fsp.mkdir(path.dirname(p), { recursive: true });
-      await writeFileAtomic(p, text);
+    if (!this.json.has(id)) {
+      const write = writeFileAtomic(this.pathOf(id), text, { syncDir: false });
+      this.pending.add(write);
+      void write.then(
+        () => this.pending.delete(write),
+        () => this.json.delete(id), // stays in `pending`: flush() reports the failure
+      );
     }
     this.json.set(id, value as object);
     return id;
+  }
+
+  /** Waits until every object written so far is on disk; throws if one failed. */
+  async flush(): Promise<void> {
+    const all = [...this.pending];
+    const results = await Promise.allSettled(all);
+    const failed = results.find((r) => r.status === 'rejected') as PromiseRejectedResult | undefined;
+    if (failed) {
+      for (const p of all) this.pending.delete(p);
+      throw failed.reason;
+    }
   }
 
   async getJson<T>(id: string): Promise<T> {
@@ -70,9 +93,9 @@ export class ObjectStore {
       await fsp.rm(tmpPath, { force: true });
       return;
     }
-    const p = this.pathOf(id);
-    await fsp.mkdir(path.dirname(p), { recursive: true });
-    await fsp.rename(tmpPath, p);
-    await fsyncDir(path.dirname(p));
+    // The content was fsync'd by its writer; the head update that makes it
+    // reachable fsyncs its own folder, which commits this rename too (ext4
+    // journals metadata in order).
+    await fsp.rename(tmpPath, this.pathOf(id));
   }
 }

@@ -19,7 +19,7 @@ export async function readDir(store: ObjectStore, id: string): Promise<DirEnt[]>
   return store.getJson<DirEnt[]>(id);
 }
 
-export async function writeDir(store: ObjectStore, entries: DirEnt[]): Promise<string> {
+export function writeDir(store: ObjectStore, entries: DirEnt[]): string {
   if (entries.length === 0) return ZERO_ID;
   const sorted = [...entries].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
   return store.putJson(sorted);
