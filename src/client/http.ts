@@ -60,6 +60,9 @@ export interface RawResponse {
   body: Dispatcher.ResponseData['body'];
 }
 
+/** What send() answers when a retried idempotent call finds its work already done. */
+const ALREADY_DONE = Symbol('already done');
+
 const MAX_ERROR_BODY = 64 * 1024;
 
 const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
@@ -151,6 +154,12 @@ export class HttpCore {
    * an accepted status with its body unread. Any other outcome throws ApiError.
    */
   async send(call: Call): Promise<RawResponse> {
+    const r = await this.sendOrDone(call);
+    if (r === ALREADY_DONE) throw new Error(`${call.op}: retriedNotFoundIsSuccess is only for done()`);
+    return r;
+  }
+
+  private async sendOrDone(call: Call): Promise<RawResponse | typeof ALREADY_DONE> {
     if (call.body && call.retry !== 'never') throw new Error(`${call.op}: a streamed body cannot be retried`);
     const url = this.resolve(call.url);
     const extra = encodeQuery(call.query);
@@ -201,9 +210,7 @@ export class HttpCore {
         failure = transportError(e, call.op);
         code = (failure as ApiError & { code?: string }).code;
       }
-      if (attempt > 0 && failure.status === 404 && call.retriedNotFoundIsSuccess) {
-        return { status: 200, headers: {}, body: emptyBody() };
-      }
+      if (attempt > 0 && failure.status === 404 && call.retriedNotFoundIsSuccess) return ALREADY_DONE;
       // the server forgot an encrypted library's password (it keeps it about an hour):
       // the request was refused, not executed, so unlock again and resend once
       if (failure.kind === 'password_required' && call.repo && !call.body && !reunlocked && this.relock) {
@@ -263,7 +270,8 @@ export class HttpCore {
 
   /** Sends a call whose answer carries nothing of interest (`"success"`, an empty 200, the 301 of rename). */
   async done(call: Call): Promise<number> {
-    const res = await this.send(call);
+    const res = await this.sendOrDone(call);
+    if (res === ALREADY_DONE) return 200;
     try {
       await res.body.dump({ limit: 1 << 20 });
     } catch {
@@ -279,13 +287,4 @@ export class HttpCore {
 
 export function protocolError(op: string, message: string, status = 0, cause?: unknown): ApiError {
   return new ApiError({ kind: 'protocol', status, operation: op, serverMessage: message, cause });
-}
-
-function emptyBody(): Dispatcher.ResponseData['body'] {
-  // a stand-in with the methods callers use on a body
-  return {
-    text: async () => '""',
-    json: async () => '',
-    dump: async () => undefined,
-  } as unknown as Dispatcher.ResponseData['body'];
 }
