@@ -112,9 +112,7 @@ async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   }
   if (op === 'rename') {
     const { repo } = ctx.repoFor(user, r.params[0], 'rw');
-    const newName = form.get('newname');
-    if (!newName) throw new HttpError(400, 'newname invalid.');
-    checkName(newName);
+    const newName = checkName(form.get('newname'));
     const res = await renameEntry(ctx, user, repo.id, p, newName, 'file');
     if (!res && !v21) throw new HttpError(409, 'The new name is the same to the old');
     const finalPath = (parent === '/' ? '' : parent) + '/' + (res ? res.name : name);
