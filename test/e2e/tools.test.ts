@@ -1,0 +1,146 @@
+// Ordinary tools against a real mount of `seafs serve`: ls, stat, cat, cp,
+// dd, >>, truncate, rm, mkdir, rmdir, find, du. Every workload that changes a
+// file is replayed on a local copy, and the server's copy (read through the
+// API, not through the mount) must have the same sha256.
+import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { remoteExists, remoteNames, sha256File, waitRemoteExists, waitRemoteFile } from '../helpers/api-check.js';
+import { mountLibrary, q, sh, type Mount } from '../helpers/mount.js';
+import { setupE2E, writeRandom } from './fixture.js';
+
+const ctx = setupE2E(['Tools']);
+
+describe('ordinary tools on a mounted library', () => {
+  let m: Mount;
+  let repo: string;
+  let L: string; // local mirror of what the mount should hold
+  beforeAll(async () => {
+    repo = ctx.repos.Tools;
+    m = await mountLibrary(ctx.server, { library: 'Tools' });
+    L = path.join(ctx.src, 'mirror');
+    mkdirSync(L);
+  });
+  const M = (p = '') => path.join(m.mnt, p);
+
+  it('cp of a 0-byte and a small file; ls, stat and cat show them; the API has them', async () => {
+    writeFileSync(path.join(L, 'empty'), '');
+    writeFileSync(path.join(L, 'small.txt'), 'hello from the e2e suite\n'.repeat(10));
+    await sh(`cp ${q(L)}/empty ${q(L)}/small.txt ${q(M())}/`);
+    const ls = await sh(`ls -la ${q(M())}`);
+    expect(ls.out).toMatch(/ 0 [A-Z][a-z]{2} .* empty\n/);
+    expect(ls.out).toMatch(/ 250 [A-Z][a-z]{2} .* small\.txt\n/);
+    expect((await sh(`ls -1 ${q(M())}`)).out).toBe('empty\nsmall.txt\n');
+    expect((await sh(`stat -c '%s %F' ${q(M('small.txt'))} ${q(M('empty'))}`)).out).toBe('250 regular file\n0 regular empty file\n');
+    expect((await sh(`cat ${q(M('small.txt'))}`)).out).toBe('hello from the e2e suite\n'.repeat(10));
+    expect((await sh(`cat ${q(M('empty'))}`)).out).toBe('');
+    await waitRemoteFile(ctx.api, repo, '/empty', path.join(L, 'empty'));
+    await waitRemoteFile(ctx.api, repo, '/small.txt', path.join(L, 'small.txt'));
+  });
+
+  it('cp of 100 MiB: the mount and the API return the same bytes', async () => {
+    const big = path.join(ctx.src, 'big.bin');
+    await writeRandom(big, 100 * 1024 * 1024);
+    const t0 = Date.now();
+    await sh(`cp ${q(big)} ${q(M('big.bin'))}`);
+    const cpMs = Date.now() - t0;
+    expect((await sh(`stat -c %s ${q(M('big.bin'))}`)).out.trim()).toBe(String(100 * 1024 * 1024));
+    expect((await sh(`sha256sum < ${q(M('big.bin'))}`)).out.split(' ')[0]).toBe(await sha256File(big));
+    const t1 = Date.now();
+    await waitRemoteFile(ctx.api, repo, '/big.bin', big, 120_000);
+    console.log(`cp 100 MiB: ${cpMs} ms to close, ${Date.now() - t1} ms more until it was on the server (after a read back)`);
+    // du reports blocks for what the mount holds
+    const du = Number((await sh(`du -sk ${q(M('big.bin'))}`)).out.split('\t')[0]);
+    expect(du).toBeGreaterThanOrEqual(100 * 1024);
+  });
+
+  it('dd with seek and conv=notrunc writes in place, inside the file and past its end', async () => {
+    await writeRandom(path.join(L, 'rand.bin'), 3 * 1024 * 1024 + 123);
+    await sh(`cp ${q(L)}/rand.bin ${q(M())}/`);
+    await waitRemoteFile(ctx.api, repo, '/rand.bin', path.join(L, 'rand.bin'));
+    await writeRandom(path.join(ctx.src, 'patch'), 10_000);
+    // the same three dd runs on the local mirror and on the mount
+    for (const dir of [L, M()]) {
+      await sh(
+        [
+          `dd if=${q(ctx.src)}/patch of=${q(dir)}/rand.bin bs=1000 seek=1500 count=10 conv=notrunc status=none`,
+          `dd if=${q(ctx.src)}/patch of=${q(dir)}/rand.bin bs=1 seek=7 count=3 conv=notrunc status=none`,
+          `dd if=${q(ctx.src)}/patch of=${q(dir)}/rand.bin bs=4096 seek=1000 count=2 conv=notrunc status=none`,
+        ].join(' && '),
+      );
+    }
+    expect((await sh(`stat -c %s ${q(M('rand.bin'))}`)).out.trim()).toBe(String(1002 * 4096));
+    expect((await sh(`sha256sum < ${q(M('rand.bin'))}`)).out.split(' ')[0]).toBe(await sha256File(path.join(L, 'rand.bin')));
+    await waitRemoteFile(ctx.api, repo, '/rand.bin', path.join(L, 'rand.bin'));
+  });
+
+  it('>> appends to an existing file, also after its upload finished', async () => {
+    await waitRemoteFile(ctx.api, repo, '/small.txt', path.join(L, 'small.txt'));
+    for (const dir of [L, M()]) await sh(`echo appended line >> ${q(dir)}/small.txt && printf 'x%.0s' {1..5000} >> ${q(dir)}/small.txt`);
+    expect((await sh(`tail -c 5 ${q(M('small.txt'))}`)).out).toBe('xxxxx');
+    await waitRemoteFile(ctx.api, repo, '/small.txt', path.join(L, 'small.txt'));
+    // and an append right after another one, while the first may still be uploading
+    for (const dir of [L, M()]) await sh(`for i in 1 2 3 4 5; do echo "line $i" >> ${q(dir)}/small.txt; done`);
+    await waitRemoteFile(ctx.api, repo, '/small.txt', path.join(L, 'small.txt'));
+  });
+
+  it('truncate shrinks, grows (zeros) and empties files', async () => {
+    copyFileSync(path.join(L, 'rand.bin'), path.join(L, 'trunc.bin'));
+    await sh(`cp ${q(L)}/trunc.bin ${q(M())}/`);
+    for (const dir of [L, M()]) await sh(`truncate -s 1000000 ${q(dir)}/trunc.bin && truncate -s +70000 ${q(dir)}/trunc.bin`);
+    expect((await sh(`stat -c %s ${q(M('trunc.bin'))}`)).out.trim()).toBe('1070000');
+    expect((await sh(`tail -c 70000 ${q(M('trunc.bin'))} | tr -d '\\0' | wc -c`)).out.trim()).toBe('0');
+    await waitRemoteFile(ctx.api, repo, '/trunc.bin', path.join(L, 'trunc.bin'));
+    for (const dir of [L, M()]) await sh(`truncate -s 0 ${q(dir)}/trunc.bin`);
+    expect((await sh(`stat -c %s ${q(M('trunc.bin'))}`)).out.trim()).toBe('0');
+    await waitRemoteFile(ctx.api, repo, '/trunc.bin', path.join(L, 'trunc.bin'));
+  });
+
+  it('mkdir -p, find and du see the tree; rmdir of a non-empty folder is ENOTEMPTY', async () => {
+    await sh(`mkdir -p ${q(M('a/b/c'))} ${q(M('a/d'))}`);
+    await sh(`cp ${q(L)}/small.txt ${q(M('a/b/c'))}/ && cp ${q(L)}/rand.bin ${q(M('a/d'))}/ && : > ${q(M('a/zero'))}`);
+    expect((await sh(`cd ${q(M())} && find a | sort`)).out).toBe(
+      ['a', 'a/b', 'a/b/c', 'a/b/c/small.txt', 'a/d', 'a/d/rand.bin', 'a/zero', ''].join('\n'),
+    );
+    expect((await sh(`cd ${q(M())} && find a -type f -size +1M`)).out).toBe('a/d/rand.bin\n');
+    expect((await sh(`cd ${q(M())} && find a -type d -empty`)).out).toBe('');
+    // apparent sizes of the files, and blocks for the whole tree
+    const duA = (await sh(`cd ${q(M())} && du -ab a`)).out.split('\n');
+    const size = (f: string) => sh(`stat -c %s ${q(f)}`).then((r) => r.out.trim());
+    expect(duA).toEqual(
+      expect.arrayContaining([
+        `${await size(path.join(L, 'small.txt'))}\ta/b/c/small.txt`,
+        `${await size(path.join(L, 'rand.bin'))}\ta/d/rand.bin`,
+        '0\ta/zero',
+      ]),
+    );
+    expect(Number((await sh(`du -sk ${q(M('a'))}`)).out.split('\t')[0])).toBeGreaterThanOrEqual(4000);
+
+    const rd = await sh(`rmdir ${q(M('a/b'))}`, { allowFail: true });
+    expect(rd.code).not.toBe(0);
+    expect(rd.err).toMatch(/Directory not empty/);
+    expect(await remoteNames(ctx.api, repo, '/a/b/c')).toEqual(['small.txt']);
+    await waitRemoteFile(ctx.api, repo, '/a/d/rand.bin', path.join(L, 'rand.bin'));
+    await waitRemoteFile(ctx.api, repo, '/a/zero', Buffer.alloc(0));
+    expect(await remoteNames(ctx.api, repo, '/a')).toEqual(['b', 'd', 'zero']);
+    // rmdir of an empty folder works
+    await sh(`mkdir ${q(M('a/empty'))} && rmdir ${q(M('a/empty'))}`);
+    await waitRemoteExists(ctx.api, repo, '/a/empty', false);
+  });
+
+  it('rm and rm -r remove files and trees from the server', async () => {
+    await sh(`rm ${q(M('a/zero'))}`);
+    expect((await sh(`ls ${q(M('a'))}`)).out).toBe('b\nd\n');
+    await waitRemoteExists(ctx.api, repo, '/a/zero', false);
+    const gone = await sh(`cat ${q(M('a/zero'))}`, { allowFail: true });
+    expect(gone.err).toMatch(/No such file or directory/);
+
+    await sh(`rm -r ${q(M('a'))}`);
+    expect((await sh(`ls ${q(M())}`)).out).not.toMatch(/^a$/m);
+    await waitRemoteExists(ctx.api, repo, '/a', false);
+    // a file removed right after it was written never shows up (or is gone) on the server
+    await sh(`cp ${q(L)}/rand.bin ${q(M('short-lived.bin'))} && rm ${q(M('short-lived.bin'))}`);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect(await remoteExists(ctx.api, repo, '/short-lived.bin')).toBe(false);
+  });
+});
