@@ -54,6 +54,8 @@ export class Heads {
 
   async init(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
+    // temp files of head writes cut short by a crash
+    for (const f of await fsp.readdir(this.dir)) if (f.startsWith('.tmp-')) await fsp.rm(path.join(this.dir, f), { force: true });
   }
 
   async get(repoId: string): Promise<Head> {

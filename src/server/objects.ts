@@ -25,7 +25,14 @@ export class ObjectStore {
   async init(): Promise<void> {
     // the 256 fan-out folders exist up front: no mkdir per object
     await fsp.mkdir(this.dir, { recursive: true });
-    await Promise.all(Array.from({ length: 256 }, (_, i) => fsp.mkdir(path.join(this.dir, i.toString(16).padStart(2, '0')), { recursive: true })));
+    await Promise.all(
+      Array.from({ length: 256 }, async (_, i) => {
+        const sub = path.join(this.dir, i.toString(16).padStart(2, '0'));
+        await fsp.mkdir(sub, { recursive: true });
+        // temp files of object writes cut short by a crash
+        for (const f of await fsp.readdir(sub)) if (f.startsWith('.tmp-')) await fsp.rm(path.join(sub, f), { force: true });
+      }),
+    );
   }
 
   pathOf(id: string): string {

@@ -46,7 +46,9 @@ function checkStore(dataDir: string): number {
       }
     }
   };
-  for (const f of readdirSync(path.join(dataDir, 'heads'))) {
+  const heads = readdirSync(path.join(dataDir, 'heads'));
+  expect(heads.filter((f) => !f.endsWith('.json'))).toEqual([]); // crash leftovers are cleared at start
+  for (const f of heads) {
     const head = JSON.parse(readFileSync(path.join(dataDir, 'heads', f), 'utf8'));
     const commit = readFileSync(obj(head.commit_id));
     expect(sha1(commit)).toBe(head.commit_id);
