@@ -12,6 +12,7 @@ interface ServeArgs {
   'unlock-ttl': number;
   'link-ttl': number;
   'max-upload-mb'?: number;
+  'throttle-per-min'?: number;
   verbose: boolean;
 }
 
@@ -32,6 +33,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('unlock-ttl', { type: 'number', default: 3600, describe: 'Seconds an encrypted-library unlock lasts (for tests)' })
       .option('link-ttl', { type: 'number', default: 3600, describe: 'Seconds download/upload links stay valid (for tests)' })
       .option('max-upload-mb', { type: 'number', describe: 'Largest accepted upload in MB, 442 above it (for tests; default unlimited)' })
+      .option('throttle-per-min', { type: 'number', describe: 'Answer 429 + Retry-After above N web API requests a minute per user (for tests; default off)' })
       .option('verbose', { type: 'boolean', default: false, describe: 'Log each request on stderr' })
       .epilog(
         'Accounts: the administrator creates users with PUT /api2/accounts/{email}/ (password, name, ' +
@@ -52,6 +54,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       maxUploadBytes: argv['max-upload-mb'] !== undefined ? argv['max-upload-mb'] * 1_000_000 : undefined,
       log: (line) => process.stderr.write(line + '\n'),
       logRequests: argv.verbose,
+      throttlePerMin: argv['throttle-per-min'],
     });
     process.stdout.write(`listening on ${server.url}\n`);
     let stopping = false;

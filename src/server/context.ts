@@ -20,6 +20,8 @@ export interface ServerOptions {
   /** largest accepted upload in bytes (442 above it); default unlimited */
   maxUploadBytes?: number;
   log?: (line: string) => void;
+  /** test knob: web API requests allowed per minute and user (or address when anonymous); 429 above */
+  throttlePerMin?: number;
   /** log one line per request through `log` */
   logRequests?: boolean;
 }

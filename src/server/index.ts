@@ -95,6 +95,19 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   router.add([...accountRoutes, ...repoRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
+  // Fixed one-minute windows per caller, like real servers' rate limits (off unless asked for).
+  const windows = new Map<string, { start: number; count: number }>();
+  const throttle = (key: string) => {
+    const limit = opts.throttlePerMin;
+    if (!limit) return;
+    const now = Date.now();
+    let w = windows.get(key);
+    if (!w || now - w.start >= 60_000) windows.set(key, (w = { start: now, count: 0 }));
+    if (++w.count > limit) {
+      const wait = Math.max(1, Math.ceil((w.start + 60_000 - now) / 1000));
+      throw new HttpError(429, '', { detail: `Request was throttled. Expected available in ${wait} seconds.` }, { 'Retry-After': String(wait) });
+    }
+  };
   const inflight = new Set<Promise<void>>();
 
   const handle = async (req: http.IncomingMessage, res: http.ServerResponse): Promise<void> => {
@@ -128,6 +141,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (m === null) throw new HttpError(404, '', { detail: 'Not found.' });
       if (m === 'method') throw new HttpError(405, '', { detail: `Method "${method}" not allowed.` });
       r.params = m.params;
+      const throttleKey = m.route.auth !== 'none' && req.headers.authorization ? req.headers.authorization : `ip:${req.socket.remoteAddress}`;
+      throttle(throttleKey);
       if (m.route.auth !== 'none') {
         r.user = authenticate(ctx, req);
         if (m.route.auth === 'admin' && !r.user.isStaff) {

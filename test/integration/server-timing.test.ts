@@ -48,3 +48,24 @@ describe('timing', () => {
     expect(wm.status).toBe(405);
   });
 });
+
+describe('throttling (test knob --throttle-per-min)', () => {
+  it('answers 429 with Retry-After once a caller exceeds the limit, other callers unaffected', async () => {
+    const s = await startTestServer({ extraArgs: ['--throttle-per-min', '5'] });
+    try {
+      const token = await adminToken(s); // 1 anonymous request
+      const api = apiAs(s.url, token);
+      for (let i = 0; i < 5; i++) expect((await api('GET', '/api2/auth/ping/')).status).toBe(200);
+      const r = await api('GET', '/api2/auth/ping/');
+      expect(r.status).toBe(429);
+      expect(r.json.detail).toMatch(/^Request was throttled\. Expected available in \d+ seconds\.$/);
+      const after = Number(r.headers.get('retry-after'));
+      expect(after).toBeGreaterThanOrEqual(1);
+      expect(after).toBeLessThanOrEqual(60);
+      // the anonymous window of this address is separate from the user's
+      expect((await apiAs(s.url, null)('GET', '/api2/ping/')).status).toBe(200);
+    } finally {
+      await s.stop();
+    }
+  });
+});
