@@ -373,6 +373,18 @@ function roundTrip(m: Mode) {
         model.files.delete(f[0]);
         expect(sortedFiles(await rc().lsjson(up(), ['-R']))).toEqual(model.expectedFiles());
 
+        // a whole folder into the other library (rename + sync-batch-move-item across libraries)
+        const dir = 'spaces  double';
+        const inDir = [...model.files].filter(([p]) => p.startsWith(dir + '/'));
+        expect(inDir.length).toBeGreaterThan(3);
+        await rc().ok(['moveto', up(dir), `all:${LIB_NAME}/cross é/${dir}`]);
+        const there = await rc().lsjson(`all:${LIB_NAME}/cross é/${dir}`, ['-R']);
+        expect(sortedFiles(there)).toEqual(
+          inDir.map(([p, v]): [string, number] => [p.slice(dir.length + 1), v.size]).sort((a, b) => (a[0] < b[0] ? -1 : 1)),
+        );
+        model.removeTree(dir);
+        expect(sortedFiles(await rc().lsjson(up(), ['-R']))).toEqual(model.expectedFiles());
+
         const libs = (await rc().lsjson('all:')).map((l) => l.Path);
         expect(libs).toEqual(expect.arrayContaining([LIB_NAME, ALL_LIB_NAME]));
 
