@@ -182,7 +182,7 @@ async function unlockRepo(ctx: Ctx, r: Req, password: string | undefined): Promi
 
 // ---- sharing ----
 
-function shareRecord(ctx: Ctx, repo: RepoMeta, s: { to: string; permission: string }, head: { mtime: number }) {
+function shareRecord(repo: RepoMeta, s: { to: string; permission: string }, head: { mtime: number }) {
   return {
     repo_id: repo.id,
     repo_name: repo.name,
@@ -329,7 +329,7 @@ export const repoRoutes: Route[] = [
       const out = [];
       for (const s of ctx.db.data.shares) {
         const repo = ctx.db.repo(s.repoId);
-        if (repo && repo.owner === r.user!.email) out.push(shareRecord(ctx, repo, s, await ctx.heads.get(repo.id)));
+        if (repo && repo.owner === r.user!.email) out.push(shareRecord(repo, s, await ctx.heads.get(repo.id)));
       }
       sendJson(r.res, 200, out);
     },
@@ -344,7 +344,7 @@ export const repoRoutes: Route[] = [
         const repo = ctx.db.repo(s.repoId);
         if (repo && s.to === r.user!.email) {
           out.push({
-            ...shareRecord(ctx, repo, s, await ctx.heads.get(repo.id)),
+            ...shareRecord(repo, s, await ctx.heads.get(repo.id)),
             user: repo.owner,
             enc_version: repo.encVersion,
             is_virtual: false,

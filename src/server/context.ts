@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { Db, type RepoMeta, type User } from './db.js';
 import { Heads } from './heads.js';
-import { HttpError, Form, parseBody } from './http.js';
+import { HttpError, type Form } from './http.js';
 import { ObjectStore } from './objects.js';
 
 export interface ServerOptions {

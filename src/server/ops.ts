@@ -208,7 +208,7 @@ export async function transfer(
           const next = [...es];
           for (const s of sources) {
             const name = uniqueName(next, s.name);
-            const entry: DirEnt = { ...s, name, mtime: op === 'copy' ? s.mtime : s.mtime };
+            const entry: DirEnt = { ...s, name };
             next.push(entry);
             out.push({ name, entry });
           }
