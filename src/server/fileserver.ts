@@ -96,6 +96,14 @@ function uploadToken(ctx: Ctx, r: Req, kind: 'upload' | 'update') {
 
 const truthy = (v: string | undefined) => v !== undefined && ['1', 'true', 'True'].includes(v);
 
+/** `last_modify` (ISO 8601) sets the stored mtime, as on real servers; invalid values are ignored. */
+function lastModify(fields: Map<string, string[]>): number | undefined {
+  const v = fields.get('last_modify')?.[0];
+  if (!v) return undefined;
+  const ms = Date.parse(v);
+  return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
+}
+
 export async function upload(ctx: Ctx, r: Req): Promise<void> {
   const { t, user, repo } = uploadToken(ctx, r, 'upload');
   const { fields, files } = await receive(ctx, r, await ctx.quotaLeft(repo));
@@ -128,7 +136,7 @@ export async function upload(ctx: Ctx, r: Req): Promise<void> {
       user,
       repo.id,
       '/' + [...parent, ...rel].join('/'),
-      parts.map((f) => ({ name: f.filename, id: f.id, size: f.size })),
+      parts.map((f) => ({ name: f.filename, id: f.id, size: f.size, mtime: lastModify(fields) })),
       { replace: truthy(field('replace')), createParents: rel.length > 0 },
     );
     if (r.query.get('ret-json') === '1') sendJson(r.res, 200, stored);
@@ -159,7 +167,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     if (!old || old.type !== 'file') throw fsError(441, 'File does not exist.');
     if (part.size - old.size > (await ctx.quotaLeft(repo))) throw fsError(443, 'Out of quota.');
     await ctx.store.adoptFile(part.tmpPath, part.id);
-    const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), { id: part.id, size: part.size });
+    const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), { id: part.id, size: part.size, mtime: lastModify(fields) });
     if (id === null) throw fsError(441, 'File does not exist.');
     if (r.query.get('ret-json') === '1') sendJson(r.res, 200, [{ name: comps[comps.length - 1], id, size: part.size }]);
     else sendText(r.res, 200, id);

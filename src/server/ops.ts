@@ -241,7 +241,7 @@ export async function putFiles(
   user: User,
   repoId: string,
   dir: string,
-  files: { name: string; id: string; size: number }[],
+  files: { name: string; id: string; size: number; mtime?: number }[],
   opts: { replace: boolean; createParents?: boolean; desc?: string },
 ): Promise<{ name: string; id: string; size: number }[]> {
   const comps = splitPath(dir);
@@ -269,7 +269,7 @@ export async function putFiles(
             } else if (existing) {
               name = uniqueName(next, name);
             }
-            next.push({ name, type: 'file', id: f.id, size: f.size, mtime: now, modifier: user.email });
+            next.push({ name, type: 'file', id: f.id, size: f.size, mtime: f.mtime ?? now, modifier: user.email });
             out.push({ name, id: f.id, size: f.size });
           }
           return next;
@@ -289,7 +289,7 @@ export async function updateFile(
   user: User,
   repoId: string,
   p: string,
-  file: { id: string; size: number },
+  file: { id: string; size: number; mtime?: number },
 ): Promise<string | null> {
   const comps = splitPath(p);
   if (comps.length === 0) return null;
@@ -306,7 +306,7 @@ export async function updateFile(
       ctx.store,
       root,
       parent,
-      (es) => es.map((e) => (e.name === name ? { ...e, id: file.id, size: file.size, mtime: now, modifier: user.email } : e)),
+      (es) => es.map((e) => (e.name === name ? { ...e, id: file.id, size: file.size, mtime: file.mtime ?? now, modifier: user.email } : e)),
       { now, modifier: user.email },
     );
     return { root: newRoot, desc: `Modified "${name}"`, result: file.id };

@@ -278,6 +278,16 @@ describe('uploads and updates', () => {
     expect(missing.text).toContain('File does not exist.');
   });
 
+  it('takes last_modify as the file mtime', async () => {
+    const fd = new FormData();
+    fd.append('file', new Blob(['m']), 'mtime.txt');
+    fd.append('parent_dir', '/');
+    fd.append('last_modify', '2021-03-04T05:06:07+00:00');
+    expect((await fetch(await uploadLink('/'), { method: 'POST', body: fd })).status).toBe(200);
+    const d = await call('GET', `/api2/repos/${repo}/file/detail/`, { query: { p: '/mtime.txt' } });
+    expect(d.json.mtime).toBe(Date.UTC(2021, 2, 4, 5, 6, 7) / 1000);
+  });
+
   it('uploads empty files', async () => {
     const r = JSON.parse((await uploadTo(await uploadLink('/'), '/', { 'empty.bin': '' })).text)[0];
     expect(r).toMatchObject({ name: 'empty.bin', size: 0, id: '0'.repeat(40) });
