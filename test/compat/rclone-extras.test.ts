@@ -215,4 +215,20 @@ describe('rclone extras', () => {
     expect(await names(libId, '/over')).toEqual(['file é.bin']);
     expect(await names(libId, '/')).not.toContain('new dir');
   });
+
+  it('after a server restart rclone finds the same files and contents', async () => {
+    const before = await rc().lsjson('ex:', ['-R']);
+    const content = (await rc().ok(['cat', 'ex:copy/streamed.bin'])).stdout;
+    await server!.restart();
+    base = server!.url.replace(/\/+$/, '');
+    const again = await Rclone.create([{ name: 'ex', url: base, user: server!.adminEmail, password: server!.adminPassword, library: LIB }]);
+    try {
+      const after = await again.lsjson('ex:', ['-R']);
+      const key = (items: typeof before) => items.map((i) => `${i.Path} ${i.IsDir ? 'dir' : i.Size}`).sort();
+      expect(key(after)).toEqual(key(before));
+      expect((await again.ok(['cat', 'ex:copy/streamed.bin'])).stdout.equals(content)).toBe(true);
+    } finally {
+      again.dispose();
+    }
+  });
 });
