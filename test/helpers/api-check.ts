@@ -165,3 +165,20 @@ export async function waitRemoteExists(api: SeafileClient, repo: string, p: stri
     await new Promise((r) => setTimeout(r, 250));
   }
 }
+
+/** Downloads the server's folder `remoteDir` into the local folder `localDir` through the API. */
+export async function downloadTree(api: SeafileClient, repo: string, remoteDir: string, localDir: string): Promise<number> {
+  const { mkdir, writeFile } = await import('node:fs/promises');
+  const tree = await remoteTree(api, repo, remoteDir);
+  await mkdir(localDir, { recursive: true });
+  let n = 0;
+  for (const [rel, v] of [...tree].sort(([a], [b]) => a.localeCompare(b))) {
+    const dst = path.join(localDir, rel);
+    if (v === 'dir') await mkdir(dst, { recursive: true });
+    else {
+      await writeFile(dst, await remoteBytes(api, repo, path.posix.join(remoteDir, rel)));
+      n++;
+    }
+  }
+  return n;
+}
