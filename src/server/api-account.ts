@@ -8,6 +8,15 @@ import { base32Decode, verifyTotp } from './totp.js';
 
 export const SERVER_VERSION = '11.0.12';
 
+/** The e-mail path segment of /api2/accounts/{email}/ (400 when not decodable). */
+function emailParam(r: Req): string {
+  try {
+    return decodeURIComponent(r.params[0]);
+  } catch {
+    throw new HttpError(400, 'Email invalid.');
+  }
+}
+
 async function authToken(ctx: Ctx, r: Req): Promise<void> {
   const form = await r.form({ json: true });
   const username = form.get('username') ?? form.get('login_id') ?? form.get('email');
@@ -76,7 +85,7 @@ function bool(v: string | undefined): boolean | undefined {
  * (base32; switches two-factor auth on, empty switches it off).
  */
 async function putAccount(ctx: Ctx, r: Req): Promise<void> {
-  const email = decodeURIComponent(r.params[0]);
+  const email = emailParam(r);
   const form = await r.form({ json: true });
   let user = ctx.db.user(email);
   const created = !user;
@@ -161,7 +170,7 @@ export const accountRoutes: Route[] = [
     path: '/api2/accounts/:seg',
     auth: 'admin',
     handler: async (ctx, r) => {
-      const email = decodeURIComponent(r.params[0]);
+      const email = emailParam(r);
       if (!ctx.db.user(email)) throw new HttpError(404, 'User not found.');
       sendJson(r.res, 200, accountDetail(ctx, email, await ctx.usage(email)));
     },
@@ -173,7 +182,7 @@ export const accountRoutes: Route[] = [
     auth: 'admin',
     handler: async (ctx, r) => {
       const form = await r.form({ json: true });
-      const email = decodeURIComponent(r.params[0]);
+      const email = emailParam(r);
       if (form.get('op') !== 'migrate' || !form.get('to_user') || !ctx.db.user(form.get('to_user')!) || !ctx.db.user(email)) {
         throw new HttpError(400, 'Missing or invalid arguments.');
       }
@@ -187,7 +196,7 @@ export const accountRoutes: Route[] = [
     path: '/api2/accounts/:seg',
     auth: 'admin',
     handler: async (ctx, r) => {
-      const email = decodeURIComponent(r.params[0]);
+      const email = emailParam(r);
       const u = ctx.db.user(email);
       if (u) {
         if (u.email === ctx.opts.adminEmail) throw new HttpError(403, 'Cannot delete the administrator.');
