@@ -35,7 +35,7 @@ export function fmt(v) {
 const pad = (s, w, right = false) => (right ? s.padStart(w) : s.padEnd(w));
 
 /** Plain-text table: one row per metric, one column per contender; footnotes carry full failure reasons. */
-export function table({ latencyMs, metrics, contenders, results }) {
+export function table({ latencyMs, metrics, contenders, results, note = '' }) {
   const notes = [];
   const header = ['workload', 'unit', ...contenders.map((c) => (c === 'seafs' ? 'seafs' : `${c} (seafs adv.)`))];
   const rows = metrics.map((m) => {
@@ -65,5 +65,5 @@ export function table({ latencyMs, metrics, contenders, results }) {
     '|' + widths.map((w, i) => (i > 1 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|') + '|',
     ...rows.map(line),
   ];
-  return [...out, ...notes].join('\n');
+  return [...out, ...notes, ...(note ? [note] : [])].join('\n');
 }
