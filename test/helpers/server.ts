@@ -29,6 +29,8 @@ function spawnServer(dataDir: string, latencyMs: number | undefined, extraArgs: 
   const args = [CLI, 'serve', '--data', dataDir, '--host', '127.0.0.1', '--port', '0', '--admin-email', ADMIN_EMAIL];
   if (latencyMs) args.push('--latency-ms', String(latencyMs));
   args.push(...extraArgs);
+  // SEAFS_TEST_SERVER_LOG=1 shows the server's log, one line per request, on the test's stderr
+  if (process.env.SEAFS_TEST_SERVER_LOG) args.push('--verbose');
   const child = spawn(process.execPath, args, {
     env: { ...process.env, SEAFS_ADMIN_PASSWORD: ADMIN_PASSWORD },
     stdio: ['ignore', 'pipe', 'pipe'],
