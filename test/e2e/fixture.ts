@@ -1,7 +1,9 @@
 // Shared set-up of the e2e files: one `seafs serve` child per test file, an
 // API client logged in as the admin, a local source folder, and the cleanup of
 // every mount and process the file started (afterAll runs even on failure).
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
@@ -19,10 +21,10 @@ export interface E2E {
 }
 
 /** Registers beforeAll/afterAll; the returned object is filled in by beforeAll. */
-export function setupE2E(libraries: string[]): E2E {
+export function setupE2E(libraries: string[], serverOpts: { latencyMs?: number } = {}): E2E {
   const ctx = { repos: {} } as E2E;
   beforeAll(async () => {
-    ctx.server = await startTestServer();
+    ctx.server = await startTestServer(serverOpts);
     ({ client: ctx.api } = await SeafileClient.login({ baseUrl: ctx.server.url }, ctx.server.adminEmail, ctx.server.adminPassword));
     for (const name of libraries) ctx.repos[name] = (await ctx.api.createLibrary(name)).repo_id;
     ctx.src = mkdtempSync(path.join(os.tmpdir(), 'seafs-e2e-src-'));
@@ -41,8 +43,6 @@ export function setupE2E(libraries: string[]): E2E {
 
 /** Writes `size` random bytes to `file` in 1 MiB chunks (async, never one huge buffer). */
 export async function writeRandom(file: string, size: number): Promise<void> {
-  const { open } = await import('node:fs/promises');
-  const { randomBytes } = await import('node:crypto');
   const fh = await open(file, 'w');
   try {
     for (let done = 0; done < size; ) {

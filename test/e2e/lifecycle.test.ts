@@ -1,0 +1,146 @@
+// The life of a mount: `seafs unmount` and SIGTERM wait for pending uploads;
+// `kill -9` in the middle of a copy of 100 files, then `seafs mount` again on
+// the same path and cache dir, loses no file whose close() had returned. The
+// server answers with latency so uploads are still pending when it matters.
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectRemoteFile, remoteExists, remoteNames, remoteSha } from '../helpers/api-check.js';
+import { isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep } from '../helpers/mount.js';
+import { setupE2E, writeRandom } from './fixture.js';
+
+const ctx = setupE2E(['Life'], { latencyMs: 100 });
+
+// Writes `count` files one by one into DIR; after each close() has returned,
+// appends "name sha256" to LOG (on local disk). Stops at the first error.
+const WRITER = `
+const fs = require('fs'), crypto = require('crypto');
+const [dir, count, log] = process.argv.slice(1);
+for (let i = 0; i < Number(count); i++) {
+  const name = 'f' + String(i).padStart(3, '0') + '.bin';
+  const data = crypto.randomBytes(1000 + ((i * 7919) % 200) * 1000);
+  const fd = fs.openSync(dir + '/' + name, 'w');
+  fs.writeSync(fd, data);
+  fs.closeSync(fd);
+  fs.appendFileSync(log, name + ' ' + crypto.createHash('sha256').update(data).digest('hex') + '\\n');
+}
+`;
+
+describe('unmount, signals and crashes', () => {
+  let repo: string;
+  beforeAll(() => {
+    repo = ctx.repos.Life;
+  });
+
+  it('seafs unmount right after a big write waits until the file is complete on the server', async () => {
+    const m = await mountLibrary(ctx.server, { library: 'Life' });
+    const big = path.join(ctx.src, 'big.bin');
+    await writeRandom(big, 150 * 1024 * 1024);
+    await sh(`cp ${q(big)} ${q(m.mnt)}/big.bin`);
+    const t0 = Date.now();
+    const un = await m.unmount();
+    const ms = Date.now() - t0;
+    expect(un.code, un.out + un.err).toBe(0);
+    expect(un.out).toMatch(/waiting for 1 upload/);
+    expect(un.out).toContain('every upload is on the server');
+    expect(await m.exited).toBe(0);
+    expect(await isMountpoint(m.mnt)).toBe(false);
+    // no polling: it must already be there
+    await expectRemoteFile(ctx.api, repo, '/big.bin', big);
+    console.log(`seafs unmount after a 150 MiB cp: ${ms} ms`);
+  });
+
+  it('SIGTERM to the mount process also uploads everything before it exits 0', async () => {
+    const m = await mountLibrary(ctx.server, { library: 'Life' });
+    const f = path.join(ctx.src, 'term.bin');
+    await writeRandom(f, 30 * 1024 * 1024);
+    await sh(`mkdir -p ${q(m.mnt)}/term && cp ${q(f)} ${q(m.mnt)}/term/a.bin && cp ${q(f)} ${q(m.mnt)}/term/b.bin`);
+    process.kill(m.pid, 'SIGTERM');
+    expect(await m.exited).toBe(0);
+    expect(m.output()).toContain('every upload is on the server');
+    expect(await isMountpoint(m.mnt)).toBe(false);
+    await expectRemoteFile(ctx.api, repo, '/term/a.bin', f);
+    await expectRemoteFile(ctx.api, repo, '/term/b.bin', f);
+  });
+
+  it('a dead mount (kill -9) is cleared by seafs unmount', async () => {
+    const m = await mountLibrary(ctx.server, { library: 'Life' });
+    await m.kill9();
+    expect(await isMountpoint(m.mnt)).toBe(true);
+    const ls = await sh(`ls ${q(m.mnt)}`, { allowFail: true });
+    expect(ls.err).toMatch(/Transport endpoint is not connected/);
+    const un = await m.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    expect(un.out).toContain('stale');
+    expect(await isMountpoint(m.mnt)).toBe(false);
+  });
+
+  it('kill -9 during a copy of 100 files, then mount again: every file whose close() returned is on the server', async () => {
+    const cacheDir = path.join(scratchDir(), 'crash-cache');
+    const mnt = path.join(scratchDir(), 'crash-mnt');
+    await sh(`mkdir -p ${q(cacheDir)} ${q(mnt)}`);
+    const m = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    await sh(`mkdir ${q(mnt)}/copy`);
+    const log = path.join(ctx.src, 'written.log');
+    writeFileSync(log, '');
+    const writer = run(process.execPath, ['-e', WRITER, path.join(mnt, 'copy'), '100', log], { allowFail: true, timeoutMs: 120_000 });
+    const logged = async () => (await sh(`cat ${q(log)}`)).out.split('\n').filter(Boolean);
+    // kill the mount mid-way
+    const t0 = Date.now();
+    while ((await logged()).length < 40) {
+      if (Date.now() - t0 > 60_000) throw new Error('the writer did not write 40 files in 60 s');
+      await sleep(10);
+    }
+    await m.kill9();
+    const w = await writer;
+    const closed = (await logged()).map((l) => l.split(' ') as [string, string]);
+    expect(closed.length).toBeGreaterThanOrEqual(40);
+    expect(closed.length, `the writer must have stopped before the end (${w.err.slice(0, 200)})`).toBeLessThan(100);
+
+    // what the server had at the moment of the crash
+    const present = new Set((await remoteNames(ctx.api, repo, '/copy')) ?? []);
+    let onServer = 0;
+    for (const [name, sha] of closed) if (present.has(name) && (await remoteSha(ctx.api, repo, `/copy/${name}`)).sha === sha) onServer++;
+    console.log(`kill -9 after ${closed.length} closed files; ${onServer} of them were on the server at the crash`);
+    expect(onServer, 'some closed files must still have been pending (else the test proves nothing)').toBeLessThan(closed.length);
+
+    // same mount point (a dead mount), same cache dir: the new mount uploads the journal
+    const again = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    for (const [name] of closed) expect((await sh(`test -f ${q(mnt)}/copy/${name} && echo ok`, { allowFail: true })).out, name).toBe('ok\n');
+    const un = await again.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    for (const [name, sha] of closed) {
+      const got = await remoteSha(ctx.api, repo, `/copy/${name}`).catch((e: Error) => ({ sha: `missing: ${e.message}`, size: -1 }));
+      expect(got.sha, `/copy/${name} through the API after recovery`).toBe(sha);
+    }
+  });
+
+  it('kill -9 right after writes, renames and deletes of dirty files: the remount applies them to the right names', async () => {
+    const cacheDir = path.join(scratchDir(), 'crash2-cache');
+    const mnt = path.join(scratchDir(), 'crash2-mnt');
+    await sh(`mkdir -p ${q(cacheDir)} ${q(mnt)}`);
+    const m = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const a = path.join(ctx.src, 'a.bin');
+    const b = path.join(ctx.src, 'b.bin');
+    await writeRandom(a, 8 * 1024 * 1024);
+    await writeRandom(b, 8 * 1024 * 1024);
+    await sh(
+      [
+        `mkdir -p ${q(mnt)}/c2/sub`,
+        `cp ${q(a)} ${q(mnt)}/c2/a.bin`,
+        `cp ${q(b)} ${q(mnt)}/c2/b.bin`,
+        `cp ${q(a)} ${q(mnt)}/c2/gone.bin`,
+        `mv ${q(mnt)}/c2/a.bin ${q(mnt)}/c2/sub/a-moved.bin`,
+        `rm ${q(mnt)}/c2/gone.bin`,
+      ].join(' && '),
+    );
+    await m.kill9();
+    const again = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const un = await again.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    await expectRemoteFile(ctx.api, repo, '/c2/sub/a-moved.bin', a);
+    await expectRemoteFile(ctx.api, repo, '/c2/b.bin', b);
+    expect(await remoteExists(ctx.api, repo, '/c2/a.bin'), 'the old name of a renamed dirty file').toBe(false);
+    expect(await remoteExists(ctx.api, repo, '/c2/gone.bin'), 'a dirty file deleted before the crash').toBe(false);
+  });
+});
