@@ -5,7 +5,6 @@
 import { createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
-import { LRUCache } from 'lru-cache';
 import type { SeafileApi, RangeDownload } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { VfsError } from './errors.js';
@@ -34,16 +33,29 @@ export interface ReaderOptions {
   maxSegmentsPerFile?: number;
 }
 
+/** The chunks of one file version: in memory, or being fetched. */
+interface FileChunks {
+  have: Map<number, Chunk>;
+  inflight: Map<number, Promise<Chunk>>;
+  segs: number;
+  bytes: number;
+  /** first chunk readahead has not requested yet */
+  raFrontier?: number;
+}
+
+/** A chunk's bytes as the slices of the received network buffers (no copy). */
+type Chunk = Buffer[];
+
 interface Deferred {
-  promise: Promise<Buffer>;
-  resolve(b: Buffer): void;
+  promise: Promise<Chunk>;
+  resolve(b: Chunk): void;
   reject(e: unknown): void;
 }
 
 function deferred(): Deferred {
-  let resolve!: (b: Buffer) => void;
+  let resolve!: (b: Chunk) => void;
   let reject!: (e: unknown) => void;
-  const promise = new Promise<Buffer>((res, rej) => {
+  const promise = new Promise<Chunk>((res, rej) => {
     resolve = res;
     reject = rej;
   });
@@ -59,9 +71,12 @@ export class RemoteReader {
   private readonly segChunks: number;
   private readonly maxSegs: number;
   private readonly linkTtl: number;
-  private readonly chunks: LRUCache<string, Buffer>;
-  private readonly inflight = new Map<string, Promise<Buffer>>();
-  private readonly segsPerFile = new Map<string, number>();
+  private readonly memBudget: number;
+  private memUsed = 0;
+  /** chunks in the order they were fetched: the oldest leave first when memory is short */
+  private order: { version: string; fc: FileChunks; idx: number; buf: Chunk; size: number }[] = [];
+  private orderHead = 0;
+  private readonly files = new Map<string, FileChunks>();
   private readonly links = new Map<string, { url: string; at: number; p?: Promise<string> }>();
 
   constructor(
@@ -70,14 +85,11 @@ export class RemoteReader {
   ) {
     this.chunk = opts.chunkSize ?? 128 * 1024;
     this.initialWindow = opts.initialWindow ?? 512 * 1024;
-    this.maxWindow = opts.maxWindow ?? 32 * 1024 * 1024;
+    this.maxWindow = opts.maxWindow ?? 24 * 1024 * 1024;
     this.segChunks = Math.max(1, Math.floor((opts.segmentSize ?? 4 * 1024 * 1024) / this.chunk));
     this.maxSegs = opts.maxSegmentsPerFile ?? 4;
     this.linkTtl = opts.linkTtlMs ?? 50 * 60 * 1000;
-    this.chunks = new LRUCache<string, Buffer>({
-      maxSize: opts.memoryBytes ?? 96 * 1024 * 1024,
-      sizeCalculation: (b) => Math.max(1, b.length),
-    });
+    this.memBudget = opts.memoryBytes ?? 48 * 1024 * 1024;
   }
 
   /** A reusable download link for this version of the file, renewed before it expires. */
@@ -134,12 +146,43 @@ export class RemoteReader {
     await pipeline(res.body, createWriteStream(dest));
   }
 
-  private key(f: RemoteFile, idx: number): string {
-    return `${f.version}\u0000${idx}`;
+  private fileChunks(f: RemoteFile): FileChunks {
+    let fc = this.files.get(f.version);
+    if (!fc) {
+      fc = { have: new Map(), inflight: new Map(), segs: 0, bytes: 0 };
+      this.files.set(f.version, fc);
+    }
+    return fc;
   }
 
-  /** Reads into `target`; returns the number of bytes (short only at end of file). */
-  async read(f: RemoteFile, target: Buffer, len: number, offset: number, pat: ReadPattern): Promise<number> {
+  /** Keep a fetched chunk within the memory budget (oldest chunks go first). */
+  private store(f: RemoteFile, fc: FileChunks, idx: number, buf: Chunk, size: number): void {
+    fc.have.set(idx, buf);
+    fc.bytes += size;
+    this.memUsed += size;
+    this.order.push({ version: f.version, fc, idx, buf, size });
+    while (this.memUsed > this.memBudget && this.orderHead < this.order.length) {
+      const old = this.order[this.orderHead];
+      this.order[this.orderHead++] = undefined as never;
+      if (old.fc.have.get(old.idx) === old.buf) {
+        old.fc.have.delete(old.idx);
+        old.fc.bytes -= old.size;
+        this.memUsed -= old.size;
+        if (old.fc.bytes === 0 && old.fc.inflight.size === 0 && this.files.get(old.version) === old.fc) this.files.delete(old.version);
+      }
+    }
+    if (this.orderHead > 4096 && this.orderHead * 2 > this.order.length) {
+      this.order = this.order.slice(this.orderHead);
+      this.orderHead = 0;
+    }
+  }
+
+  /**
+   * Reads into `target` and returns the byte count (short only at end of
+   * file). When every chunk is in memory the answer is synchronous: a number,
+   * not a promise, which keeps the hot sequential path free of microtasks.
+   */
+  read(f: RemoteFile, target: Buffer, len: number, offset: number, pat: ReadPattern): number | Promise<number> {
     if (offset >= f.size || len <= 0) return 0;
     const end = Math.min(f.size, offset + len);
     if (offset === pat.next || (offset === 0 && pat.window === 0)) {
@@ -151,51 +194,86 @@ export class RemoteReader {
     const C = this.chunk;
     const first = Math.floor(offset / C);
     const last = Math.floor((end - 1) / C);
-    this.ensure(f, first, last, false);
+    const fc = this.fileChunks(f);
+    this.ensure(f, fc, first, last, false);
     if (pat.window > 0) {
       const lastChunk = Math.floor((f.size - 1) / C);
       const raEnd = Math.min(lastChunk, Math.floor((end - 1 + pat.window) / C));
-      if (raEnd > last) this.ensure(f, last + 1, raEnd, true);
+      const windowChunks = Math.ceil(pat.window / C);
+      const fr = fc.raFrontier;
+      const from = fr !== undefined && fr > last && fr <= raEnd + 1 ? fr : last + 1;
+      if (raEnd >= from) this.ensure(f, fc, from, raEnd, true, Math.max(1, Math.min(this.segChunks, windowChunks >> 1)));
     }
+    // fast path: all in memory
     let written = 0;
-    for (let i = first; i <= last; i++) {
-      const buf = await this.chunkAt(f, i);
-      const cStart = i * C;
-      const from = Math.max(offset, cStart) - cStart;
-      const to = Math.min(end, cStart + buf.length) - cStart;
-      if (to <= from) break;
-      buf.copy(target, written, from, to);
-      written += to - from;
+    let i = first;
+    for (; i <= last; i++) {
+      const buf = fc.have.get(i);
+      if (!buf) break;
+      written += this.copyOut(buf, i, target, written, offset, end);
+    }
+    if (i > last) return written;
+    return this.readSlow(f, fc, target, offset, end, i, last, written);
+  }
+
+  private copyOut(parts: Chunk, i: number, target: Buffer, at: number, offset: number, end: number): number {
+    const cStart = i * this.chunk;
+    const from = Math.max(offset, cStart) - cStart;
+    const to = Math.min(end, cStart + this.chunk) - cStart;
+    let pos = 0; // offset of the current part within the chunk
+    let n = 0;
+    for (const part of parts) {
+      const pEnd = pos + part.length;
+      if (pEnd > from && pos < to) {
+        const a = Math.max(from, pos) - pos;
+        const b = Math.min(to, pEnd) - pos;
+        part.copy(target, at + n, a, b);
+        n += b - a;
+      }
+      pos = pEnd;
+      if (pos >= to) break;
+    }
+    return n;
+  }
+
+  private async readSlow(f: RemoteFile, fc: FileChunks, target: Buffer, offset: number, end: number, i: number, last: number, written: number): Promise<number> {
+    for (; i <= last; i++) {
+      const buf = await this.chunkAt(f, fc, i);
+      written += this.copyOut(buf, i, target, written, offset, end);
     }
     return written;
   }
 
-  private async chunkAt(f: RemoteFile, i: number): Promise<Buffer> {
-    for (let attempt = 0; attempt < 2; attempt++) {
-      const k = this.key(f, i);
-      const have = this.chunks.get(k) ?? this.inflight.get(k);
+  private async chunkAt(f: RemoteFile, fc: FileChunks, i: number): Promise<Chunk> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const have = fc.have.get(i) ?? fc.inflight.get(i);
       if (have) return have;
-      this.ensure(f, i, i, false); // evicted between ensure and use
+      this.ensure(f, fc, i, i, false); // evicted between ensure and use
     }
-    const k = this.key(f, i);
-    const have = this.chunks.get(k) ?? this.inflight.get(k);
-    if (!have) throw new VfsError('EIO', 'chunk lost');
-    return have;
+    throw new VfsError('EIO', 'chunk lost');
   }
 
-  /** Start fetches for the chunks in [a, b] that are neither cached nor in flight. */
-  private ensure(f: RemoteFile, a: number, b: number, readahead: boolean): void {
+  /**
+   * Start fetches for the chunks in [a, b] that are neither cached nor in
+   * flight. Readahead waits until a missing run is worth a large request
+   * (or reaches the end of the file), so a window sliding one chunk per read
+   * does not turn into one small request per read.
+   */
+  private ensure(f: RemoteFile, fc: FileChunks, a: number, b: number, readahead: boolean, minRun = 1): void {
+    const lastChunk = Math.floor((f.size - 1) / this.chunk);
     let runStart = -1;
-    const flush = (endIdx: number) => {
+    const flush = (endIdx: number): boolean => {
+      if (readahead && endIdx - runStart + 1 < minRun && endIdx < lastChunk) return false;
       for (let s = runStart; s <= endIdx; s += this.segChunks) {
-        if (readahead && (this.segsPerFile.get(f.version) ?? 0) >= this.maxSegs) return false;
-        this.fetchSegment(f, s, Math.min(endIdx, s + this.segChunks - 1));
+        if (readahead && fc.segs >= this.maxSegs) return false;
+        const e = Math.min(endIdx, s + this.segChunks - 1);
+        this.fetchSegment(f, fc, s, e);
+        if (readahead) fc.raFrontier = e + 1;
       }
       return true;
     };
     for (let i = a; i <= b; i++) {
-      const k = this.key(f, i);
-      const missing = !this.inflight.has(k) && !this.chunks.has(k);
+      const missing = !fc.inflight.has(i) && !fc.have.has(i);
       if (missing && runStart < 0) runStart = i;
       if (!missing && runStart >= 0) {
         if (!flush(i - 1)) return;
@@ -205,7 +283,7 @@ export class RemoteReader {
     if (runStart >= 0) flush(b);
   }
 
-  private fetchSegment(f: RemoteFile, c0: number, c1: number): void {
+  private fetchSegment(f: RemoteFile, fc: FileChunks, c0: number, c1: number): void {
     const C = this.chunk;
     const start = c0 * C;
     const end = Math.min(f.size, (c1 + 1) * C) - 1;
@@ -213,15 +291,16 @@ export class RemoteReader {
     for (let i = c0; i <= c1; i++) {
       const d = deferred();
       waits.push(d);
-      this.inflight.set(this.key(f, i), d.promise);
+      fc.inflight.set(i, d.promise);
     }
-    this.segsPerFile.set(f.version, (this.segsPerFile.get(f.version) ?? 0) + 1);
+    fc.segs++;
     let cur = c0;
     const run = async () => {
       const res = await this.get(f, { start, end });
       // a server may ignore Range (encrypted libraries) and send the whole file: skip to `start`
       let pos = res.status === 206 ? res.start : 0;
-      let buf = Buffer.allocUnsafe(Math.min(C, f.size - cur * C));
+      let want = Math.min(C, f.size - cur * C);
+      let parts: Chunk = [];
       let fill = 0;
       try {
         for await (const piece of res.body) {
@@ -232,20 +311,20 @@ export class RemoteReader {
             p = p.subarray(skip);
           }
           while (p.length > 0 && cur <= c1) {
-            const n = Math.min(p.length, buf.length - fill);
-            p.copy(buf, fill, 0, n);
+            const n = Math.min(p.length, want - fill);
+            parts.push(n === p.length ? p : p.subarray(0, n));
             fill += n;
             pos += n;
             p = p.subarray(n);
-            if (fill === buf.length) {
-              this.stats.bytesFetched += buf.length;
-              const k = this.key(f, cur);
-              this.chunks.set(k, buf);
-              this.inflight.delete(k);
-              waits[cur - c0].resolve(buf);
+            if (fill === want) {
+              this.stats.bytesFetched += want;
+              fc.inflight.delete(cur);
+              this.store(f, fc, cur, parts, want);
+              waits[cur - c0].resolve(parts);
               cur++;
               if (cur <= c1) {
-                buf = Buffer.allocUnsafe(Math.min(C, f.size - cur * C));
+                want = Math.min(C, f.size - cur * C);
+                parts = [];
                 fill = 0;
               }
             }
@@ -260,14 +339,14 @@ export class RemoteReader {
     run()
       .catch((e) => {
         for (let i = cur; i <= c1; i++) {
-          this.inflight.delete(this.key(f, i));
+          fc.inflight.delete(i);
           waits[i - c0].reject(e);
         }
+        // readahead may retry this range later
+        if (fc.raFrontier !== undefined && fc.raFrontier > cur) fc.raFrontier = cur;
       })
       .finally(() => {
-        const n = (this.segsPerFile.get(f.version) ?? 1) - 1;
-        if (n <= 0) this.segsPerFile.delete(f.version);
-        else this.segsPerFile.set(f.version, n);
+        fc.segs--;
       });
   }
 }

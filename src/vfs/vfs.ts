@@ -378,7 +378,8 @@ export class Vfs {
     return this.addHandle({ repo, path: loc.path, state: s, remote: null, write: true, pattern: { next: 0, window: 0 } });
   }
 
-  async read(_p: string, fh: number, buf: Buffer, len: number, pos: number): Promise<number> {
+  /** Synchronous (a number) when the data is in memory, a promise otherwise. */
+  read(_p: string, fh: number, buf: Buffer, len: number, pos: number): number | Promise<number> {
     const h = this.handle(fh);
     // a clean file opened for reading that someone has since written to: read the local data
     const s = h.state ?? this.wb.get(h.repo, h.path);
