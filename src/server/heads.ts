@@ -40,6 +40,13 @@ export interface Change<T> {
   result: T;
 }
 
+interface Pending {
+  user: string;
+  fn: (roots: Map<string, string>) => Promise<Map<string, Change<unknown>> | Change<unknown>>;
+  resolve: (value: unknown) => void;
+  reject: (e: unknown) => void;
+}
+
 export class Heads {
   private dir: string;
   private cache = new Map<string, Head>();
@@ -66,7 +73,8 @@ export class Heads {
     return head;
   }
 
-  async commit(repoId: string, root: string, creator: string, desc: string, kind?: string, parent?: Head): Promise<Head> {
+  /** Builds the commit object of a change (written in the background) and the head it leads to. */
+  private async makeCommit(repoId: string, root: string, creator: string, desc: string, kind: string | undefined, parent: Head | null): Promise<Head> {
     const ctime = Math.floor(Date.now() / 1000);
     const body: Omit<Commit, 'id'> = {
       parent_id: parent ? parent.commit_id : null,
@@ -84,16 +92,20 @@ export class Heads {
     };
     // Stored without its id: the id is the sha1 of the stored record, like every object.
     const id = this.store.putJson(body);
-    // every object of this change (folders, commit) is on disk before the head moves
+    return { commit_id: id, root_id: root, size: totalSize(await readDir(this.store, root)), mtime: ctime };
+  }
+
+  /** Moves the head, once every object written so far (folders, commits) is on disk. */
+  private async persist(repoId: string, head: Head): Promise<void> {
     await this.store.flush();
-    const head: Head = { commit_id: id, root_id: root, size: totalSize(await readDir(this.store, root)), mtime: ctime };
     await writeFileAtomic(path.join(this.dir, `${repoId}.json`), JSON.stringify(head));
     this.cache.set(repoId, head);
-    return head;
   }
 
   async create(repoId: string, creator: string): Promise<Head> {
-    return this.commit(repoId, ZERO_ID, creator, 'Created library');
+    const head = await this.makeCommit(repoId, ZERO_ID, creator, 'Created library', undefined, null);
+    await this.persist(repoId, head);
+    return head;
   }
 
   async remove(repoId: string): Promise<void> {
@@ -103,14 +115,18 @@ export class Heads {
 
   /**
    * Runs read-head/modify/write-head under the library's lock. `fn` gets the
-   * current root and returns the new one; an unchanged root makes no commit.
+   * current root(s) and returns the new one(s); an unchanged root makes no
+   * commit. Changes of one library that queue up while a head is being
+   * written are applied together: one commit each, one flush and one head
+   * write for the lot (group commit), each answered only once it is durable.
    */
   async change<T>(
     repoIds: string | string[],
     user: string,
     fn: (roots: Map<string, string>) => Promise<Map<string, Change<T>> | Change<T>>,
   ): Promise<T> {
-    const ids = Array.isArray(repoIds) ? repoIds : [repoIds];
+    const ids = [...new Set(Array.isArray(repoIds) ? repoIds : [repoIds])];
+    if (ids.length === 1) return this.enqueue(ids[0], user, fn);
     return this.mutex.run(ids, async () => {
       const heads = new Map<string, Head>();
       const roots = new Map<string, string>();
@@ -122,13 +138,63 @@ export class Heads {
       const out = await fn(roots);
       const changes = out instanceof Map ? out : new Map([[ids[0], out]]);
       let result: T | undefined;
+      const next: [string, Head][] = [];
       for (const [id, ch] of changes) {
         result = ch.result;
         const h = heads.get(id)!;
-        if (ch.root !== h.root_id) await this.commit(id, ch.root, user, ch.desc, ch.kind, h);
+        if (ch.root !== h.root_id) next.push([id, await this.makeCommit(id, ch.root, user, ch.desc, ch.kind, h)]);
       }
+      for (const [id, head] of next) await this.persist(id, head);
       return result as T;
     });
+  }
+
+  private queues = new Map<string, Pending[]>();
+
+  private enqueue<T>(repoId: string, user: string, fn: (roots: Map<string, string>) => Promise<Map<string, Change<T>> | Change<T>>): Promise<T> {
+    return new Promise<T>((resolve, reject) => {
+      let queue = this.queues.get(repoId);
+      if (!queue) {
+        queue = [];
+        this.queues.set(repoId, queue);
+        // arrivals until the lock is ours join this batch; later ones start the next
+        void this.mutex.run(repoId, () => this.drain(repoId));
+      }
+      queue.push({ user, fn: fn as Pending['fn'], resolve: resolve as (v: unknown) => void, reject });
+    });
+  }
+
+  private async drain(repoId: string): Promise<void> {
+    const batch = this.queues.get(repoId) ?? [];
+    this.queues.delete(repoId);
+    let head: Head;
+    try {
+      head = await this.get(repoId);
+    } catch (e) {
+      for (const p of batch) p.reject(e);
+      return;
+    }
+    const start = head;
+    const done: { p: Pending; value: unknown }[] = [];
+    for (const p of batch) {
+      try {
+        const out = await p.fn(new Map([[repoId, head.root_id]]));
+        const ch = out instanceof Map ? out.get(repoId) : out;
+        if (ch && ch.root !== head.root_id) head = await this.makeCommit(repoId, ch.root, p.user, ch.desc, ch.kind, head);
+        done.push({ p, value: ch?.result });
+      } catch (e) {
+        p.reject(e);
+      }
+    }
+    if (head !== start) {
+      try {
+        await this.persist(repoId, head);
+      } catch (e) {
+        for (const d of done) d.p.reject(e);
+        return;
+      }
+    }
+    for (const d of done) d.p.resolve(d.value);
   }
 
   async readCommit(id: string): Promise<Commit> {

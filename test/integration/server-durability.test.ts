@@ -129,6 +129,8 @@ describe('concurrency', () => {
 
   it('concurrent operations in different folders and libraries do not lose each other', async () => {
     const other = (await call('POST', '/api2/repos/', { form: { name: 'other' } })).json.repo_id;
+    const history = async (id: string) => (await call('GET', `/api2/repos/${id}/history/`, { query: { per_page: '10000' } })).json.commits;
+    const before = (await history(repo)).length;
     const ops = [];
     for (let i = 0; i < 10; i++) {
       ops.push(call('POST', `/api2/repos/${repo}/dir/`, { query: { p: `/d${i}` }, form: { operation: 'mkdir' } }));
@@ -139,6 +141,13 @@ describe('concurrency', () => {
     for (let i = 0; i < 10; i++) expect(mine).toContain(`d${i}`);
     const theirs = (await call('GET', `/api2/repos/${other}/dir/`, { query: { p: '/' } })).json;
     expect(theirs).toHaveLength(10);
+    // one commit per change, chained parent to child, even when changes were written together
+    const commits = await history(repo);
+    expect(commits.length).toBe(before + 10);
+    for (let i = 0; i + 1 < commits.length; i++) expect(commits[i].parent_id).toBe(commits[i + 1].id);
+    expect(commits.slice(0, 10).map((c: { desc: string }) => c.desc).sort()).toEqual(
+      Array.from({ length: 10 }, (_, i) => `Added directory "d${i}"`).sort(),
+    );
   });
 });
 
