@@ -178,6 +178,13 @@ async function main() {
     config,
     machine: await machine(),
     contenders: names,
+    settings: {
+      seafs: 'seafs mount URL MNT --library L --user U --daemon --cache-dir <fresh>; clock stops when `seafs unmount` returns',
+      rclone: 'rclone mount (seafile backend via env) --vfs-cache-mode full (reads, listings) | writes (write, untar) --vfs-write-back 0s --cache-dir <fresh>; clock stops when the server lists the data (polled every 200 ms)',
+      http: 'curl for the big download/upload; undici (keep-alive) for listings, 8 folders at a time; untar = 25 files per multipart request, 8 in flight; random reads = one Range GET at a time on a reuse=1 link',
+      memfs: 'bench/memfs.mjs: fuse-native, big_writes, kernel_cache, attr/entry timeout 5 s, data in RAM',
+      cold: 'fresh mount and fresh cache dir, then sync and echo 3 > /proc/sys/vm/drop_caches',
+    },
     metrics,
     servers,
   };
