@@ -62,7 +62,7 @@ export async function mountJob(job, contender, ctx) {
       dropCaches();
       const args = [RANDREAD, p('big.bin'), String(c.randomReads), '4096', '3'];
       if (!h.inMemory) args.push(fixtures.src);
-      const r = JSON.parse((await run(process.execPath, args, { timeoutMs: ctx.timeoutMs })).stdout);
+      const r = JSON.parse((await run(process.execPath, args, { timeoutMs: ctx.timeoutMs, name: 'randread' })).stdout);
       out.randread = r.count / (r.ms / 1000);
     } else if (job === 'ls' || job === 'find') {
       const cmd =
@@ -104,7 +104,8 @@ export async function mountJob(job, contender, ctx) {
       }
     }
   } finally {
-    await h.close();
+    // A failing unmount must not hide the workload's own error, nor void a finished measurement.
+    await h.close().catch((err) => process.stderr.write(`bench: ${contender.name}: unmount after ${job} failed: ${err.message}\n`));
   }
   return out;
 }

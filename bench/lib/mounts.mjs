@@ -44,7 +44,7 @@ export const seafs = {
     const args = [ctx.cli, 'mount', ctx.server.url, mnt, '--library', ctx.server.library, '--user', ctx.server.user.email,
       '--daemon', '--cache-dir', cache];
     try {
-      await run(process.execPath, args, { env, timeoutMs: 60_000 });
+      await run(process.execPath, args, { env, timeoutMs: 60_000, name: 'seafs mount' });
       await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the seafs mount' });
     } catch (err) {
       lazyUnmount(mnt);
@@ -59,7 +59,7 @@ export const seafs = {
     const unmount = async () => {
       if (unmounted) return;
       unmounted = true;
-      await run(process.execPath, [ctx.cli, 'unmount', mnt], { timeoutMs: ctx.timeoutMs });
+      await run(process.execPath, [ctx.cli, 'unmount', mnt], { timeoutMs: ctx.timeoutMs, name: 'seafs unmount' });
       if (isMounted(mnt)) throw new Error('still mounted after `seafs unmount` returned');
     };
     return {

@@ -99,7 +99,7 @@ export function cleanupAll() {
  * Run a command to completion with a time limit. Resolves {code, stdout, stderr, ms}; rejects on timeout
  * (after killing it) or, with check, on a non-zero exit. stdout may be discarded to keep huge outputs cheap.
  */
-export function run(cmd, args, { timeoutMs = 600_000, env, input, keepStdout = true, check = true, cwd } = {}) {
+export function run(cmd, args, { timeoutMs = 600_000, env, input, keepStdout = true, check = true, cwd, name = cmd } = {}) {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
     const child = spawn(cmd, args, { env: env ? { ...process.env, ...env } : process.env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
@@ -131,10 +131,10 @@ export function run(cmd, args, { timeoutMs = 600_000, env, input, keepStdout = t
       untrackPid(child.pid);
       const ms = Number(process.hrtime.bigint() - t0) / 1e6;
       const res = { code, signal, stdout, stdoutBytes, stdoutLines, stderr, ms };
-      if (timedOut) return reject(new Error(`${cmd} timed out after ${Math.round(timeoutMs / 1000)} s`));
+      if (timedOut) return reject(new Error(`${name} timed out after ${Math.round(timeoutMs / 1000)} s`));
       if (check && code !== 0) {
         const why = (stderr.trim().split('\n').pop() || `exit ${code ?? signal}`).slice(0, 200);
-        return reject(new Error(`${cmd} failed: ${why}`));
+        return reject(new Error(`${name} failed: ${why}`));
       }
       resolve(res);
     });
