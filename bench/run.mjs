@@ -12,7 +12,7 @@ import { cleanupAll, run, mountPoints } from './lib/proc.mjs';
 import { startServer, seed } from './lib/server.mjs';
 import { seafs, rclone, memfs } from './lib/mounts.mjs';
 import { metrics as metricList, JOBS, mountJob, httpJob, httpContender } from './lib/jobs.mjs';
-import { table, summarize } from './lib/report.mjs';
+import { table, summarize, targets, targetLines } from './lib/report.mjs';
 import { chart } from './lib/svg.mjs';
 import { randomFile, smallFilesLayout, writeLayout, contentFor, treeLayout, expectedFindCount, findThresholdKiB } from './lib/dataset.mjs';
 
@@ -188,6 +188,8 @@ async function main() {
     metrics,
     servers,
   };
+  const goals = contenders.some((c) => c.name === 'seafs') ? servers.flatMap((s) => targets({ latencyMs: s.latencyMs, metrics, results: s.results })) : [];
+  report.targets = goals;
   const jsonPath = join(opt.out, `${stamp}.json`);
   const svgPath = join(opt.out, `${stamp}.svg`);
   writeFileSync(jsonPath, JSON.stringify(report, null, 2));
@@ -208,6 +210,7 @@ async function main() {
       results: s.results,
       note: s.memfsFrom !== undefined ? `memfs does not use the server: its figures are the ${s.memfsFrom} ms section's` : '',
     }) + '\n\n');
+  if (goals.length) process.stdout.write(`issue 4 targets (seafs):\n${targetLines(goals).join('\n')}\n\n`);
   process.stdout.write(`JSON: ${jsonPath}\nSVG:  ${svgPath}\n`);
   if (!opt['keep-work'] && !opt.work) {
     cleanupAll();

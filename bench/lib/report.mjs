@@ -67,3 +67,54 @@ export function table({ latencyMs, metrics, contenders, results, note = '' }) {
   ];
   return [...out, ...notes, ...(note ? [note] : [])].join('\n');
 }
+
+/**
+ * Issue 4's targets checked against one section's medians: [{latencyMs, target, pass, detail}].
+ * pass is null when a figure is missing (failed or not run).
+ */
+export function targets({ latencyMs, metrics, results }) {
+  const med = (id, c) => {
+    const r = summarize(results[id]?.[c]);
+    return r.failed || r.na ? null : r.median;
+  };
+  const out = [];
+  const add = (target, pass, detail) => out.push({ latencyMs, target, pass, detail });
+  const byId = Object.fromEntries(metrics.map((m) => [m.id, m]));
+  const limit = (id, httpShare) => {
+    const http = med(id, 'http');
+    const mem = med(id, 'memfs');
+    const cands = [http != null ? httpShare * http : null, mem != null ? 0.9 * mem : null].filter((x) => x != null);
+    return cands.length ? Math.min(...cands) : null;
+  };
+  if (byId.read_cold) {
+    const s = med('read_cold', 'seafs');
+    const want = limit('read_cold', 0.8);
+    add('seq read cold >= 0.8x HTTP (or 0.9x memfs if lower)', s == null || want == null ? null : s >= want, `${fmt(s)} vs ${fmt(want)} MB/s`);
+  }
+  if (byId.read_warm && byId.read_cold) {
+    const c = med('read_cold', 'seafs');
+    const w = med('read_warm', 'seafs');
+    add('seq read warm >= 3x cold', c == null || w == null ? null : w >= 3 * c, `${fmt(w)} vs 3 x ${fmt(c)} MB/s`);
+  }
+  if (byId.write) {
+    const s = med('write', 'seafs');
+    const want = limit('write', 0.7);
+    add('seq write >= 0.7x HTTP (or 0.9x memfs if lower)', s == null || want == null ? null : s >= want, `${fmt(s)} vs ${fmt(want)} MB/s`);
+  }
+  for (const m of metrics) {
+    if (m.id.startsWith('rss_')) continue;
+    const adv = seafsAdvantage(m, med(m.id, 'seafs'), med(m.id, 'rclone'));
+    const need = latencyMs >= 20 && ['tar', 'ls_cold', 'find_cold'].includes(m.id) ? 2 : 1;
+    add(`${m.label}: >= ${need}x rclone`, adv == null ? null : adv >= need, adv == null ? 'missing' : `${adv.toFixed(2)}x`);
+  }
+  for (const id of ['rss_read', 'rss_write']) {
+    if (!byId[id]) continue;
+    const s = med(id, 'seafs');
+    add(`${byId[id].label} <= 150 MiB`, s == null ? null : s <= 150, `${fmt(s)} MiB`);
+  }
+  return out;
+}
+
+export function targetLines(list) {
+  return list.map((t) => `${t.pass === null ? 'n/a ' : t.pass ? 'MET ' : 'MISS'}  ${String(t.latencyMs).padStart(2)} ms  ${t.target} (${t.detail})`);
+}
