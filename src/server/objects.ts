@@ -16,7 +16,11 @@ export function sha1(data: string | Buffer): string {
 
 export class ObjectStore {
   readonly dir: string;
-  private json = new LRUCache<string, object>({ max: 20_000 });
+  // Parsed folder and commit objects, bounded by their JSON size (a folder of
+  // 10,000 entries is ~1.5 MB of text, several times that once parsed).
+  private json = new LRUCache<string, object>({ maxSize: 16 << 20, sizeCalculation: () => 1 });
+  // Objects whose write is still running: never evicted, always readable.
+  private writing = new Map<string, object>();
 
   constructor(dataDir: string) {
     this.dir = path.join(dataDir, 'objects');
@@ -60,15 +64,23 @@ export class ObjectStore {
   putJson(value: unknown): string {
     const text = JSON.stringify(value);
     const id = sha1(text);
-    if (!this.json.has(id)) {
+    if (!this.json.has(id) && !this.writing.has(id)) {
+      this.writing.set(id, value as object);
       const write = writeFileAtomic(this.pathOf(id), text, { syncDir: false });
       this.pending.add(write);
       void write.then(
-        () => this.pending.delete(write),
-        () => this.json.delete(id), // stays in `pending`: flush() reports the failure
+        () => {
+          this.pending.delete(write);
+          this.writing.delete(id);
+        },
+        () => {
+          // stays in `pending` so flush() reports the failure; a later put writes it again
+          this.writing.delete(id);
+          this.json.delete(id);
+        },
       );
     }
-    this.json.set(id, value as object);
+    this.json.set(id, value as object, { size: text.length });
     return id;
   }
 
@@ -84,10 +96,11 @@ export class ObjectStore {
   }
 
   async getJson<T>(id: string): Promise<T> {
-    const hit = this.json.get(id);
+    const hit = this.json.get(id) ?? this.writing.get(id);
     if (hit !== undefined) return hit as T;
-    const value = JSON.parse(await fsp.readFile(this.pathOf(id), 'utf8')) as T;
-    this.json.set(id, value as object);
+    const text = await fsp.readFile(this.pathOf(id), 'utf8');
+    const value = JSON.parse(text) as T;
+    this.json.set(id, value as object, { size: text.length });
     return value;
   }
 
