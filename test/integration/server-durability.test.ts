@@ -212,6 +212,22 @@ describe('durability', () => {
     expect(await names('/')).toContain('inflight.bin');
   });
 
+  it('a client that goes away mid-upload leaves nothing behind and the server keeps going', async () => {
+    const l = await link('/');
+    const up = slowUpload(l, 'abandoned.bin', Buffer.alloc(128 * 1024, 3), 100, 20);
+    await up.started;
+    up.abort();
+    await up.response.catch(() => null);
+    let leftovers: string[] = ['?'];
+    for (let i = 0; i < 50 && leftovers.length; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      leftovers = readdirSync(path.join(server.dataDir, 'tmp'));
+    }
+    expect(leftovers).toEqual([]);
+    expect(await names('/')).not.toContain('abandoned.bin');
+    expect((await call('GET', '/api2/auth/ping/')).json).toBe('pong');
+  });
+
   it('kill -9 during an upload and during a burst of commits leaves a consistent store', async () => {
     const before = await names('/');
     const l = await link('/');
