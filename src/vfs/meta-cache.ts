@@ -95,6 +95,10 @@ export class MetaCache {
 
   private touch(k: string): void {
     this.epoch.set(k, (this.epoch.get(k) ?? 0) + 1);
+    // locally edited entries no longer match their oid: a folder whose content
+    // returns to that state (same oid) would otherwise be "uptodate" with wrong entries
+    const l = this.lru.get(k);
+    if (l) l.oid = null;
   }
 
   /** Record a local change of one entry (added or replaced) in a cached listing. */
