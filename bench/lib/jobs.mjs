@@ -1,13 +1,12 @@
 // The workloads. A job runs once for one contender and returns {metricId: value}; a throw marks every metric
 // it did not return as FAILED for that run. Mount contenders share one implementation; direct HTTP has its own.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, openSync, readSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { agent, pool } from './api.mjs';
 import { run, dropCaches, rssSampler } from './proc.mjs';
 import { randomOffsets } from './dataset.mjs';
-import { openSync, readSync, closeSync } from 'node:fs';
 
 const RANDREAD = fileURLToPath(new URL('../randread.mjs', import.meta.url));
 const now = () => Number(process.hrtime.bigint()) / 1e6;
