@@ -4,7 +4,7 @@
 //                      [--jobs seqread,write,tar,ls,find,randread] [--out bench-results] [--work DIR] [--keep-work]
 // Progress goes to stderr; the tables go to stdout; JSON and an SVG chart go to --out.
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir, cpus, totalmem, release } from 'node:os';
+import { tmpdir, cpus, totalmem, release, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -97,6 +97,7 @@ async function main() {
   const work = opt.work ? resolve(opt.work) : mkdtempSync(join(tmpdir(), 'seafs-bench-'));
   mkdirSync(work, { recursive: true });
   const startedAt = new Date();
+  const loadAtStart = loadavg()[0];
   log(`${opt.quick ? 'quick' : 'full'} run: ${config.runs} run(s), latencies ${latencies.join(', ')} ms, contenders ${contenders.map((c) => c.name).join(', ')}; work dir ${work}`);
   const fx = await fixtures(work);
   log(`fixtures ready (${config.bigBytes >> 20} MiB source, ${config.smallFiles}-file tarball)`);
@@ -176,7 +177,7 @@ async function main() {
     mode: opt.quick ? 'quick' : 'full',
     command: `bash scripts/bench ${process.argv.slice(2).filter((a) => !a.startsWith('--work')).join(' ')}`.trim(),
     config,
-    machine: await machine(),
+    machine: { ...(await machine()), loadAvg1mAtStart: loadAtStart, loadAvg1mAtEnd: loadavg()[0] },
     contenders: names,
     settings: {
       seafs: 'seafs mount URL MNT --library L --user U --daemon --cache-dir <fresh>; clock stops when `seafs unmount` returns',
@@ -211,6 +212,10 @@ async function main() {
       note: s.memfsFrom !== undefined ? `memfs does not use the server: its figures are the ${s.memfsFrom} ms section's` : '',
     }) + '\n\n');
   if (goals.length) process.stdout.write(`issue 4 targets (seafs):\n${targetLines(goals).join('\n')}\n\n`);
+  const busiest = Math.max(loadAtStart, report.machine.loadAvg1mAtEnd);
+  if (busiest > cpus().length) {
+    process.stdout.write(`note: the machine was busy (1-minute load ${busiest.toFixed(1)} on ${cpus().length} CPUs): figures are noisy\n`);
+  }
   process.stdout.write(`JSON: ${jsonPath}\nSVG:  ${svgPath}\n`);
   if (!opt['keep-work'] && !opt.work) {
     cleanupAll();
