@@ -147,6 +147,9 @@ async function main() {
             } catch (err) {
               error = err.message.replace(/\s+/g, ' ').trim();
             }
+            for (const [k, v] of Object.entries(out)) {
+              if (k.startsWith('x_')) (((section.diagnostics ??= {})[c.name] ??= {})[k.slice(2)] ??= []).push(v);
+            }
             for (const m of jobMetrics) {
               if (!applies(m, c.name)) continue;
               const cell = cellOf(m.id, c.name);

@@ -83,8 +83,12 @@ export async function mountJob(job, contender, ctx) {
       try {
         const t0 = now();
         await run('dd', [`if=${fixtures.src}`, `of=${p(`w/${name}`)}`, 'bs=1M'], { timeoutMs: ctx.timeoutMs });
+        const t1 = now();
         await h.settle(async () => (await server.api.fileSize(server.repo, `/w/${name}`)) === c.bigBytes, `/w/${name}`);
         out.write = mbps(c.bigBytes, now() - t0);
+        // Diagnostics (JSON only): time in dd, and time after close until the server had it.
+        out.x_write_copy_s = (t1 - t0) / 1000;
+        out.x_write_settle_s = (now() - t1) / 1000;
       } finally {
         if (rss) out.rss_write = rss.stop();
         if (!h.inMemory) await server.api.deletePath(server.repo, `/w/${name}`);
@@ -96,8 +100,11 @@ export async function mountJob(job, contender, ctx) {
       try {
         const t0 = now();
         await run('tar', ['-xf', fixtures.tarball, '--no-same-owner', '-C', p(dir)], { timeoutMs: ctx.timeoutMs });
+        const t1 = now();
         await h.settle(async () => (await server.api.countFiles(server.repo, `/${dir}`)) === c.smallFiles, `${c.smallFiles} files in /${dir}`);
         out.tar = (now() - t0) / 1000;
+        out.x_tar_extract_s = (t1 - t0) / 1000;
+        out.x_tar_settle_s = (now() - t1) / 1000;
       } finally {
         if (!h.inMemory) await server.api.deletePath(server.repo, `/${dir}`);
       }
