@@ -37,6 +37,8 @@ export class FileState {
   rerun = false;
   lastError: unknown = null;
   failures = 0;
+  /** journal writes/removals of this file, in order */
+  jchain: Promise<void> = Promise.resolve();
   private tail: Promise<unknown> = Promise.resolve();
 
   constructor(
@@ -110,7 +112,7 @@ export class WriteBack {
     private readonly hooks: WriteBackHooks,
     opts: WriteBackOptions = {},
   ) {
-    this.limit = pLimit(opts.concurrency ?? 6);
+    this.limit = pLimit(opts.concurrency ?? 8);
     this.maxAttempts = opts.maxAttempts ?? 6;
     this.linkTtl = opts.linkTtlMs ?? 50 * 60 * 1000;
     this.retryBase = opts.retryBaseMs ?? 1000;
@@ -173,6 +175,7 @@ export class WriteBack {
       this.states.delete(key(repo, path));
       throw e;
     }
+    this.persistSoon(s);
     return s;
   }
 
@@ -231,6 +234,7 @@ export class WriteBack {
     const { bytesWritten } = await s.fh.write(buf, 0, len, pos);
     s.size = Math.max(s.size, pos + bytesWritten);
     s.markDirty();
+    if (!s.journaled) this.persistSoon(s);
     return bytesWritten;
   }
 
@@ -242,12 +246,32 @@ export class WriteBack {
     s.markDirty();
   }
 
-  /** Record the dirty file in the journal (before close() returns). */
-  async persist(s: FileState): Promise<void> {
-    const where = key(s.repo, s.path);
-    if (!s.dirty || s.deleted || s.journaled === where) return;
-    await this.journal.write({ id: s.id, repo: s.repo, path: s.path, tmp: s.tmp, pid: process.pid, at: Date.now() });
-    s.journaled = where;
+  /**
+   * Record the dirty file in the journal (before close() returns). Journal
+   * writes and removals of one file run in order; the first one starts as
+   * soon as the file becomes dirty, so close() rarely has to wait for it.
+   */
+  persist(s: FileState): Promise<void> {
+    const run = s.jchain.then(async () => {
+      const where = key(s.repo, s.path);
+      if (!s.dirty || s.deleted || s.journaled === where) return;
+      await this.journal.write({ id: s.id, repo: s.repo, path: s.path, tmp: s.tmp, pid: process.pid, at: Date.now() });
+      s.journaled = where;
+    });
+    s.jchain = run.catch(() => {});
+    return run;
+  }
+
+  private unjournal(s: FileState): Promise<void> {
+    s.journaled = null;
+    const run = s.jchain.then(() => this.journal.remove(s.id));
+    s.jchain = run.catch(() => {});
+    return run;
+  }
+
+  /** start journaling early, without waiting (errors surface at flush) */
+  private persistSoon(s: FileState): void {
+    if (!s.journaled && !s.deleted) this.persist(s).catch(() => {});
   }
 
   /** Start (or queue another round of) the background upload of `s`. */
@@ -294,8 +318,7 @@ export class WriteBack {
           this.stats.uploadedBytes += res.size;
           if (s.version === v) {
             s.dirty = false;
-            s.journaled = null;
-            await this.journal.remove(s.id);
+            await this.unjournal(s);
           }
           this.hooks.onUploaded(s, res, repo, path);
           // written again during the upload while still open: the last release uploads again
@@ -386,7 +409,7 @@ export class WriteBack {
     s.deleted = true;
     if (this.states.get(key(s.repo, s.path)) === s) this.states.delete(key(s.repo, s.path));
     return s.lock(async () => {
-      await this.journal.remove(s.id);
+      await this.unjournal(s);
       this.maybeDispose(s);
       return s.remotePath;
     });

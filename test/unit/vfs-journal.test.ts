@@ -21,10 +21,11 @@ describe('vfs journal', () => {
     const first = await makeVfs(api, { library: 'lib', cacheDir });
     await writeWhole(first.vfs, '/d/a.txt', 'alpha');
     await writeWhole(first.vfs, '/d/b.bin', Buffer.alloc(200_000, 3));
-    // open for writing, written, but never closed: not promised to survive
+    // open for writing, written, never closed: not promised, but journaled early and kept too
     const fh = await first.vfs.create('/d/open.txt', 0o644);
     await first.vfs.write('/d/open.txt', fh, Buffer.from('x'), 1, 0);
-    expect((await readdir(join(cacheDir, 'journal'))).filter((n) => n.endsWith('.json'))).toHaveLength(2);
+    await first.vfs.flush('/d/open.txt', fh);
+    expect((await readdir(join(cacheDir, 'journal'))).filter((n) => n.endsWith('.json'))).toHaveLength(3);
     first.vfs.close();
 
     // "restart": a fresh vfs over the same cache dir, and a server that accepts uploads
@@ -33,7 +34,8 @@ describe('vfs journal', () => {
     expect(await second.vfs.drain()).toEqual([]);
     expect(api.content(repo, '/d/a.txt')!.toString()).toBe('alpha');
     expect(api.content(repo, '/d/b.bin')!.equals(Buffer.alloc(200_000, 3))).toBe(true);
-    expect(api.names(repo, '/d')).toEqual(['a.txt', 'b.bin']);
+    expect(api.names(repo, '/d')).toEqual(['a.txt', 'b.bin', 'open.txt']);
+    expect(api.content(repo, '/d/open.txt')!.toString()).toBe('x');
     expect(await readdir(join(cacheDir, 'journal'))).toEqual([]);
     second.vfs.close();
   });
