@@ -7,6 +7,8 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { remoteExists, remoteNames, sha256File, waitRemoteExists, waitRemoteFile } from '../helpers/api-check.js';
 import { mountLibrary, q, sh, type Mount } from '../helpers/mount.js';
+
+const alive = (m: Mount) => m.child.exitCode === null && m.child.signalCode === null;
 import { setupE2E, writeRandom } from './fixture.js';
 
 const ctx = setupE2E(['Tools']);
@@ -126,6 +128,67 @@ describe('ordinary tools on a mounted library', () => {
     // rmdir of an empty folder works
     await sh(`mkdir ${q(M('a/empty'))} && rmdir ${q(M('a/empty'))}`);
     await waitRemoteExists(ctx.api, repo, '/a/empty', false);
+  });
+
+  it('mount and df show the seafs name and the quota', async () => {
+    expect((await sh(`findmnt -n -o SOURCE,FSTYPE ${q(M())}`)).out.trim()).toMatch(/^seafs:Tools\s+fuse\.seafs$/);
+    const df = (await sh(`df -B1 --output=source,size,used ${q(M())} | tail -1`)).out.trim().split(/\s+/);
+    expect(df[0]).toBe('seafs:Tools');
+    expect(Number(df[1])).toBeGreaterThan(0);
+  });
+
+  it('tools get the right errors, and the mount stays alive after each', async () => {
+    const cases: [string, RegExp][] = [
+      [`cat ${q(M('missing.txt'))}`, /No such file or directory/],
+      [`ls ${q(M('missing-dir'))}`, /No such file or directory/],
+      [`mkdir ${q(M('big.bin'))}`, /File exists/],
+      [`cat ${q(M('big.bin/x'))}`, /Not a directory/],
+      [`cat ${q(M())}`, /Is a directory/],
+      [`rmdir ${q(M('big.bin'))}`, /Not a directory/],
+      [`rm ${q(M())}/.`, /refusing to remove|Is a directory/],
+      [`touch ${q(M('n'.repeat(300)))}`, /File name too long/],
+      [`mv ${q(M('missing.txt'))} ${q(M('other.txt'))}`, /No such file or directory/],
+      [`ln -s big.bin ${q(M('link'))}`, /not implemented|not permitted|not supported/i],
+      [`ln ${q(M('big.bin'))} ${q(M('hardlink'))}`, /not implemented|not permitted|not supported/i],
+      [`mkfifo ${q(M('fifo'))}`, /not implemented|not permitted|not supported/i],
+    ];
+    for (const [cmd, err] of cases) {
+      const r = await sh(cmd, { allowFail: true });
+      expect(r.code, `${cmd} must fail`).not.toBe(0);
+      expect(r.err, cmd).toMatch(err);
+    }
+    expect((await sh(`stat -c %s ${q(M('big.bin'))}`)).out.trim()).toBe(String(100 * 1024 * 1024));
+    expect(alive(m)).toBe(true);
+  });
+
+  it('a second, cold mount reads ranges of the 100 MiB file correctly (dd skip, tail, head)', async () => {
+    const big = path.join(ctx.src, 'big.bin');
+    const cold = await mountLibrary(ctx.server, { library: 'Tools' });
+    const C = path.join(cold.mnt, 'big.bin');
+    const parts = [
+      [`dd if=${q(C)} bs=4096 skip=12345 count=3 status=none`, `dd if=${q(big)} bs=4096 skip=12345 count=3 status=none`],
+      [`tail -c 100000 ${q(C)}`, `tail -c 100000 ${q(big)}`],
+      [`head -c 777 ${q(C)}`, `head -c 777 ${q(big)}`],
+      [`dd if=${q(C)} bs=1M skip=50 count=5 status=none`, `dd if=${q(big)} bs=1M skip=50 count=5 status=none`],
+    ];
+    for (const [onMount, local] of parts) {
+      const a = (await sh(`${onMount} | sha256sum`)).out;
+      const b = (await sh(`${local} | sha256sum`)).out;
+      expect(a, onMount).toBe(b);
+    }
+    const t0 = Date.now();
+    expect((await sh(`sha256sum < ${q(C)}`)).out.split(' ')[0]).toBe(await sha256File(big));
+    console.log(`cold sequential read of 100 MiB through the mount: ${Date.now() - t0} ms`);
+    expect((await cold.unmount()).code).toBe(0);
+  });
+
+  it('40 files copied in parallel (xargs -P 8) all reach the server intact', async () => {
+    const P = path.join(ctx.src, 'par');
+    mkdirSync(P);
+    for (let i = 0; i < 40; i++) await writeRandom(path.join(P, `p${i}.bin`), 10_000 + i * 37_000);
+    await sh(`mkdir ${q(M('par'))} && cd ${q(P)} && ls | xargs -P 8 -I{} cp {} ${q(M('par'))}/{}`);
+    expect((await sh(`ls ${q(M('par'))} | wc -l`)).out.trim()).toBe('40');
+    for (let i = 0; i < 40; i++) await waitRemoteFile(ctx.api, repo, `/par/p${i}.bin`, path.join(P, `p${i}.bin`));
   });
 
   it('rm and rm -r remove files and trees from the server', async () => {
