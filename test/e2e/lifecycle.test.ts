@@ -7,7 +7,12 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { expectRemoteFile, remoteExists, remoteNames, remoteSha } from '../helpers/api-check.js';
 import { isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep } from '../helpers/mount.js';
+import { SeafileClient } from '../../src/client/client.js';
+import { createUser } from '../helpers/server.js';
 import { setupE2E, writeRandom } from './fixture.js';
+
+const QUOTA_USER = 'small@seafs.test';
+const QUOTA_PW = 'small-quota-pw';
 
 const ctx = setupE2E(['Life'], { latencyMs: 100 });
 
@@ -73,6 +78,48 @@ describe('unmount, signals and crashes', () => {
     expect(un.code, un.out + un.err).toBe(0);
     expect(un.out).toContain('stale');
     expect(await isMountpoint(m.mnt)).toBe(false);
+  });
+
+  it('over quota: fsync says ENOSPC, unmount exits 1 naming the files, and a mount after the quota is raised uploads them', async () => {
+    await createUser(ctx.server, QUOTA_USER, QUOTA_PW, { storage: '2' });
+    const { client } = await SeafileClient.login({ baseUrl: ctx.server.url }, QUOTA_USER, QUOTA_PW);
+    let qrepo: string;
+    try {
+      qrepo = (await client.createLibrary('Small')).repo_id;
+    } finally {
+      await client.close();
+    }
+    const cacheDir = path.join(scratchDir(), 'quota-cache');
+    const mnt = path.join(scratchDir(), 'quota-mnt');
+    await sh(`mkdir -p ${q(cacheDir)} ${q(mnt)}`);
+    const opts = { library: 'Small', user: QUOTA_USER, password: QUOTA_PW, mountpoint: mnt, cacheDir };
+    const m = await mountLibrary(ctx.server, opts);
+    const f = path.join(ctx.src, 'over.bin');
+    await writeRandom(f, 3 * 1000 * 1000);
+    const dd = await sh(`dd if=${q(f)} of=${q(mnt)}/over.bin bs=1M conv=fsync status=none`, { allowFail: true });
+    expect(dd.code).not.toBe(0);
+    expect(dd.err).toMatch(/No space left on device/);
+    // a plain cp closes before the upload: it succeeds, and the file must not be lost
+    await sh(`cp ${q(f)} ${q(mnt)}/later.bin`);
+    const un = await m.unmount();
+    expect(un.code, un.out).toBe(1);
+    expect(un.out).toMatch(/could not be uploaded/);
+    expect(un.out).toContain('/over.bin');
+    expect(un.out).toContain('/later.bin');
+    expect(await m.exited).toBe(1);
+    expect(await isMountpoint(mnt)).toBe(false);
+    // the administrator raises the quota; the next mount uploads what was kept
+    await createUser(ctx.server, QUOTA_USER, QUOTA_PW, { storage: '100' });
+    const again = await mountLibrary(ctx.server, opts);
+    const un2 = await again.unmount();
+    expect(un2.code, un2.out).toBe(0);
+    const { client: c2 } = await SeafileClient.login({ baseUrl: ctx.server.url }, QUOTA_USER, QUOTA_PW);
+    try {
+      await expectRemoteFile(c2, qrepo!, '/over.bin', f);
+      await expectRemoteFile(c2, qrepo!, '/later.bin', f);
+    } finally {
+      await c2.close();
+    }
   });
 
   it('kill -9 during a copy of 100 files, then mount again: every file whose close() returned is on the server', async () => {
