@@ -20,6 +20,8 @@ const LIB_NAME = 'compat lib é';
 const ALL_LIB_NAME = 'compat all ü';
 // rclone logs this when a download ignored its Range header (200 instead of 206).
 const RANGE_IGNORED = 'ignored our request of partial content';
+// rclone paces itself (~0.2 s per file each way): a copy takes ~45 s whatever the machine
+const COPY_TIMEOUT_MS = 240_000;
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 
@@ -166,14 +168,14 @@ async function copyTree(src: string, dst: string, files: string[], shards: numbe
         const listFile = join(work, `shard-${Date.now()}-${i}.txt`);
         writeFileSync(listFile, list.join('\n') + '\n');
         return rc().ok(['copy', src, dst, '--files-from-raw', listFile, '--transfers', '4', '--stats', '0'], {
-          timeoutMs: 240_000,
+          timeoutMs: COPY_TIMEOUT_MS,
         });
       }),
     );
-    const last = await rc().ok(['copy', src, dst, ...common, '-v'], { timeoutMs: 240_000 });
+    const last = await rc().ok(['copy', src, dst, ...common, '-v'], { timeoutMs: COPY_TIMEOUT_MS });
     expect(last.stderr, 'the final copy found files the shards missed').not.toMatch(/: Copied/);
   } else {
-    await rc().ok(['copy', src, dst, ...common], { timeoutMs: 240_000 });
+    await rc().ok(['copy', src, dst, ...common], { timeoutMs: COPY_TIMEOUT_MS });
   }
   return Date.now() - t0;
 }
@@ -226,7 +228,7 @@ function roundTrip(m: Mode) {
         `[${m.label}] rclone copy up (${m.shardsUp} process(es)): ${tree.files.length} files, ${mb.toFixed(1)} MiB in ${ms} ms;` +
           ` server peak RSS ${hwm ? Math.round(Number(hwm) / 1024) : '?'} MiB`,
       );
-    });
+    }, COPY_TIMEOUT_MS + 60_000);
 
     for (const fast of [false, true]) {
       it(`lsjson -R${fast ? ' --fast-list' : ''} matches the tree`, async () => {
@@ -298,7 +300,7 @@ function roundTrip(m: Mode) {
         expect(await sha256File(join(dl, f.path)), f.path).toBe(f.sha256);
       }
       rmSync(dl, { recursive: true, force: true });
-    });
+    }, COPY_TIMEOUT_MS + 60_000);
 
     it('moveto renames and moves files and folders', async () => {
       const inDir = (d: string) =>
