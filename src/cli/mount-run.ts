@@ -12,6 +12,7 @@ import { clearStaleMount, isMounted, mountVfs, type FuseMount } from '../fuse/mo
 import { opCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
+import { uploadManyFor } from './mount-client.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import type { Secrets } from './mount-secrets.js';
 
@@ -132,6 +133,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       readOnly: s.readOnly,
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
+      writeBack: { uploadMany: uploadManyFor(client) },
       log,
     });
   } catch (e) {

@@ -12,6 +12,7 @@ import { ApiError } from '../client/errors.js';
 import { errnoOf, VfsError } from './errors.js';
 import type { Journal } from './journal.js';
 import { baseOf, isWithin, parentOf } from './paths.js';
+import type { UploadMany } from './upload-batch.js';
 
 export class FileState {
   repo: string;
@@ -78,6 +79,12 @@ export interface WriteBackHooks {
 
 export interface WriteBackOptions {
   concurrency?: number;
+  /** several new small files of a folder in one POST, when the API offers it */
+  uploadMany?: UploadMany;
+  batchMaxFiles?: number;
+  batchMaxBytes?: number;
+  /** larger files are uploaded on their own */
+  batchFileMax?: number;
   maxAttempts?: number;
   linkTtlMs?: number;
   retryBaseMs?: number;
@@ -96,7 +103,7 @@ function permanent(e: unknown): boolean {
 }
 
 export class WriteBack {
-  readonly stats = { uploads: 0, uploadedBytes: 0, failures: 0, linkRequests: 0 };
+  readonly stats = { uploads: 0, uploadedBytes: 0, failures: 0, linkRequests: 0, batches: 0 };
   private readonly states = new Map<string, FileState>();
   private readonly limit: ReturnType<typeof pLimit>;
   private readonly links = new Map<string, { url: string; at: number }>();
@@ -104,6 +111,12 @@ export class WriteBack {
   private readonly linkTtl: number;
   private readonly retryBase: number;
   private retryTimer: NodeJS.Timeout | null = null;
+  private readonly uploadMany: UploadMany | undefined;
+  private readonly batchMaxFiles: number;
+  private readonly batchMaxBytes: number;
+  private readonly batchFileMax: number;
+  /** new small files waiting for an upload slot, per folder */
+  private readonly batches = new Map<string, { items: { s: FileState; done: () => void }[]; queued: boolean }>();
 
   constructor(
     private readonly api: SeafileApi,
@@ -116,6 +129,10 @@ export class WriteBack {
     this.maxAttempts = opts.maxAttempts ?? 6;
     this.linkTtl = opts.linkTtlMs ?? 50 * 60 * 1000;
     this.retryBase = opts.retryBaseMs ?? 1000;
+    this.uploadMany = opts.uploadMany;
+    this.batchMaxFiles = opts.batchMaxFiles ?? 32;
+    this.batchMaxBytes = opts.batchMaxBytes ?? 8 * 1024 * 1024;
+    this.batchFileMax = opts.batchFileMax ?? 1024 * 1024;
   }
 
   async init(): Promise<void> {
@@ -282,13 +299,131 @@ export class WriteBack {
       return s.running;
     }
     s.rerun = false;
-    const p = this.limit(() => this.loop(s)).finally(() => {
+    const task = this.batchable(s) ? this.enqueueBatch(s) : this.limit(() => this.loop(s));
+    const p = task.finally(() => {
       s.running = null;
       if (s.rerun && s.dirty && !s.deleted && !s.lastError && s.writers === 0) void this.schedule(s);
       else this.maybeDispose(s);
     });
     s.running = p;
     return p;
+  }
+
+  private batchable(s: FileState): boolean {
+    return !!this.uploadMany && s.remotePath === null && s.size <= this.batchFileMax && s.writers === 0;
+  }
+
+  /** Queue a new small file for a batch upload of its folder; resolves when its attempt is over. */
+  private enqueueBatch(s: FileState): Promise<void> {
+    const k = key(s.repo, parentOf(s.path));
+    let q = this.batches.get(k);
+    if (!q) {
+      q = { items: [], queued: false };
+      this.batches.set(k, q);
+    }
+    const queue = q;
+    return new Promise<void>((resolve) => {
+      queue.items.push({ s, done: resolve });
+      if (!queue.queued) {
+        queue.queued = true;
+        void this.limit(() => this.runBatch(k, queue));
+      }
+    });
+  }
+
+  /** In an upload slot: take what has accumulated for the folder (up to the limits) and send it. */
+  private async runBatch(k: string, q: { items: { s: FileState; done: () => void }[]; queued: boolean }): Promise<void> {
+    q.queued = false;
+    const take: { s: FileState; done: () => void }[] = [];
+    let bytes = 0;
+    while (q.items.length && take.length < this.batchMaxFiles && bytes < this.batchMaxBytes) {
+      const it = q.items.shift()!;
+      take.push(it);
+      bytes += it.s.size;
+    }
+    if (q.items.length) {
+      q.queued = true;
+      void this.limit(() => this.runBatch(k, q));
+    } else if (this.batches.get(k) === q) {
+      this.batches.delete(k);
+    }
+    try {
+      const states = take.map((t) => t.s);
+      const rest = take.length > 1 ? await this.uploadBatch(states) : states;
+      for (const s of rest) await this.loop(s);
+    } finally {
+      for (const t of take) t.done();
+    }
+  }
+
+  /** Runs fn holding the locks of every state. */
+  private lockAll<T>(states: FileState[], fn: () => Promise<T>): Promise<T> {
+    let f = fn;
+    for (const s of states) {
+      const inner = f;
+      f = () => s.lock(inner);
+    }
+    return f();
+  }
+
+  /** One POST for several files; returns those that must go on their own (moved meanwhile, failed). */
+  private async uploadBatch(states: FileState[]): Promise<FileState[]> {
+    const rest: FileState[] = [];
+    await this.lockAll(states, async () => {
+      const repo = states[0].repo;
+      const dir = parentOf(states[0].path);
+      let ok: FileState[] = [];
+      for (const s of states) {
+        if (!s.dirty || s.deleted || s.hold) continue;
+        if (s.remotePath !== null || s.repo !== repo || parentOf(s.path) !== dir) rest.push(s);
+        else ok.push(s);
+      }
+      if (ok.length <= 1) {
+        rest.push(...ok);
+        ok = [];
+        return;
+      }
+      const versions = ok.map((s) => s.version);
+      const paths = ok.map((s) => s.path);
+      try {
+        await Promise.all(ok.map((s) => this.persist(s)));
+        const files = ok.map((s) => ({ path: s.tmp, name: baseOf(s.path) }));
+        let res;
+        try {
+          res = await this.uploadMany!(await this.link('upload', repo, dir), dir, files, { replace: true });
+        } catch (e) {
+          if (!(e instanceof ApiError && (e.status === 403 || e.status === 401 || e.status === 404) && e.operation === 'upload')) throw e;
+          this.dropLink('upload', repo, dir);
+          res = await this.uploadMany!(await this.link('upload', repo, dir), dir, files, { replace: true });
+        }
+        const byName = new Map(res.map((r) => [r.name, r]));
+        for (let i = 0; i < ok.length; i++) {
+          const s = ok[i];
+          const r = byName.get(baseOf(paths[i]));
+          if (!r) {
+            rest.push(s);
+            continue;
+          }
+          s.remotePath = paths[i];
+          s.uploadedVersion = Math.max(s.uploadedVersion, versions[i]);
+          s.lastError = null;
+          s.failures = 0;
+          this.stats.uploads++;
+          this.stats.uploadedBytes += r.size;
+          if (s.version === versions[i]) {
+            s.dirty = false;
+            await this.unjournal(s);
+          }
+          this.hooks.onUploaded(s, { id: r.id, size: r.size }, repo, paths[i]);
+          if (s.dirty && s.writers === 0) rest.push(s);
+        }
+        this.stats.batches++;
+      } catch (e) {
+        this.hooks.log(`batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`);
+        rest.push(...ok);
+      }
+    });
+    return rest;
   }
 
   /** Upload after `ms` unless a writer opens the file meanwhile (truncate without open). */

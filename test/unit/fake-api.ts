@@ -327,6 +327,26 @@ export class FakeApi implements SeafileApi {
     return [{ name: final, id, size: data.length }];
   }
 
+  /** several files in one POST (the vfs' UploadMany capability) */
+  uploadMany = async (link: string, parentDir: string, files: { path: string; name: string }[], opts: { replace: boolean }): Promise<UploadedFile[]> => {
+    this.hit('uploadMany');
+    if (this.uploadGate) await this.uploadGate();
+    const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
+    this.checkQuota('upload');
+    const d = this.dirAt(repoId, parentDir);
+    const out: UploadedFile[] = [];
+    for (const f of files) {
+      const data = await readFile(f.path);
+      const existing = d.children.get(f.name);
+      const final = opts.replace && existing?.type === 'file' ? f.name : this.freeName(d, f.name);
+      const id = this.store(data);
+      d.children.set(final, { type: 'file', id, mtime: now() });
+      out.push({ name: final, id, size: data.length });
+    }
+    this.touch(repoId, parentDir);
+    return out;
+  };
+
   async updateLink(repoId: string, dir: string): Promise<string> {
     this.hit('updateLink');
     if (this.repo(repoId).lib.permission === 'r') throw apiError('forbidden', 403, 'updateLink');

@@ -114,3 +114,54 @@ describe('vfs write path', () => {
     expect(api.calls.upload).toBe(3);
   });
 });
+
+describe('vfs batch uploads', () => {
+  it('sends many small new files of a folder in a few multi-file POSTs', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const g = gate();
+    api.uploadGate = g.wait;
+    const m = await makeVfs(api, { library: 'lib', writeBack: { uploadMany: api.uploadMany, concurrency: 2, retryBaseMs: 10 } });
+    try {
+      await m.vfs.mkdir('/many', 0o755);
+      const want = new Map<string, string>();
+      for (let i = 0; i < 100; i++) {
+        const body = `file number ${i}\n`.repeat(i + 1);
+        want.set(`f${i}.txt`, body);
+        await writeWhole(m.vfs, `/many/f${i}.txt`, body);
+      }
+      await writeWhole(m.vfs, '/many/big.bin', Buffer.alloc(2 * 1024 * 1024, 1)); // too big for a batch
+      g.open();
+      expect(await m.vfs.drain()).toEqual([]);
+      for (const [name, body] of want) expect(api.content(repo, `/many/${name}`)!.toString()).toBe(body);
+      expect(api.content(repo, '/many/big.bin')!.length).toBe(2 * 1024 * 1024);
+      expect(api.names(repo, '/many')).toHaveLength(101);
+      const posts = (api.calls.uploadMany ?? 0) + (api.calls.upload ?? 0);
+      expect(posts).toBeLessThanOrEqual(8);
+      expect(m.vfs.wb.stats.uploads).toBe(101);
+    } finally {
+      g.open();
+      await m.cleanup();
+    }
+  });
+
+  it('falls back to one upload per file when a batch fails', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const g = gate();
+    api.uploadGate = g.wait;
+    const { apiError } = await import('./fake-api.js');
+    const m = await makeVfs(api, { library: 'lib', writeBack: { uploadMany: api.uploadMany, concurrency: 1, retryBaseMs: 10 } });
+    try {
+      await writeWhole(m.vfs, '/first', '1'); // holds the only slot at the gate
+      for (let i = 0; i < 5; i++) await writeWhole(m.vfs, `/b${i}`, `b${i}`);
+      api.failNext.set('uploadMany', [apiError('server', 500, 'upload')]);
+      g.open();
+      expect(await m.vfs.drain()).toEqual([]);
+      for (let i = 0; i < 5; i++) expect(api.content(repo, `/b${i}`)!.toString()).toBe(`b${i}`);
+    } finally {
+      g.open();
+      await m.cleanup();
+    }
+  });
+});
