@@ -89,6 +89,8 @@ export class Vfs {
   private readonly gid: number;
   private readonly log: (msg: string) => void;
   private readonly mountTime = new Date();
+  /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
+  private readonly hidden = new Map<string, { size: number; mtimeMs: number }>();
 
   private constructor(
     readonly api: SeafileApi,
@@ -259,6 +261,8 @@ export class Vfs {
     }
     const s = this.wb.get(loc.repo, loc.path);
     if (s) return this.fileAttr(s.size, s.mtime, loc.readOnly);
+    const hid = this.hidden.get(`${loc.repo}\u0000${loc.path}`);
+    if (hid) return this.fileAttr(hid.size, hid.mtimeMs, loc.readOnly);
     const e = await this.lookup(loc.repo, loc.path);
     if (!e) throw new VfsError('ENOENT', p);
     if (e.type === 'dir') return this.dirAttr(e.mtime, loc.readOnly);
@@ -444,7 +448,7 @@ export class Vfs {
     if (!s) return;
     s.openCount--;
     if (h.write) s.writers--;
-    if (s.dirty && s.writers === 0 && !s.deleted) void this.wb.schedule(s);
+    if (s.dirty && s.writers === 0 && !s.deleted) this.wb.scheduleAfterClose(s);
     else this.wb.maybeDispose(s);
   }
 
@@ -475,11 +479,28 @@ export class Vfs {
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM');
     this.writable(loc);
+    if (this.hidden.delete(`${loc.repo}\u0000${loc.path}`)) return;
     const s = this.wb.get(loc.repo, loc.path);
     const e = await this.lookup(loc.repo, loc.path);
     if (!s && !e) throw new VfsError('ENOENT', p);
     if (!s && e?.type === 'dir') throw new VfsError('EISDIR', p);
     await this.removeFile(loc.repo, loc.path, s, e);
+  }
+
+  /**
+   * libfuse renames a file unlinked while still open to .fuse_hiddenNNN and
+   * unlinks that name at the last close. On the server it is deleted at once
+   * (never shown under the hidden name, never uploaded again); open handles
+   * keep using the local data.
+   */
+  private async hide(repo: string, src: string, hiddenPath: string): Promise<void> {
+    const s = this.wb.get(repo, src);
+    const e = await this.lookup(repo, src);
+    if (!s && !e) throw new VfsError('ENOENT', src);
+    const size = s ? s.size : (e!.size ?? 0);
+    const mtimeMs = s ? s.mtime : e!.mtime * 1000;
+    this.hidden.set(`${repo}\u0000${hiddenPath}`, { size, mtimeMs });
+    await this.removeFile(repo, src, s, e);
   }
 
   async mkdir(p: string, _mode: number): Promise<void> {
@@ -533,6 +554,11 @@ export class Vfs {
     checkName(newName);
     if (aRepo === bRepo && a.path === b.path) return;
     if (aRepo === bRepo && isWithin(b.path, a.path)) throw new VfsError('EINVAL', 'a folder cannot move into itself');
+    if (aRepo === bRepo && newName.startsWith('.fuse_hidden') && parentOf(a.path) === parentOf(b.path)) {
+      const st = this.wb.get(aRepo, a.path);
+      const en = st ? null : await this.lookup(aRepo, a.path);
+      if (st || en?.type === 'file') return this.hide(aRepo, a.path, b.path);
+    }
 
     const srcState = this.wb.get(aRepo, a.path);
     const srcEntry = await this.lookup(aRepo, a.path);
@@ -621,7 +647,10 @@ export class Vfs {
         await (isDir ? this.api.renameDir(dstRepo, joinPath(dDir, tmp), dName) : this.api.renameFile(dstRepo, joinPath(dDir, tmp), dName));
       }
     }
-    // verify the final name (an auto-renamed "name (1)" would be a silent failure)
+    // a file renamed within its folder onto a name just checked free needs no check (the common
+    // save-then-rename of editors and rsync); otherwise verify the final name, since an
+    // auto-renamed "name (1)" would be a silent failure
+    if (!isDir && srcRepo === dstRepo && sDir === dDir) return;
     const after = await this.meta.list(dstRepo, dDir, true);
     if (!after.entries.has(dName)) throw new VfsError('EIO', `rename to ${dst} did not land under that name`);
     if (srcRepo !== dstRepo || sDir !== dDir) this.meta.invalidate(srcRepo, sDir);

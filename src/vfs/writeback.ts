@@ -85,6 +85,11 @@ export interface WriteBackOptions {
   batchMaxBytes?: number;
   /** larger files are uploaded on their own */
   batchFileMax?: number;
+  /**
+   * a new file waits this long after its last close before its upload starts,
+   * so that the usual write-temp-then-rename lands in one upload at the final name
+   */
+  newFileDelayMs?: number;
   maxAttempts?: number;
   linkTtlMs?: number;
   retryBaseMs?: number;
@@ -115,6 +120,7 @@ export class WriteBack {
   private readonly batchMaxFiles: number;
   private readonly batchMaxBytes: number;
   private readonly batchFileMax: number;
+  private readonly newFileDelay: number;
   /** new small files waiting for an upload slot, per folder */
   private readonly batches = new Map<string, { items: { s: FileState; done: () => void }[]; queued: boolean }>();
 
@@ -133,6 +139,7 @@ export class WriteBack {
     this.batchMaxFiles = opts.batchMaxFiles ?? 32;
     this.batchMaxBytes = opts.batchMaxBytes ?? 8 * 1024 * 1024;
     this.batchFileMax = opts.batchFileMax ?? 1024 * 1024;
+    this.newFileDelay = opts.newFileDelayMs ?? 300;
   }
 
   async init(): Promise<void> {
@@ -424,6 +431,17 @@ export class WriteBack {
       }
     });
     return rest;
+  }
+
+  /** After the last writer closed: upload now, or shortly for a new file (it may be renamed first). */
+  scheduleAfterClose(s: FileState): void {
+    if (s.remotePath !== null || this.newFileDelay <= 0) {
+      void this.schedule(s);
+      return;
+    }
+    setTimeout(() => {
+      if (s.dirty && !s.deleted && s.writers === 0 && !s.running) void this.schedule(s);
+    }, this.newFileDelay).unref();
   }
 
   /** Upload after `ms` unless a writer opens the file meanwhile (truncate without open). */

@@ -136,3 +136,37 @@ describe('vfs rename and unlink', () => {
     expect(api.content(repo, '/notes.md')!.toString()).toBe('v2');
   });
 });
+
+describe('vfs files unlinked while open', () => {
+  it('a .fuse_hidden rename deletes on the server at once and keeps the data for open handles', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.putFile(repo, '/clean.txt', 'clean');
+    const m = await makeVfs(api, { library: 'lib' });
+    try {
+      const { constants: FC } = await import('node:fs');
+      const fh = await m.vfs.create('/dirty.txt', 0o644);
+      await m.vfs.write('/dirty.txt', fh, Buffer.from('dirty data'), 10, 0);
+      // `rm` of the open file: libfuse renames it away, then unlinks the hidden name at the last close
+      await m.vfs.rename('/dirty.txt', '/.fuse_hidden0000001a00000001');
+      await m.vfs.rename('/clean.txt', '/.fuse_hidden0000001b00000002');
+      expect(api.names(repo, '/')).toEqual([]);
+      expect((await m.vfs.getattr('/.fuse_hidden0000001a00000001')).size).toBe(10);
+      const buf = Buffer.alloc(10);
+      expect(await m.vfs.read('/.fuse_hidden0000001a00000001', fh, buf, 10, 0)).toBe(10);
+      expect(buf.toString()).toBe('dirty data');
+      await m.vfs.write('/.fuse_hidden0000001a00000001', fh, Buffer.from('more'), 4, 10);
+      await m.vfs.flush('/.fuse_hidden0000001a00000001', fh);
+      await m.vfs.release('/.fuse_hidden0000001a00000001', fh);
+      await m.vfs.unlink('/.fuse_hidden0000001a00000001');
+      await m.vfs.unlink('/.fuse_hidden0000001b00000002');
+      await m.vfs.drain();
+      await sleep(400);
+      expect(api.names(repo, '/')).toEqual([]);
+      expect(await m.vfs.readdir('/')).toEqual([]);
+      void FC;
+    } finally {
+      await m.cleanup();
+    }
+  });
+});
