@@ -192,7 +192,21 @@ export async function parseMultipart(body: Readable, contentType: string, opts: 
     // caller still answers on it.
     for await (const chunk of body.iterator({ destroyOnReturn: false })) {
       if (state === 'done') continue; // epilogue: drain and ignore
-      buf = buf.length ? Buffer.concat([buf, chunk as Buffer]) : (chunk as Buffer);
+      const c = chunk as Buffer;
+      if (state === 'body' && buf.length > 0 && buf.length < delim.length && c.length >= delim.length) {
+        // In a file body the kept tail is shorter than the delimiter. A delimiter
+        // starting in it ends within the chunk's first delim.length-1 bytes: look
+        // only there, and otherwise go on with the chunk itself, uncopied.
+        const i = Buffer.concat([buf, c.subarray(0, delim.length - 1)]).indexOf(delim);
+        if (i >= 0 && i < buf.length) {
+          buf = Buffer.concat([buf, c]);
+        } else {
+          await feed(buf);
+          buf = c;
+        }
+      } else {
+        buf = buf.length ? Buffer.concat([buf, c]) : c;
+      }
       while (await step());
     }
     if (state !== 'done') throw new HttpError(400, 'Invalid multipart body.');

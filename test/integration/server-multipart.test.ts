@@ -74,7 +74,8 @@ describe('multipart uploads', () => {
       part(boundary, 'Content-Disposition: form-data; name="file"; filename="tricky.bin"\r\nContent-Type: application/octet-stream', tricky),
       Buffer.from(`--${boundary}--\r\nepilogue`),
     ]);
-    for (const sizes of [[1], [7, 1, 13], [4096]]) {
+    // chunks smaller than, equal to and just above the delimiter (20 bytes) make it straddle every offset
+    for (const sizes of [[1], [7, 1, 13], [19], [20], [21], [25, 33], [40, 3, 64], [4096]]) {
       const r = await post(`${await uploadLink()}?ret-json=1`, `multipart/form-data; boundary=${boundary}`, body, sizes);
       expect(r.status, String(sizes)).toBe(200);
       const [info] = JSON.parse(r.text);
