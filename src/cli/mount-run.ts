@@ -25,6 +25,8 @@ export interface MountSettings {
   cacheDir?: string;
   attrTimeout?: number;
   dirCacheTime?: number;
+  /** MiB of downloaded data kept on disk */
+  cacheMaxSize?: number;
   debug?: boolean;
 }
 
@@ -134,6 +136,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
       writeBack: { uploadMany: uploadManyFor(client) },
+      diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
       log,
     });
   } catch (e) {
@@ -172,6 +175,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         pending: vfs.pendingUploads(),
         ops: opCounts,
         reader: vfs.reader.stats,
+        disk: vfs.disk?.stats,
         meta: vfs.meta.stats,
         uploads: vfs.wb.stats,
         rssBytes: process.memoryUsage().rss,

@@ -54,6 +54,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.cacheDir) args.push('--cache-dir', resolve(argv.cacheDir));
   if (argv.attrTimeout !== undefined) args.push('--attr-timeout', String(argv.attrTimeout));
   if (argv.dirCacheTime !== undefined) args.push('--dir-cache-time', String(argv.dirCacheTime));
+  if (argv.cacheMaxSize !== undefined) args.push('--cache-max-size', String(argv.cacheMaxSize));
   if (argv.debug) args.push('--debug');
   const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
   delete env.SEAFS_PASSWORD;
@@ -103,6 +104,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('cache-dir', { type: 'string', describe: 'cache dir (default ~/.cache/seafs)' })
       .option('attr-timeout', { type: 'number', default: 2, describe: 'seconds the kernel keeps attributes' })
       .option('dir-cache-time', { type: 'number', default: 10, describe: 'seconds before a folder listing is revalidated' })
+      .option('cache-max-size', { type: 'number', default: 4096, describe: 'MiB of downloaded data kept on disk in the cache dir (0: none)' })
       .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
       .option('debug', { type: 'boolean', default: false, hidden: true }) as never,
   handler: async (argv) => {

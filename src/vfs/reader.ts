@@ -7,6 +7,7 @@ import { writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { SeafileApi, RangeDownload } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
+import type { BlockCache } from './block-cache.js';
 import { VfsError } from './errors.js';
 
 export interface RemoteFile {
@@ -64,7 +65,7 @@ function deferred(): Deferred {
 }
 
 export class RemoteReader {
-  readonly stats = { linkRequests: 0, rangeRequests: 0, bytesFetched: 0 };
+  readonly stats = { linkRequests: 0, rangeRequests: 0, bytesFetched: 0, diskChunks: 0 };
   private readonly chunk: number;
   private readonly initialWindow: number;
   private readonly maxWindow: number;
@@ -82,6 +83,7 @@ export class RemoteReader {
   constructor(
     private readonly api: SeafileApi,
     opts: ReaderOptions = {},
+    private readonly disk: BlockCache | null = null,
   ) {
     this.chunk = opts.chunkSize ?? 128 * 1024;
     this.initialWindow = opts.initialWindow ?? 512 * 1024;
@@ -273,7 +275,11 @@ export class RemoteReader {
       return true;
     };
     for (let i = a; i <= b; i++) {
-      const missing = !fc.inflight.has(i) && !fc.have.has(i);
+      let missing = !fc.inflight.has(i) && !fc.have.has(i);
+      if (missing && this.disk?.has(f.version, i)) {
+        this.fromDisk(f, fc, i);
+        missing = false;
+      }
       if (missing && runStart < 0) runStart = i;
       if (!missing && runStart >= 0) {
         if (!flush(i - 1)) return;
@@ -281,6 +287,24 @@ export class RemoteReader {
       }
     }
     if (runStart >= 0) flush(b);
+  }
+
+  /** A chunk from the on-disk cache; a miss there (evicted meanwhile) falls back to the network. */
+  private fromDisk(f: RemoteFile, fc: FileChunks, i: number): void {
+    const size = Math.min(this.chunk, f.size - i * this.chunk);
+    const p = this.disk!.get(f.version, i, size).then((buf) => {
+      if (fc.inflight.get(i) === p) fc.inflight.delete(i);
+      if (buf) {
+        this.stats.diskChunks++;
+        const parts = [buf];
+        this.store(f, fc, i, parts, size);
+        return parts;
+      }
+      this.fetchSegment(f, fc, i, i);
+      return fc.inflight.get(i)!;
+    });
+    p.catch(() => {});
+    fc.inflight.set(i, p);
   }
 
   private fetchSegment(f: RemoteFile, fc: FileChunks, c0: number, c1: number): void {
@@ -295,6 +319,7 @@ export class RemoteReader {
     }
     fc.segs++;
     let cur = c0;
+    const cacheOnDisk = !!this.disk?.worthCaching(f.size);
     const run = async () => {
       const res = await this.get(f, { start, end });
       // a server may ignore Range (encrypted libraries) and send the whole file: skip to `start`
@@ -320,6 +345,7 @@ export class RemoteReader {
               this.stats.bytesFetched += want;
               fc.inflight.delete(cur);
               this.store(f, fc, cur, parts, want);
+              if (cacheOnDisk) this.disk!.put(f.version, cur, parts, want);
               waits[cur - c0].resolve(parts);
               cur++;
               if (cur <= c1) {

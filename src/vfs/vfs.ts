@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { DirEntry, Library, SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { VfsError } from './errors.js';
+import { BlockCache } from './block-cache.js';
 import { Journal } from './journal.js';
 import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, checkName, isWithin, joinPath, parentOf, splitPath } from './paths.js';
@@ -26,6 +27,8 @@ export interface VfsOptions {
   writeBack?: WriteBackOptions;
   /** fsync the journal entries (default true) */
   durableJournal?: boolean;
+  /** bytes of downloaded data kept on disk (default 4 GiB; 0: none) */
+  diskCacheBytes?: number;
   log?: (msg: string) => void;
 }
 
@@ -77,6 +80,7 @@ const STATFS_BSIZE = 1024 * 1024;
 export class Vfs {
   readonly meta: MetaCache;
   readonly reader: RemoteReader;
+  readonly disk: BlockCache | null;
   readonly wb: WriteBack;
   readonly stats = { ops: 0 };
   private readonly handles = new Map<number, Handle>();
@@ -101,7 +105,10 @@ export class Vfs {
     this.gid = opts.gid ?? process.getgid?.() ?? 0;
     this.log = opts.log ?? (() => {});
     this.meta = new MetaCache(api, this.dirTtl);
-    this.reader = new RemoteReader(api, opts.reader);
+    const chunk = opts.reader?.chunkSize ?? 128 * 1024;
+    const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
+    this.disk = diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks', String(process.pid)), chunk, diskBytes) : null;
+    this.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, this.disk);
     const journal = new Journal(join(opts.cacheDir, 'journal'), opts.durableJournal ?? true);
     this.wb = new WriteBack(api, journal, join(opts.cacheDir, 'dirty'), {
       log: this.log,
@@ -123,6 +130,7 @@ export class Vfs {
     const v = new Vfs(api, opts);
     if (opts.library !== undefined) v.lib = await v.findLibrary(opts.library);
     await v.wb.init();
+    await v.disk?.init();
     const recovered = await v.wb.recover((repo) => (v.lib ? repo === v.lib.id : true));
     if (recovered) v.log(`recovered ${recovered} file(s) left by an earlier mount; uploading them`);
     return v;
@@ -670,6 +678,7 @@ export class Vfs {
 
   close(): void {
     this.wb.close();
+    void this.disk?.close();
   }
 }
 

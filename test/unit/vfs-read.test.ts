@@ -67,3 +67,28 @@ describe('vfs read path', () => {
     await vfs.release('/big.bin', fh);
   });
 });
+
+describe('vfs on-disk block cache', () => {
+  it('serves a second read from disk once memory has let the chunks go', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const data = pattern(12 * 1024 * 1024 + 5);
+    api.putFile(repo, '/f.bin', data);
+    const m = await makeVfs(api, {
+      library: 'lib',
+      reader: { memoryBytes: 4 * 1024 * 1024, maxWindow: 2 * 1024 * 1024, segmentSize: 1024 * 1024 },
+      diskCacheBytes: 64 * 1024 * 1024,
+    });
+    try {
+      expect((await readWhole(m.vfs, '/f.bin')).equals(data)).toBe(true);
+      const served = api.bytesServed;
+      expect(served).toBe(data.length);
+      await new Promise((r) => setTimeout(r, 100)); // the disk writes are fire-and-forget
+      expect((await readWhole(m.vfs, '/f.bin')).equals(data)).toBe(true);
+      expect(api.bytesServed).toBe(served);
+      expect(m.vfs.reader.stats.diskChunks).toBeGreaterThan(60);
+    } finally {
+      await m.cleanup();
+    }
+  });
+});
