@@ -142,7 +142,13 @@ async function deleteFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   const { repo } = ctx.repoFor(user, r.params[0], 'rw');
   const p = requireP(r);
   const comps = splitPath(p);
-  await deleteEntries(ctx, user, repo.id, '/' + comps.slice(0, -1).join('/'), [comps[comps.length - 1]]);
+  try {
+    await deleteEntries(ctx, user, repo.id, '/' + comps.slice(0, -1).join('/'), [comps[comps.length - 1]]);
+  } catch (e) {
+    // V2.1 tells a file locked by someone else apart: 423
+    if (v21 && e instanceof HttpError && e.message === 'File is locked') throw new HttpError(423, e.message);
+    throw e;
+  }
   sendJson(r.res, 200, v21 ? { success: true } : 'success');
 }
 

@@ -78,6 +78,20 @@ describe('sharing and permissions', () => {
     expect((await bob('GET', `/api2/repos/${repo}/`)).status).toBe(404);
   });
 
+  it("a file locked by its owner refuses others' changes (403, 423 on V2.1 delete)", async () => {
+    await admin('PUT', `/api2/shared-repos/${repo}/`, { form: { share_type: 'personal', user: 'carol@seafs.test', permission: 'rw' } });
+    expect((await admin('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'lock' } })).json).toBe('success');
+    const entry = (await carol('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.find((e: { name: string }) => e.name === 'doc.txt');
+    expect(entry).toMatchObject({ is_locked: true, locked_by_me: false, lock_owner: server.adminEmail });
+    const ren = await carol('POST', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' }, form: { operation: 'rename', newname: 'x.txt' } });
+    expect(ren.status).toBe(403);
+    expect((await carol('DELETE', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' } })).status).toBe(403);
+    expect((await carol('DELETE', `/api/v2.1/repos/${repo}/file/`, { query: { p: '/doc.txt' } })).status).toBe(423);
+    expect((await carol('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'unlock' } })).status).toBe(403);
+    expect((await admin('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'unlock' } })).json).toBe('success');
+    await admin('DELETE', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'carol@seafs.test' } });
+  });
+
   it('shares through dir/shared_items with p=/', async () => {
     const r = await admin('PUT', `/api2/repos/${repo}/dir/shared_items/`, {
       query: { p: '/' },
