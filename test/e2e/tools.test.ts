@@ -9,6 +9,7 @@ import { remoteExists, remoteNames, sha256File, waitRemoteExists, waitRemoteFile
 import { mountLibrary, q, sh, type Mount } from '../helpers/mount.js';
 
 const alive = (m: Mount) => m.child.exitCode === null && m.child.signalCode === null;
+import { uploadTo } from '../helpers/server.js';
 import { setupE2E, writeRandom } from './fixture.js';
 
 const ctx = setupE2E(['Tools']);
@@ -189,6 +190,31 @@ describe('ordinary tools on a mounted library', () => {
     await sh(`mkdir ${q(M('par'))} && cd ${q(P)} && ls | xargs -P 8 -I{} cp {} ${q(M('par'))}/{}`);
     expect((await sh(`ls ${q(M('par'))} | wc -l`)).out.trim()).toBe('40');
     for (let i = 0; i < 40; i++) await waitRemoteFile(ctx.api, repo, `/par/p${i}.bin`, path.join(P, `p${i}.bin`));
+  });
+
+  it('ls -l and find of a 1,000-entry folder made through the API, on a fresh mount', async () => {
+    await ctx.api.mkdir(repo, '/thousand');
+    const link = await ctx.api.uploadLink(repo, '/thousand');
+    for (let b = 0; b < 10; b++) {
+      const files: Record<string, string> = {};
+      for (let i = b * 100; i < b * 100 + 100; i++) files[`e${String(i).padStart(4, '0')}.txt`] = `entry ${i}\n`;
+      const r = await uploadTo(link, '/thousand', files);
+      expect(r.status, r.text).toBe(200);
+    }
+    const fresh = await mountLibrary(ctx.server, { library: 'Tools' });
+    const D = path.join(fresh.mnt, 'thousand');
+    const t0 = Date.now();
+    const ls = (await sh(`ls -l ${q(D)}`)).out.split('\n').filter((l) => l.startsWith('-'));
+    const coldMs = Date.now() - t0;
+    expect(ls.length).toBe(1000);
+    expect(ls[999]).toMatch(/ 10 [A-Z][a-z]{2} .* e0999\.txt$/);
+    const t1 = Date.now();
+    await sh(`ls -l ${q(D)} > /dev/null`);
+    const warmMs = Date.now() - t1;
+    expect((await sh(`find ${q(D)} -type f | wc -l`)).out.trim()).toBe('1000');
+    expect((await sh(`cat ${q(D)}/e0500.txt`)).out).toBe('entry 500\n');
+    console.log(`ls -l of 1,000 entries on a fresh mount: ${coldMs} ms cold, ${warmMs} ms warm`);
+    expect((await fresh.unmount()).code).toBe(0);
   });
 
   it('rm and rm -r remove files and trees from the server', async () => {
