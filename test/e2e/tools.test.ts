@@ -122,6 +122,8 @@ describe('ordinary tools on a mounted library', () => {
     const rd = await sh(`rmdir ${q(M('a/b'))}`, { allowFail: true });
     expect(rd.code).not.toBe(0);
     expect(rd.err).toMatch(/Directory not empty/);
+    // uploads run in the background after close (a new file waits a moment for a rename)
+    await waitRemoteFile(ctx.api, repo, '/a/b/c/small.txt', path.join(L, 'small.txt'));
     expect(await remoteNames(ctx.api, repo, '/a/b/c')).toEqual(['small.txt']);
     await waitRemoteFile(ctx.api, repo, '/a/d/rand.bin', path.join(L, 'rand.bin'));
     await waitRemoteFile(ctx.api, repo, '/a/zero', Buffer.alloc(0));
