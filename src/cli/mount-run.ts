@@ -179,6 +179,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         meta: vfs.meta.stats,
         uploads: vfs.wb.stats,
         rssBytes: process.memoryUsage().rss,
+        memory: process.memoryUsage(),
       }),
   );
   const say = (line: string) => {

@@ -87,11 +87,11 @@ export class RemoteReader {
   ) {
     this.chunk = opts.chunkSize ?? 128 * 1024;
     this.initialWindow = opts.initialWindow ?? 512 * 1024;
-    this.maxWindow = opts.maxWindow ?? 24 * 1024 * 1024;
+    this.maxWindow = opts.maxWindow ?? 16 * 1024 * 1024;
     this.segChunks = Math.max(1, Math.floor((opts.segmentSize ?? 4 * 1024 * 1024) / this.chunk));
     this.maxSegs = opts.maxSegmentsPerFile ?? 4;
     this.linkTtl = opts.linkTtlMs ?? 50 * 60 * 1000;
-    this.memBudget = opts.memoryBytes ?? 48 * 1024 * 1024;
+    this.memBudget = opts.memoryBytes ?? 32 * 1024 * 1024;
   }
 
   /** A reusable download link for this version of the file, renewed before it expires. */
