@@ -3,6 +3,7 @@
 // A listing older than the cache time is revalidated with its `oid`: an
 // "uptodate" answer renews it without transferring the entries again.
 import { LRUCache } from 'lru-cache';
+import pLimit from 'p-limit';
 import type { DirEntry, SeafileApi } from '../client/types.js';
 import { isNotFound, VfsError } from './errors.js';
 import { isWithin } from './paths.js';
@@ -12,18 +13,25 @@ export interface Listing {
   oid: string | null;
   entries: Map<string, DirEntry>;
   fetchedAt: number;
+  /** a real operation has looked at it (its sub-folders were then prefetched) */
+  used?: boolean;
 }
 
 export interface MetaStats {
   listRequests: number;
   fullListings: number;
   uptodate: number;
+  prefetched: number;
 }
+
+const ZERO_ID = '0000000000000000000000000000000000000000';
+const joinDir = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`);
 
 const key = (repo: string, dir: string) => `${repo}\u0000${dir}`;
 
 export class MetaCache {
-  readonly stats: MetaStats = { listRequests: 0, fullListings: 0, uptodate: 0 };
+  readonly stats: MetaStats = { listRequests: 0, fullListings: 0, uptodate: 0, prefetched: 0 };
+  private readonly prefetchLimit: ReturnType<typeof pLimit> | null;
   private readonly lru: LRUCache<string, Listing>;
   private readonly inflight = new Map<string, Promise<Listing>>();
   /** bumped on local changes so an in-flight fetch started before them is not stored over them */
@@ -33,8 +41,43 @@ export class MetaCache {
     private readonly api: SeafileApi,
     private readonly ttlMs: number,
     maxDirs = 20_000,
+    /** sub-folder listings fetched ahead at once (0: none) */
+    prefetch = 8,
   ) {
     this.lru = new LRUCache({ max: maxDirs });
+    this.prefetchLimit = prefetch > 0 ? pLimit(prefetch) : null;
+  }
+
+  /**
+   * The first real look at a listing fetches its sub-folders' listings in the
+   * background, a bounded number at a time: a tree walk (ls -R, find, du)
+   * then finds each folder already listed, one level ahead of it, instead of
+   * paying one round trip per folder in turn. Empty folders (zero id) need
+   * no request at all.
+   */
+  noteUse(repo: string, dir: string, l: Listing): void {
+    if (l.used) return;
+    l.used = true;
+    if (!this.prefetchLimit) return;
+    let n = 0;
+    for (const e of l.entries.values()) {
+      if (e.type !== 'dir') continue;
+      if (++n > 256) break;
+      const child = joinDir(dir, e.name);
+      const k = key(repo, child);
+      if (this.lru.has(k) || this.inflight.has(k)) continue;
+      if (e.id === ZERO_ID) {
+        this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now() });
+        continue;
+      }
+      void this.prefetchLimit(async () => {
+        if (this.lru.has(k) || this.inflight.has(k)) return;
+        this.stats.prefetched++;
+        const p = this.fetch(repo, child, k, undefined).finally(() => this.inflight.delete(k));
+        this.inflight.set(k, p);
+        await p.catch(() => {});
+      });
+    }
   }
 
   peek(repo: string, dir: string): Listing | undefined {
@@ -49,12 +92,16 @@ export class MetaCache {
   async list(repo: string, dir: string, force = false): Promise<Listing> {
     const k = key(repo, dir);
     const cached = this.lru.get(k);
-    if (cached && !force && this.fresh(cached)) return cached;
+    if (cached && !force && this.fresh(cached)) {
+      this.noteUse(repo, dir, cached);
+      return cached;
+    }
     const running = this.inflight.get(k);
-    if (running) return running;
-    const p = this.fetch(repo, dir, k, cached).finally(() => this.inflight.delete(k));
-    this.inflight.set(k, p);
-    return p;
+    const p = running ?? this.fetch(repo, dir, k, cached).finally(() => this.inflight.delete(k));
+    if (!running) this.inflight.set(k, p);
+    const l = await p;
+    this.noteUse(repo, dir, l);
+    return l;
   }
 
   private async fetch(repo: string, dir: string, k: string, cached: Listing | undefined): Promise<Listing> {

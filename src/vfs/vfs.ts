@@ -29,6 +29,8 @@ export interface VfsOptions {
   durableJournal?: boolean;
   /** bytes of downloaded data kept on disk (default 4 GiB; 0: none) */
   diskCacheBytes?: number;
+  /** sub-folder listings fetched ahead, at most this many at once (default 8; 0: none) */
+  prefetchDirs?: number;
   log?: (msg: string) => void;
 }
 
@@ -104,7 +106,7 @@ export class Vfs {
     this.uid = opts.uid ?? process.getuid?.() ?? 0;
     this.gid = opts.gid ?? process.getgid?.() ?? 0;
     this.log = opts.log ?? (() => {});
-    this.meta = new MetaCache(api, this.dirTtl);
+    this.meta = new MetaCache(api, this.dirTtl, 20_000, opts.prefetchDirs ?? 8);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
     this.disk = diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks', String(process.pid)), chunk, diskBytes) : null;
@@ -210,7 +212,10 @@ export class Vfs {
   /** The listing of a folder, checking that every ancestor is a folder. */
   private async dir(repo: string, dir: string): Promise<Listing> {
     const cached = this.meta.peek(repo, dir);
-    if (cached && this.meta.fresh(cached)) return cached;
+    if (cached && this.meta.fresh(cached)) {
+      this.meta.noteUse(repo, dir, cached);
+      return cached;
+    }
     if (dir !== '/') {
       const e = await this.lookup(repo, dir);
       if (!e) throw new VfsError('ENOENT', dir);

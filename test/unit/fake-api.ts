@@ -172,8 +172,12 @@ export class FakeApi implements SeafileApi {
     this.hit('unlockLibrary');
   }
 
+  /** delay of every folder listing, to model a distant server */
+  listDelayMs = 0;
+
   async listDir(repoId: string, path: string, opts?: { oid?: string }): Promise<DirListing> {
     this.hit('listDir');
+    if (this.listDelayMs) await new Promise((r) => setTimeout(r, this.listDelayMs));
     const d = this.dirAt(repoId, path);
     if (opts?.oid && opts.oid === d.oid) return { uptodate: true, oid: d.oid };
     const entries: DirEntry[] = [];

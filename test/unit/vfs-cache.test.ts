@@ -63,3 +63,42 @@ describe('vfs metadata cache', () => {
     expect(api.calls.upload ?? 0).toBeLessThanOrEqual(1);
   });
 });
+
+describe('vfs folder prefetch', () => {
+  it('a tree walk finds sub-folders already listed: one request per folder, in parallel', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    for (let a = 0; a < 10; a++) {
+      for (let b = 0; b < 5; b++) {
+        api.putDir(repo, `/d${a}/e${b}`);
+        api.putFile(repo, `/d${a}/e${b}/f.txt`, `${a}${b}`);
+      }
+    }
+    api.putDir(repo, '/empty');
+    api.listDelayMs = 20;
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    try {
+      const t0 = Date.now();
+      // the walk of `find`: list a folder, stat its entries, descend
+      const walk = async (dir: string): Promise<number> => {
+        let n = 0;
+        for (const name of await vfs.readdir(dir)) {
+          const p = dir === '/' ? `/${name}` : `${dir}/${name}`;
+          const a = await vfs.getattr(p);
+          n++;
+          if (a.mode & 0o040000) n += await walk(p);
+        }
+        return n;
+      };
+      expect(await walk('/')).toBe(10 + 50 + 50 + 1);
+      const took = Date.now() - t0;
+      // 61 folders with files one after another would take 61 x 20 ms
+      expect(took).toBeLessThan(61 * 20 * 0.6);
+      // every non-empty folder listed exactly once; the empty one never
+      expect(api.calls.listDir).toBe(1 + 10 + 50);
+      expect(vfs.meta.stats.prefetched).toBeGreaterThan(40);
+    } finally {
+      await cleanup();
+    }
+  });
+});
