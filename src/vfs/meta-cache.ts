@@ -49,14 +49,15 @@ export class MetaCache {
   }
 
   /**
-   * The first real look at a listing fetches its sub-folders' listings in the
+   * The first real look at a listing (and each revalidation a real operation
+   * waits for) fetches or revalidates its sub-folders' listings in the
    * background, a bounded number at a time: a tree walk (ls -R, find, du)
    * then finds each folder already listed, one level ahead of it, instead of
    * paying one round trip per folder in turn. Empty folders (zero id) need
    * no request at all.
    */
-  noteUse(repo: string, dir: string, l: Listing): void {
-    if (l.used) return;
+  noteUse(repo: string, dir: string, l: Listing, refreshed = false): void {
+    if (l.used && !refreshed) return;
     l.used = true;
     if (!this.prefetchLimit) return;
     let n = 0;
@@ -65,15 +66,18 @@ export class MetaCache {
       if (++n > 256) break;
       const child = joinDir(dir, e.name);
       const k = key(repo, child);
-      if (this.lru.has(k) || this.inflight.has(k)) continue;
-      if (e.id === ZERO_ID) {
+      const have = this.lru.peek(k);
+      if ((have && this.fresh(have)) || this.inflight.has(k)) continue;
+      if (e.id === ZERO_ID && !have) {
         this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now() });
         continue;
       }
       void this.prefetchLimit(async () => {
-        if (this.lru.has(k) || this.inflight.has(k)) return;
+        const c = this.lru.peek(k);
+        if ((c && this.fresh(c)) || this.inflight.has(k)) return;
         this.stats.prefetched++;
-        const p = this.fetch(repo, child, k, undefined).finally(() => this.inflight.delete(k));
+        // a stale listing is revalidated with its oid (cheap when unchanged)
+        const p = this.fetch(repo, child, k, c).finally(() => this.inflight.delete(k));
         this.inflight.set(k, p);
         await p.catch(() => {});
       });
@@ -100,7 +104,8 @@ export class MetaCache {
     const p = running ?? this.fetch(repo, dir, k, cached).finally(() => this.inflight.delete(k));
     if (!running) this.inflight.set(k, p);
     const l = await p;
-    this.noteUse(repo, dir, l);
+    // fetched or revalidated for a real operation: refresh the sub-folders ahead too
+    this.noteUse(repo, dir, l, !running);
     return l;
   }
 
