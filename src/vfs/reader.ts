@@ -32,6 +32,10 @@ export interface ReaderOptions {
   memoryBytes?: number;
   linkTtlMs?: number;
   maxSegmentsPerFile?: number;
+  /** after this many random reads of a file, fetch all of it into the disk cache (default 32) */
+  fillAfterRandomReads?: number;
+  /** largest file fetched that way (default 2 GiB; the disk cache must hold it too) */
+  fillMaxBytes?: number;
 }
 
 /** The chunks of one file version: in memory, or being fetched. */
@@ -42,6 +46,10 @@ interface FileChunks {
   bytes: number;
   /** first chunk readahead has not requested yet */
   raFrontier?: number;
+  /** reads that did not follow the previous one */
+  randomReads: number;
+  /** a background download of the whole file is running */
+  filling: boolean;
 }
 
 /** A chunk's bytes as the slices of the received network buffers (no copy). */
@@ -65,7 +73,9 @@ function deferred(): Deferred {
 }
 
 export class RemoteReader {
-  readonly stats = { linkRequests: 0, rangeRequests: 0, bytesFetched: 0, diskChunks: 0 };
+  readonly stats = { linkRequests: 0, rangeRequests: 0, bytesFetched: 0, diskChunks: 0, fills: 0 };
+  private readonly fillAfter: number;
+  private readonly fillMax: number;
   private readonly chunk: number;
   private readonly initialWindow: number;
   private readonly maxWindow: number;
@@ -92,6 +102,8 @@ export class RemoteReader {
     this.maxSegs = opts.maxSegmentsPerFile ?? 4;
     this.linkTtl = opts.linkTtlMs ?? 50 * 60 * 1000;
     this.memBudget = opts.memoryBytes ?? 32 * 1024 * 1024;
+    this.fillAfter = opts.fillAfterRandomReads ?? 32;
+    this.fillMax = opts.fillMaxBytes ?? 2 * 1024 ** 3;
   }
 
   /** A reusable download link for this version of the file, renewed before it expires. */
@@ -151,7 +163,7 @@ export class RemoteReader {
   private fileChunks(f: RemoteFile): FileChunks {
     let fc = this.files.get(f.version);
     if (!fc) {
-      fc = { have: new Map(), inflight: new Map(), segs: 0, bytes: 0 };
+      fc = { have: new Map(), inflight: new Map(), segs: 0, bytes: 0, randomReads: 0, filling: false };
       this.files.set(f.version, fc);
     }
     return fc;
@@ -191,6 +203,12 @@ export class RemoteReader {
       pat.window = pat.window ? Math.min(this.maxWindow, pat.window * 2) : this.initialWindow;
     } else if (Math.abs(offset - pat.next) > this.chunk * 2) {
       pat.window = 0;
+    }
+    if (pat.window === 0) {
+      const fc0 = this.fileChunks(f);
+      if (++fc0.randomReads >= this.fillAfter && !fc0.filling && this.disk?.worthCaching(f.size) && f.size <= this.fillMax) {
+        this.startFill(f, fc0);
+      }
     }
     pat.next = end;
     const C = this.chunk;
@@ -307,7 +325,35 @@ export class RemoteReader {
     fc.inflight.set(i, p);
   }
 
-  private fetchSegment(f: RemoteFile, fc: FileChunks, c0: number, c1: number): void {
+  /**
+   * Many random reads of one file: fetch all of it in the background (two
+   * large ranges at a time) into the on-disk cache, so the rest of them are
+   * local instead of a round trip each. Only for files the disk cache holds.
+   */
+  private startFill(f: RemoteFile, fc: FileChunks): void {
+    fc.filling = true;
+    this.stats.fills++;
+    const lastChunk = Math.floor((f.size - 1) / this.chunk);
+    let next = 0;
+    let active = 0;
+    const pump = () => {
+      while (active < 2 && next <= lastChunk) {
+        while (next <= lastChunk && (fc.have.has(next) || fc.inflight.has(next) || this.disk!.has(f.version, next))) next++;
+        if (next > lastChunk) break;
+        let end = next;
+        while (end < lastChunk && end - next + 1 < this.segChunks && !fc.have.has(end + 1) && !fc.inflight.has(end + 1)) end++;
+        active++;
+        this.fetchSegment(f, fc, next, end, () => {
+          active--;
+          pump();
+        });
+        next = end + 1;
+      }
+    };
+    pump();
+  }
+
+  private fetchSegment(f: RemoteFile, fc: FileChunks, c0: number, c1: number, onDone?: () => void): void {
     const C = this.chunk;
     const start = c0 * C;
     const end = Math.min(f.size, (c1 + 1) * C) - 1;
@@ -373,6 +419,7 @@ export class RemoteReader {
       })
       .finally(() => {
         fc.segs--;
+        onDone?.();
       });
   }
 }

@@ -1,6 +1,6 @@
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, makeVfs, readWhole } from './fake-api.js';
+import { FakeApi, makeVfs, readWhole, sleep } from './fake-api.js';
 
 function pattern(n: number): Buffer {
   const b = Buffer.alloc(n);
@@ -87,6 +87,38 @@ describe('vfs on-disk block cache', () => {
       expect((await readWhole(m.vfs, '/f.bin')).equals(data)).toBe(true);
       expect(api.bytesServed).toBe(served);
       expect(m.vfs.reader.stats.diskChunks).toBeGreaterThan(60);
+    } finally {
+      await m.cleanup();
+    }
+  });
+});
+
+describe('vfs random reads', () => {
+  it('many random reads of a file fetch all of it in the background; later reads are local', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const data = pattern(8 * 1024 * 1024);
+    api.putFile(repo, '/r.bin', data);
+    const m = await makeVfs(api, { library: 'lib', diskCacheBytes: 64 * 1024 * 1024, reader: { memoryBytes: 2 * 1024 * 1024, segmentSize: 1024 * 1024 } });
+    try {
+      const fh = await m.vfs.open('/r.bin', FC.O_RDONLY);
+      const buf = Buffer.alloc(4096);
+      let seed = 7;
+      const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+      const readAt = async (off: number) => {
+        expect(await m.vfs.read('/r.bin', fh, buf, 4096, off)).toBe(4096);
+        expect(buf.equals(data.subarray(off, off + 4096))).toBe(true);
+      };
+      for (let i = 0; i < 40; i++) await readAt(Math.floor(rnd() * (data.length - 4096)) & ~4095);
+      expect(m.vfs.reader.stats.fills).toBe(1);
+      for (let i = 0; i < 100 && m.vfs.disk!.stats.writes < 64; i++) await sleep(20);
+      await sleep(50);
+      const downloads = api.calls.download;
+      for (let i = 0; i < 200; i++) await readAt(Math.floor(rnd() * (data.length - 4096)) & ~4095);
+      expect(api.calls.download).toBe(downloads);
+      // the whole file came once, plus the chunks of the first random reads
+      expect(api.bytesServed).toBeLessThan(data.length + 40 * 128 * 1024 + 1);
+      await m.vfs.release('/r.bin', fh);
     } finally {
       await m.cleanup();
     }
