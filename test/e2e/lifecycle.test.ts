@@ -1,7 +1,9 @@
 // The life of a mount: `seafs unmount` and SIGTERM wait for pending uploads;
 // `kill -9` in the middle of a copy of 100 files, then `seafs mount` again on
-// the same path and cache dir, loses no file whose close() had returned. The
-// server answers with latency so uploads are still pending when it matters.
+// the same path and cache dir, loses no file whose close() had returned; files
+// refused over quota or written while the server stalls are kept and uploaded
+// later. The server answers with latency so uploads are still pending when it
+// matters.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
