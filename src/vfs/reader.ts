@@ -22,6 +22,25 @@ export interface RemoteFile {
 export interface ReadPattern {
   next: number;
   window: number;
+  /** the streaming GET feeding this sequential reader, if any */
+  stream?: SeqStream;
+}
+
+/**
+ * One ranged GET from a chunk to the end of the file, consumed chunk by chunk
+ * as far as `until` and then paused (TCP flow control holds the server back)
+ * until the reader moves on: a sequential reader pays the round trip once,
+ * not once per segment.
+ */
+interface SeqStream {
+  fc: FileChunks;
+  /** next chunk the stream will deliver */
+  next: number;
+  /** deliver up to this chunk, then pause */
+  until: number;
+  waits: Map<number, Deferred>;
+  wake: (() => void) | null;
+  dead: boolean;
 }
 
 export interface ReaderOptions {
@@ -199,9 +218,12 @@ export class RemoteReader {
   read(f: RemoteFile, target: Buffer, len: number, offset: number, pat: ReadPattern): number | Promise<number> {
     if (offset >= f.size || len <= 0) return 0;
     const end = Math.min(f.size, offset + len);
-    if (offset === pat.next || (offset === 0 && pat.window === 0)) {
+    // the kernel's readahead sends several reads at once, and they may arrive out of
+    // order: a read near where the last ones ended still counts as sequential
+    const near = Math.abs(offset - pat.next) <= Math.max(this.chunk * 2, pat.window);
+    if (offset === pat.next || (offset === 0 && pat.window === 0) || (near && pat.window > 0)) {
       pat.window = pat.window ? Math.min(this.maxWindow, pat.window * 2) : this.initialWindow;
-    } else if (Math.abs(offset - pat.next) > this.chunk * 2) {
+    } else if (!near) {
       pat.window = 0;
     }
     if (pat.window === 0) {
@@ -210,7 +232,7 @@ export class RemoteReader {
         this.startFill(f, fc0);
       }
     }
-    pat.next = end;
+    pat.next = pat.window > 0 ? Math.max(pat.next, end) : end;
     const C = this.chunk;
     const first = Math.floor(offset / C);
     const last = Math.floor((end - 1) / C);
@@ -219,10 +241,10 @@ export class RemoteReader {
     if (pat.window > 0) {
       const lastChunk = Math.floor((f.size - 1) / C);
       const raEnd = Math.min(lastChunk, Math.floor((end - 1 + pat.window) / C));
-      const windowChunks = Math.ceil(pat.window / C);
-      const fr = fc.raFrontier;
-      const from = fr !== undefined && fr > last && fr <= raEnd + 1 ? fr : last + 1;
-      if (raEnd >= from) this.ensure(f, fc, from, raEnd, true, Math.max(1, Math.min(this.segChunks, windowChunks >> 1)));
+      if (raEnd > last) this.streamAhead(f, fc, pat, last + 1, raEnd);
+    } else if (pat.stream) {
+      this.stopStream(f, pat.stream);
+      pat.stream = undefined;
     }
     // fast path: all in memory
     let written = 0;
@@ -323,6 +345,138 @@ export class RemoteReader {
     });
     p.catch(() => {});
     fc.inflight.set(i, p);
+  }
+
+  /**
+   * Make chunks [from, to] come: from memory, the disk cache, or the reader's
+   * stream (started, or restarted past a long stretch it would only re-send).
+   */
+  private streamAhead(f: RemoteFile, fc: FileChunks, pat: ReadPattern, from: number, to: number): void {
+    let st = pat.stream;
+    // a stream far behind the reader (it jumped ahead) is replaced; one ahead of it just waits
+    if (st && (st.dead || st.fc !== fc || st.next < from - this.segChunks)) {
+      this.stopStream(f, st);
+      st = pat.stream = undefined;
+    }
+    // the last chunk the stream is set to deliver so far
+    let tail = st ? Math.max(st.until, st.next - 1) : -1;
+    for (let i = st ? Math.max(from, st.until + 1) : from; i <= to; i++) {
+      if (fc.have.has(i) || fc.inflight.has(i)) continue;
+      if (this.disk?.has(f.version, i)) {
+        this.fromDisk(f, fc, i);
+        continue;
+      }
+      if (st && i > tail + 1 + this.segChunks) {
+        this.stopStream(f, st);
+        st = pat.stream = undefined;
+      }
+      if (!st) {
+        st = { fc, next: i, until: i - 1, waits: new Map(), wake: null, dead: false };
+        pat.stream = st;
+        this.runStream(f, st);
+      }
+      const d = deferred();
+      st.waits.set(i, d);
+      fc.inflight.set(i, d.promise);
+      tail = i;
+    }
+    if (!st) return;
+    if (to > st.until) st.until = to;
+    const w = st.wake;
+    st.wake = null;
+    w?.();
+  }
+
+  /** End a stream; chunks readers still wait for are fetched with ranged GETs instead. */
+  private stopStream(f: RemoteFile, st: SeqStream): void {
+    if (st.dead) return;
+    st.dead = true;
+    const w = st.wake;
+    st.wake = null;
+    w?.();
+    for (const [i, d] of st.waits) {
+      if (st.fc.inflight.get(i) === d.promise) st.fc.inflight.delete(i);
+      this.ensure(f, st.fc, i, i, false);
+      const p = st.fc.inflight.get(i);
+      if (p) p.then(d.resolve, d.reject);
+      else {
+        const have = st.fc.have.get(i);
+        if (have) d.resolve(have);
+        else d.reject(new VfsError('EIO', 'chunk lost'));
+      }
+    }
+    st.waits.clear();
+  }
+
+  private runStream(f: RemoteFile, st: SeqStream): void {
+    const C = this.chunk;
+    const fc = st.fc;
+    const lastChunk = Math.floor((f.size - 1) / C);
+    const cacheOnDisk = !!this.disk?.worthCaching(f.size);
+    fc.segs++;
+    const run = async () => {
+      const start = st.next * C;
+      const res = await this.get(f, { start });
+      let pos = res.status === 206 ? res.start : 0;
+      let want = Math.min(C, f.size - st.next * C);
+      let parts: Chunk = [];
+      let fill = 0;
+      try {
+        for await (const piece of res.body) {
+          if (st.dead) break;
+          let p = piece as Buffer;
+          if (pos < start) {
+            const skip = Math.min(p.length, start - pos);
+            pos += skip;
+            p = p.subarray(skip);
+          }
+          while (p.length > 0 && st.next <= lastChunk) {
+            const n = Math.min(p.length, want - fill);
+            parts.push(n === p.length ? p : p.subarray(0, n));
+            fill += n;
+            pos += n;
+            p = p.subarray(n);
+            if (fill === want) {
+              const i = st.next;
+              this.stats.bytesFetched += want;
+              const d = st.waits.get(i);
+              st.waits.delete(i);
+              if (d && fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
+              if (!fc.have.has(i)) {
+                this.store(f, fc, i, parts, want);
+                if (cacheOnDisk) this.disk!.put(f.version, i, parts, want);
+              }
+              d?.resolve(parts);
+              st.next++;
+              if (st.next > lastChunk) break;
+              want = Math.min(C, f.size - st.next * C);
+              parts = [];
+              fill = 0;
+              // far enough ahead of the reader: pause (unread data stays in the socket)
+              while (st.next > st.until && !st.dead) {
+                const idle = new Promise<boolean>((r) => {
+                  st.wake = () => r(true);
+                  setTimeout(() => r(false), 30_000).unref();
+                });
+                if (!(await idle)) st.dead = true; // the reader went away
+              }
+              if (st.dead) break;
+            }
+          }
+          if (st.dead || st.next > lastChunk) break;
+        }
+      } finally {
+        res.body.destroy();
+      }
+    };
+    run()
+      .catch(() => {})
+      .finally(() => {
+        fc.segs--;
+        // whatever a reader still waits for comes through ranged GETs
+        st.dead = false;
+        this.stopStream(f, st);
+      });
   }
 
   /**

@@ -238,14 +238,19 @@ export class FakeApi implements SeafileApi {
     const id = url.split('/')[3];
     const data = id === ZERO ? Buffer.alloc(0) : this.blobs.get(id);
     if (!data) throw apiError('forbidden', 403, 'download', 'Bad access token');
+    // bytes count as served when the reader takes them (a stream may be dropped early)
+    const counted = (b: Buffer) => Readable.from((function* (self: FakeApi) {
+      for (const p of pieces(b)) {
+        self.bytesServed += p.length;
+        yield p;
+      }
+    })(this));
     if (!range || this.ignoreRange || data.length === 0) {
-      this.bytesServed += data.length;
-      return { status: 200, start: 0, totalSize: data.length, etag: id, body: Readable.from(pieces(data)) };
+      return { status: 200, start: 0, totalSize: data.length, etag: id, body: counted(data) };
     }
     const end = Math.min(data.length - 1, range.end ?? data.length - 1);
     const slice = data.subarray(range.start, end + 1);
-    this.bytesServed += slice.length;
-    return { status: 206, start: range.start, totalSize: data.length, etag: id, body: Readable.from(pieces(slice)) };
+    return { status: 206, start: range.start, totalSize: data.length, etag: id, body: counted(slice) };
   }
 
   async createFile(repoId: string, path: string): Promise<void> {
