@@ -51,6 +51,8 @@ export interface ReaderOptions {
   memoryBytes?: number;
   linkTtlMs?: number;
   maxSegmentsPerFile?: number;
+  /** files above this size are read ahead by one streaming GET (default 8 MiB) */
+  streamMinBytes?: number;
   /** after this many random reads of a file, fetch all of it into the disk cache (default 32) */
   fillAfterRandomReads?: number;
   /** largest file fetched that way (default 2 GiB; the disk cache must hold it too) */
@@ -92,8 +94,9 @@ function deferred(): Deferred {
 }
 
 export class RemoteReader {
-  readonly stats = { linkRequests: 0, rangeRequests: 0, bytesFetched: 0, diskChunks: 0, fills: 0 };
+  readonly stats = { linkRequests: 0, rangeRequests: 0, bytesFetched: 0, diskChunks: 0, fills: 0, streams: 0, activeStreams: 0 };
   private readonly fillAfter: number;
+  private readonly streamMin: number;
   private readonly fillMax: number;
   private readonly chunk: number;
   private readonly initialWindow: number;
@@ -122,6 +125,7 @@ export class RemoteReader {
     this.linkTtl = opts.linkTtlMs ?? 50 * 60 * 1000;
     this.memBudget = opts.memoryBytes ?? 32 * 1024 * 1024;
     this.fillAfter = opts.fillAfterRandomReads ?? 32;
+    this.streamMin = opts.streamMinBytes ?? 8 * 1024 * 1024;
     this.fillMax = opts.fillMaxBytes ?? 2 * 1024 ** 3;
   }
 
@@ -241,7 +245,11 @@ export class RemoteReader {
     if (pat.window > 0) {
       const lastChunk = Math.floor((f.size - 1) / C);
       const raEnd = Math.min(lastChunk, Math.floor((end - 1 + pat.window) / C));
-      if (raEnd > last) this.streamAhead(f, fc, pat, last + 1, raEnd);
+      if (raEnd > last) {
+        // a stream pays off for large files; small ones take a ranged GET or two
+        if (f.size > this.streamMin) this.streamAhead(f, fc, pat, last + 1, raEnd);
+        else this.ensure(f, fc, last + 1, raEnd, true);
+      }
     } else if (pat.stream) {
       this.stopStream(f, pat.stream);
       pat.stream = undefined;
@@ -387,6 +395,12 @@ export class RemoteReader {
     w?.();
   }
 
+  /** The handle is closed: its stream, if any, ends (it must not hold a connection). */
+  closePattern(f: RemoteFile, pat: ReadPattern): void {
+    if (pat.stream) this.stopStream(f, pat.stream);
+    pat.stream = undefined;
+  }
+
   /** End a stream; chunks readers still wait for are fetched with ranged GETs instead. */
   private stopStream(f: RemoteFile, st: SeqStream): void {
     if (st.dead) return;
@@ -414,6 +428,8 @@ export class RemoteReader {
     const lastChunk = Math.floor((f.size - 1) / C);
     const cacheOnDisk = !!this.disk?.worthCaching(f.size);
     fc.segs++;
+    this.stats.streams++;
+    this.stats.activeStreams++;
     const run = async () => {
       const start = st.next * C;
       const res = await this.get(f, { start });
@@ -456,7 +472,7 @@ export class RemoteReader {
               while (st.next > st.until && !st.dead) {
                 const idle = new Promise<boolean>((r) => {
                   st.wake = () => r(true);
-                  setTimeout(() => r(false), 30_000).unref();
+                  setTimeout(() => r(false), 5_000).unref();
                 });
                 if (!(await idle)) st.dead = true; // the reader went away
               }
@@ -473,6 +489,7 @@ export class RemoteReader {
       .catch(() => {})
       .finally(() => {
         fc.segs--;
+        this.stats.activeStreams--;
         // whatever a reader still waits for comes through ranged GETs
         st.dead = false;
         this.stopStream(f, st);

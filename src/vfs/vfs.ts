@@ -457,6 +457,7 @@ export class Vfs {
     const h = this.handles.get(fh);
     if (!h) return;
     this.handles.delete(fh);
+    if (h.remote) this.reader.closePattern(h.remote, h.pattern);
     const s = h.state;
     if (!s) return;
     s.openCount--;

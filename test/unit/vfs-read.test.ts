@@ -124,3 +124,31 @@ describe('vfs random reads', () => {
     }
   });
 });
+
+describe('vfs streaming readahead', () => {
+  it('feeds a sequential reader of a big file from one GET, and ends it when the handle closes', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const data = pattern(3 * 1024 * 1024 + 11);
+    for (let i = 0; i < 20; i++) api.putFile(repo, `/f${i}`, Buffer.concat([data, Buffer.from([i])]));
+    const m = await makeVfs(api, { library: 'lib', diskCacheBytes: 0, reader: { streamMinBytes: 1024 * 1024 } });
+    try {
+      const whole = await readWhole(m.vfs, '/f0');
+      expect(whole.equals(Buffer.concat([data, Buffer.from([0])]))).toBe(true);
+      expect(m.vfs.reader.stats.streams).toBe(1);
+      // `head` of many files: each starts a stream that must not outlive its handle
+      const buf = Buffer.alloc(128 * 1024);
+      for (let i = 1; i < 20; i++) {
+        const fh = await m.vfs.open(`/f${i}`, FC.O_RDONLY);
+        expect(await m.vfs.read(`/f${i}`, fh, buf, buf.length, 0)).toBe(buf.length);
+        expect(await m.vfs.read(`/f${i}`, fh, buf, buf.length, buf.length)).toBe(buf.length);
+        expect(buf.equals(data.subarray(buf.length, 2 * buf.length))).toBe(true);
+        await m.vfs.release(`/f${i}`, fh);
+      }
+      for (let i = 0; i < 50 && m.vfs.reader.stats.activeStreams > 0; i++) await sleep(10);
+      expect(m.vfs.reader.stats.activeStreams).toBe(0);
+    } finally {
+      await m.cleanup();
+    }
+  });
+});
