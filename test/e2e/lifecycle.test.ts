@@ -4,11 +4,12 @@
 // refused over quota or written while the server stalls are kept and uploaded
 // later. The server answers with latency so uploads are still pending when it
 // matters.
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { expectRemoteFile, remoteExists, remoteNames, remoteSha, waitRemoteFile } from '../helpers/api-check.js';
-import { isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep } from '../helpers/mount.js';
+import { CLI, isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep, testEnv, trackMountProcess } from '../helpers/mount.js';
 import { SeafileClient } from '../../src/client/client.js';
 import { createUser } from '../helpers/server.js';
 import { setupE2E, writeRandom } from './fixture.js';
@@ -217,5 +218,40 @@ describe('unmount, signals and crashes', () => {
     await expectRemoteFile(ctx.api, repo, '/c2/b.bin', b);
     expect(await remoteExists(ctx.api, repo, '/c2/a.bin'), 'the old name of a renamed dirty file').toBe(false);
     expect(await remoteExists(ctx.api, repo, '/c2/gone.bin'), 'a dirty file deleted before the crash').toBe(false);
+  });
+  it('seafs demo mounts a sample library, takes writes, and on Ctrl-C uploads, unmounts and exits 0', async () => {
+    const mnt = path.join(scratchDir(), 'demo');
+    const child = spawn(process.execPath, [CLI, 'demo', mnt], { env: testEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+    trackMountProcess(child, mnt);
+    let out = '';
+    child.stdout!.on('data', (d) => (out += d));
+    child.stderr!.on('data', (d) => (out += d));
+    const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+    const t0 = Date.now();
+    while (!/user (\S+)\s+password (\S+)/.test(out)) {
+      if (child.exitCode !== null || Date.now() - t0 > 60_000) throw new Error(`seafs demo not ready: ${out}`);
+      await sleep(100);
+    }
+    const [, url] = /server\s+(http:\/\/\S+)/.exec(out)!;
+    const [, user, password] = /user (\S+)\s+password (\S+)/.exec(out)!;
+    expect(out).toContain(`seafs: mounted Demo at ${mnt}`);
+    expect((await sh(`ls ${q(mnt)}`)).out).toBe('Data\nDocuments\nPictures\nREADME.txt\n');
+    expect((await sh(`cat ${q(mnt)}/README.txt`)).out).toMatch(/^Welcome to the seafs demo/);
+    expect((await sh(`file -b ${q(mnt)}/Pictures/gradient.png || head -c 4 ${q(mnt)}/Pictures/gradient.png`)).out).toMatch(/PNG/);
+    const f = path.join(ctx.src, 'demo.bin');
+    await writeRandom(f, 5 * 1024 * 1024);
+    await sh(`cp ${q(f)} ${q(mnt)}/Documents/ && mv ${q(mnt)}/Documents/demo.bin ${q(mnt)}/Data/`);
+    // check through the demo server's API before Ctrl-C stops it
+    const { client } = await SeafileClient.login({ baseUrl: url }, user, password);
+    try {
+      const demoRepo = (await client.listLibraries()).find((l) => l.name === 'Demo')!.id;
+      await waitRemoteFile(client, demoRepo, '/Data/demo.bin', f);
+    } finally {
+      await client.close();
+    }
+    child.kill('SIGINT');
+    expect(await exited).toBe(0);
+    expect(await isMountpoint(mnt)).toBe(false);
+    expect(out).toContain('every upload is on the server');
   });
 });

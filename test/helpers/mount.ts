@@ -175,6 +175,18 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
   };
 }
 
+/** Registers another process that holds a mount (e.g. `seafs demo`) for cleanupMounts(). */
+export function trackMountProcess(child: ChildProcess, mnt: string): void {
+  const entry = { mnt, child };
+  live.add(entry);
+  child.once('exit', () => live.delete(entry));
+}
+
+/** The env every seafs process of these tests should get (its own control-socket dir). */
+export function testEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  return seafsEnv(extra);
+}
+
 /** True when `mnt` is listed in /proc/mounts (stat of a dead FUSE mount fails, this does not). */
 export async function isMountpoint(mnt: string): Promise<boolean> {
   const r = await run('findmnt', ['-n', '-M', mnt], { allowFail: true, timeoutMs: 10_000 });
