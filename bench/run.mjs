@@ -3,7 +3,7 @@
 //   node bench/run.mjs [--quick] [--runs N] [--latency 0,20] [--contenders seafs,rclone,http,memfs]
 //                      [--jobs seqread,write,tar,ls,find,randread] [--out bench-results] [--work DIR] [--keep-work]
 // Progress goes to stderr; the tables go to stdout; JSON and an SVG chart go to --out.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, cpSync, symlinkSync } from 'node:fs';
 import { tmpdir, cpus, totalmem, release, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -58,6 +58,14 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
   });
 }
 
+const SETTINGS = {
+  seafs: 'seafs mount URL MNT --library L --user U --daemon --cache-dir <fresh>; clock stops when `seafs unmount` returns',
+  rclone: 'rclone mount (seafile backend via env) --vfs-cache-mode full (reads, listings) | writes (write, untar) --vfs-write-back 0s --cache-dir <fresh>; clock stops when the server lists the data (polled every 200 ms)',
+  http: 'curl for the big download/upload; undici (keep-alive) for listings, 8 folders at a time; untar = 25 files per multipart request, 8 in flight; random reads = one Range GET at a time on a reuse=1 link',
+  memfs: 'bench/memfs.mjs: fuse-native, big_writes, kernel_cache, attr/entry timeout 5 s, data in RAM',
+  cold: 'fresh mount and fresh cache dir, then sync and echo 3 > /proc/sys/vm/drop_caches',
+};
+
 function applies(metric, contender) {
   if (contender === 'http') return !['ls_warm', 'find_warm', 'rss_read', 'rss_write'].includes(metric.id);
   if (contender === 'memfs') return !metric.id.startsWith('rss_');
@@ -86,21 +94,73 @@ async function fixtures(work) {
   };
 }
 
+/**
+ * A private copy of the built CLI, so a rebuild in the checkout during a long run cannot mix two versions of
+ * seafs into one table. node_modules is linked, not copied.
+ */
+function snapshotCli(work) {
+  const dir = join(work, 'seafs');
+  mkdirSync(dir, { recursive: true });
+  cpSync(join(ROOT, 'dist'), join(dir, 'dist'), { recursive: true });
+  cpSync(join(ROOT, 'package.json'), join(dir, 'package.json'));
+  if (!existsSync(join(dir, 'node_modules'))) symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
+  return join(dir, 'dist/cli/main.js');
+}
+
 async function machine() {
   const rc = await run('rclone', ['version'], { check: false }).catch(() => ({ stdout: 'missing' }));
   return { cpus: cpus().length, cpuModel: cpus()[0]?.model, memMiB: Math.round(totalmem() / 2 ** 20), kernel: release(), node: process.version, rclone: rc.stdout.split('\n')[0] };
 }
 
 async function main() {
-  const cli = join(ROOT, 'dist/cli/main.js');
-  if (!existsSync(cli)) throw new Error(`${cli} is missing: run npm run build (scripts/bench does)`);
+  if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error(`${ROOT}dist/cli/main.js is missing: run npm run build (scripts/bench does)`);
   const work = opt.work ? resolve(opt.work) : mkdtempSync(join(tmpdir(), 'seafs-bench-'));
   mkdirSync(work, { recursive: true });
+  const cli = snapshotCli(work);
   const startedAt = new Date();
   const loadAtStart = loadavg()[0];
   log(`${opt.quick ? 'quick' : 'full'} run: ${config.runs} run(s), latencies ${latencies.join(', ')} ms, contenders ${contenders.map((c) => c.name).join(', ')}; work dir ${work}`);
   const fx = await fixtures(work);
   log(`fixtures ready (${config.bigBytes >> 20} MiB source, ${config.smallFiles}-file tarball)`);
+
+  // JSON and SVG are rewritten after every job, so an interrupted run still leaves its figures behind.
+  const names = contenders.map((c) => c.name);
+  const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
+  const host = await machine();
+  const saveReport = (complete) => {
+    mkdirSync(opt.out, { recursive: true });
+    for (const s of servers) {
+      for (const m of Object.values(s.results)) for (const cell of Object.values(m)) cell.median = summarize(cell).median ?? null;
+    }
+    const report = {
+      complete,
+      startedAt: startedAt.toISOString(),
+      finishedAt: new Date().toISOString(),
+      mode: opt.quick ? 'quick' : 'full',
+      command: `bash scripts/bench ${process.argv.slice(2).filter((a) => !a.startsWith('--work')).join(' ')}`.trim(),
+      config,
+      machine: { ...host, loadAvg1mAtStart: loadAtStart, loadAvg1mAtEnd: loadavg()[0] },
+      contenders: names,
+      settings: SETTINGS,
+      metrics,
+      servers,
+    };
+    const goals = names.includes('seafs') ? servers.flatMap((s) => targets({ latencyMs: s.latencyMs, metrics, results: s.results })) : [];
+    report.targets = goals;
+    const jsonPath = join(opt.out, `${stamp}.json`);
+    const svgPath = join(opt.out, `${stamp}.svg`);
+    writeFileSync(jsonPath, JSON.stringify(report, null, 2));
+    writeFileSync(
+      svgPath,
+      chart({
+        title: `seafs benchmark (${report.mode}, ${config.runs} run(s), medians${complete ? '' : ', INCOMPLETE'}) ${report.startedAt.slice(0, 16)}Z`,
+        panels: servers.map((s) => ({ title: `server latency ${s.latencyMs} ms`, results: s.results })),
+        metrics,
+        contenders: names,
+      }),
+    );
+    return { report, goals, jsonPath, svgPath };
+  };
 
   const servers = [];
   for (const latencyMs of latencies) {
@@ -161,51 +221,14 @@ async function main() {
             log(`${latencyMs} ms | ${job} ${r}/${config.runs} | ${c.name}: ${error ? `FAILED ${error}` : got} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
           }
         }
+        saveReport(false);
       }
     } finally {
       await server.stop();
     }
   }
 
-  // Output: tables on stdout, JSON and SVG next to each other.
-  const names = contenders.map((c) => c.name);
-  const stamp = startedAt.toISOString().replace(/[:.]/g, '-');
-  mkdirSync(opt.out, { recursive: true });
-  for (const s of servers) {
-    for (const m of Object.values(s.results)) for (const cell of Object.values(m)) cell.median = summarize(cell).median ?? null;
-  }
-  const report = {
-    startedAt: startedAt.toISOString(),
-    finishedAt: new Date().toISOString(),
-    mode: opt.quick ? 'quick' : 'full',
-    command: `bash scripts/bench ${process.argv.slice(2).filter((a) => !a.startsWith('--work')).join(' ')}`.trim(),
-    config,
-    machine: { ...(await machine()), loadAvg1mAtStart: loadAtStart, loadAvg1mAtEnd: loadavg()[0] },
-    contenders: names,
-    settings: {
-      seafs: 'seafs mount URL MNT --library L --user U --daemon --cache-dir <fresh>; clock stops when `seafs unmount` returns',
-      rclone: 'rclone mount (seafile backend via env) --vfs-cache-mode full (reads, listings) | writes (write, untar) --vfs-write-back 0s --cache-dir <fresh>; clock stops when the server lists the data (polled every 200 ms)',
-      http: 'curl for the big download/upload; undici (keep-alive) for listings, 8 folders at a time; untar = 25 files per multipart request, 8 in flight; random reads = one Range GET at a time on a reuse=1 link',
-      memfs: 'bench/memfs.mjs: fuse-native, big_writes, kernel_cache, attr/entry timeout 5 s, data in RAM',
-      cold: 'fresh mount and fresh cache dir, then sync and echo 3 > /proc/sys/vm/drop_caches',
-    },
-    metrics,
-    servers,
-  };
-  const goals = contenders.some((c) => c.name === 'seafs') ? servers.flatMap((s) => targets({ latencyMs: s.latencyMs, metrics, results: s.results })) : [];
-  report.targets = goals;
-  const jsonPath = join(opt.out, `${stamp}.json`);
-  const svgPath = join(opt.out, `${stamp}.svg`);
-  writeFileSync(jsonPath, JSON.stringify(report, null, 2));
-  writeFileSync(
-    svgPath,
-    chart({
-      title: `seafs benchmark (${report.mode}, ${config.runs} run(s), medians) ${report.startedAt.slice(0, 16)}Z`,
-      panels: servers.map((s) => ({ title: `server latency ${s.latencyMs} ms`, results: s.results })),
-      metrics,
-      contenders: names,
-    }),
-  );
+  const { report, goals, jsonPath, svgPath } = saveReport(true);
   process.stdout.write('\n');
   for (const s of servers) process.stdout.write(table({
       latencyMs: s.latencyMs,
