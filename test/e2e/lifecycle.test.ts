@@ -219,6 +219,34 @@ describe('unmount, signals and crashes', () => {
     expect(await remoteExists(ctx.api, repo, '/c2/a.bin'), 'the old name of a renamed dirty file').toBe(false);
     expect(await remoteExists(ctx.api, repo, '/c2/gone.bin'), 'a dirty file deleted before the crash').toBe(false);
   });
+  it('kill -9 right after existing files were overwritten, appended to and truncated: the remount uploads the new contents', async () => {
+    const cacheDir = path.join(scratchDir(), 'crash3-cache');
+    const mnt = path.join(scratchDir(), 'crash3-mnt');
+    await sh(`mkdir -p ${q(cacheDir)} ${q(mnt)}`);
+    const m = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const L = path.join(ctx.src, 'c3');
+    await sh(`mkdir -p ${q(L)} ${q(mnt)}/c3`);
+    for (const n of ['over', 'app', 'trunc', 'patch']) await writeRandom(path.join(L, n), 3 * 1024 * 1024);
+    await sh(`cp ${q(L)}/* ${q(mnt)}/c3/`);
+    for (const n of ['over', 'app', 'trunc', 'patch']) await waitRemoteFile(ctx.api, repo, `/c3/${n}`, path.join(L, n));
+    // the same edits locally and on the mount, then the crash
+    for (const d of [L, path.join(mnt, 'c3')]) {
+      await sh(
+        [
+          `printf 'replaced\\n' > ${q(d)}/over`,
+          `printf 'tail' >> ${q(d)}/app`,
+          `truncate -s 1234 ${q(d)}/trunc`,
+          `printf PATCH | dd of=${q(d)}/patch bs=1 seek=2000000 conv=notrunc status=none`,
+        ].join(' && '),
+      );
+    }
+    await m.kill9();
+    const again = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const un = await again.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    for (const n of ['over', 'app', 'trunc', 'patch']) await expectRemoteFile(ctx.api, repo, `/c3/${n}`, path.join(L, n));
+  });
+
   it('seafs demo mounts a sample library, takes writes, and on Ctrl-C uploads, unmounts and exits 0', async () => {
     const mnt = path.join(scratchDir(), 'demo');
     const child = spawn(process.execPath, [CLI, 'demo', mnt], { env: testEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
