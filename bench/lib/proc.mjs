@@ -1,5 +1,5 @@
 // Processes and mounts the benchmark starts, and the cleanup that undoes them even on failure.
-// Every mount and PID is also appended to $BENCH_STATE so scripts/bench's trap can clean up after a crash.
+// Every live mount and PID is also kept in $BENCH_STATE, so scripts/bench's trap can clean up after a crash.
 import { spawn, spawnSync } from 'node:child_process';
 import { appendFileSync, readFileSync, readdirSync, writeFileSync, openSync, closeSync } from 'node:fs';
 
