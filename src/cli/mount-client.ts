@@ -7,6 +7,7 @@ export function uploadManyFor(client: SeafileClient): UploadMany {
   return async (link, parentDir, files, opts) => {
     const fields: [string, string][] = [['parent_dir', parentDir]];
     if (opts.replace) fields.push(['replace', '1']);
+    if (opts.lastModify) fields.push(['last_modify', new Date(Math.floor(opts.lastModify / 1000) * 1000).toISOString()]);
     const body = await multipartOfFiles(fields, files);
     const r = await client.http.text({
       op: 'upload',

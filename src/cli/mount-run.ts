@@ -196,8 +196,6 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     if (stopping) return stopping;
     stopping = (async () => {
       say(`unmounting ${mnt} (${reason})`);
-      const pending = vfs.pendingUploads();
-      if (pending.length) say(`waiting for ${describe(pending)}`);
       await vfs.drain((list) => say(`waiting for ${describe(list)}`));
       await fuse.unmount();
       // writes that were still in flight when the mount detached

@@ -14,7 +14,13 @@ export interface BatchFile {
 }
 
 /** An upload of several files at once, when the API implementation offers one. */
-export type UploadMany = (link: string, parentDir: string, files: BatchFile[], opts: { replace: boolean }) => Promise<UploadedFile[]>;
+export type UploadMany = (
+  link: string,
+  parentDir: string,
+  files: BatchFile[],
+  /** lastModify (ms): the modification time the server records for the files */
+  opts: { replace: boolean; lastModify?: number },
+) => Promise<UploadedFile[]>;
 
 const quote = (v: string) => v.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
 

@@ -273,7 +273,8 @@ export class Vfs {
       return this.dirAttr(lib?.mtime ?? 0, loc.readOnly);
     }
     const s = this.wb.get(loc.repo, loc.path);
-    if (s) return this.fileAttr(s.size, s.mtime, loc.readOnly);
+    // whole seconds, as the server keeps them: no change of mtime once the file is uploaded
+    if (s) return this.fileAttr(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
     const hid = this.hidden.get(`${loc.repo}\u0000${loc.path}`);
     if (hid) return this.fileAttr(hid.size, hid.mtimeMs, loc.readOnly);
     const e = await this.lookup(loc.repo, loc.path);

@@ -533,7 +533,12 @@ export class WriteBack {
         // the server copy is gone: upload it as a new file
       }
     }
-    const res = await withLink('upload', (url) => this.api.upload(url, dir, s.tmp, name, { replace: true }));
+    // our own multipart body when available: it also carries the file's modification time
+    const res = await withLink('upload', (url) =>
+      this.uploadMany
+        ? this.uploadMany(url, dir, [{ path: s.tmp, name }], { replace: true, lastModify: s.mtime })
+        : this.api.upload(url, dir, s.tmp, name, { replace: true }),
+    );
     const r = res.find((x) => x.name === name) ?? res[0];
     if (r && r.name !== name) this.hooks.log(`upload of ${path} landed as ${r.name}`);
     return { id: r?.id ?? '', size };
