@@ -604,8 +604,19 @@ export class Vfs {
         await this.remoteMove(aRepo, from, bRepo, b.path, false);
         moved = true;
       });
+      // the entry as the upload that may have finished meanwhile recorded it (with the file id)
+      const uploaded = this.meta.peek(aRepo, parentOf(a.path))?.entries.get(baseOf(a.path)) ?? srcEntry;
       this.meta.remove(aRepo, parentOf(a.path), baseOf(a.path));
-      if (moved && srcEntry) this.meta.upsert(bRepo, parentOf(b.path), { ...srcEntry, name: newName });
+      if (moved) {
+        const e: DirEntry = uploaded ?? {
+          type: 'file',
+          name: newName,
+          id: '',
+          size: srcState.size,
+          mtime: Math.floor(srcState.mtime / 1000),
+        };
+        this.meta.upsert(bRepo, parentOf(b.path), { ...e, name: newName });
+      }
       return;
     }
     const held = srcIsDir ? await this.wb.holdUnder(aRepo, a.path) : [];

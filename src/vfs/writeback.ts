@@ -87,7 +87,8 @@ export interface WriteBackOptions {
   batchFileMax?: number;
   /**
    * a new file waits this long after its last close before its upload starts,
-   * so that the usual write-temp-then-rename lands in one upload at the final name
+   * so that a write-temp-then-rename lands in one upload at the final name
+   * (default 0: uploads start at close, which keeps the server closest to the mount)
    */
   newFileDelayMs?: number;
   maxAttempts?: number;
@@ -139,7 +140,7 @@ export class WriteBack {
     this.batchMaxFiles = opts.batchMaxFiles ?? 32;
     this.batchMaxBytes = opts.batchMaxBytes ?? 8 * 1024 * 1024;
     this.batchFileMax = opts.batchFileMax ?? 1024 * 1024;
-    this.newFileDelay = opts.newFileDelayMs ?? 300;
+    this.newFileDelay = opts.newFileDelayMs ?? 0;
   }
 
   async init(): Promise<void> {

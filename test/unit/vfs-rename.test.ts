@@ -104,6 +104,30 @@ describe('vfs rename and unlink', () => {
     expect((await readWhole(vfs, '/to/final.txt')).toString()).toBe('moving');
   });
 
+  it('a file renamed in its folder while its upload runs is listed under the new name', async () => {
+    // with the listing cache on: the answer must come from the cache, kept right locally
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib' });
+    cleanups.push(m.cleanup);
+    const vfs = m.vfs;
+    expect(await vfs.readdir('/')).toEqual([]);
+    const g = gate();
+    api.uploadGate = g.wait;
+    await writeWhole(vfs, '/blob.bin', 'blob');
+    await sleep(10);
+    const mv = vfs.rename('/blob.bin', '/blob-renamed.bin');
+    await sleep(10);
+    g.open();
+    await mv;
+    await vfs.drain();
+    await sleep(10);
+    expect(await vfs.readdir('/')).toEqual(['blob-renamed.bin']);
+    expect((await vfs.getattr('/blob-renamed.bin')).size).toBe(4);
+    expect((await readWhole(vfs, '/blob-renamed.bin')).toString()).toBe('blob');
+    expect(api.names(repo, '/')).toEqual(['blob-renamed.bin']);
+  });
+
   it('rename of a dirty file not yet uploaded just retargets it; a folder rename carries dirty files along', async () => {
     const { api, repo, vfs } = await setup(1);
     const g = gate();
