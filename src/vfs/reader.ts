@@ -116,6 +116,8 @@ export class RemoteReader {
     private readonly api: SeafileApi,
     opts: ReaderOptions = {},
     private readonly disk: BlockCache | null = null,
+    /** a file turned out to have changed on the server */
+    private readonly onStale?: (f: RemoteFile) => void,
   ) {
     this.chunk = opts.chunkSize ?? 128 * 1024;
     this.initialWindow = opts.initialWindow ?? 512 * 1024;
@@ -141,6 +143,12 @@ export class RemoteReader {
     const p = this.api.downloadLink(f.repo, f.path, { reuse: true }).then(
       (l) => {
         this.links.set(k, { url: l.url, at: Date.now() });
+        // the path holds another version than the listing said (changed on the server since):
+        // key what comes by the version it is, and let the listing be refreshed
+        if (l.oid && /^[0-9a-f]{40}$/.test(f.version) && l.oid !== f.version) {
+          f.version = l.oid;
+          this.onStale?.(f);
+        }
         return l.url;
       },
       (e) => {

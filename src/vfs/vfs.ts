@@ -110,7 +110,10 @@ export class Vfs {
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
     this.disk = diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks', String(process.pid)), chunk, diskBytes) : null;
-    this.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, this.disk);
+    this.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, this.disk, (f) => {
+      this.log(`${f.path} changed on the server; refreshing its folder`);
+      this.meta.invalidate(f.repo, parentOf(f.path));
+    });
     const journal = new Journal(join(opts.cacheDir, 'journal'), opts.durableJournal ?? true);
     this.wb = new WriteBack(api, journal, join(opts.cacheDir, 'dirty'), {
       log: this.log,

@@ -102,3 +102,24 @@ describe('vfs folder prefetch', () => {
     }
   });
 });
+
+describe('vfs remote changes', () => {
+  it('a file changed on the server while its listing is cached reads the new content and refreshes the folder', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.putFile(repo, '/f.txt', 'old content');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    try {
+      expect((await vfs.getattr('/f.txt')).size).toBe(11);
+      api.putFile(repo, '/f.txt', 'NEW CONTENT');
+      const { readWhole } = await import('./fake-api.js');
+      expect((await readWhole(vfs, '/f.txt')).toString()).toBe('NEW CONTENT');
+      api.putFile(repo, '/f.txt', 'newer, and longer');
+      await readWhole(vfs, '/f.txt'); // notices the change; the listing is refreshed
+      expect((await vfs.getattr('/f.txt')).size).toBe(17);
+      expect((await readWhole(vfs, '/f.txt')).toString()).toBe('newer, and longer');
+    } finally {
+      await cleanup();
+    }
+  });
+});
