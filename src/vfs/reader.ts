@@ -434,7 +434,9 @@ export class RemoteReader {
     const C = this.chunk;
     const fc = st.fc;
     const lastChunk = Math.floor((f.size - 1) / C);
-    const cacheOnDisk = !!this.disk?.worthCaching(f.size);
+    // a sequential pass is not written to the disk cache: it would cost more CPU than the
+    // network read itself, and a re-read is served by the kernel's page cache
+    const cacheOnDisk = false;
     fc.segs++;
     this.stats.streams++;
     this.stats.activeStreams++;

@@ -76,7 +76,8 @@ describe('vfs on-disk block cache', () => {
     api.putFile(repo, '/f.bin', data);
     const m = await makeVfs(api, {
       library: 'lib',
-      reader: { memoryBytes: 4 * 1024 * 1024, maxWindow: 2 * 1024 * 1024, segmentSize: 1024 * 1024 },
+      // ranged readahead (streamed sequential passes are not written to the disk cache)
+      reader: { memoryBytes: 4 * 1024 * 1024, maxWindow: 2 * 1024 * 1024, segmentSize: 1024 * 1024, streamMinBytes: 64 * 1024 * 1024 },
       diskCacheBytes: 64 * 1024 * 1024,
     });
     try {
