@@ -6,7 +6,7 @@ import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { remoteExists, remoteNames, sha256File, waitRemoteExists, waitRemoteFile } from '../helpers/api-check.js';
-import { mountLibrary, q, sh, type Mount } from '../helpers/mount.js';
+import { mountLibrary, q, run, sh, type Mount } from '../helpers/mount.js';
 
 const alive = (m: Mount) => m.child.exitCode === null && m.child.signalCode === null;
 import { uploadTo } from '../helpers/server.js';
@@ -239,6 +239,36 @@ describe('ordinary tools on a mounted library', () => {
     await sh(`cat ${q(f)} > ${q(ctx.src)}/secret2.bin && printf 'appended' >> ${q(ctx.src)}/secret2.bin`);
     await waitRemoteFile(ctx.api, enc, '/secret.bin', path.join(ctx.src, 'secret2.bin'));
     expect((await e.unmount()).code).toBe(0);
+  });
+
+  it("names with spaces, unicode, ', %, #, ?, &, + and leading dashes survive cp, mv, mkdir and the API", async () => {
+    const names = ['with space.txt', 'été 日本語 🚀.md', "quote's.txt", '100% #1 ?&=+.txt', '-dash', 'a;b,c~!@$^().txt', '  lead-trail  '];
+    const dirName = 'dir ü #%';
+    const N = path.join(ctx.src, 'names');
+    mkdirSync(N);
+    await sh(`mkdir ${q(M(dirName))}`);
+    for (const [i, n] of names.entries()) {
+      writeFileSync(path.join(N, n), `content of ${n} ${i}\n`);
+      await run('cp', ['--', path.join(N, n), M(path.join(dirName, n))]);
+    }
+    expect((await run('ls', ['-A', M(dirName)])).out.split('\n').filter(Boolean).sort()).toEqual([...names].sort());
+    for (const n of names) await waitRemoteFile(ctx.api, repo, `/${dirName}/${n}`, path.join(N, n));
+    expect(await remoteNames(ctx.api, repo, `/${dirName}`)).toEqual([...names].sort());
+    // rename each to another awkward name, and the folder too
+    for (const n of names) await run('mv', ['--', M(path.join(dirName, n)), M(path.join(dirName, `renamed ${n} ✓`))]);
+    await run('mv', ['--', M(dirName), M(`${dirName} → moved`)]);
+    const want = names.map((n) => `renamed ${n} ✓`).sort();
+    expect((await run('ls', ['-A', M(`${dirName} → moved`)])).out.split('\n').filter(Boolean).sort()).toEqual(want);
+    for (const n of names) await waitRemoteFile(ctx.api, repo, `/${dirName} → moved/renamed ${n} ✓`, path.join(N, n));
+    expect(await remoteNames(ctx.api, repo, `/${dirName} → moved`)).toEqual(want);
+    expect(await remoteExists(ctx.api, repo, `/${dirName}`)).toBe(false);
+  });
+
+  it('a new file whose name holds a double quote lands under that name on the server', async () => {
+    const name = 'say "hi".txt';
+    await run('bash', ['-c', 'printf quoted > "$1"', '_', M(name)]);
+    await waitRemoteFile(ctx.api, repo, `/${name}`, Buffer.from('quoted'), 15_000);
+    expect((await remoteNames(ctx.api, repo, '/')).filter((n) => n.startsWith('say '))).toEqual([name]);
   });
 
   it('rm and rm -r remove files and trees from the server', async () => {
