@@ -8,6 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import type { SeafileApi, RangeDownload } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import type { BlockCache } from './block-cache.js';
+import { rawGet, RawUnsupported, type RawStream } from './raw-get.js';
 import { VfsError } from './errors.js';
 
 export interface RemoteFile {
@@ -51,6 +52,8 @@ export interface ReaderOptions {
   memoryBytes?: number;
   linkTtlMs?: number;
   maxSegmentsPerFile?: number;
+  /** read plain-http streams over a bare socket (default true) */
+  rawStreams?: boolean;
   /** files above this size are read ahead by one streaming GET (default 8 MiB) */
   streamMinBytes?: number;
   /** after this many random reads of a file, fetch all of it into the disk cache (default 32) */
@@ -97,6 +100,7 @@ export class RemoteReader {
   readonly stats = { linkRequests: 0, rangeRequests: 0, bytesFetched: 0, diskChunks: 0, fills: 0, streams: 0, activeStreams: 0 };
   private readonly fillAfter: number;
   private readonly streamMin: number;
+  private readonly rawStreams: boolean;
   private readonly fillMax: number;
   private readonly chunk: number;
   private readonly initialWindow: number;
@@ -107,7 +111,14 @@ export class RemoteReader {
   private readonly memBudget: number;
   private memUsed = 0;
   /** chunks in the order they were fetched: the oldest leave first when memory is short */
-  private order: { version: string; fc: FileChunks; idx: number; buf: Chunk; size: number }[] = [];
+  private order: { version: string; fc: FileChunks; idx: number; buf: Chunk; size: number; pooled: boolean }[] = [];
+  /**
+   * Chunk buffers of evicted stream chunks, reused for new ones: streaming a
+   * GiB through fresh buffers makes the garbage collector the main cost.
+   * (A reader copies a chunk out synchronously, or right after the promise
+   * that delivered it, long before it can become the oldest and be evicted.)
+   */
+  private readonly pool: Buffer[] = [];
   private orderHead = 0;
   private readonly files = new Map<string, FileChunks>();
   private readonly links = new Map<string, { url: string; at: number; p?: Promise<string> }>();
@@ -128,6 +139,7 @@ export class RemoteReader {
     this.memBudget = opts.memoryBytes ?? 32 * 1024 * 1024;
     this.fillAfter = opts.fillAfterRandomReads ?? 32;
     this.streamMin = opts.streamMinBytes ?? 8 * 1024 * 1024;
+    this.rawStreams = opts.rawStreams ?? true;
     this.fillMax = opts.fillMaxBytes ?? 2 * 1024 ** 3;
   }
 
@@ -201,11 +213,11 @@ export class RemoteReader {
   }
 
   /** Keep a fetched chunk within the memory budget (oldest chunks go first). */
-  private store(f: RemoteFile, fc: FileChunks, idx: number, buf: Chunk, size: number): void {
+  private store(f: RemoteFile, fc: FileChunks, idx: number, buf: Chunk, size: number, pooled = false): void {
     fc.have.set(idx, buf);
     fc.bytes += size;
     this.memUsed += size;
-    this.order.push({ version: f.version, fc, idx, buf, size });
+    this.order.push({ version: f.version, fc, idx, buf, size, pooled });
     while (this.memUsed > this.memBudget && this.orderHead < this.order.length) {
       const old = this.order[this.orderHead];
       this.order[this.orderHead++] = undefined as never;
@@ -213,6 +225,7 @@ export class RemoteReader {
         old.fc.have.delete(old.idx);
         old.fc.bytes -= old.size;
         this.memUsed -= old.size;
+        if (old.pooled && this.pool.length < 64) this.pool.push(old.buf[0]);
         if (old.fc.bytes === 0 && old.fc.inflight.size === 0 && this.files.get(old.version) === old.fc) this.files.delete(old.version);
       }
     }
@@ -431,15 +444,136 @@ export class RemoteReader {
   }
 
   private runStream(f: RemoteFile, st: SeqStream): void {
+    st.fc.segs++;
+    this.stats.streams++;
+    this.stats.activeStreams++;
+    const go = async () => {
+      const url = await this.link(f);
+      if (this.rawStreams && url.startsWith('http:')) {
+        let r = await this.runStreamRaw(f, st, url);
+        if (r === 'renew') r = await this.runStreamRaw(f, st, await this.link(f, true));
+        if (r !== 'unsupported') return;
+      }
+      await this.runStreamClient(f, st);
+    };
+    go()
+      .catch(() => {})
+      .finally(() => {
+        st.fc.segs--;
+        this.stats.activeStreams--;
+        // whatever a reader still waits for comes through ranged GETs
+        st.dead = false;
+        this.stopStream(f, st);
+      });
+  }
+
+  /** Deliver chunk i of a stream to whoever waits for it, and keep it in memory. */
+  private deliver(f: RemoteFile, st: SeqStream, i: number, parts: Chunk, size: number, pooled = false): void {
+    const fc = st.fc;
+    this.stats.bytesFetched += size;
+    const d = st.waits.get(i);
+    st.waits.delete(i);
+    if (d && fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
+    if (!fc.have.has(i)) this.store(f, fc, i, parts, size, pooled);
+    else if (pooled && this.pool.length < 64 && !d) this.pool.push(parts[0]);
+    d?.resolve(parts);
+  }
+
+  private chunkBuffer(size: number): Buffer {
+    return size === this.chunk ? (this.pool.pop() ?? Buffer.allocUnsafe(size)) : Buffer.allocUnsafe(size);
+  }
+
+  /**
+   * The stream over a bare socket (see raw-get.ts). Resolves 'unsupported'
+   * or 'renew' (link refused) when nothing was delivered yet and the caller
+   * should try otherwise; 'done' in every other case.
+   */
+  private runStreamRaw(f: RemoteFile, st: SeqStream, url: string): Promise<'done' | 'unsupported' | 'renew'> {
+    const C = this.chunk;
+    const lastChunk = Math.floor((f.size - 1) / C);
+    const start = st.next * C;
+    return new Promise((resolve) => {
+      let pos = 0;
+      let want = Math.min(C, f.size - st.next * C);
+      let cur = this.chunkBuffer(want);
+      let fill = 0;
+      let delivered = false;
+      let idle: NodeJS.Timeout | null = null;
+      let stream: RawStream;
+      const pauseIfAhead = () => {
+        if (st.dead) return stream.destroy();
+        if (st.next <= st.until || st.next > lastChunk) return;
+        stream.pause();
+        idle = setTimeout(() => {
+          st.dead = true; // the reader went away
+          stream.destroy();
+        }, 5_000);
+        idle.unref();
+        st.wake = () => {
+          if (idle) clearTimeout(idle);
+          idle = null;
+          if (st.dead) stream.destroy();
+          else {
+            stream.resume();
+            pauseIfAhead();
+          }
+        };
+      };
+      try {
+        stream = rawGet(url, start, {
+          head: (status, first) => {
+            pos = status === 206 ? first : 0;
+          },
+          data: (buf, from, to) => {
+            let p = from;
+            if (pos < start) {
+              const skip = Math.min(to - p, start - pos);
+              pos += skip;
+              p += skip;
+            }
+            while (p < to && st.next <= lastChunk) {
+              const n = Math.min(to - p, want - fill);
+              buf.copy(cur, fill, p, p + n);
+              fill += n;
+              p += n;
+              pos += n;
+              if (fill === want) {
+                delivered = true;
+                this.deliver(f, st, st.next, [cur], want, want === C);
+                st.next++;
+                if (st.next > lastChunk) break;
+                want = Math.min(C, f.size - st.next * C);
+                cur = this.chunkBuffer(want);
+                fill = 0;
+              }
+            }
+            if (st.next > lastChunk) stream.destroy();
+            else pauseIfAhead();
+          },
+          end: (err) => {
+            if (idle) clearTimeout(idle);
+            st.wake = null;
+            if (err && !delivered) {
+              if (err instanceof RawUnsupported) return resolve('unsupported');
+              if (err instanceof ApiError && (err.status === 403 || err.status === 404)) return resolve('renew');
+            }
+            resolve('done');
+          },
+        });
+      } catch {
+        resolve('unsupported');
+      }
+    });
+  }
+
+  /** The stream through the API client (https, or what the bare socket cannot handle). */
+  private runStreamClient(f: RemoteFile, st: SeqStream): Promise<void> {
     const C = this.chunk;
     const fc = st.fc;
     const lastChunk = Math.floor((f.size - 1) / C);
     // a sequential pass is not written to the disk cache: it would cost more CPU than the
     // network read itself, and a re-read is served by the kernel's page cache
     const cacheOnDisk = false;
-    fc.segs++;
-    this.stats.streams++;
-    this.stats.activeStreams++;
     const run = async () => {
       const start = st.next * C;
       const res = await this.get(f, { start });
@@ -495,15 +629,7 @@ export class RemoteReader {
         res.body.destroy();
       }
     };
-    run()
-      .catch(() => {})
-      .finally(() => {
-        fc.segs--;
-        this.stats.activeStreams--;
-        // whatever a reader still waits for comes through ranged GETs
-        st.dead = false;
-        this.stopStream(f, st);
-      });
+    return run();
   }
 
   /**

@@ -1,0 +1,128 @@
+// A ranged GET of a plain-http download URL over a bare socket that reads
+// into one reused buffer (net's `onread`): no allocation per network read,
+// which on a 2-core machine saves about a second of CPU per GiB against a
+// general HTTP client. Only for the sequential stream; anything unusual
+// (https, chunked encoding, no Content-Length) is refused with RawUnsupported
+// and the caller uses the API client instead.
+import net from 'node:net';
+import { ApiError, type ApiErrorKind } from '../client/errors.js';
+
+export class RawUnsupported extends Error {}
+
+export interface RawSink {
+  /** status 200 or 206, the offset of the first body byte, the body length */
+  head(status: number, start: number, length: number): void;
+  /** body bytes in buf[from, to); valid only during the call */
+  data(buf: Buffer, from: number, to: number): void;
+  end(err: unknown | null): void;
+}
+
+export interface RawStream {
+  pause(): void;
+  resume(): void;
+  destroy(): void;
+}
+
+const READ_BUF = 256 * 1024;
+
+function kindOf(status: number): ApiErrorKind {
+  if (status === 401 || status === 403) return 'forbidden';
+  if (status === 404) return 'not_found';
+  if (status >= 500) return 'server';
+  return 'bad_request';
+}
+
+export function rawGet(url: string, start: number, sink: RawSink, idleMs = 60_000): RawStream {
+  const u = new URL(url);
+  if (u.protocol !== 'http:') throw new RawUnsupported(u.protocol);
+  const port = Number(u.port || 80);
+  const buffer = Buffer.allocUnsafe(READ_BUF);
+  let head: Buffer | null = Buffer.alloc(0);
+  let remaining = -1;
+  let done = false;
+  const finish = (err: unknown | null) => {
+    if (done) return;
+    done = true;
+    sock.destroy();
+    sink.end(err);
+  };
+  const onHead = (text: string): number => {
+    const lines = text.split('\r\n');
+    const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]);
+    if (!m) throw new RawUnsupported('bad status line');
+    const status = Number(m[1]);
+    const h = new Map<string, string>();
+    for (const l of lines.slice(1)) {
+      const i = l.indexOf(':');
+      if (i > 0) h.set(l.slice(0, i).trim().toLowerCase(), l.slice(i + 1).trim());
+    }
+    if (status !== 200 && status !== 206) {
+      throw new ApiError({ kind: kindOf(status), status, operation: 'download', serverMessage: `HTTP ${status}` });
+    }
+    if (h.has('transfer-encoding') || !h.has('content-length')) throw new RawUnsupported('no content-length');
+    const length = Number(h.get('content-length'));
+    let first = 0;
+    if (status === 206) {
+      const cr = /bytes (\d+)-/.exec(h.get('content-range') ?? '');
+      if (!cr) throw new RawUnsupported('no content-range');
+      first = Number(cr[1]);
+    }
+    sink.head(status, first, length);
+    return length;
+  };
+  const sock = net.connect({
+    host: u.hostname,
+    port,
+    onread: {
+      buffer,
+      callback: (nread: number, buf: Buffer) => {
+        if (done) return false;
+        try {
+          let off = 0;
+          if (head) {
+            const all = Buffer.concat([head, buf.subarray(0, nread)]);
+            const i = all.indexOf('\r\n\r\n');
+            if (i < 0) {
+              if (all.length > 64 * 1024) throw new RawUnsupported('header too long');
+              head = all;
+              return true;
+            }
+            remaining = onHead(all.toString('latin1', 0, i));
+            head = null;
+            // the body bytes that came with the header
+            const rest = all.subarray(i + 4);
+            const n = Math.min(rest.length, remaining);
+            if (n > 0) sink.data(rest, 0, n);
+            remaining -= n;
+            off = nread; // consumed through `all`
+          }
+          if (off < nread) {
+            const n = Math.min(nread - off, remaining);
+            if (n > 0) sink.data(buf, off, off + n);
+            remaining -= n;
+          }
+          if (remaining === 0) finish(null);
+        } catch (e) {
+          finish(e);
+          return false;
+        }
+        return true;
+      },
+    },
+  });
+  sock.setNoDelay(true);
+  sock.setTimeout(idleMs, () => finish(new ApiError({ kind: 'timeout', status: 0, operation: 'download' })));
+  sock.on('error', (e) => finish(new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: e.message, cause: e })));
+  sock.on('end', () => finish(remaining === 0 ? null : new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: 'connection closed early' })));
+  sock.on('connect', () => {
+    sock.write(
+      `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nRange: bytes=${start}-\r\n` +
+        'User-Agent: seafs/0.1\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n',
+    );
+  });
+  return {
+    pause: () => sock.pause(),
+    resume: () => sock.resume(),
+    destroy: () => finish(null),
+  };
+}
