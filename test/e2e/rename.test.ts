@@ -114,6 +114,34 @@ describe('mv and safe saves on a mounted library', () => {
     await expectRemoteTree(ctx.api, repo, '/z', T);
   });
 
+  it('a 60 MiB file moved to another folder right after cp (its upload under way) arrives whole under the new name', async () => {
+    const f = path.join(ctx.src, 'sixty.bin');
+    await writeRandom(f, 60 * 1024 * 1024);
+    await sh(`mkdir -p ${q(M('inflight/a'))} ${q(M('inflight/b'))}`);
+    await sh(`cp ${q(f)} ${q(M('inflight/a/big.bin'))} && mv ${q(M('inflight/a/big.bin'))} ${q(M('inflight/b/moved.bin'))}`);
+    // and a second one renamed twice in a row
+    await sh(`cp ${q(f)} ${q(M('inflight/a/two.bin'))} && mv ${q(M('inflight/a/two.bin'))} ${q(M('inflight/a/two-1.bin'))} && mv ${q(M('inflight/a/two-1.bin'))} ${q(M('inflight/two-2.bin'))}`);
+    await waitRemoteFile(ctx.api, repo, '/inflight/b/moved.bin', f, 120_000);
+    await waitRemoteFile(ctx.api, repo, '/inflight/two-2.bin', f, 120_000);
+    await waitNames(repo, '/inflight/a', []);
+    await waitNames(repo, '/inflight', ['a', 'b', 'two-2.bin']);
+    await waitNames(repo, '/inflight/b', ['moved.bin']);
+  });
+
+  it('a rename that only changes case, and a swap of two names through a third', async () => {
+    await sh(`printf lower > ${q(M('case.txt'))} && printf other > ${q(M('other.txt'))}`);
+    await waitRemoteFile(ctx.api, repo, '/case.txt', Buffer.from('lower'));
+    await sh(`mv ${q(M('case.txt'))} ${q(M('CASE.txt'))}`);
+    expect((await sh(`cat ${q(M('CASE.txt'))}`)).out).toBe('lower');
+    await waitRemoteFile(ctx.api, repo, '/CASE.txt', Buffer.from('lower'));
+    await sh(`mv ${q(M('CASE.txt'))} ${q(M('tmp.swap'))} && mv ${q(M('other.txt'))} ${q(M('CASE.txt'))} && mv ${q(M('tmp.swap'))} ${q(M('other.txt'))}`);
+    expect((await sh(`cat ${q(M('CASE.txt'))} ${q(M('other.txt'))}`)).out).toBe('otherlower');
+    await waitRemoteFile(ctx.api, repo, '/CASE.txt', Buffer.from('other'));
+    await waitRemoteFile(ctx.api, repo, '/other.txt', Buffer.from('lower'));
+    const names = (await remoteNames(ctx.api, repo, '/'))!;
+    expect(names.filter((n) => /case|other|swap/i.test(n))).toEqual(['CASE.txt', 'other.txt']);
+  });
+
   it("an editor's safe save (temp file, fsync, rename over the original) replaces the content", async () => {
     await sh(`printf 'version 1\\n' > ${q(M('doc.txt'))}`);
     await waitRemoteFile(ctx.api, repo, '/doc.txt', Buffer.from('version 1\n'));
