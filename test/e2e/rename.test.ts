@@ -142,6 +142,30 @@ describe('mv and safe saves on a mounted library', () => {
     expect(names.filter((n) => /case|other|swap/i.test(n))).toEqual(['CASE.txt', 'other.txt']);
   });
 
+  it('a folder moved, and another removed, while the files copied into them are still uploading', async () => {
+    const T = path.join(ctx.src, 'many');
+    mkdirSync(path.join(T, 'sub'), { recursive: true });
+    for (let i = 0; i < 60; i++) await writeRandom(path.join(T, i % 2 ? 'sub' : '', `m${i}.bin`), 20_000 + i * 9_000);
+    await sh(`cp -r ${q(T)} ${q(M('moving'))} && mv ${q(M('moving'))} ${q(M('x/moved-while-uploading'))}`);
+    await sh(`cp -r ${q(T)} ${q(M('doomed'))} && rm -r ${q(M('doomed'))}`);
+    expect((await sh(`ls ${q(M())}`)).out).not.toMatch(/^(moving|doomed)$/m);
+    await waitNames(repo, '/x', ['moved-while-uploading', 'two.txt', 'y']);
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      try {
+        await expectRemoteTree(ctx.api, repo, '/x/moved-while-uploading', T);
+        break;
+      } catch (e) {
+        if (Date.now() > deadline) throw e;
+        await new Promise((r) => setTimeout(r, 500));
+      }
+    }
+    // nothing of the removed folder may come back later
+    await new Promise((r) => setTimeout(r, 3000));
+    const root = (await remoteNames(ctx.api, repo, '/'))!;
+    expect(root.filter((n) => /moving|doomed/.test(n))).toEqual([]);
+  });
+
   it("an editor's safe save (temp file, fsync, rename over the original) replaces the content", async () => {
     await sh(`printf 'version 1\\n' > ${q(M('doc.txt'))}`);
     await waitRemoteFile(ctx.api, repo, '/doc.txt', Buffer.from('version 1\n'));
