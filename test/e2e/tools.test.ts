@@ -311,6 +311,17 @@ describe('ordinary tools on a mounted library', () => {
     expect((await fresh.unmount()).code).toBe(0);
   });
 
+  it('a path 30 folders deep (about 1,900 characters) works through the mount and the API', async () => {
+    const parts = Array.from({ length: 30 }, (_, i) => `level-${String(i).padStart(2, '0')}-${'x'.repeat(52)}`);
+    const rel = parts.join('/');
+    await run('mkdir', ['-p', M(rel)]);
+    await run('bash', ['-c', 'printf deep > "$1/leaf.txt"', '_', M(rel)]);
+    expect((await run('cat', [M(`${rel}/leaf.txt`)])).out).toBe('deep');
+    await waitRemoteFile(ctx.api, repo, `/${rel}/leaf.txt`, Buffer.from('deep'));
+    await run('rm', ['-r', M(parts[0])]);
+    await waitRemoteExists(ctx.api, repo, `/${parts[0]}`, false);
+  });
+
   it('rm and rm -r remove files and trees from the server', async () => {
     await sh(`rm ${q(M('a/zero'))}`);
     expect((await sh(`ls ${q(M('a'))}`)).out).toBe('b\nd\n');
