@@ -97,6 +97,8 @@ export interface WriteBackOptions {
 }
 
 const key = (repo: string, path: string) => `${repo}\u0000${path}`;
+/** characters a multipart filename="..." cannot carry faithfully */
+const NEEDS_QUOTING = /["\r\n]/;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Failures an upload retry cannot fix: the data is kept and the error surfaced. */
@@ -318,7 +320,7 @@ export class WriteBack {
   }
 
   private batchable(s: FileState): boolean {
-    return !!this.uploadMany && s.remotePath === null && s.size <= this.batchFileMax && s.writers === 0;
+    return !!this.uploadMany && s.remotePath === null && s.size <= this.batchFileMax && s.writers === 0 && !NEEDS_QUOTING.test(baseOf(s.path));
   }
 
   /** Queue a new small file for a batch upload of its folder; resolves when its attempt is over. */
@@ -534,6 +536,7 @@ export class WriteBack {
         // the server copy is gone: upload it as a new file
       }
     }
+    if (NEEDS_QUOTING.test(name)) return this.uploadAwkward(s, repo, dir, name, size, withLink);
     // our own multipart body when available: it also carries the file's modification time
     const res = await withLink('upload', (url) =>
       this.uploadMany
@@ -543,6 +546,28 @@ export class WriteBack {
     const r = res.find((x) => x.name === name) ?? res[0];
     if (r && r.name !== name) this.hooks.log(`upload of ${path} landed as ${r.name}`);
     return { id: r?.id ?? '', size };
+  }
+
+  /**
+   * A name a multipart header cannot carry as is (a double quote would arrive
+   * as %22): upload under a plain temporary name, then rename through the API
+   * (form-encoded, no quoting problem) onto the real name.
+   */
+  private async uploadAwkward(
+    s: FileState,
+    repo: string,
+    dir: string,
+    name: string,
+    size: number,
+    withLink: <T>(kind: 'upload' | 'update', fn: (url: string) => Promise<T>) => Promise<T>,
+  ): Promise<UploadResult> {
+    const tmpName = `.seafs-upload-${s.id}`;
+    const tmpPath = dir === '/' ? `/${tmpName}` : `${dir}/${tmpName}`;
+    const res = await withLink('upload', (url) => this.api.upload(url, dir, s.tmp, tmpName, { replace: true }));
+    const path = dir === '/' ? `/${name}` : `${dir}/${name}`;
+    await this.api.deleteFile(repo, path); // the write replaces whatever is there
+    await this.api.renameFile(repo, tmpPath, name);
+    return { id: res[0]?.id ?? '', size };
   }
 
   /** fsync: wait until everything written so far is on the server. */

@@ -321,8 +321,12 @@ export class FakeApi implements SeafileApi {
     return `fake-upload://${repoId}${dir}`;
   }
 
-  async upload(link: string, parentDir: string, localFile: string, name: string, opts?: { replace?: boolean }): Promise<UploadedFile[]> {
+  /** store `"` in uploaded names as %22, as multipart filenames arrive at real file servers */
+  mangleQuotes = false;
+
+  async upload(link: string, parentDir: string, localFile: string, rawName: string, opts?: { replace?: boolean }): Promise<UploadedFile[]> {
     this.hit('upload');
+    const name = this.mangleQuotes ? rawName.replace(/"/g, '%22') : rawName;
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
     this.checkQuota('upload');
@@ -344,7 +348,8 @@ export class FakeApi implements SeafileApi {
     this.checkQuota('upload');
     const d = this.dirAt(repoId, parentDir);
     const out: UploadedFile[] = [];
-    for (const f of files) {
+    for (const f0 of files) {
+      const f = { ...f0, name: this.mangleQuotes ? f0.name.replace(/"/g, '%22') : f0.name };
       const data = await readFile(f.path);
       const existing = d.children.get(f.name);
       const final = opts.replace && existing?.type === 'file' ? f.name : this.freeName(d, f.name);

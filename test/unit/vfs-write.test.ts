@@ -165,3 +165,21 @@ describe('vfs batch uploads', () => {
     }
   });
 });
+
+describe('vfs awkward names', () => {
+  it('a new file whose name holds a double quote lands under that name (uploaded under a plain name, then renamed)', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.mangleQuotes = true;
+    const m = await makeVfs(api, { library: 'lib', writeBack: { uploadMany: api.uploadMany, retryBaseMs: 10 } });
+    try {
+      await writeWhole(m.vfs, '/say "hi".txt', 'quoted');
+      await writeWhole(m.vfs, '/plain.txt', 'plain');
+      expect(await m.vfs.drain()).toEqual([]);
+      expect(api.names(repo, '/')).toEqual(['plain.txt', 'say "hi".txt']);
+      expect(api.content(repo, '/say "hi".txt')!.toString()).toBe('quoted');
+    } finally {
+      await m.cleanup();
+    }
+  });
+});
