@@ -268,7 +268,15 @@ describe('ordinary tools on a mounted library', () => {
     const name = 'say "hi".txt';
     await run('bash', ['-c', 'printf quoted > "$1"', '_', M(name)]);
     await waitRemoteFile(ctx.api, repo, `/${name}`, Buffer.from('quoted'), 15_000);
-    expect((await remoteNames(ctx.api, repo, '/')).filter((n) => n.startsWith('say '))).toEqual([name]);
+    expect((await remoteNames(ctx.api, repo, '/'))!.filter((n) => n.startsWith('say '))).toEqual([name]);
+    // overwritten in place, appended to, then replaced by a rename (safe save) and a dirty rename
+    await run('bash', ['-c', 'printf rewritten > "$1" && printf +more >> "$1"', '_', M(name)]);
+    await waitRemoteFile(ctx.api, repo, `/${name}`, Buffer.from('rewritten+more'), 15_000);
+    await run('bash', ['-c', 'printf saved > "$1.tmp" && mv "$1.tmp" "$1"', '_', M(name)]);
+    await waitRemoteFile(ctx.api, repo, `/${name}`, Buffer.from('saved'), 15_000);
+    await run('bash', ['-c', 'printf fresh > "$1" && mv "$1" "$2"', '_', M('plain-new.txt'), M('say "bye".txt')]);
+    await waitRemoteFile(ctx.api, repo, '/say "bye".txt', Buffer.from('fresh'), 15_000);
+    expect((await remoteNames(ctx.api, repo, '/'))!.filter((n) => /^say |plain-new|%22/.test(n))).toEqual(['say "bye".txt', name]);
   });
 
   it('random reads (pread at random offsets and lengths) of files uploaded through the API match the source', async () => {
