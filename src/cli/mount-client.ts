@@ -1,29 +1,38 @@
-// The batch upload for the mount, on the client's HTTP core: several files
-// in one POST to an upload link (the vfs' UploadMany capability).
+// The batch upload for the mount: several files in one POST to an upload
+// link (the vfs' UploadMany capability), over a bare socket for plain http
+// (see src/vfs/raw-post.ts), or the client's HTTP core otherwise.
 import { parseUploadAnswer, type SeafileClient } from '../client/client.js';
-import { multipartOfFiles, type UploadMany } from '../vfs/upload-batch.js';
+import { rawUpload } from '../vfs/raw-post.js';
+import { multipartOfFiles, type BatchFile, type UploadMany } from '../vfs/upload-batch.js';
 
-export function uploadManyFor(client: SeafileClient): UploadMany {
-  return async (link, parentDir, files, opts) => {
+async function viaClient(client: SeafileClient, link: string, fields: [string, string][], files: BatchFile[]): Promise<{ text: string; sizes: number[] }> {
+  const body = await multipartOfFiles(fields, files);
+  const r = await client.http.text({
+    op: 'upload',
+    method: 'POST',
+    url: link,
+    query: { 'ret-json': 1 },
+    body,
+    auth: true,
+    retry: 'never',
+    ctx: 'upload',
+    transfer: 'upload',
+  });
+  return { text: r.text, sizes: body.sizes };
+}
+
+export function uploadManyFor(client: SeafileClient, opts: { raw?: boolean } = {}): UploadMany {
+  const raw = opts.raw ?? process.env.SEAFS_RAW_UPLOAD !== '0';
+  return async (link, parentDir, files, o) => {
     const fields: [string, string][] = [['parent_dir', parentDir]];
-    if (opts.replace) fields.push(['replace', '1']);
-    if (opts.lastModify) fields.push(['last_modify', new Date(Math.floor(opts.lastModify / 1000) * 1000).toISOString()]);
-    const body = await multipartOfFiles(fields, files);
-    const r = await client.http.text({
-      op: 'upload',
-      method: 'POST',
-      url: link,
-      query: { 'ret-json': 1 },
-      body,
-      auth: true,
-      retry: 'never',
-      ctx: 'upload',
-      transfer: 'upload',
-    });
-    const out = parseUploadAnswer('upload', r.text, { name: files[0]?.name ?? '', size: body.sizes[0] ?? 0 });
+    if (o.replace) fields.push(['replace', '1']);
+    if (o.lastModify) fields.push(['last_modify', new Date(Math.floor(o.lastModify / 1000) * 1000).toISOString()]);
+    const { text, sizes } =
+      raw && link.startsWith('http:') ? await rawUpload(link, client.token, fields, files) : await viaClient(client, link, fields, files);
+    const out = parseUploadAnswer('upload', text, { name: files[0]?.name ?? '', size: sizes[0] ?? 0 });
     // an answer of bare ids (no ret-json support) carries no names: they come in the order sent
-    if (out.length === files.length && out.every((o) => o.name === files[0].name) && files.length > 1) {
-      return out.map((o, i) => ({ ...o, name: files[i].name, size: body.sizes[i] }));
+    if (out.length === files.length && out.every((x) => x.name === files[0].name) && files.length > 1) {
+      return out.map((x, i) => ({ ...x, name: files[i].name, size: sizes[i] }));
     }
     return out;
   };

@@ -24,24 +24,32 @@ export type UploadMany = (
 
 const quote = (v: string) => v.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
 
-export async function multipartOfFiles(
+/** The framing of a multipart body for `files` (their sizes read now): part headers, closing boundary, length. */
+export async function multipartFraming(
   fields: [string, string][],
   files: BatchFile[],
-): Promise<{ contentType: string; length: number; sizes: number[]; stream: Readable }> {
+): Promise<{ contentType: string; heads: Buffer[]; tail: Buffer; sizes: number[]; length: number }> {
   const boundary = `----seafsBatch${randomBytes(12).toString('hex')}`;
   const sizes = await Promise.all(files.map(async (f) => (await fsp.stat(f.path)).size));
   let head = '';
   for (const [k, v] of fields) head += `--${boundary}\r\nContent-Disposition: form-data; name="${quote(k)}"\r\n\r\n${v}\r\n`;
-  const heads = files.map(
-    (f, i) =>
-      Buffer.from(
-        `${i === 0 ? head : '\r\n'}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${quote(f.name)}"\r\n` +
-          'Content-Type: application/octet-stream\r\n\r\n',
-        'utf8',
-      ),
+  const heads = files.map((f, i) =>
+    Buffer.from(
+      `${i === 0 ? head : '\r\n'}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${quote(f.name)}"\r\n` +
+        'Content-Type: application/octet-stream\r\n\r\n',
+      'utf8',
+    ),
   );
   const tail = Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8');
   const length = heads.reduce((a, h) => a + h.length, 0) + sizes.reduce((a, s) => a + s, 0) + tail.length;
+  return { contentType: `multipart/form-data; boundary=${boundary}`, heads, tail, sizes, length };
+}
+
+export async function multipartOfFiles(
+  fields: [string, string][],
+  files: BatchFile[],
+): Promise<{ contentType: string; length: number; sizes: number[]; stream: Readable }> {
+  const { contentType, heads, tail, sizes, length } = await multipartFraming(fields, files);
   async function* parts(): AsyncGenerator<Buffer> {
     for (let i = 0; i < files.length; i++) {
       yield heads[i];
@@ -56,5 +64,5 @@ export async function multipartOfFiles(
     }
     yield tail;
   }
-  return { contentType: `multipart/form-data; boundary=${boundary}`, length, sizes, stream: Readable.from(parts(), { objectMode: false }) };
+  return { contentType, length, sizes, stream: Readable.from(parts(), { objectMode: false }) };
 }
