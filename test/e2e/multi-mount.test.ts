@@ -85,6 +85,26 @@ describe('several mounts, read-only access, all-libraries mode', () => {
     expect((await b.unmount()).code).toBe(0);
   });
 
+  it('two mounts writing 25 files each into one folder at the same time: all 50 on the server, both see all', async () => {
+    const repo = ctx.repos.Mine;
+    const opts = { library: 'Mine', dirCacheTime: 1, attrTimeout: 1 };
+    const a = await mountLibrary(ctx.server, opts);
+    const b = await mountLibrary(ctx.server, opts);
+    await sh(`mkdir ${q(a.mnt)}/both`);
+    await until(`test -d ${q(b.mnt)}/both`, 15_000);
+    const write = (dir: string, tag: string) =>
+      sh(`for i in $(seq 1 25); do head -c $((i * 3001)) /dev/zero | tr '\\0' '${tag}' > ${q(dir)}/both/${tag}$i.txt; done`);
+    await Promise.all([write(a.mnt, 'a'), write(b.mnt, 'b')]);
+    const want = [...Array.from({ length: 25 }, (_, i) => `a${i + 1}.txt`), ...Array.from({ length: 25 }, (_, i) => `b${i + 1}.txt`)].sort();
+    for (const n of want) await waitRemoteFile(ctx.api, repo, `/both/${n}`, Buffer.alloc(Number(n.slice(1, -4)) * 3001, n[0]));
+    expect(await remoteNames(ctx.api, repo, '/both')).toEqual(want);
+    await until(`test "$(ls ${q(a.mnt)}/both | wc -l)" = 50 && test "$(ls ${q(b.mnt)}/both | wc -l)" = 50`, 15_000);
+    expect((await sh(`cat ${q(a.mnt)}/both/b25.txt | wc -c`)).out.trim()).toBe(String(25 * 3001));
+    expect((await a.unmount()).code).toBe(0);
+    expect((await b.unmount()).code).toBe(0);
+    await ctx.api.deleteDir(repo, '/both');
+  });
+
   it('a --read-only mount refuses every write with EROFS and still reads', async () => {
     const repo = ctx.repos.Mine;
     const m = await mountLibrary(ctx.server, { library: 'Mine', readOnly: true });
