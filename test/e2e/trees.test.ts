@@ -137,6 +137,47 @@ describe('real trees on a mounted library', () => {
     }
   });
 
+  it('an SQLite database written on the mount (journal, fsync, random writes) is intact through the API', async () => {
+    const script = `
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute('create table t (id integer primary key, name text, blob blob)')
+for batch in range(20):
+    with db:
+        for i in range(100):
+            n = batch * 100 + i
+            db.execute('insert into t (name, blob) values (?, ?)', ('row %d' % n, bytes([n % 256]) * (n % 3000)))
+with db:
+    db.execute('update t set name = name || " updated" where id % 7 = 0')
+    db.execute('delete from t where id % 11 = 0')
+db.execute('vacuum')
+db.close()
+`;
+    await sh(`mkdir -p ${q(M('db'))}`);
+    await run('python3', ['-c', script, M('db/app.sqlite')]);
+    const check = `
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+print(db.execute('pragma integrity_check').fetchone()[0], db.execute('select count(*) from t').fetchone()[0],
+      db.execute("select count(*) from t where name like '% updated'").fetchone()[0])
+`;
+    const want = 'ok 1819 260\n'; // 2000 rows minus 181 multiples of 11; 285 multiples of 7 minus 25 of 77
+    expect((await run('python3', ['-c', check, M('db/app.sqlite')])).out).toBe(want);
+    // the same file downloaded through the API
+    const dl = path.join(ctx.src, 'app.sqlite');
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      await downloadTree(ctx.api, repo, '/db', path.join(ctx.src, 'db-dl'));
+      await sh(`cp ${q(ctx.src)}/db-dl/app.sqlite ${q(dl)}`);
+      const r = await run('python3', ['-c', check, dl], { allowFail: true });
+      if (r.out === want && (await sha256File(dl)) === (await sha256File(M('db/app.sqlite')))) break;
+      if (Date.now() > deadline) expect(r.out + r.err, 'the database downloaded through the API').toBe(want);
+      await new Promise((res) => setTimeout(res, 500));
+    }
+    // no journal left behind on the server
+    expect(await remoteNames(ctx.api, repo, '/db')).toEqual(['app.sqlite']);
+  });
+
   /** After the uploads settle: the server's tree equals the local one. */
   async function expectWholeTree(remote: string, local: string): Promise<void> {
     const deadline = Date.now() + 60_000;
