@@ -178,6 +178,21 @@ print(db.execute('pragma integrity_check').fetchone()[0], db.execute('select cou
     expect(await remoteNames(ctx.api, repo, '/db')).toEqual(['app.sqlite']);
   });
 
+  it('npm install of a package tarball into a project on the mount, then node loads it from there', async () => {
+    const P = M('proj');
+    mkdirSync(P);
+    writeFileSync(path.join(P, 'package.json'), JSON.stringify({ name: 'proj', version: '1.0.0', private: true }, null, 2) + '\n');
+    const env = { ...process.env, npm_config_cache: path.join(ctx.src, 'npm-cache'), npm_config_update_notifier: 'false' };
+    await run('npm', ['install', '--offline', '--no-bin-links', '--no-audit', '--no-fund', '--ignore-scripts', tgz], { cwd: P, env, timeoutMs: 300_000 });
+    const r = await run(process.execPath, ['--input-type=module', '-e', "import { request, Agent } from 'undici'; console.log(typeof request, typeof Agent)"], { cwd: P });
+    expect(r.out).toBe('function function\n');
+    // the installed package on the server equals the tarball's content (pkgDir was edited by the rsync test)
+    const ref = path.join(ctx.src, 'npm-ref');
+    mkdirSync(ref);
+    await run('tar', ['xzf', tgz, '-C', ref]);
+    await expectWholeTree('/proj/node_modules/undici', path.join(ref, 'package'));
+  });
+
   /** After the uploads settle: the server's tree equals the local one. */
   async function expectWholeTree(remote: string, local: string): Promise<void> {
     const deadline = Date.now() + 60_000;
