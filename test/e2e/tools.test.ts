@@ -330,6 +330,51 @@ describe('ordinary tools on a mounted library', () => {
     await waitRemoteExists(ctx.api, repo, `/${parts[0]}`, false);
   });
 
+  it('a file written through a shared mmap, and one read while another process still writes it', async () => {
+    const mm = `
+import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+os.ftruncate(fd, 1 << 20)
+m = mmap.mmap(fd, 1 << 20)
+for i in range(0, 1 << 20, 4096):
+    m[i:i + 8] = (i // 4096).to_bytes(8, 'little')
+m.flush()
+m.close()
+os.close(fd)
+`;
+    await run('python3', ['-c', mm, M('mapped.bin')]);
+    await run('python3', ['-c', mm, path.join(ctx.src, 'mapped.bin')]);
+    expect((await sh(`cmp ${q(M('mapped.bin'))} ${q(ctx.src)}/mapped.bin && echo same`)).out).toBe('same\n');
+    await waitRemoteFile(ctx.api, repo, '/mapped.bin', path.join(ctx.src, 'mapped.bin'));
+
+    // a slow writer keeps the file open; readers see each line as soon as it is written
+    const writer = `
+const fs = require('fs');
+const fd = fs.openSync(process.argv[1], 'w');
+let i = 0;
+const t = setInterval(() => {
+  fs.writeSync(fd, 'line ' + i + '\\n');
+  if (++i === 20) { clearInterval(t); fs.closeSync(fd); }
+}, 50);`;
+    const w = run(process.execPath, ['-e', writer, M('growing.log')]);
+    let lastSeen = 0;
+    let grew = 0;
+    const stopAt = Date.now() + 30_000;
+    while (lastSeen < 20 && Date.now() < stopAt) {
+      const r = await sh(`cat ${q(M('growing.log'))} 2>/dev/null | wc -l`, { allowFail: true });
+      const n = Number(r.out.trim());
+      expect(n).toBeGreaterThanOrEqual(lastSeen);
+      if (n > lastSeen) grew++;
+      lastSeen = n;
+      if ((await Promise.race([w.then(() => 'done'), Promise.resolve('running')])) === 'done' && n === 20) break;
+    }
+    await w;
+    expect(grew, 'the line count grew while the writer ran').toBeGreaterThan(1);
+    const want = Array.from({ length: 20 }, (_, i) => `line ${i}\n`).join('');
+    expect((await sh(`cat ${q(M('growing.log'))}`)).out).toBe(want);
+    await waitRemoteFile(ctx.api, repo, '/growing.log', Buffer.from(want));
+  });
+
   it('rm and rm -r remove files and trees from the server', async () => {
     await sh(`rm ${q(M('a/zero'))}`);
     expect((await sh(`ls ${q(M('a'))}`)).out).toBe('b\nd\n');
