@@ -101,6 +101,7 @@ export class RemoteReader {
   private readonly fillAfter: number;
   private readonly streamMin: number;
   private readonly rawStreams: boolean;
+  private readonly jumpAhead: number;
   private readonly fillMax: number;
   private readonly chunk: number;
   private readonly initialWindow: number;
@@ -140,6 +141,8 @@ export class RemoteReader {
     this.fillAfter = opts.fillAfterRandomReads ?? 32;
     this.streamMin = opts.streamMinBytes ?? 8 * 1024 * 1024;
     this.rawStreams = opts.rawStreams ?? true;
+    // skipping this much of a stream costs about what a new request costs
+    this.jumpAhead = 8 * 1024 * 1024;
     this.fillMax = opts.fillMaxBytes ?? 2 * 1024 ** 3;
   }
 
@@ -245,7 +248,10 @@ export class RemoteReader {
     const end = Math.min(f.size, offset + len);
     // the kernel's readahead sends several reads at once, and they may arrive out of
     // order: a read near where the last ones ended still counts as sequential
-    const near = Math.abs(offset - pat.next) <= Math.max(this.chunk * 2, pat.window);
+    // and a reader skipping ahead (the kernel asking only for what its page cache lost) too
+    const near =
+      Math.abs(offset - pat.next) <= Math.max(this.chunk * 2, pat.window) ||
+      (pat.window > 0 && offset > pat.next && offset - pat.next <= this.jumpAhead);
     if (offset === pat.next || (offset === 0 && pat.window === 0) || (near && pat.window > 0)) {
       pat.window = pat.window ? Math.min(this.maxWindow, pat.window * 2) : this.initialWindow;
     } else if (!near) {
@@ -383,7 +389,7 @@ export class RemoteReader {
   private streamAhead(f: RemoteFile, fc: FileChunks, pat: ReadPattern, from: number, to: number): void {
     let st = pat.stream;
     // a stream far behind the reader (it jumped ahead) is replaced; one ahead of it just waits
-    if (st && (st.dead || st.fc !== fc || st.next < from - this.segChunks)) {
+    if (st && (st.dead || st.fc !== fc || st.next < from - this.jumpAhead / this.chunk)) {
       this.stopStream(f, st);
       st = pat.stream = undefined;
     }
