@@ -2,11 +2,11 @@
 // changes within the cache time; a --read-only mount and a read-only (`r`)
 // share refuse every write; the all-libraries mode lists libraries at the
 // root, refuses changes there, and moves files across libraries.
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
-import { remoteBytes, remoteNames, waitRemoteExists, waitRemoteFile } from '../helpers/api-check.js';
+import { expectRemoteTree, remoteBytes, remoteNames, waitRemoteExists, waitRemoteFile } from '../helpers/api-check.js';
 import { mountLibrary, q, sh, sleep } from '../helpers/mount.js';
 import { createUser } from '../helpers/server.js';
 import { setupE2E } from './fixture.js';
@@ -165,6 +165,28 @@ describe('several mounts, read-only access, all-libraries mode', () => {
     expect((await sh(`ls ${q(R('Second'))}`)).out).toBe('');
     await waitRemoteFile(ctx.api, ctx.repos.Mine, '/x.txt', Buffer.from('cross\n'));
     await waitRemoteExists(ctx.api, ctx.repos.Mine, '/in-moved', true);
+    expect(await remoteNames(ctx.api, ctx.repos.Second, '/')).toEqual([]);
+    // a folder with content, uploaded then still dirty, across libraries
+    const T = path.join(ctx.src, 'xlib');
+    mkdirSync(path.join(T, 'a/b'), { recursive: true });
+    writeFileSync(path.join(T, 'top.txt'), 'top\n');
+    writeFileSync(path.join(T, 'a/b/deep.txt'), 'deep\n'.repeat(5000));
+    await sh(`cp -r ${q(T)} ${q(R('Second/xlib'))}`);
+    await waitRemoteFile(ctx.api, ctx.repos.Second, '/xlib/a/b/deep.txt', path.join(T, 'a/b/deep.txt'));
+    await sh(`mv ${q(R('Second/xlib'))} ${q(R('Mine/xlib-moved'))}`);
+    await sh(`cp -r ${q(T)} ${q(R('Second/xlib2'))} && mv ${q(R('Second/xlib2'))} ${q(R('Shared/xlib2'))}`);
+    expect((await sh(`ls ${q(R('Second'))}`)).out).toBe('');
+    await expectRemoteTree(ctx.api, ctx.repos.Mine, '/xlib-moved', T);
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      try {
+        await expectRemoteTree(ctx.api, ctx.repos.Shared, '/xlib2', T);
+        break;
+      } catch (e) {
+        if (Date.now() > deadline) throw e;
+        await sleep(300);
+      }
+    }
     expect(await remoteNames(ctx.api, ctx.repos.Second, '/')).toEqual([]);
     // the owner still writes to the library it shares read-only
     await sh(`printf owner > ${q(R('Shared/docs/owner.txt'))}`);
