@@ -71,6 +71,17 @@ describe('unmount, signals and crashes', () => {
     await expectRemoteFile(ctx.api, repo, '/term/b.bin', f);
   });
 
+  it('fusermount -u from outside: the mount process uploads what is pending and exits 0', async () => {
+    const m = await mountLibrary(ctx.server, { library: 'Life' });
+    const f = path.join(ctx.src, 'ext.bin');
+    await writeRandom(f, 20 * 1024 * 1024);
+    await sh(`cp ${q(f)} ${q(m.mnt)}/ext.bin && fusermount -u ${q(m.mnt)}`);
+    const code = await Promise.race([m.exited, sleep(60_000).then(() => 'still running after 60 s')]);
+    expect(code).toBe(0);
+    expect(await isMountpoint(m.mnt)).toBe(false);
+    await expectRemoteFile(ctx.api, repo, '/ext.bin', f);
+  });
+
   it('a dead mount (kill -9) is cleared by seafs unmount', async () => {
     const m = await mountLibrary(ctx.server, { library: 'Life' });
     await m.kill9();
