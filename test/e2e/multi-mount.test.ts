@@ -141,6 +141,21 @@ describe('several mounts, read-only access, all-libraries mode', () => {
     expect(await remoteNames(ctx.api, repo, '/docs')).toEqual(['shared.txt']);
   });
 
+  it('a read-write share (`rw`) takes writes from the other account, which the owner sees', async () => {
+    await ctx.api.shareLibrary(ctx.repos.Second, [USER2], 'rw');
+    try {
+      const m = await mountLibrary(ctx.server, { user: USER2, password: USER2_PW });
+      expect((await sh(`ls ${q(m.mnt)}`)).out).toBe('Second\nShared\n');
+      await sh(`mkdir ${q(m.mnt)}/Second/from-reader && printf 'written by the reader' > ${q(m.mnt)}/Second/from-reader/note.txt`);
+      await waitRemoteFile(ctx.api, ctx.repos.Second, '/from-reader/note.txt', Buffer.from('written by the reader'));
+      await sh(`rm -r ${q(m.mnt)}/Second/from-reader`);
+      await waitRemoteExists(ctx.api, ctx.repos.Second, '/from-reader', false);
+      expect((await m.unmount()).code).toBe(0);
+    } finally {
+      await ctx.api.unshareLibrary(ctx.repos.Second, USER2);
+    }
+  });
+
   it('all-libraries mode: the root lists libraries, refuses changes, and files move across libraries', async () => {
     const m = await mountLibrary(ctx.server, {});
     const R = (p = '') => path.join(m.mnt, p);
