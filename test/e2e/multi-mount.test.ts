@@ -213,12 +213,16 @@ describe('several mounts, read-only access, all-libraries mode', () => {
     const m = await mountLibrary(ctx.server, { dirCacheTime: 1 });
     expect((await sh(`ls ${q(m.mnt)}`)).out).toBe('Mine\nSecond\nShared\n');
     const { client } = await SeafileClient.login({ baseUrl: ctx.server.url }, ctx.server.adminEmail, ctx.server.adminPassword);
+    let later: string;
     try {
-      await client.createLibrary('Later');
+      later = (await client.createLibrary('Later ü #1')).repo_id;
     } finally {
       await client.close();
     }
-    await until(`ls ${q(m.mnt)} | grep -qx Later`, 15_000);
+    await until(`ls ${q(m.mnt)} | grep -qx 'Later ü #1'`, 15_000);
+    // a library whose name needs quoting takes writes like any other
+    await sh(`printf 'in later' > ${q(path.join(m.mnt, 'Later ü #1', 'f.txt'))}`);
+    await waitRemoteFile(ctx.api, later!, '/f.txt', Buffer.from('in later'));
     expect((await m.unmount()).code).toBe(0);
   });
 });
