@@ -185,6 +185,18 @@ describe('ordinary tools on a mounted library', () => {
     expect((await cold.unmount()).code).toBe(0);
   });
 
+  it('small reads of the 100 MiB file on a fresh mount make the server read only a little of it', async () => {
+    const rchar = async () => Number(/rchar: (\d+)/.exec((await sh(`cat /proc/${ctx.server.pid}/io`)).out)![1]);
+    const fresh = await mountLibrary(ctx.server, { library: 'Tools' });
+    const F = path.join(fresh.mnt, 'big.bin');
+    const before = await rchar();
+    await sh(`head -c 4096 ${q(F)} > /dev/null && dd if=${q(F)} bs=4096 skip=20000 count=1 status=none > /dev/null && tail -c 100 ${q(F)} > /dev/null`);
+    const read = (await rchar()) - before;
+    console.log(`three small reads of a 100 MiB file: the server read ${(read / 1048576).toFixed(1)} MiB`);
+    expect(read).toBeLessThan(30 * 1024 * 1024);
+    expect((await fresh.unmount()).code).toBe(0);
+  });
+
   it('40 files copied in parallel (xargs -P 8) all reach the server intact', async () => {
     const P = path.join(ctx.src, 'par');
     mkdirSync(P);
