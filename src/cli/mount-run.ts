@@ -12,9 +12,10 @@ import { clearStaleMount, isMounted, mountVfs, type FuseMount } from '../fuse/mo
 import { opCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
-import { uploadManyFor } from './mount-client.js';
+import { uploadManyFor } from '../client/upload-many.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import type { Secrets } from './mount-secrets.js';
+import { UserError } from './user-error.js';
 
 export interface MountSettings {
   url: string;
@@ -31,7 +32,7 @@ export interface MountSettings {
 }
 
 /** A failure to explain in one line, without a stack. */
-export class UserError extends Error {}
+export { UserError };
 
 export function fmtBytes(n: number): string {
   if (n < 1024) return `${n} B`;

@@ -8,7 +8,7 @@ import { pipeline } from 'node:stream/promises';
 import type { SeafileApi, RangeDownload } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import type { BlockCache } from './block-cache.js';
-import { rawGet, RawUnsupported, type RawStream } from './raw-get.js';
+import { rawGet, RawUnsupported, type RawStream } from '../client/raw-get.js';
 import { VfsError } from './errors.js';
 
 export interface RemoteFile {
@@ -364,6 +364,11 @@ export class RemoteReader {
     if (runStart >= 0) flush(b);
   }
 
+  /** resolves once the disk cache has no chunk writes in flight (for tests and shutdown) */
+  async diskIdle(): Promise<void> {
+    while (this.disk && this.disk.pendingWrites > 0) await new Promise((r) => setTimeout(r, 10));
+  }
+
   /** A chunk from the on-disk cache; a miss there (evicted meanwhile) falls back to the network. */
   private fromDisk(f: RemoteFile, fc: FileChunks, i: number): void {
     const size = Math.min(this.chunk, f.size - i * this.chunk);
@@ -490,7 +495,7 @@ export class RemoteReader {
   }
 
   /**
-   * The stream over a bare socket (see raw-get.ts). Resolves 'unsupported'
+   * The stream over a bare socket (see src/client/raw-get.ts). Resolves 'unsupported'
    * or 'renew' (link refused) when nothing was delivered yet and the caller
    * should try otherwise; 'done' in every other case.
    */

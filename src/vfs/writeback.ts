@@ -12,7 +12,7 @@ import { ApiError } from '../client/errors.js';
 import { errnoOf, VfsError } from './errors.js';
 import type { Journal } from './journal.js';
 import { baseOf, isWithin, parentOf } from './paths.js';
-import type { UploadMany } from './upload-batch.js';
+import type { UploadMany } from '../client/upload-batch.js';
 
 export class FileState {
   repo: string;

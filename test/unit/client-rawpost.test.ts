@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawUpload } from '../../src/vfs/raw-post.js';
+import { rawUpload } from '../../src/client/raw-post.js';
 
 describe('raw upload POST over a bare socket', () => {
   let server: http.Server;

@@ -4,9 +4,9 @@
 // http only; the caller uses the API client for anything else.
 import { open } from 'node:fs/promises';
 import net from 'node:net';
-import { ApiError } from '../client/errors.js';
-import { errorMessageOf } from '../client/error-body.js';
-import { kindFor } from '../client/status-map.js';
+import { ApiError } from './errors.js';
+import { errorMessageOf } from './error-body.js';
+import { kindFor } from './status-map.js';
 import { multipartFraming, type BatchFile } from './upload-batch.js';
 
 const BUF = 256 * 1024;

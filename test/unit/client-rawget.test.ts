@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/errors.js';
-import { rawGet, RawUnsupported } from '../../src/vfs/raw-get.js';
+import { rawGet, RawUnsupported } from '../../src/client/raw-get.js';
 import { RemoteReader } from '../../src/vfs/reader.js';
 import { FakeApi } from './fake-api.js';
 

@@ -1,9 +1,9 @@
 // The batch upload for the mount: several files in one POST to an upload
 // link (the vfs' UploadMany capability), over a bare socket for plain http
-// (see src/vfs/raw-post.ts), or the client's HTTP core otherwise.
-import { parseUploadAnswer, type SeafileClient } from '../client/client.js';
-import { rawUpload } from '../vfs/raw-post.js';
-import { multipartOfFiles, type BatchFile, type UploadMany } from '../vfs/upload-batch.js';
+// (see raw-post.ts), or the client's HTTP core otherwise.
+import { parseUploadAnswer, type SeafileClient } from './client.js';
+import { rawUpload } from './raw-post.js';
+import { multipartOfFiles, type BatchFile, type UploadMany } from './upload-batch.js';
 
 async function viaClient(client: SeafileClient, link: string, fields: [string, string][], files: BatchFile[]): Promise<{ text: string; sizes: number[] }> {
   const body = await multipartOfFiles(fields, files);

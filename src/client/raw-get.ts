@@ -5,7 +5,7 @@
 // (https, chunked encoding, no Content-Length) is refused with RawUnsupported
 // and the caller uses the API client instead.
 import net from 'node:net';
-import { ApiError, type ApiErrorKind } from '../client/errors.js';
+import { ApiError, type ApiErrorKind } from './errors.js';
 
 export class RawUnsupported extends Error {}
 

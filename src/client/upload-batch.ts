@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream, promises as fsp } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { UploadedFile } from '../client/types.js';
+import type { UploadedFile } from './types.js';
 
 export interface BatchFile {
   /** local temp file */
