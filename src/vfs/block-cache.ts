@@ -21,6 +21,7 @@ export class BlockCache {
   private readonly entries = new Map<string, Entry>();
   private total = 0;
   private clock = 0;
+  private writesInFlight = 0;
 
   constructor(
     private readonly dir: string,
@@ -70,6 +71,7 @@ export class BlockCache {
     const entry = e;
     entry.used = ++this.clock;
     entry.writing.add(idx);
+    this.writesInFlight++;
     void (async () => {
       try {
         const fh = await entry.fh;
@@ -83,8 +85,15 @@ export class BlockCache {
         this.evict(version);
       } catch {
         entry.writing.delete(idx);
+      } finally {
+        this.writesInFlight--;
       }
     })();
+  }
+
+  /** chunk writes started by put() and not finished yet (they are fire-and-forget) */
+  get pendingWrites(): number {
+    return this.writesInFlight;
   }
 
   /** the chunk's bytes from disk, or null when it is not (or no longer) there */

@@ -84,7 +84,7 @@ describe('vfs on-disk block cache', () => {
       expect((await readWhole(m.vfs, '/f.bin')).equals(data)).toBe(true);
       const served = api.bytesServed;
       expect(served).toBe(data.length);
-      await new Promise((r) => setTimeout(r, 100)); // the disk writes are fire-and-forget
+      await m.vfs.reader.diskIdle(); // the disk writes are fire-and-forget
       expect((await readWhole(m.vfs, '/f.bin')).equals(data)).toBe(true);
       expect(api.bytesServed).toBe(served);
       expect(m.vfs.reader.stats.diskChunks).toBeGreaterThan(60);
