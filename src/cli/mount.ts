@@ -3,11 +3,14 @@ import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { clearStaleMount, isMounted } from '../fuse/mount.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
-import { connect, handleSignals, startMount, UserError, type MountSettings } from './mount-run.js';
+import type { MountSettings } from './mount-run.js';
 import { readSecrets } from './mount-secrets.js';
-import { runDemo } from './mount-demo.js';
+import { UserError } from './user-error.js';
+
+// The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
+// by the command that needs it, so `seafs serve` and `--help` stay light.
+const mountRun = () => import('./mount-run.js');
 
 interface MountArgv extends MountSettings {
   user?: string;
@@ -39,6 +42,7 @@ function notifyReady(line: string): void {
 
 /** Re-spawn detached with the token in the environment; return once the child has mounted. */
 async function daemonize(argv: MountArgv): Promise<never> {
+  const { connect } = await mountRun();
   const secrets = await readSecrets(argv);
   const { client, token } = await connect(argv.url, argv.user, secrets, argv.otp);
   await client.close();
@@ -110,6 +114,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
   handler: async (argv) => {
     try {
       if (argv.daemon && !process.env.SEAFS_READY_FD) await daemonize(argv);
+      const { connect, handleSignals, startMount } = await mountRun();
       const secrets = await readSecrets(argv);
       const { client, email } = await connect(argv.url, argv.user, secrets, argv.otp);
       const m = await startMount(argv, client, email);
@@ -133,6 +138,7 @@ export const unmountCommand: CommandModule<object, { mountpoint: string }> = {
     const r = await requestUnmount(mnt, (l) => process.stdout.write(`${l.startsWith('seafs:') ? '' : 'seafs: '}${l}\n`));
     if (r === true) process.exit(0);
     if (r === false) fail(new UserError(`unmounting ${mnt} did not complete: some files are not on the server (kept for the next mount)`));
+    const { clearStaleMount, isMounted } = await import('../fuse/mount.js');
     if (await isMounted(mnt)) {
       await clearStaleMount(mnt);
       process.stdout.write(`seafs: cleared a stale mount at ${mnt} (its process was gone)\n`);
@@ -148,6 +154,7 @@ export const demoCommand: CommandModule<object, { mountpoint: string }> = {
   builder: (y) => y.positional('mountpoint', { type: 'string', default: 'seafs-demo' }) as never,
   handler: async (argv) => {
     try {
+      const { runDemo } = await import('./mount-demo.js');
       process.exit(await runDemo(argv.mountpoint));
     } catch (e) {
       fail(e);
