@@ -2,7 +2,7 @@
 // socket, and on unmount/SIGINT/SIGTERM upload everything pending before
 // detaching. Shared by `seafs mount` and `seafs demo`.
 import { createHash } from 'node:crypto';
-import { stat, mkdir } from 'node:fs/promises';
+import { chmod, stat, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
@@ -127,7 +127,9 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   const root = s.cacheDir ? resolve(s.cacheDir) : join(homedir(), '.cache', 'seafs');
   const account = createHash('sha256').update(`${s.url.replace(/\/+$/, '')}\u0000${email}`).digest('hex').slice(0, 16);
   const cacheDir = join(root, account);
-  await mkdir(cacheDir, { recursive: true });
+  // the cache holds the user's file contents: readable by its owner only
+  await mkdir(cacheDir, { recursive: true, mode: 0o700 });
+  await chmod(cacheDir, 0o700);
 
   let vfs: Vfs;
   try {
