@@ -206,6 +206,28 @@ describe('unmount, signals and crashes', () => {
     }
   });
 
+  it('kill -9 again while the remount is uploading what the first crash left: a third mount still uploads everything', async () => {
+    const cacheDir = path.join(scratchDir(), 'crash4-cache');
+    const mnt = path.join(scratchDir(), 'crash4-mnt');
+    await sh(`mkdir -p ${q(cacheDir)} ${q(mnt)}`);
+    const m = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const L = path.join(ctx.src, 'c4');
+    await sh(`mkdir -p ${q(L)} ${q(mnt)}/c4`);
+    for (let i = 0; i < 30; i++) await writeRandom(path.join(L, `g${i}.bin`), 200_000 + i * 50_000);
+    await sh(`cp ${q(L)}/* ${q(mnt)}/c4/`);
+    await m.kill9();
+    const afterFirst = ((await remoteNames(ctx.api, repo, '/c4')) ?? []).length;
+    const second = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    await second.kill9(); // as soon as it is mounted: its recovery uploads are under way
+    const afterSecond = ((await remoteNames(ctx.api, repo, '/c4')) ?? []).length;
+    console.log(`double crash: ${afterFirst} of 30 files on the server after the first kill -9, ${afterSecond} after the second`);
+    const third = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const un = await third.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    for (let i = 0; i < 30; i++) await expectRemoteFile(ctx.api, repo, `/c4/g${i}.bin`, path.join(L, `g${i}.bin`));
+    expect((await remoteNames(ctx.api, repo, '/c4'))!.length).toBe(30);
+  });
+
   it('kill -9 right after writes, renames and deletes of dirty files: the remount applies them to the right names', async () => {
     const cacheDir = path.join(scratchDir(), 'crash2-cache');
     const mnt = path.join(scratchDir(), 'crash2-mnt');
