@@ -170,7 +170,8 @@ async function main() {
     servers.push(section);
     let server;
     try {
-      server = await startServer({ root: work, cli, latencyMs, log });
+      // If the server dies, end whatever is waiting on it (mounts, readers) so the job fails now, not at its timeout.
+      server = await startServer({ root: work, cli, latencyMs, log, onDeath: () => cleanupAll() });
       const t0 = Date.now();
       await seed(server, { src: fx.src, bigBytes: config.bigBytes, treeFolders: config.treeFolders, treeFiles: config.treeFiles, log });
       section.seedSeconds = (Date.now() - t0) / 1000;
@@ -198,6 +199,10 @@ async function main() {
               }
               continue;
             }
+            if (server.dead && !c.memfs) {
+              for (const m of jobMetrics) if (applies(m, c.name)) cellOf(m.id, c.name).errors.push(server.dead);
+              continue;
+            }
             const runCtx = { ...ctx, runId: `${c.name}-${latencyMs}-${r}`, verify: r === 1 };
             let out = {};
             let error = null;
@@ -206,6 +211,7 @@ async function main() {
               out = c.http ? await httpJob(job, runCtx) : await mountJob(job, c, runCtx);
             } catch (err) {
               error = err.message.replace(/\s+/g, ' ').trim();
+              if (server.dead && !c.memfs) error = `${server.dead}: ${error}`;
             }
             for (const [k, v] of Object.entries(out)) {
               if (k.startsWith('x_')) (((section.diagnostics ??= {})[c.name] ??= {})[k.slice(2)] ??= []).push(v);

@@ -141,6 +141,7 @@ export const rclone = {
 
 export const memfs = {
   name: 'memfs',
+  memfs: true,
   async mount(ctx) {
     const mnt = fresh(ctx, 'mnt', 'memfs');
     trackMount(mnt);

@@ -10,7 +10,7 @@ export const ADMIN = { email: 'admin@bench.local', password: 'bench-admin-pw' };
 export const USER = { email: 'bench@bench.local', password: 'bench-user-pw' };
 export const LIBRARY = 'Bench';
 
-export async function startServer({ root, cli, latencyMs, log }) {
+export async function startServer({ root, cli, latencyMs, log, onDeath = () => {} }) {
   const data = join(root, `server-${latencyMs}ms`);
   mkdirSync(data, { recursive: true });
   const args = [cli, 'serve', '--data', data, '--port', '0', '--admin-email', ADMIN.email];
@@ -22,6 +22,14 @@ export async function startServer({ root, cli, latencyMs, log }) {
   });
   const url = value.replace(/\/+$/, '');
   log(`server (${latencyMs} ms) pid ${child.pid} at ${url}`);
+  // A server that dies mid-run would leave mounts retrying for the whole timeout: say so at once.
+  const state = { stopping: false, dead: null };
+  child.on('exit', (code, signal) => {
+    if (state.stopping) return;
+    state.dead = `seafs serve (pid ${child.pid}) died unexpectedly (${signal ?? `exit ${code}`})`;
+    log(state.dead);
+    onDeath(state.dead);
+  });
 
   const admin = new Api(url);
   await admin.login(ADMIN.email, ADMIN.password);
@@ -35,7 +43,22 @@ export async function startServer({ root, cli, latencyMs, log }) {
   const api = new Api(url);
   await api.login(user.email, user.password);
   const repo = await api.createRepo(LIBRARY);
-  return { url, pid: child.pid, latencyMs, api, repo, user, library: LIBRARY, stop: () => killPid(child.pid) };
+  return {
+    url,
+    pid: child.pid,
+    latencyMs,
+    api,
+    repo,
+    user,
+    library: LIBRARY,
+    get dead() {
+      return state.dead;
+    },
+    stop: () => {
+      state.stopping = true;
+      return killPid(child.pid);
+    },
+  };
 }
 
 /** Upload the local file `src` as `/big.bin`, then the listing tree under `/tree`, and check both. */
