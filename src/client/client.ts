@@ -608,17 +608,7 @@ export class SeafileClient implements SeafileApi {
     if (opts.relativePath) fields.push(['relative_path', opts.relativePath]);
     fields.push(['filename', name]);
     const body = await this.localBody(op, fields, localFile, name);
-    const r = await this.http.text({
-      op,
-      method: 'POST',
-      url: link,
-      query: { 'ret-json': 1 },
-      body,
-      auth: true,
-      retry: 'never',
-      ctx: 'upload',
-      transfer: 'upload',
-    });
+    const r = await this.postUpload(op, link, body);
     return parseUploadAnswer(op, r.text, { name, size: body.fileSize });
   }
 
@@ -631,18 +621,16 @@ export class SeafileClient implements SeafileApi {
       ['filename', name],
     ];
     const body = await this.localBody(op, fields, localFile, name);
-    const r = await this.http.text({
-      op,
-      method: 'POST',
-      url: link,
-      query: { 'ret-json': 1 },
-      body,
-      auth: true,
-      retry: 'never',
-      ctx: 'upload',
-      transfer: 'upload',
-    });
+    const r = await this.postUpload(op, link, body);
     return parseUploadAnswer(op, r.text, { name, size: body.fileSize })[0]!.id;
+  }
+
+  /**
+   * POSTs a multipart body to an upload or update link and returns the answer's text.
+   * Never retried: the body is a one-shot stream and a repeat could create "name (1)".
+   */
+  async postUpload(op: string, link: string, body: Call['body']): Promise<{ text: string }> {
+    return this.http.text({ op, method: 'POST', url: link, query: { 'ret-json': 1 }, body, auth: true, retry: 'never', ctx: 'upload', transfer: 'upload' });
   }
 
   private async localBody(op: string, fields: [string, string][], localFile: string, name: string) {

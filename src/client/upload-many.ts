@@ -7,17 +7,7 @@ import { multipartOfFiles, type BatchFile, type UploadMany } from './upload-batc
 
 async function viaClient(client: SeafileClient, link: string, fields: [string, string][], files: BatchFile[]): Promise<{ text: string; sizes: number[] }> {
   const body = await multipartOfFiles(fields, files);
-  const r = await client.http.text({
-    op: 'upload',
-    method: 'POST',
-    url: link,
-    query: { 'ret-json': 1 },
-    body,
-    auth: true,
-    retry: 'never',
-    ctx: 'upload',
-    transfer: 'upload',
-  });
+  const r = await client.postUpload('upload', link, body);
   return { text: r.text, sizes: body.sizes };
 }
 
