@@ -133,7 +133,8 @@ export function run(cmd, args, { timeoutMs = 600_000, env, input, keepStdout = t
       const res = { code, signal, stdout, stdoutBytes, stdoutLines, stderr, ms };
       if (timedOut) return reject(new Error(`${name} timed out after ${Math.round(timeoutMs / 1000)} s`));
       if (check && code !== 0) {
-        const why = (stderr.trim().split('\n').pop() || `exit ${code ?? signal}`).slice(0, 200);
+        // cmp reports a difference on stdout, most tools on stderr.
+        const why = (stderr.trim().split('\n').pop() || stdout.trim().split('\n').pop() || `exit ${code ?? signal}`).slice(0, 200);
         return reject(new Error(`${name} failed: ${why}`));
       }
       resolve(res);
