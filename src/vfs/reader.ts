@@ -377,7 +377,7 @@ export class RemoteReader {
       if (buf) {
         this.stats.diskChunks++;
         const parts = [buf];
-        this.store(f, fc, i, parts, size);
+        if (!fc.have.has(i)) this.store(f, fc, i, parts, size);
         return parts;
       }
       this.fetchSegment(f, fc, i, i);
@@ -708,8 +708,12 @@ export class RemoteReader {
             if (fill === want) {
               this.stats.bytesFetched += want;
               fc.inflight.delete(cur);
-              this.store(f, fc, cur, parts, want);
-              if (cacheOnDisk) this.disk!.put(f.version, cur, parts, want);
+              // the sequential stream may have delivered this chunk meanwhile: storing it
+              // twice would count its bytes twice against the memory budget
+              if (!fc.have.has(cur)) {
+                this.store(f, fc, cur, parts, want);
+                if (cacheOnDisk) this.disk!.put(f.version, cur, parts, want);
+              }
               waits[cur - c0].resolve(parts);
               cur++;
               if (cur <= c1) {
