@@ -1,7 +1,7 @@
 // Folder endpoints, V2 (/api2/repos/{id}/dir/) and V2.1 (/api/v2.1/repos/{id}/dir/).
 import type { Ctx, Permission, Req } from './context.js';
 import type { User } from './db.js';
-import { HttpError, isoTime, sendJson } from './http.js';
+import { HttpError, isoTime, objInfoV21, sendJson } from './http.js';
 import { checkName } from './names.js';
 import { deleteEntries, headRoot, listFolder, makeDir, renameEntry } from './ops.js';
 import type { Route } from './router.js';
@@ -106,16 +106,7 @@ async function listV21(ctx: Ctx, r: Req): Promise<void> {
 }
 
 function dirInfoV21(repoId: string, p: string, e: DirEnt) {
-  const comps = splitPath(p);
-  const parent = '/' + comps.slice(0, -1).join('/');
-  return {
-    type: 'dir',
-    repo_id: repoId,
-    parent_dir: parent === '/' ? '/' : parent + '/',
-    obj_name: e.name,
-    obj_id: e.id,
-    mtime: isoTime(e.mtime),
-  };
+  return objInfoV21('dir', repoId, p, e);
 }
 
 async function postDir(ctx: Ctx, r: Req, v21: boolean): Promise<void> {

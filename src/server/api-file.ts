@@ -2,7 +2,7 @@
 // operations (/api2/repos/{id}/fileops/..., /api/v2.1/repos/sync-batch-*).
 import type { Ctx, Req } from './context.js';
 import type { RepoMeta } from './db.js';
-import { HttpError, isoTime, sendJson } from './http.js';
+import { HttpError, isoTime, objInfoV21, sendJson } from './http.js';
 import { checkName } from './names.js';
 import { ZERO_ID } from './objects.js';
 import { deleteEntries, getEntry, putFiles, renameEntry, transfer } from './ops.js';
@@ -76,16 +76,9 @@ async function fileLink(ctx: Ctx, r: Req): Promise<void> {
 }
 
 function fileInfoV21(ctx: Ctx, repoId: string, p: string, e: DirEnt) {
-  const comps = splitPath(p);
-  const parent = '/' + comps.slice(0, -1).join('/');
   return {
-    type: 'file',
-    repo_id: repoId,
-    parent_dir: parent === '/' ? '/' : parent + '/',
-    obj_name: e.name,
-    obj_id: e.id,
+    ...objInfoV21('file', repoId, p, e),
     size: e.size,
-    mtime: isoTime(e.mtime),
     is_locked: !!ctx.db.data.locks[ctx.lockKey(repoId, normPath(p))],
   };
 }

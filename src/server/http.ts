@@ -134,3 +134,16 @@ export function isoTime(sec: number): string {
 export function nowSec(): number {
   return Math.floor(Date.now() / 1000);
 }
+
+/** The fields every V2.1 file or folder answer starts with: where the object is and what it is called. */
+export function objInfoV21(type: 'file' | 'dir', repoId: string, p: string, e: { name: string; id: string; mtime: number }) {
+  const parent = '/' + p.split('/').filter(Boolean).slice(0, -1).join('/');
+  return {
+    type,
+    repo_id: repoId,
+    parent_dir: parent === '/' ? '/' : parent + '/',
+    obj_name: e.name,
+    obj_id: e.id,
+    mtime: isoTime(e.mtime),
+  };
+}

@@ -430,6 +430,13 @@ describe('file operations', () => {
     expect((await list('/batch')).map((e) => e.name)).toContain('c (1).txt');
   });
 
+  it('V2.1 folder operations answer with the folder\'s place and name', async () => {
+    const r = await call('POST', `/api/v2.1/repos/${repo}/dir/`, { query: { p: '/batch/v21 dir' }, json: { operation: 'mkdir' } });
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ type: 'dir', obj_name: 'v21 dir', parent_dir: '/batch/', repo_id: repo });
+    expect(typeof (r.json as { mtime: unknown }).mtime).toBe('string');
+  });
+
   it('locks: listed, refused twice, block others', async () => {
     const lock = await call('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/ops/c.txt', operation: 'lock' } });
     expect(lock.json).toBe('success');
