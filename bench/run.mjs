@@ -27,8 +27,21 @@ const { values: opt } = parseArgs({
     out: { type: 'string', default: join(ROOT, 'bench-results') },
     work: { type: 'string' },
     'keep-work': { type: 'boolean', default: false },
+    help: { type: 'boolean', short: 'h', default: false },
   },
 });
+if (opt.help) {
+  process.stdout.write(`Usage: bash scripts/bench [options]
+  --quick              small sizes (64 MiB file, 40 small files, 400 in the tree), 1 run, a few minutes
+  --runs N             runs per workload and contender (default 3; --quick 1); medians are reported
+  --latency 0,20       server latencies in ms, one server each
+  --contenders LIST    seafs,rclone,http,memfs (default all)
+  --jobs LIST          ${JOBS.join(',')} (default all)
+  --out DIR            where the JSON and SVG go (default bench-results/)
+  --work DIR           working folder (default a fresh one under the temp dir); --keep-work keeps it
+`);
+  process.exit(0);
+}
 
 const config = opt.quick
   ? // rclone's seafile backend paces itself to one API call per 100 ms, which sets these sizes for < 2 min.
