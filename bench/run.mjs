@@ -3,7 +3,7 @@
 //   node bench/run.mjs [--quick] [--runs N] [--latency 0,20] [--contenders seafs,rclone,http,memfs]
 //                      [--jobs seqread,write,tar,ls,find,randread] [--out bench-results] [--work DIR] [--keep-work]
 // Progress goes to stderr; the tables go to stdout; JSON and an SVG chart go to --out.
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, cpSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, cpSync, symlinkSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir, cpus, totalmem, release, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -120,9 +120,30 @@ function snapshotCli(work) {
   return join(dir, 'dist/cli/main.js');
 }
 
+/**
+ * Whether a DAMON kdamond is running a `pageout` scheme: some VMs (Firecracker guests among them) page out memory
+ * that looks idle, page cache included, so a "warm" re-read may find part of the file gone from the page cache
+ * even with gigabytes free. Recorded so that warm figures can be read with that in mind.
+ */
+function damonPageout() {
+  const base = '/sys/kernel/mm/damon/admin/kdamonds';
+  try {
+    for (const k of readdirSync(base)) {
+      if (!/^\d+$/.test(k) || readFileSync(join(base, k, 'state'), 'utf8').trim() !== 'on') continue;
+      const schemes = join(base, k, 'contexts/0/schemes');
+      for (const sc of readdirSync(schemes)) {
+        if (/^\d+$/.test(sc) && readFileSync(join(schemes, sc, 'action'), 'utf8').trim() === 'pageout') return true;
+      }
+    }
+  } catch {
+    // no DAMON sysfs interface
+  }
+  return false;
+}
+
 async function machine() {
   const rc = await run('rclone', ['version'], { check: false }).catch(() => ({ stdout: 'missing' }));
-  return { cpus: cpus().length, cpuModel: cpus()[0]?.model, memMiB: Math.round(totalmem() / 2 ** 20), kernel: release(), node: process.version, rclone: rc.stdout.split('\n')[0] };
+  return { cpus: cpus().length, cpuModel: cpus()[0]?.model, memMiB: Math.round(totalmem() / 2 ** 20), kernel: release(), node: process.version, rclone: rc.stdout.split('\n')[0], damonPageout: damonPageout() };
 }
 
 async function main() {
@@ -260,6 +281,9 @@ async function main() {
   const busiest = Math.max(loadAtStart, report.machine.loadAvg1mAtEnd);
   if (busiest > cpus().length) {
     process.stdout.write(`note: the machine was busy (1-minute load ${busiest.toFixed(1)} on ${cpus().length} CPUs): figures are noisy\n`);
+  }
+  if (report.machine.damonPageout) {
+    process.stdout.write('note: this kernel runs DAMON with a pageout scheme: idle page cache is paged out within seconds, so warm reads partly go back to the mount\n');
   }
   process.stdout.write(`JSON: ${jsonPath}\nSVG:  ${svgPath}\n`);
   if (!opt['keep-work'] && !opt.work) {
