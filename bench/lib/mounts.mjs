@@ -40,7 +40,9 @@ export const seafs = {
     const mnt = fresh(ctx, 'mnt', 'seafs');
     const cache = fresh(ctx, 'cache', 'seafs');
     trackMount(mnt);
-    const env = { SEAFS_PASSWORD: ctx.server.user.password };
+    // control socket and log inside the work dir, which the run removes (not in /run/seafs for good)
+    const runtime = { SEAFS_RUNTIME_DIR: join(ctx.work, 'run') };
+    const env = { SEAFS_PASSWORD: ctx.server.user.password, ...runtime };
     const args = [ctx.cli, 'mount', ctx.server.url, mnt, '--library', ctx.server.library, '--user', ctx.server.user.email,
       '--daemon', '--cache-dir', cache];
     try {
@@ -59,7 +61,7 @@ export const seafs = {
     const unmount = async () => {
       if (unmounted) return;
       unmounted = true;
-      await run(process.execPath, [ctx.cli, 'unmount', mnt], { timeoutMs: ctx.timeoutMs, name: 'seafs unmount' });
+      await run(process.execPath, [ctx.cli, 'unmount', mnt], { env: runtime, timeoutMs: ctx.timeoutMs, name: 'seafs unmount' });
       if (isMounted(mnt)) throw new Error('still mounted after `seafs unmount` returned');
     };
     return {
