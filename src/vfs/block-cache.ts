@@ -4,6 +4,7 @@
 // in-memory index of the chunks present, whole versions evicted least
 // recently used first. Writes are fire-and-forget: a failure only means a
 // later miss. The cache starts empty with every mount.
+import { createHash } from 'node:crypto';
 import { mkdir, open, readdir, rm, type FileHandle } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 
@@ -56,8 +57,13 @@ export class BlockCache {
     return this.entries.get(version)?.present.has(idx) ?? false;
   }
 
+  /**
+   * One name per version: a hash, since versions may be synthetic keys
+   * (`repo:path@mtime:size`) that differ only in characters a file name
+   * cannot hold, or only after 200 of them.
+   */
   private fileName(version: string): string {
-    return join(this.dir, version.replace(/[^A-Za-z0-9._-]/g, '_').slice(0, 200));
+    return join(this.dir, createHash('sha256').update(version).digest('hex'));
   }
 
   put(version: string, idx: number, parts: Buffer[], size: number): void {

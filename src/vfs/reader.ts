@@ -9,6 +9,7 @@ import type { SeafileApi, RangeDownload } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import type { BlockCache } from './block-cache.js';
 import { rawGet, RawUnsupported, type RawStream } from '../client/raw-get.js';
+import { ChunkAssembler, type ChunkParts } from './chunk-assembler.js';
 import { VfsError } from './errors.js';
 
 export interface RemoteFile {
@@ -60,12 +61,16 @@ export interface ReaderOptions {
   fillAfterRandomReads?: number;
   /** largest file fetched that way (default 2 GiB; the disk cache must hold it too) */
   fillMaxBytes?: number;
+  /** a stream paused this long with no reader moving on ends (default 5 s) */
+  streamIdleMs?: number;
+  /** a stream or ranged GET that receives nothing this long is given up and retried (default 30 s) */
+  stallMs?: number;
 }
 
 /** The chunks of one file version: in memory, or being fetched. */
 interface FileChunks {
   have: Map<number, Chunk>;
-  inflight: Map<number, Promise<Chunk>>;
+  inflight: Map<number, Pending>;
   segs: number;
   bytes: number;
   /** first chunk readahead has not requested yet */
@@ -76,11 +81,14 @@ interface FileChunks {
   filling: boolean;
 }
 
-/** A chunk's bytes as the slices of the received network buffers (no copy). */
-type Chunk = Buffer[];
+/** A chunk's bytes: the slices of the received network buffers, or one buffer read into directly. */
+type Chunk = ChunkParts;
+
+/** A chunk on its way; `wanted` once a read waits for it (not only readahead). */
+type Pending = Promise<Chunk> & { wanted?: boolean };
 
 interface Deferred {
-  promise: Promise<Chunk>;
+  promise: Pending;
   resolve(b: Chunk): void;
   reject(e: unknown): void;
 }
@@ -88,12 +96,18 @@ interface Deferred {
 function deferred(): Deferred {
   let resolve!: (b: Chunk) => void;
   let reject!: (e: unknown) => void;
-  const promise = new Promise<Chunk>((res, rej) => {
+  const promise: Pending = new Promise<Chunk>((res, rej) => {
     resolve = res;
     reject = rej;
   });
   promise.catch(() => {}); // a readahead nobody waits for must not be an unhandled rejection
   return { promise, resolve, reject };
+}
+
+/** a failure worth another ranged GET from where the last one stopped */
+function transient(e: unknown): boolean {
+  if (e instanceof ApiError) return e.kind === 'network' || e.kind === 'timeout' || e.status >= 500;
+  return e instanceof VfsError && e.code === 'EIO';
 }
 
 export class RemoteReader {
@@ -116,10 +130,16 @@ export class RemoteReader {
   /**
    * Chunk buffers of evicted stream chunks, reused for new ones: streaming a
    * GiB through fresh buffers makes the garbage collector the main cost.
-   * (A reader copies a chunk out synchronously, or right after the promise
-   * that delivered it, long before it can become the oldest and be evicted.)
+   * An evicted buffer is `retired` first and enters the pool only on a later
+   * turn of the event loop: a reader copies a chunk out synchronously or in
+   * the microtasks right after the promise that delivered it, so by then no
+   * one can still be about to read it, however small the memory budget.
    */
-  private readonly pool: Buffer[] = [];
+  private pool: Buffer[] = [];
+  private retired: Buffer[] = [];
+  private recycleQueued = false;
+  private readonly streamIdle: number;
+  private readonly stall: number;
   private orderHead = 0;
   private readonly files = new Map<string, FileChunks>();
   private readonly links = new Map<string, { url: string; at: number; p?: Promise<string> }>();
@@ -144,6 +164,8 @@ export class RemoteReader {
     // skipping this much of a stream costs about what a new request costs
     this.jumpAhead = 8 * 1024 * 1024;
     this.fillMax = opts.fillMaxBytes ?? 2 * 1024 ** 3;
+    this.streamIdle = opts.streamIdleMs ?? 5_000;
+    this.stall = opts.stallMs ?? 30_000;
   }
 
   /** A reusable download link for this version of the file, renewed before it expires. */
@@ -215,20 +237,24 @@ export class RemoteReader {
     return fc;
   }
 
-  /** Keep a fetched chunk within the memory budget (oldest chunks go first). */
+  /**
+   * Keep a fetched chunk within the memory budget: the oldest chunks go
+   * first, never the one being stored (its reader has not copied it yet).
+   */
   private store(f: RemoteFile, fc: FileChunks, idx: number, buf: Chunk, size: number, pooled = false): void {
     fc.have.set(idx, buf);
     fc.bytes += size;
     this.memUsed += size;
     this.order.push({ version: f.version, fc, idx, buf, size, pooled });
-    while (this.memUsed > this.memBudget && this.orderHead < this.order.length) {
+    const newest = this.order.length - 1;
+    while (this.memUsed > this.memBudget && this.orderHead < newest) {
       const old = this.order[this.orderHead];
       this.order[this.orderHead++] = undefined as never;
       if (old.fc.have.get(old.idx) === old.buf) {
         old.fc.have.delete(old.idx);
         old.fc.bytes -= old.size;
         this.memUsed -= old.size;
-        if (old.pooled && this.pool.length < 64) this.pool.push(old.buf[0]);
+        if (old.pooled) this.retire(old.buf[0]);
         if (old.fc.bytes === 0 && old.fc.inflight.size === 0 && this.files.get(old.version) === old.fc) this.files.delete(old.version);
       }
     }
@@ -236,6 +262,28 @@ export class RemoteReader {
       this.order = this.order.slice(this.orderHead);
       this.orderHead = 0;
     }
+  }
+
+  /** A chunk buffer nothing refers to any more: reusable from the next turn of the event loop on. */
+  private retire(buf: Buffer): void {
+    if (buf.length !== this.chunk || this.pool.length + this.retired.length >= 64) return;
+    this.retired.push(buf);
+    if (this.recycleQueued) return;
+    this.recycleQueued = true;
+    setImmediate(() => {
+      this.recycleQueued = false;
+      for (const b of this.retired) this.pool.push(b);
+      this.retired = [];
+    });
+  }
+
+  private chunkBuffer(size: number): Buffer {
+    return size === this.chunk ? (this.pool.pop() ?? Buffer.allocUnsafe(size)) : Buffer.allocUnsafe(size);
+  }
+
+  /** bytes of chunks held in memory, and the budget (for `status` and tests) */
+  memory(): { used: number; budget: number; pooled: number } {
+    return { used: this.memUsed, budget: this.memBudget, pooled: (this.pool.length + this.retired.length) * this.chunk };
   }
 
   /**
@@ -268,18 +316,21 @@ export class RemoteReader {
     const first = Math.floor(offset / C);
     const last = Math.floor((end - 1) / C);
     const fc = this.fileChunks(f);
-    this.ensure(f, fc, first, last, false);
     if (pat.window > 0) {
       const lastChunk = Math.floor((f.size - 1) / C);
       const raEnd = Math.min(lastChunk, Math.floor((end - 1 + pat.window) / C));
-      if (raEnd > last) {
-        // a stream pays off for large files; small ones take a ranged GET or two
-        if (f.size > this.streamMin) this.streamAhead(f, fc, pat, last + 1, raEnd);
-        else this.ensure(f, fc, last + 1, raEnd, true);
+      // a stream pays off for large files; small ones take a ranged GET or two.
+      // The stream is asked first, for the read's own chunks too: a chunk it is
+      // about to deliver anyway is not fetched twice.
+      if (f.size > this.streamMin) this.streamAhead(f, fc, pat, first, raEnd);
+      this.ensure(f, fc, first, last, false);
+      if (f.size <= this.streamMin && raEnd > last) this.ensure(f, fc, last + 1, raEnd, true);
+    } else {
+      this.ensure(f, fc, first, last, false);
+      if (pat.stream) {
+        this.stopStream(f, pat.stream);
+        pat.stream = undefined;
       }
-    } else if (pat.stream) {
-      this.stopStream(f, pat.stream);
-      pat.stream = undefined;
     }
     // fast path: all in memory
     let written = 0;
@@ -321,10 +372,15 @@ export class RemoteReader {
     return written;
   }
 
-  private async chunkAt(f: RemoteFile, fc: FileChunks, i: number): Promise<Chunk> {
+  private chunkAt(f: RemoteFile, fc: FileChunks, i: number): Chunk | Pending {
     for (let attempt = 0; attempt < 3; attempt++) {
-      const have = fc.have.get(i) ?? fc.inflight.get(i);
+      const have = fc.have.get(i);
       if (have) return have;
+      const p = fc.inflight.get(i);
+      if (p) {
+        p.wanted = true;
+        return p;
+      }
       this.ensure(f, fc, i, i, false); // evicted between ensure and use
     }
     throw new VfsError('EIO', 'chunk lost');
@@ -372,7 +428,7 @@ export class RemoteReader {
   /** A chunk from the on-disk cache; a miss there (evicted meanwhile) falls back to the network. */
   private fromDisk(f: RemoteFile, fc: FileChunks, i: number): void {
     const size = Math.min(this.chunk, f.size - i * this.chunk);
-    const p = this.disk!.get(f.version, i, size).then((buf) => {
+    const p: Pending = this.disk!.get(f.version, i, size).then((buf): Chunk | Promise<Chunk> => {
       if (fc.inflight.get(i) === p) fc.inflight.delete(i);
       if (buf) {
         this.stats.diskChunks++;
@@ -380,6 +436,10 @@ export class RemoteReader {
         if (!fc.have.has(i)) this.store(f, fc, i, parts, size);
         return parts;
       }
+      const have = fc.have.get(i);
+      if (have) return have;
+      const other = fc.inflight.get(i);
+      if (other) return other;
       this.fetchSegment(f, fc, i, i);
       return fc.inflight.get(i)!;
     });
@@ -390,6 +450,8 @@ export class RemoteReader {
   /**
    * Make chunks [from, to] come: from memory, the disk cache, or the reader's
    * stream (started, or restarted past a long stretch it would only re-send).
+   * A chunk the stream has already gone past (delivered, then evicted) is
+   * left to the read that wants it: the stream will not bring it again.
    */
   private streamAhead(f: RemoteFile, fc: FileChunks, pat: ReadPattern, from: number, to: number): void {
     let st = pat.stream;
@@ -400,7 +462,7 @@ export class RemoteReader {
     }
     // the last chunk the stream is set to deliver so far
     let tail = st ? Math.max(st.until, st.next - 1) : -1;
-    for (let i = st ? Math.max(from, st.until + 1) : from; i <= to; i++) {
+    for (let i = st ? Math.max(from, st.next, st.until + 1) : from; i <= to; i++) {
       if (fc.have.has(i) || fc.inflight.has(i)) continue;
       if (this.disk?.has(f.version, i)) {
         this.fromDisk(f, fc, i);
@@ -433,25 +495,40 @@ export class RemoteReader {
     pat.stream = undefined;
   }
 
-  /** End a stream; chunks readers still wait for are fetched with ranged GETs instead. */
+  /**
+   * End a stream. Chunks a read waits for are fetched with ranged GETs instead
+   * (contiguous ones together); readahead nobody waits for yet is dropped.
+   */
   private stopStream(f: RemoteFile, st: SeqStream): void {
     if (st.dead) return;
     st.dead = true;
     const w = st.wake;
     st.wake = null;
     w?.();
+    const fc = st.fc;
+    const wanted: [number, Deferred][] = [];
     for (const [i, d] of st.waits) {
-      if (st.fc.inflight.get(i) === d.promise) st.fc.inflight.delete(i);
-      this.ensure(f, st.fc, i, i, false);
-      const p = st.fc.inflight.get(i);
-      if (p) p.then(d.resolve, d.reject);
-      else {
-        const have = st.fc.have.get(i);
-        if (have) d.resolve(have);
-        else d.reject(new VfsError('EIO', 'chunk lost'));
-      }
+      if (fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
+      if (d.promise.wanted) wanted.push([i, d]);
+      else d.reject(new VfsError('EIO', 'readahead stream ended'));
     }
     st.waits.clear();
+    wanted.sort((a, b) => a[0] - b[0]);
+    for (let k = 0; k < wanted.length; ) {
+      let e = k;
+      while (e + 1 < wanted.length && wanted[e + 1][0] === wanted[e][0] + 1) e++;
+      this.ensure(f, fc, wanted[k][0], wanted[e][0], false);
+      for (; k <= e; k++) {
+        const [i, d] = wanted[k];
+        const have = fc.have.get(i);
+        const p = fc.inflight.get(i);
+        if (have) d.resolve(have);
+        else if (p) {
+          p.wanted = true;
+          p.then(d.resolve, d.reject);
+        } else d.reject(new VfsError('EIO', 'chunk lost'));
+      }
+    }
   }
 
   private runStream(f: RemoteFile, st: SeqStream): void {
@@ -482,47 +559,45 @@ export class RemoteReader {
   private deliver(f: RemoteFile, st: SeqStream, i: number, parts: Chunk, size: number, pooled = false): void {
     const fc = st.fc;
     this.stats.bytesFetched += size;
+    st.next = i + 1;
     const d = st.waits.get(i);
-    st.waits.delete(i);
+    if (d) st.waits.delete(i);
     if (d && fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
     if (!fc.have.has(i)) this.store(f, fc, i, parts, size, pooled);
-    else if (pooled && this.pool.length < 64 && !d) this.pool.push(parts[0]);
+    else if (pooled && !d) this.retire(parts[0]);
     d?.resolve(parts);
   }
 
-  private chunkBuffer(size: number): Buffer {
-    return size === this.chunk ? (this.pool.pop() ?? Buffer.allocUnsafe(size)) : Buffer.allocUnsafe(size);
-  }
-
   /**
-   * The stream over a bare socket (see src/client/raw-get.ts). Resolves 'unsupported'
-   * or 'renew' (link refused) when nothing was delivered yet and the caller
-   * should try otherwise; 'done' in every other case.
+   * The stream over a bare socket (see src/client/raw-get.ts), read straight
+   * into the chunk buffers. Resolves 'unsupported' or 'renew' (link refused)
+   * when nothing was delivered yet and the caller should try otherwise;
+   * 'done' in every other case.
    */
   private runStreamRaw(f: RemoteFile, st: SeqStream, url: string): Promise<'done' | 'unsupported' | 'renew'> {
     const C = this.chunk;
     const lastChunk = Math.floor((f.size - 1) / C);
-    const start = st.next * C;
+    const first = st.next;
     return new Promise((resolve) => {
-      let pos = 0;
-      let want = Math.min(C, f.size - st.next * C);
-      let cur = this.chunkBuffer(want);
-      let fill = 0;
-      let delivered = false;
+      let asm: ChunkAssembler | null = null;
       let idle: NodeJS.Timeout | null = null;
       let stream: RawStream;
+      const clearIdle = () => {
+        if (idle) clearTimeout(idle);
+        idle = null;
+      };
       const pauseIfAhead = () => {
-        if (st.dead) return stream.destroy();
-        if (st.next <= st.until || st.next > lastChunk) return;
+        if (st.dead || asm!.done) return stream.destroy();
+        if (st.next <= st.until) return;
         stream.pause();
+        clearIdle();
         idle = setTimeout(() => {
           st.dead = true; // the reader went away
           stream.destroy();
-        }, 5_000);
+        }, this.streamIdle);
         idle.unref();
         st.wake = () => {
-          if (idle) clearTimeout(idle);
-          idle = null;
+          clearIdle();
           if (st.dead) stream.destroy();
           else {
             stream.resume();
@@ -530,47 +605,35 @@ export class RemoteReader {
           }
         };
       };
+      const sink = (i: number, parts: Chunk, size: number): boolean => {
+        this.deliver(f, st, i, parts, size, size === C);
+        return !st.dead;
+      };
       try {
-        stream = rawGet(url, start, {
-          head: (status, first) => {
-            pos = status === 206 ? first : 0;
-          },
-          data: (buf, from, to) => {
-            let p = from;
-            if (pos < start) {
-              const skip = Math.min(to - p, start - pos);
-              pos += skip;
-              p += skip;
-            }
-            while (p < to && st.next <= lastChunk) {
-              const n = Math.min(to - p, want - fill);
-              buf.copy(cur, fill, p, p + n);
-              fill += n;
-              p += n;
-              pos += n;
-              if (fill === want) {
-                delivered = true;
-                this.deliver(f, st, st.next, [cur], want, want === C);
-                st.next++;
-                if (st.next > lastChunk) break;
-                want = Math.min(C, f.size - st.next * C);
-                cur = this.chunkBuffer(want);
-                fill = 0;
+        stream = rawGet(
+          url,
+          first * C,
+          {
+            head: (status, start) => {
+              asm = new ChunkAssembler(C, f.size, first, lastChunk, status === 206 ? start : 0, sink, (n) => this.chunkBuffer(n));
+            },
+            space: () => asm!.space(),
+            wrote: (n) => {
+              asm!.wrote(n);
+              pauseIfAhead();
+            },
+            end: (err) => {
+              clearIdle();
+              st.wake = null;
+              if (err && st.next === first) {
+                if (err instanceof RawUnsupported) return resolve('unsupported');
+                if (err instanceof ApiError && (err.status === 403 || err.status === 404)) return resolve('renew');
               }
-            }
-            if (st.next > lastChunk) stream.destroy();
-            else pauseIfAhead();
+              resolve('done');
+            },
           },
-          end: (err) => {
-            if (idle) clearTimeout(idle);
-            st.wake = null;
-            if (err && !delivered) {
-              if (err instanceof RawUnsupported) return resolve('unsupported');
-              if (err instanceof ApiError && (err.status === 403 || err.status === 404)) return resolve('renew');
-            }
-            resolve('done');
-          },
-        });
+          this.stall,
+        );
       } catch {
         resolve('unsupported');
       }
@@ -578,69 +641,36 @@ export class RemoteReader {
   }
 
   /** The stream through the API client (https, or what the bare socket cannot handle). */
-  private runStreamClient(f: RemoteFile, st: SeqStream): Promise<void> {
+  private async runStreamClient(f: RemoteFile, st: SeqStream): Promise<void> {
     const C = this.chunk;
-    const fc = st.fc;
     const lastChunk = Math.floor((f.size - 1) / C);
+    const res = await this.get(f, { start: st.next * C });
     // a sequential pass is not written to the disk cache: it would cost more CPU than the
     // network read itself, and a re-read is served by the kernel's page cache
-    const cacheOnDisk = false;
-    const run = async () => {
-      const start = st.next * C;
-      const res = await this.get(f, { start });
-      let pos = res.status === 206 ? res.start : 0;
-      let want = Math.min(C, f.size - st.next * C);
-      let parts: Chunk = [];
-      let fill = 0;
-      try {
-        for await (const piece of res.body) {
-          if (st.dead) break;
-          let p = piece as Buffer;
-          if (pos < start) {
-            const skip = Math.min(p.length, start - pos);
-            pos += skip;
-            p = p.subarray(skip);
-          }
-          while (p.length > 0 && st.next <= lastChunk) {
-            const n = Math.min(p.length, want - fill);
-            parts.push(n === p.length ? p : p.subarray(0, n));
-            fill += n;
-            pos += n;
-            p = p.subarray(n);
-            if (fill === want) {
-              const i = st.next;
-              this.stats.bytesFetched += want;
-              const d = st.waits.get(i);
-              st.waits.delete(i);
-              if (d && fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
-              if (!fc.have.has(i)) {
-                this.store(f, fc, i, parts, want);
-                if (cacheOnDisk) this.disk!.put(f.version, i, parts, want);
-              }
-              d?.resolve(parts);
-              st.next++;
-              if (st.next > lastChunk) break;
-              want = Math.min(C, f.size - st.next * C);
-              parts = [];
-              fill = 0;
-              // far enough ahead of the reader: pause (unread data stays in the socket)
-              while (st.next > st.until && !st.dead) {
-                const idle = new Promise<boolean>((r) => {
-                  st.wake = () => r(true);
-                  setTimeout(() => r(false), 5_000).unref();
-                });
-                if (!(await idle)) st.dead = true; // the reader went away
-              }
-              if (st.dead) break;
-            }
-          }
-          if (st.dead || st.next > lastChunk) break;
+    const asm = new ChunkAssembler(C, f.size, st.next, lastChunk, res.status === 206 ? res.start : 0, (i, parts, size) => {
+      this.deliver(f, st, i, parts, size);
+      return !st.dead;
+    });
+    try {
+      for await (const piece of res.body) {
+        if (st.dead || !asm.push(piece as Buffer)) break;
+        // far enough ahead of the reader: pause (unread data stays in the socket)
+        while (st.next > st.until && !st.dead) {
+          const moved = await new Promise<boolean>((r) => {
+            const t = setTimeout(() => r(false), this.streamIdle);
+            t.unref();
+            st.wake = () => {
+              clearTimeout(t);
+              r(true);
+            };
+          });
+          if (!moved) st.dead = true; // the reader went away
         }
-      } finally {
-        res.body.destroy();
+        if (st.dead) break;
       }
-    };
-    return run();
+    } finally {
+      res.body.destroy();
+    }
   }
 
   /**
@@ -671,10 +701,12 @@ export class RemoteReader {
     pump();
   }
 
+  /**
+   * Chunks [c0, c1] by ranged GETs: a body that breaks off is asked again from
+   * the first chunk it did not complete, as long as the attempts make progress.
+   */
   private fetchSegment(f: RemoteFile, fc: FileChunks, c0: number, c1: number, onDone?: () => void): void {
     const C = this.chunk;
-    const start = c0 * C;
-    const end = Math.min(f.size, (c1 + 1) * C) - 1;
     const waits: Deferred[] = [];
     for (let i = c0; i <= c1; i++) {
       const d = deferred();
@@ -684,57 +716,52 @@ export class RemoteReader {
     fc.segs++;
     let cur = c0;
     const cacheOnDisk = !!this.disk?.worthCaching(f.size);
-    const run = async () => {
+    const sink = (i: number, parts: Chunk, size: number): boolean => {
+      this.stats.bytesFetched += size;
+      const d = waits[i - c0];
+      if (fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
+      // the sequential stream may have delivered this chunk meanwhile: storing it
+      // twice would count its bytes twice against the memory budget
+      if (!fc.have.has(i)) {
+        this.store(f, fc, i, parts, size);
+        if (cacheOnDisk) this.disk!.put(f.version, i, parts, size);
+      }
+      cur = i + 1;
+      d.resolve(parts);
+      return true;
+    };
+    const once = async () => {
+      const start = cur * C;
+      const end = Math.min(f.size, (c1 + 1) * C) - 1;
       const res = await this.get(f, { start, end });
-      // a server may ignore Range (encrypted libraries) and send the whole file: skip to `start`
-      let pos = res.status === 206 ? res.start : 0;
-      let want = Math.min(C, f.size - cur * C);
-      let parts: Chunk = [];
-      let fill = 0;
+      // a server may ignore Range (encrypted libraries) and send the whole file: skipped to `start`
+      const asm = new ChunkAssembler(C, f.size, cur, c1, res.status === 206 ? res.start : 0, sink);
       try {
-        for await (const piece of res.body) {
-          let p = piece as Buffer;
-          if (pos < start) {
-            const skip = Math.min(p.length, start - pos);
-            pos += skip;
-            p = p.subarray(skip);
-          }
-          while (p.length > 0 && cur <= c1) {
-            const n = Math.min(p.length, want - fill);
-            parts.push(n === p.length ? p : p.subarray(0, n));
-            fill += n;
-            pos += n;
-            p = p.subarray(n);
-            if (fill === want) {
-              this.stats.bytesFetched += want;
-              fc.inflight.delete(cur);
-              // the sequential stream may have delivered this chunk meanwhile: storing it
-              // twice would count its bytes twice against the memory budget
-              if (!fc.have.has(cur)) {
-                this.store(f, fc, cur, parts, want);
-                if (cacheOnDisk) this.disk!.put(f.version, cur, parts, want);
-              }
-              waits[cur - c0].resolve(parts);
-              cur++;
-              if (cur <= c1) {
-                want = Math.min(C, f.size - cur * C);
-                parts = [];
-                fill = 0;
-              }
-            }
-          }
-          if (cur > c1) break;
-        }
+        for await (const piece of res.body) if (!asm.push(piece as Buffer)) break;
       } finally {
         res.body.destroy();
       }
       if (cur <= c1) throw new VfsError('EIO', `short download of ${f.path}`);
     };
+    const run = async () => {
+      // another try after a broken body, from where it stopped: as long as each try gets
+      // at least one chunk further, and twice more when one does not
+      for (let stuck = 0; ; ) {
+        const before = cur;
+        try {
+          return await once();
+        } catch (e) {
+          stuck = cur === before ? stuck + 1 : 0;
+          if (!transient(e) || stuck > 2) throw e;
+        }
+      }
+    };
     run()
       .catch((e) => {
         for (let i = cur; i <= c1; i++) {
-          fc.inflight.delete(i);
-          waits[i - c0].reject(e);
+          const d = waits[i - c0];
+          if (fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
+          d.reject(e);
         }
         // readahead may retry this range later
         if (fc.raFrontier !== undefined && fc.raFrontier > cur) fc.raFrontier = cur;
