@@ -57,7 +57,7 @@ export interface ReaderOptions {
   rawStreams?: boolean;
   /** files above this size are read ahead by one streaming GET (default 8 MiB) */
   streamMinBytes?: number;
-  /** after this many random reads of a file, fetch all of it into the disk cache (default 32) */
+  /** after this many random reads of a file, fetch all of it into the disk cache (default 32; fewer for files under 256 MiB: one per 8 MiB, at least 2) */
   fillAfterRandomReads?: number;
   /** largest file fetched that way (default 2 GiB; the disk cache must hold it too) */
   fillMaxBytes?: number;
@@ -307,7 +307,9 @@ export class RemoteReader {
     }
     if (pat.window === 0) {
       const fc0 = this.fileChunks(f);
-      if (++fc0.randomReads >= this.fillAfter && !fc0.filling && this.disk?.worthCaching(f.size) && f.size <= this.fillMax) {
+      // a small file is fetched sooner: all of it costs about what a few round trips do
+      const after = Math.min(this.fillAfter, Math.max(2, Math.ceil(f.size / (8 * 1024 * 1024))));
+      if (++fc0.randomReads >= after && !fc0.filling && this.disk?.worthCaching(f.size) && f.size <= this.fillMax) {
         this.startFill(f, fc0);
       }
     }
@@ -685,7 +687,7 @@ export class RemoteReader {
     let next = 0;
     let active = 0;
     const pump = () => {
-      while (active < 2 && next <= lastChunk) {
+      while (active < 3 && next <= lastChunk) {
         while (next <= lastChunk && (fc.have.has(next) || fc.inflight.has(next) || this.disk!.has(f.version, next))) next++;
         if (next > lastChunk) break;
         let end = next;
