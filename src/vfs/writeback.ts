@@ -362,6 +362,7 @@ export class WriteBack {
       const trailing: [string, string][] = kind === 'upload' ? [['last_modify', new Date(Math.floor(s.mtime / 1000) * 1000).toISOString()]] : [];
       const res = await st.finish(trailing);
       this.stats.streamed++;
+      this.hooks.log(`${path}: uploaded while it was written (${res.size} bytes, one streamed request)`);
       return res;
     } catch (e) {
       st.dead ??= e;
