@@ -86,6 +86,27 @@ describe('uploads that run while the file is written', () => {
     expect(m.output()).toMatch(/\/big\.bin: uploaded while it was written \(167772160 bytes/);
   });
 
+  it('dd over an existing file: no download of the old content, one streamed request to the update link', async () => {
+    const f = path.join(src, 'over.bin');
+    await writeRandom(f, 40 * MiB);
+    const m = await mountLibrary(server, { library: 'Streams' });
+    await sh(`dd if=${q(f)} of=${q(m.mnt)}/over.bin bs=1M status=none`);
+    expect((await m.unmount()).code).toBe(0);
+    await writeRandom(f, 48 * MiB);
+    const m2 = await mountLibrary(server, { library: 'Streams' });
+    const before = server.log().split('\n').length;
+    await sh(`dd if=${q(f)} of=${q(m2.mnt)}/over.bin bs=1M status=none`);
+    const un = await m2.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    const lines = server.log().split('\n').slice(before - 1);
+    expect(await remoteSha(api, repo, '/over.bin')).toEqual({ sha: await sha256File(f), size: 48 * MiB });
+    expect(lines.filter((l) => l.startsWith('GET /seafhttp/files/')), 'the old content was downloaded').toEqual([]);
+    const posts = lines.filter((l) => /^POST \/seafhttp\/(upload|update)-api\//.test(l));
+    expect(posts, posts.join('\n')).toHaveLength(1);
+    expect(posts[0]).toMatch(/^POST \/seafhttp\/update-api\/\S+ 200 /);
+    expect(m2.output()).toMatch(/\/over\.bin: uploaded while it was written/);
+  });
+
   it('a write that seeks back below what was streamed: the file is uploaded whole after close, exact bytes', async () => {
     const m = await mountLibrary(server, { library: 'Streams' });
     {
