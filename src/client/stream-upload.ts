@@ -56,6 +56,9 @@ export function parseAnswer(raw: Buffer): { status: number; text: string } | nul
   return { status: Number(m[1]), text: body.toString('utf8') };
 }
 
+/** The server answered, or the connection ended, before the body was complete. */
+export class EarlyAnswer extends ApiError {}
+
 /**
  * Opens the request and sends the header, the leading fields and the file
  * part's header. A server that answers before the body ended (refusal, over
@@ -101,9 +104,10 @@ export async function openUploadStream(
     const a = parseAnswer(Buffer.concat(answer));
     if (a) {
       const msg = errorMessageOf(a.text);
-      return new ApiError({ kind: kindFor(a.status, msg, 'upload'), status: a.status, operation: 'upload', serverMessage: msg || `answered ${a.status} before the body ended` });
+      return new EarlyAnswer({ kind: kindFor(a.status, msg, 'upload'), status: a.status, operation: 'upload', serverMessage: msg || `answered ${a.status} before the body ended` });
     }
-    return failed ?? new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'connection closed during the upload' });
+    const why = failed ? `${failed.kind}: ${failed.serverMessage}` : 'connection closed during the upload';
+    return new EarlyAnswer({ kind: failed?.kind ?? 'network', status: 0, operation: 'upload', serverMessage: why, cause: failed ?? undefined });
   };
 
   const send = (pieces: Buffer[]) =>
@@ -182,13 +186,13 @@ export async function openUploadStream(
 
 /**
  * True when a failed stream means the server (or a proxy in front) does not
- * take chunked request bodies: 411 Length Required, 400, 501, 505, or a
- * connection dropped before any answer.
+ * take chunked request bodies: 411 Length Required, 501 or 505 at any time;
+ * a 400 or a dropped connection before the body ended.
  */
 export function refusesChunked(e: unknown): boolean {
   if (!(e instanceof ApiError)) return false;
-  if ([400, 411, 501, 505].includes(e.status)) return true;
-  return e.status === 0 && e.kind === 'network';
+  if ([411, 501, 505].includes(e.status)) return true;
+  return e instanceof EarlyAnswer && (e.status === 400 || (e.status === 0 && e.kind === 'network'));
 }
 
 /** A started upload as the mount sees it: finish() resolves with the new file id. */

@@ -24,6 +24,9 @@ export class UploadFeed {
   private wake: (() => void) | null = null;
   private finishing = false;
   private pumped: Promise<void>;
+  private end!: () => void;
+  /** resolves once the request is over (finished, failed or aborted) */
+  readonly ended = new Promise<void>((r) => (this.end = r));
 
   constructor(
     private readonly src: FeedSource,
@@ -90,6 +93,8 @@ export class UploadFeed {
     } catch (e) {
       this.dead ??= e;
       this.up?.abort();
+    } finally {
+      if (this.dead) this.end();
     }
   }
 
@@ -100,9 +105,13 @@ export class UploadFeed {
   async finish(trailing: [string, string][]): Promise<{ id: string; size: number }> {
     this.finishing = true;
     this.notify();
-    await this.pumped;
-    if (this.dead || !this.up) throw this.dead ?? new Error('stream never opened');
-    const size = this.claimed;
-    return { id: await this.up.finish(trailing), size };
+    try {
+      await this.pumped;
+      if (this.dead || !this.up) throw this.dead ?? new Error('stream never opened');
+      const size = this.claimed;
+      return { id: await this.up.finish(trailing), size };
+    } finally {
+      this.end();
+    }
   }
 }

@@ -104,6 +104,8 @@ export interface WriteBackOptions {
   streamUpload?: StartUploadStream;
   /** a file written from offset 0 starts streaming once it is this large (default 8 MiB) */
   streamThresholdBytes?: number;
+  /** at most this many files stream at once; others upload after close (default 4) */
+  maxStreams?: number;
 }
 
 const key = (repo: string, path: string) => `${repo}\u0000${path}`;
@@ -136,6 +138,9 @@ export class WriteBack {
   private readonly newFileDelay: number;
   private streamUpload: StartUploadStream | undefined;
   private readonly streamThreshold: number;
+  private readonly maxStreams: number;
+  /** streams open now (each holds a connection and two 1 MiB buffers) */
+  private liveStreams = 0;
   /** new small files waiting for an upload slot, per folder */
   private readonly batches = new Map<string, { items: { s: FileState; done: () => void }[]; queued: boolean }>();
 
@@ -157,6 +162,7 @@ export class WriteBack {
     this.newFileDelay = opts.newFileDelayMs ?? 0;
     this.streamUpload = opts.streamUpload;
     this.streamThreshold = opts.streamThresholdBytes ?? 8 * 1024 * 1024;
+    this.maxStreams = opts.maxStreams ?? 4;
   }
 
   async init(): Promise<void> {
@@ -306,6 +312,7 @@ export class WriteBack {
       return;
     }
     if (!s.streamable || !this.streamUpload || s.size < this.streamThreshold || s.deleted || s.hold || s.running) return;
+    if (this.liveStreams >= this.maxStreams) return;
     const name = baseOf(s.path);
     if (NEEDS_QUOTING.test(name)) return;
     s.streamable = false; // one stream per emptying of the file
@@ -318,8 +325,11 @@ export class WriteBack {
       const leading: [string, string][] = kind === 'update' ? [['target_file', path]] : [['parent_dir', dir], ['replace', '1']];
       return start(link, leading, name);
     })();
-    s.stream = new UploadFeed(s, repo, path, kind, opening);
+    const feed = new UploadFeed(s, repo, path, kind, opening);
+    s.stream = feed;
     this.stats.streams++;
+    this.liveStreams++;
+    void feed.ended.then(() => this.liveStreams--);
   }
 
   /** Abort the file's stream (the pure-append assumption broke, or the file moved). */

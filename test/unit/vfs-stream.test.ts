@@ -4,7 +4,7 @@ import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { ApiError } from '../../src/client/errors.js';
-import type { FileUploadStream, StartUploadStream } from '../../src/client/stream-upload.js';
+import { EarlyAnswer, refusesChunked, type FileUploadStream, type StartUploadStream } from '../../src/client/stream-upload.js';
 import { FakeApi, makeVfs, sleep } from './fake-api.js';
 import type { Vfs } from '../../src/vfs/vfs.js';
 
@@ -65,11 +65,12 @@ describe('vfs streaming upload', () => {
     while (cleanups.length) await cleanups.pop()!();
   });
 
-  async function setup(streamOpts: { failWith?: () => ApiError | null } = {}) {
+  async function setup(streamOpts: { failWith?: () => ApiError | null; maxStreams?: number } = {}) {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
     const streams = fakeStreams(api, streamOpts);
-    const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, streamUpload: streams.start, streamThresholdBytes: MiB } });
+    const wbOpts = { retryBaseMs: 10, streamUpload: streams.start, streamThresholdBytes: MiB, maxStreams: streamOpts.maxStreams };
+    const m = await makeVfs(api, { library: 'lib', writeBack: wbOpts });
     cleanups.push(m.cleanup);
     return { api, repo, streams, ...m };
   }
@@ -249,5 +250,45 @@ describe('vfs streaming upload', () => {
     await vfs.drain();
     expect(api.content(repo, '/s.bin')!.equals(data)).toBe(true);
     expect(streams.made).toHaveLength(1);
+  });
+
+  it('at most maxStreams files stream at once; the others upload after close', async () => {
+    const { api, repo, vfs, streams } = await setup({ maxStreams: 1 });
+    const a = randomBytes(2 * MiB);
+    const b = randomBytes(2 * MiB);
+    const fa = await vfs.create('/a.bin', 0o644);
+    const fb = await vfs.create('/b.bin', 0o644);
+    await writeAt(vfs, '/a.bin', fa, a, 0);
+    await writeAt(vfs, '/b.bin', fb, b, 0);
+    expect(streams.made).toHaveLength(1);
+    await vfs.release('/a.bin', fa);
+    await vfs.release('/b.bin', fb);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/a.bin')!.equals(a)).toBe(true);
+    expect(api.content(repo, '/b.bin')!.equals(b)).toBe(true);
+    expect(api.calls.upload).toBe(1);
+    // the finished stream frees its place
+    const c = randomBytes(2 * MiB);
+    const fc = await vfs.create('/c.bin', 0o644);
+    await writeAt(vfs, '/c.bin', fc, c, 0);
+    await vfs.release('/c.bin', fc);
+    await vfs.drain();
+    expect(streams.made).toHaveLength(2);
+    expect(api.content(repo, '/c.bin')!.equals(c)).toBe(true);
+  });
+});
+
+describe('refusesChunked', () => {
+  it('411/501/505 always; 400 or a dropped connection only before the body ended', () => {
+    const e = (status: number, early: boolean, kind: 'bad_request' | 'network' | 'server' = 'bad_request') =>
+      new (early ? EarlyAnswer : ApiError)({ kind, status, operation: 'upload' });
+    expect(refusesChunked(e(411, false))).toBe(true);
+    expect(refusesChunked(e(501, false, 'server'))).toBe(true);
+    expect(refusesChunked(e(400, true))).toBe(true);
+    expect(refusesChunked(e(400, false))).toBe(false); // e.g. "Parent dir doesn't exist" after the body
+    expect(refusesChunked(e(0, true, 'network'))).toBe(true);
+    expect(refusesChunked(e(0, false, 'network'))).toBe(false);
+    expect(refusesChunked(e(502, true, 'server'))).toBe(false);
+    expect(refusesChunked(new Error('x'))).toBe(false);
   });
 });
