@@ -590,6 +590,13 @@ export class WriteBack {
           retry = s.dirty && s.writers === 0;
         } catch (e) {
           if (s.deleted) return;
+          if (s.version !== v && !permanent(e)) {
+            // the file changed under the upload (a truncate shrank the temp file): no failure to
+            // report at close, just upload the new version
+            this.hooks.log(`upload of ${path} interrupted by a change of the file; uploading it again`);
+            retry = s.writers === 0;
+            return;
+          }
           s.failures++;
           this.stats.failures++;
           s.lastError = e;
