@@ -13,6 +13,7 @@ import { opCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
 import { uploadManyFor } from '../client/upload-many.js';
+import { streamUploadFor } from '../client/stream-upload.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import type { Secrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
@@ -138,7 +139,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       readOnly: s.readOnly,
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
-      writeBack: { uploadMany: uploadManyFor(client) },
+      // SEAFS_STREAM_UPLOAD=0: large files are uploaded only after their last close
+      writeBack: { uploadMany: uploadManyFor(client), streamUpload: process.env.SEAFS_STREAM_UPLOAD === '0' ? undefined : streamUploadFor(client) },
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
       log,
     });

@@ -88,7 +88,9 @@ export async function mountVfs(vfs: Vfs, opts: FuseMountOptions): Promise<FuseMo
   const base = fuse._fuseOptions.bind(fuse);
   fuse._fuseOptions = () => {
     const o = base();
-    const extra = `big_writes,negative_timeout=${Math.min(entry, 1)}`;
+    // atomic_o_trunc: an open with O_TRUNC arrives as such, not as an open (which would fetch
+    // the old content to edit it) followed by a truncate
+    const extra = `big_writes,atomic_o_trunc,negative_timeout=${Math.min(entry, 1)}`;
     return o ? `${o},${extra}` : `-o${extra}`;
   };
   await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(err) : resolve())));

@@ -13,6 +13,8 @@ import { errnoOf, VfsError } from './errors.js';
 import type { Journal } from './journal.js';
 import { baseOf, isWithin, parentOf } from './paths.js';
 import type { UploadMany } from '../client/upload-batch.js';
+import { refusesChunked, type StartUploadStream } from '../client/stream-upload.js';
+import { UploadFeed } from './upload-feed.js';
 
 export class FileState {
   repo: string;
@@ -38,6 +40,10 @@ export class FileState {
   rerun = false;
   lastError: unknown = null;
   failures = 0;
+  /** the upload running while the file is written (see upload-feed.ts) */
+  stream: UploadFeed | null = null;
+  /** written from offset 0 since it was created or emptied: a stream may start */
+  streamable = false;
   /** journal writes/removals of this file, in order */
   jchain: Promise<void> = Promise.resolve();
   private tail: Promise<unknown> = Promise.resolve();
@@ -94,6 +100,12 @@ export interface WriteBackOptions {
   maxAttempts?: number;
   linkTtlMs?: number;
   retryBaseMs?: number;
+  /** starts chunked uploads that run while a file is written (absent: uploads start after close) */
+  streamUpload?: StartUploadStream;
+  /** a file written from offset 0 starts streaming once it is this large (default 8 MiB) */
+  streamThresholdBytes?: number;
+  /** at most this many files stream at once; others upload after close (default 4) */
+  maxStreams?: number;
 }
 
 const key = (repo: string, path: string) => `${repo}\u0000${path}`;
@@ -111,7 +123,7 @@ function permanent(e: unknown): boolean {
 }
 
 export class WriteBack {
-  readonly stats = { uploads: 0, uploadedBytes: 0, failures: 0, linkRequests: 0, batches: 0 };
+  readonly stats = { uploads: 0, uploadedBytes: 0, failures: 0, linkRequests: 0, batches: 0, streams: 0, streamed: 0, streamAborts: 0, streamFailures: 0 };
   private readonly states = new Map<string, FileState>();
   private readonly limit: ReturnType<typeof pLimit>;
   private readonly links = new Map<string, { url: string; at: number }>();
@@ -124,6 +136,11 @@ export class WriteBack {
   private readonly batchMaxBytes: number;
   private readonly batchFileMax: number;
   private readonly newFileDelay: number;
+  private streamUpload: StartUploadStream | undefined;
+  private readonly streamThreshold: number;
+  private readonly maxStreams: number;
+  /** streams open now (each holds a connection and two 1 MiB buffers) */
+  private liveStreams = 0;
   /** new small files waiting for an upload slot, per folder */
   private readonly batches = new Map<string, { items: { s: FileState; done: () => void }[]; queued: boolean }>();
 
@@ -143,6 +160,9 @@ export class WriteBack {
     this.batchMaxBytes = opts.batchMaxBytes ?? 8 * 1024 * 1024;
     this.batchFileMax = opts.batchFileMax ?? 1024 * 1024;
     this.newFileDelay = opts.newFileDelayMs ?? 0;
+    this.streamUpload = opts.streamUpload;
+    this.streamThreshold = opts.streamThresholdBytes ?? 8 * 1024 * 1024;
+    this.maxStreams = opts.maxStreams ?? 4;
   }
 
   async init(): Promise<void> {
@@ -192,6 +212,7 @@ export class WriteBack {
   async createNew(repo: string, path: string): Promise<FileState> {
     const s = this.newState(repo, path);
     s.markDirty();
+    s.streamable = true;
     this.states.set(key(repo, path), s);
     s.ready = (async () => {
       s.fh = await open(s.tmp, 'w+');
@@ -229,6 +250,7 @@ export class WriteBack {
     s.ready = (async () => {
       if (truncate || remote.size === 0) {
         s.fh = await open(s.tmp, 'w+');
+        s.streamable = true;
         if (remote.size > 0) s.markDirty();
       } else {
         await load(s.tmp);
@@ -262,15 +284,101 @@ export class WriteBack {
     s.size = Math.max(s.size, pos + bytesWritten);
     s.markDirty();
     if (!s.journaled) this.persistSoon(s);
+    this.fedWrite(s, pos);
     return bytesWritten;
   }
 
   async truncate(s: FileState, size: number): Promise<void> {
     await s.ready;
     if (!s.fh) throw new VfsError('EIO', 'file closed');
+    this.stopStream(s, 'truncate');
     await s.fh.truncate(size);
     s.size = size;
     s.markDirty();
+    // emptied: written again from offset 0, it may stream again
+    s.streamable = size === 0;
+  }
+
+  // ---- uploads that run while the file is written ----
+
+  /** After a write landed at `pos`: feed, abort or start the file's stream. */
+  private fedWrite(s: FileState, pos: number): void {
+    const st = s.stream;
+    if (st) {
+      if (st.dead) this.dropStream(s, st);
+      // the pump may already have sent the old bytes there
+      else if (pos < st.claimed) this.stopStream(s, 'write below the streamed offset');
+      else st.notify();
+      return;
+    }
+    if (!s.streamable || !this.streamUpload || s.size < this.streamThreshold || s.deleted || s.hold || s.running) return;
+    if (this.liveStreams >= this.maxStreams) return;
+    const name = baseOf(s.path);
+    if (NEEDS_QUOTING.test(name)) return;
+    s.streamable = false; // one stream per emptying of the file
+    const { repo, path } = s;
+    const dir = parentOf(path);
+    const kind = s.remotePath === path ? 'update' : 'upload';
+    const start = this.streamUpload;
+    const opening = (async () => {
+      const link = await this.link(kind, repo, dir);
+      const leading: [string, string][] = kind === 'update' ? [['target_file', path]] : [['parent_dir', dir], ['replace', '1']];
+      return start(link, leading, name);
+    })();
+    const feed = new UploadFeed(s, repo, path, kind, opening);
+    s.stream = feed;
+    this.stats.streams++;
+    this.liveStreams++;
+    void feed.ended.then(() => this.liveStreams--);
+  }
+
+  /** Abort the file's stream (the pure-append assumption broke, or the file moved). */
+  private stopStream(s: FileState, why: string): void {
+    const st = s.stream;
+    if (!st) return;
+    s.stream = null;
+    if (!st.dead) {
+      this.stats.streamAborts++;
+      this.hooks.log(`streaming upload of ${s.path} stopped (${why}); it is uploaded after close`);
+    }
+    st.abort(new Error(why));
+  }
+
+  /** A stream that failed on its own: note why, and whether the server takes chunked bodies at all. */
+  private dropStream(s: FileState, st: UploadFeed): void {
+    if (s.stream === st) s.stream = null;
+    this.stats.streamFailures++;
+    // a refusal of chunked bodies comes at once: a reset after megabytes is an ordinary failure
+    if (refusesChunked(st.dead) && !(st.dead instanceof ApiError && st.dead.status === 0 && st.claimed > 2 * 1024 * 1024)) {
+      if (this.streamUpload) this.hooks.log(`the server does not take chunked uploads (${(st.dead as Error).message}): uploads start after close from now on`);
+      this.streamUpload = undefined;
+    } else {
+      this.hooks.log(`streaming upload of ${s.path} failed (${(st.dead as Error)?.message}); it is uploaded after close`);
+    }
+  }
+
+  /** The running stream of `s` as the upload of its current version, when it is still usable. */
+  private async finishStream(s: FileState, repo: string, path: string): Promise<UploadResult | null> {
+    const st = s.stream;
+    if (!st) return null;
+    s.stream = null;
+    const kind = s.remotePath === path ? 'update' : 'upload';
+    if (st.dead || st.repo !== repo || st.path !== path || st.kind !== kind) {
+      if (st.dead) this.dropStream(s, st);
+      else st.abort(new Error('moved'));
+      return null;
+    }
+    try {
+      const trailing: [string, string][] = kind === 'upload' ? [['last_modify', new Date(Math.floor(s.mtime / 1000) * 1000).toISOString()]] : [];
+      const res = await st.finish(trailing);
+      this.stats.streamed++;
+      this.hooks.log(`${path}: uploaded while it was written (${res.size} bytes, one streamed request)`);
+      return res;
+    } catch (e) {
+      st.dead ??= e;
+      this.dropStream(s, st);
+      return null;
+    }
   }
 
   /**
@@ -482,6 +590,13 @@ export class WriteBack {
           retry = s.dirty && s.writers === 0;
         } catch (e) {
           if (s.deleted) return;
+          if (s.version !== v && !permanent(e)) {
+            // the file changed under the upload (a truncate shrank the temp file): no failure to
+            // report at close, just upload the new version
+            this.hooks.log(`upload of ${path} interrupted by a change of the file; uploading it again`);
+            retry = s.writers === 0;
+            return;
+          }
           s.failures++;
           this.stats.failures++;
           s.lastError = e;
@@ -512,6 +627,9 @@ export class WriteBack {
   }
 
   private async uploadOnce(s: FileState, repo: string, path: string): Promise<UploadResult> {
+    // the stream that ran while the file was written, when it is still a pure append
+    const streamed = await this.finishStream(s, repo, path);
+    if (streamed) return streamed;
     const dir = parentOf(path);
     const name = baseOf(path);
     const size = s.size;
@@ -591,6 +709,7 @@ export class WriteBack {
    */
   async discard(s: FileState): Promise<string | null> {
     s.deleted = true;
+    this.stopStream(s, 'unlink');
     if (this.states.get(key(s.repo, s.path)) === s) this.states.delete(key(s.repo, s.path));
     return s.lock(async () => {
       await this.unjournal(s);
@@ -605,6 +724,7 @@ export class WriteBack {
    * flight meanwhile.
    */
   async retarget(s: FileState, repo: string, path: string, moveRemote: (from: string) => Promise<void>): Promise<void> {
+    this.stopStream(s, 'rename');
     await s.lock(async () => {
       if (s.remotePath) {
         await moveRemote(s.remotePath);
@@ -624,7 +744,10 @@ export class WriteBack {
   /** Pause uploads below `dir` and wait for those in flight (before a folder rename). */
   async holdUnder(repo: string, dir: string): Promise<FileState[]> {
     const list = this.under(repo, dir);
-    for (const s of list) s.hold = true;
+    for (const s of list) {
+      s.hold = true;
+      this.stopStream(s, 'folder rename');
+    }
     for (const s of list) await s.lock(async () => {});
     return list;
   }

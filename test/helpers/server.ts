@@ -14,6 +14,8 @@ export interface TestServer {
   dataDir: string;
   pid: number;
   stop(): Promise<void>;
+  /** what the server printed on stderr (one line per request with extraArgs ['--verbose']) */
+  log(): string;
   /** stops and starts again on the same dataDir (the port may change; `url` and `pid` are updated) */
   restart(): Promise<void>;
 }
@@ -24,7 +26,7 @@ export const CLI = path.join(ROOT, 'dist/cli/main.js');
 const ADMIN_EMAIL = 'admin@seafs.test';
 const ADMIN_PASSWORD = 'admin-secret-pw';
 
-function spawnServer(dataDir: string, latencyMs: number | undefined, extraArgs: string[]): Promise<{ child: ChildProcess; url: string }> {
+function spawnServer(dataDir: string, latencyMs: number | undefined, extraArgs: string[]): Promise<{ child: ChildProcess; url: string; log: () => string }> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
   const args = [CLI, 'serve', '--data', dataDir, '--host', '127.0.0.1', '--port', '0', '--admin-email', ADMIN_EMAIL];
   if (latencyMs) args.push('--latency-ms', String(latencyMs));
@@ -53,7 +55,7 @@ function spawnServer(dataDir: string, latencyMs: number | undefined, extraArgs: 
       const m = /listening on (http:\/\/\S+)/.exec(out);
       if (m) {
         clearTimeout(timer);
-        resolve({ child, url: m[1] });
+        resolve({ child, url: m[1], log: () => err });
       }
     });
     child.once('exit', (code, signal) => {
@@ -80,13 +82,14 @@ export async function startTestServer(opts: { latencyMs?: number; extraArgs?: st
   const ownDir = !opts.dataDir;
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'seafs-srv-'));
   const extra = opts.extraArgs ?? [];
-  let { child, url } = await spawnServer(dataDir, opts.latencyMs, extra);
+  let { child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra);
   const server: TestServer = {
     url,
     adminEmail: ADMIN_EMAIL,
     adminPassword: ADMIN_PASSWORD,
     dataDir,
     pid: child.pid!,
+    log: () => log(),
     async stop() {
       child.kill('SIGTERM');
       await waitExit(child, 15_000);
@@ -95,7 +98,7 @@ export async function startTestServer(opts: { latencyMs?: number; extraArgs?: st
     async restart() {
       child.kill('SIGTERM');
       await waitExit(child, 15_000);
-      ({ child, url } = await spawnServer(dataDir, opts.latencyMs, extra));
+      ({ child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra));
       server.url = url;
       server.pid = child.pid!;
     },

@@ -1,0 +1,225 @@
+// An upload whose length is not known when it starts: a multipart POST to an
+// upload or update link sent with Transfer-Encoding: chunked, fed piece by
+// piece while the file is still being written. Over a bare socket (net or
+// tls), so the caller controls backpressure: write() resolves once the socket
+// took the piece. Fields can go before the file part (known at the start) or
+// after it (known only at the end, like the final modification time).
+import { randomBytes } from 'node:crypto';
+import net from 'node:net';
+import tls from 'node:tls';
+import { parseUploadAnswer } from './client.js';
+import { ApiError } from './errors.js';
+import { errorMessageOf } from './error-body.js';
+import { kindFor } from './status-map.js';
+
+export interface UploadStream {
+  /** sends bytes of the file part; resolves when the socket accepted them */
+  write(b: Buffer): Promise<void>;
+  /** sends `trailing` fields and ends the body; resolves with the text of a 2xx answer */
+  finish(trailing?: [string, string][]): Promise<string>;
+  /** drops the request: the body never ends, so the server stores nothing */
+  abort(): void;
+  /** file bytes written so far */
+  readonly sent: number;
+}
+
+export type OpenUploadStream = (link: string, leading: [string, string][], filename: string) => Promise<UploadStream>;
+
+const quote = (v: string) => v.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
+const CRLF = Buffer.from('\r\n');
+const LAST_CHUNK = Buffer.from('0\r\n\r\n');
+
+function fieldText(boundary: string, fields: [string, string][]): string {
+  return fields.map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${quote(k)}"\r\n\r\n${v}\r\n`).join('');
+}
+
+/** Status and body of a complete HTTP/1.x answer (chunked or not); null when the bytes hold none. */
+export function parseAnswer(raw: Buffer): { status: number; text: string } | null {
+  const i = raw.indexOf('\r\n\r\n');
+  if (i < 0) return null;
+  const head = raw.toString('latin1', 0, i).split('\r\n');
+  const m = /^HTTP\/1\.[01] (\d{3})/.exec(head[0]);
+  if (!m) return null;
+  let body = raw.subarray(i + 4);
+  if (head.some((l) => /^transfer-encoding:\s*chunked/i.test(l))) {
+    const parts: Buffer[] = [];
+    for (let p = 0; ; ) {
+      const e = body.indexOf('\r\n', p);
+      if (e < 0) break;
+      const n = parseInt(body.toString('latin1', p, e), 16);
+      if (!n) break;
+      parts.push(body.subarray(e + 2, e + 2 + n));
+      p = e + 2 + n + 2;
+    }
+    body = Buffer.concat(parts);
+  }
+  return { status: Number(m[1]), text: body.toString('utf8') };
+}
+
+/** The server answered, or the connection ended, before the body was complete. */
+export class EarlyAnswer extends ApiError {}
+
+/**
+ * Opens the request and sends the header, the leading fields and the file
+ * part's header. A server that answers before the body ended (refusal, over
+ * quota, too large) makes the next write() or finish() throw its ApiError.
+ */
+export async function openUploadStream(
+  url: string,
+  token: string | undefined,
+  leading: [string, string][],
+  filename: string,
+  opts: { idleMs?: number; field?: string } = {},
+): Promise<UploadStream> {
+  const u = new URL(url);
+  const secure = u.protocol === 'https:';
+  if (!secure && u.protocol !== 'http:') throw new Error(`stream upload: unsupported protocol ${u.protocol}`);
+  const port = Number(u.port || (secure ? 443 : 80));
+  const host = u.hostname.replace(/^\[|\]$/g, '');
+  const sock: net.Socket = secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+  sock.setNoDelay(true);
+  const answer: Buffer[] = [];
+  let failed: ApiError | null = null;
+  let closed = false;
+  const closedP = new Promise<void>((resolve) => {
+    sock.on('data', (d: Buffer) => answer.push(d));
+    sock.on('error', (e) => {
+      failed ??= new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: e.message, cause: e });
+      resolve();
+    });
+    sock.on('close', () => {
+      closed = true;
+      resolve();
+    });
+  });
+  sock.setTimeout(opts.idleMs ?? 5 * 60_000, () => {
+    failed ??= new ApiError({ kind: 'timeout', status: 0, operation: 'upload' });
+    sock.destroy();
+  });
+
+  /** the error of an answer that came (or a connection that ended) before the body did */
+  const early = async (): Promise<ApiError> => {
+    sock.end();
+    await closedP;
+    const a = parseAnswer(Buffer.concat(answer));
+    if (a) {
+      const msg = errorMessageOf(a.text);
+      return new EarlyAnswer({ kind: kindFor(a.status, msg, 'upload'), status: a.status, operation: 'upload', serverMessage: msg || `answered ${a.status} before the body ended` });
+    }
+    const why = failed ? `${failed.kind}: ${failed.serverMessage}` : 'connection closed during the upload';
+    return new EarlyAnswer({ kind: failed?.kind ?? 'network', status: 0, operation: 'upload', serverMessage: why, cause: failed ?? undefined });
+  };
+
+  const send = (pieces: Buffer[]) =>
+    new Promise<void>((resolve, reject) => {
+      if (answer.length || closed || sock.destroyed) return void early().then(reject);
+      sock.cork();
+      for (let i = 0; i < pieces.length - 1; i++) sock.write(pieces[i]);
+      sock.write(pieces[pieces.length - 1], (err) => (err ? void early().then(reject) : resolve()));
+      sock.uncork();
+    });
+  const chunk = (b: Buffer) => [Buffer.from(`${b.length.toString(16)}\r\n`, 'latin1'), b, CRLF];
+
+  await new Promise<void>((resolve, reject) => {
+    sock.once(secure ? 'secureConnect' : 'connect', resolve);
+    sock.once('error', reject);
+  }).catch((e) => {
+    sock.destroy();
+    throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: (e as Error).message, cause: e });
+  });
+
+  const boundary = `----seafsStream${randomBytes(12).toString('hex')}`;
+  const q = u.search ? `${u.search}&ret-json=1` : '?ret-json=1';
+  const head =
+    `POST ${u.pathname}${q} HTTP/1.1\r\nHost: ${u.host}\r\n` +
+    (token ? `Authorization: Token ${token}\r\n` : '') +
+    `Content-Type: multipart/form-data; boundary=${boundary}\r\nTransfer-Encoding: chunked\r\n` +
+    'User-Agent: seafs/0.1\r\nConnection: close\r\n\r\n';
+  const preamble =
+    fieldText(boundary, leading) +
+    `--${boundary}\r\nContent-Disposition: form-data; name="${quote(opts.field ?? 'file')}"; filename="${quote(filename)}"\r\n` +
+    'Content-Type: application/octet-stream\r\n\r\n';
+  try {
+    await send([Buffer.from(head, 'latin1'), ...chunk(Buffer.from(preamble, 'utf8'))]);
+  } catch (e) {
+    sock.destroy();
+    throw e;
+  }
+
+  let sent = 0;
+  let ended = false;
+  return {
+    get sent() {
+      return sent;
+    },
+    async write(b: Buffer) {
+      if (ended) throw new Error('stream upload: write after finish or abort');
+      if (b.length === 0) return;
+      await send(chunk(b));
+      sent += b.length;
+    },
+    async finish(trailing = []) {
+      if (ended) throw new Error('stream upload: finished or aborted already');
+      ended = true;
+      const tail = Buffer.from(`\r\n${fieldText(boundary, trailing)}--${boundary}--\r\n`, 'utf8');
+      try {
+        await send([...chunk(tail), LAST_CHUNK]);
+      } catch (e) {
+        sock.destroy();
+        throw e;
+      }
+      await closedP;
+      const a = parseAnswer(Buffer.concat(answer));
+      if (!a) throw failed ?? new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'no answer' });
+      if (a.status < 200 || a.status >= 300) {
+        const msg = errorMessageOf(a.text);
+        throw new ApiError({ kind: kindFor(a.status, msg, 'upload'), status: a.status, operation: 'upload', serverMessage: msg });
+      }
+      return a.text;
+    },
+    abort() {
+      ended = true;
+      sock.destroy();
+    },
+  };
+}
+
+/**
+ * True when a failed stream means the server (or a proxy in front) does not
+ * take chunked request bodies: 411 Length Required, 501 or 505 at any time;
+ * a 400 or a dropped connection before the body ended.
+ */
+export function refusesChunked(e: unknown): boolean {
+  if (!(e instanceof ApiError)) return false;
+  if ([411, 501, 505].includes(e.status)) return true;
+  return e instanceof EarlyAnswer && (e.status === 400 || (e.status === 0 && e.kind === 'network'));
+}
+
+/** A started upload as the mount sees it: finish() resolves with the new file id. */
+export interface FileUploadStream {
+  write(b: Buffer): Promise<void>;
+  finish(trailing?: [string, string][]): Promise<string>;
+  abort(): void;
+  readonly sent: number;
+}
+
+export type StartUploadStream = (link: string, leading: [string, string][], filename: string) => Promise<FileUploadStream>;
+
+/** The mount's stream starter for `client` (its token, its answer parsing). */
+export function streamUploadFor(client: { readonly token: string | undefined }): StartUploadStream {
+  return async (link, leading, filename) => {
+    const up = await openUploadStream(link, client.token, leading, filename);
+    return {
+      write: (b) => up.write(b),
+      abort: () => up.abort(),
+      get sent() {
+        return up.sent;
+      },
+      async finish(trailing) {
+        const text = await up.finish(trailing);
+        const out = parseUploadAnswer('upload', text, { name: filename, size: up.sent });
+        return (out.find((x) => x.name === filename) ?? out[0]).id;
+      },
+    };
+  };
+}
