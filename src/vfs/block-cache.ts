@@ -18,16 +18,19 @@ interface Entry {
 }
 
 export class BlockCache {
-  readonly stats = { hits: 0, writes: 0, evictions: 0 };
+  readonly stats = { hits: 0, writes: 0, evictions: 0, skipped: 0 };
   private readonly entries = new Map<string, Entry>();
   private total = 0;
   private clock = 0;
   private writesInFlight = 0;
+  private queuedBytes = 0;
 
   constructor(
     private readonly dir: string,
     private readonly chunk: number,
     private readonly maxBytes: number,
+    /** bytes of chunk writes allowed to wait for the disk at once */
+    private readonly maxQueuedBytes = 16 * 1024 * 1024,
   ) {}
 
   /** `dir` is this process' own folder (named after its pid); folders of dead processes go */
@@ -67,6 +70,12 @@ export class BlockCache {
   }
 
   put(version: string, idx: number, parts: Buffer[], size: number): void {
+    // each queued write holds its chunk's buffers: when the disk falls behind, skip caching
+    // (a later miss costs a fetch) rather than let memory grow with the backlog
+    if (this.queuedBytes + size > this.maxQueuedBytes) {
+      this.stats.skipped++;
+      return;
+    }
     let e = this.entries.get(version);
     if (!e) {
       e = { fh: open(this.fileName(version), 'w+'), present: new Set(), writing: new Set(), bytes: 0, used: 0, dead: false };
@@ -78,6 +87,7 @@ export class BlockCache {
     entry.used = ++this.clock;
     entry.writing.add(idx);
     this.writesInFlight++;
+    this.queuedBytes += size;
     void (async () => {
       try {
         const fh = await entry.fh;
@@ -93,6 +103,7 @@ export class BlockCache {
         entry.writing.delete(idx);
       } finally {
         this.writesInFlight--;
+        this.queuedBytes -= size;
       }
     })();
   }

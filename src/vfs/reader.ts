@@ -24,6 +24,8 @@ export interface RemoteFile {
 export interface ReadPattern {
   next: number;
   window: number;
+  /** the handle has read before */
+  started?: boolean;
   /** the streaming GET feeding this sequential reader, if any */
   stream?: SeqStream;
 }
@@ -297,15 +299,25 @@ export class RemoteReader {
     // the kernel's readahead sends several reads at once, and they may arrive out of
     // order: a read near where the last ones ended still counts as sequential
     // and a reader skipping ahead (the kernel asking only for what its page cache lost) too
-    const near =
-      Math.abs(offset - pat.next) <= Math.max(this.chunk * 2, pat.window) ||
-      (pat.window > 0 && offset > pat.next && offset - pat.next <= this.jumpAhead);
+    const prevNext = pat.next;
+    const forward = pat.window > 0 && offset > pat.next;
+    const near = Math.abs(offset - pat.next) <= Math.max(this.chunk * 2, pat.window) || (forward && offset - pat.next <= this.jumpAhead);
     if (offset === pat.next || (offset === 0 && pat.window === 0) || (near && pat.window > 0)) {
       pat.window = pat.window ? Math.min(this.maxWindow, pat.window * 2) : this.initialWindow;
+    } else if (forward) {
+      // a long jump ahead by a sequential reader: the kernel asks only for what its page cache
+      // lost (on some VMs idle page cache is paged out within seconds). Still sequential, so no
+      // whole-file fill, but the window starts small again at the new place.
+      pat.window = this.initialWindow;
     } else if (!near) {
       pat.window = 0;
     }
-    if (pat.window === 0) {
+    // what counts toward fetching the whole file: a jump back by a handle that has read before.
+    // Not a handle's first read (many handles each reading their own part of a file), not a
+    // jump forward (a sequential reader skipping what the page cache still has)
+    const jumpedBack = pat.started === true && offset < prevNext;
+    pat.started = true;
+    if (pat.window === 0 && jumpedBack) {
       const fc0 = this.fileChunks(f);
       // a small file is fetched sooner: all of it costs about what a few round trips do
       const after = Math.min(this.fillAfter, Math.max(2, Math.ceil(f.size / (8 * 1024 * 1024))));

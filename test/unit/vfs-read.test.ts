@@ -126,6 +126,45 @@ describe('vfs random reads', () => {
   });
 });
 
+describe('vfs reads that skip ahead', () => {
+  it('a sequential reader jumping forward (the page cache holds the rest) and many handles each reading one part do not fetch the whole file', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const data = pattern(64 * 1024 * 1024);
+    api.putFile(repo, '/s.bin', data);
+    const m = await makeVfs(api, { library: 'lib', diskCacheBytes: 256 * 1024 * 1024, reader: { memoryBytes: 4 * 1024 * 1024 } });
+    try {
+      const buf = Buffer.alloc(128 * 1024);
+      const readAt = async (fh: number, off: number) => {
+        expect(await m.vfs.read('/s.bin', fh, buf, buf.length, off)).toBe(buf.length);
+        expect(buf.equals(data.subarray(off, off + buf.length))).toBe(true);
+      };
+      // one handle: 1 MiB read, then a 2 MiB gap, 40 times over
+      const fh = await m.vfs.open('/s.bin', FC.O_RDONLY);
+      for (let part = 0; part < 40; part++) {
+        const base = part * 3 * 512 * 1024;
+        for (let k = 0; k < 4; k++) await readAt(fh, base + k * buf.length);
+      }
+      await m.vfs.release('/s.bin', fh);
+      // 40 handles, each reading 256 KiB at its own offset
+      for (let part = 0; part < 40; part++) {
+        const h = await m.vfs.open('/s.bin', FC.O_RDONLY);
+        await readAt(h, part * 1536 * 1024 + 128 * 1024);
+        await readAt(h, part * 1536 * 1024 + 256 * 1024);
+        await m.vfs.release('/s.bin', h);
+      }
+      expect(m.vfs.reader.stats.fills).toBe(0);
+      // a reader jumping back and forth still gets the whole file fetched once
+      const r = await m.vfs.open('/s.bin', FC.O_RDONLY);
+      for (let i = 0; i < 40; i++) await readAt(r, ((i * 7919) % 400) * 128 * 1024);
+      expect(m.vfs.reader.stats.fills).toBe(1);
+      await m.vfs.release('/s.bin', r);
+    } finally {
+      await m.cleanup();
+    }
+  });
+});
+
 describe('vfs streaming readahead', () => {
   it('feeds a sequential reader of a big file from one GET, and ends it when the handle closes', async () => {
     const api = new FakeApi();
