@@ -121,8 +121,10 @@ describe('permissions', () => {
     expect((await eve.listLibraries()).find((x) => x.id === shared)).toBeUndefined();
     const e = await eve.getLibrary(shared).catch((x: unknown) => x);
     expect(['not_found', 'forbidden']).toContain((e as { kind?: string }).kind);
-    for (const p of [eve.listDir(shared, '/'), eve.downloadLink(shared, '/docs/readme.txt'), eve.mkdir(shared, '/x'), eve.uploadLink(shared, '/')]) {
-      const err = await p.catch((x: unknown) => x);
+    // each failure is caught where its call starts: one still pending while an earlier one is
+    // awaited would otherwise be an unhandled rejection
+    const calls = [eve.listDir(shared, '/'), eve.downloadLink(shared, '/docs/readme.txt'), eve.mkdir(shared, '/x'), eve.uploadLink(shared, '/')];
+    for (const err of await Promise.all(calls.map((p) => (p as Promise<unknown>).catch((x: unknown) => x)))) {
       expect(['not_found', 'forbidden']).toContain((err as { kind?: string }).kind);
     }
   });
