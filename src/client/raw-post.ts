@@ -5,6 +5,7 @@
 import { open } from 'node:fs/promises';
 import net from 'node:net';
 import { ApiError } from './errors.js';
+import { parseAnswer } from './http-answer.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
 import { multipartFraming, type BatchFile } from './upload-batch.js';
@@ -12,27 +13,9 @@ import { multipartFraming, type BatchFile } from './upload-batch.js';
 const BUF = 256 * 1024;
 
 function parseResponse(raw: Buffer): { status: number; text: string } {
-  const i = raw.indexOf('\r\n\r\n');
-  if (i < 0) throw new ApiError({ kind: 'protocol', status: 0, operation: 'upload', serverMessage: 'no answer header' });
-  const head = raw.toString('latin1', 0, i).split('\r\n');
-  const m = /^HTTP\/1\.[01] (\d{3})/.exec(head[0]);
-  if (!m) throw new ApiError({ kind: 'protocol', status: 0, operation: 'upload', serverMessage: 'bad status line' });
-  const chunked = head.some((l) => /^transfer-encoding:\s*chunked/i.test(l));
-  let body = raw.subarray(i + 4);
-  if (chunked) {
-    const parts: Buffer[] = [];
-    let p = 0;
-    for (;;) {
-      const e = body.indexOf('\r\n', p);
-      if (e < 0) break;
-      const n = parseInt(body.toString('latin1', p, e), 16);
-      if (!n) break;
-      parts.push(body.subarray(e + 2, e + 2 + n));
-      p = e + 2 + n + 2;
-    }
-    body = Buffer.concat(parts);
-  }
-  return { status: Number(m[1]), text: body.toString('utf8') };
+  const a = parseAnswer(raw);
+  if (!a) throw new ApiError({ kind: 'protocol', status: 0, operation: 'upload', serverMessage: 'no valid answer header' });
+  return a;
 }
 
 /** POST files to an upload link; resolves with the answer body of a 2xx, throws ApiError otherwise. */
