@@ -76,7 +76,7 @@ const SETTINGS = {
   rclone: 'rclone mount (seafile backend via env) --vfs-cache-mode full (reads, listings) | writes (write, untar) --vfs-write-back 0s --cache-dir <fresh>; clock stops when the server lists the data (polled every 200 ms)',
   http: 'curl for the big download/upload; undici (keep-alive) for listings, 8 folders at a time; untar = 25 files per multipart request, 8 in flight; random reads = one Range GET at a time on a reuse=1 link',
   memfs: 'bench/memfs.mjs: fuse-native, big_writes, kernel_cache, attr/entry timeout 5 s, data in RAM',
-  cold: 'fresh mount and fresh cache dir, then sync and echo 3 > /proc/sys/vm/drop_caches',
+  cold: 'fresh mount and fresh cache dir; the server\'s large objects read once (same host disk cache for every contender), then sync and echo 3 > /proc/sys/vm/drop_caches',
 };
 
 function applies(metric, contender) {
@@ -221,7 +221,9 @@ async function main() {
       for (const job of jobs) {
         const jobMetrics = metrics.filter((m) => m.job === job);
         for (let r = 1; r <= config.runs; r++) {
-          for (const c of contenders) {
+          // each run starts with another contender: whatever the first one after a drop pays is spread over all
+          const order = contenders.map((_, k) => contenders[(k + r - 1) % contenders.length]);
+          for (const c of order) {
             // memfs never talks to the server: measure it once and show the same figures in later sections.
             if (c.name === 'memfs' && servers.length > 1 && !servers[0].serverError) {
               if (r === 1) {

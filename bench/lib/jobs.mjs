@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { agent, pool } from './api.mjs';
-import { run, dropCaches, rssSampler } from './proc.mjs';
+import { run, dropCaches, primeServerDisk, rssSampler } from './proc.mjs';
 import { randomOffsets } from './dataset.mjs';
 
 const RANDREAD = fileURLToPath(new URL('../randread.mjs', import.meta.url));
@@ -47,6 +47,7 @@ export async function mountJob(job, contender, ctx) {
   try {
     const p = (rel) => join(h.path, rel);
     if (job === 'seqread') {
+      primeServerDisk(server.dataDir);
       dropCaches();
       const rss = h.pid && !h.inMemory ? rssSampler(h.pid) : null;
       try {
@@ -58,6 +59,7 @@ export async function mountJob(job, contender, ctx) {
       // Correctness once per contender: a fast read of the wrong bytes is no win (untimed).
       if (ctx.verify && !h.inMemory) await run('cmp', [p('big.bin'), fixtures.src], { timeoutMs: ctx.timeoutMs });
     } else if (job === 'randread') {
+      primeServerDisk(server.dataDir);
       dropCaches();
       const args = [RANDREAD, p('big.bin'), String(c.randomReads), '4096', '3'];
       if (!h.inMemory) args.push(fixtures.src);
@@ -122,6 +124,7 @@ export async function httpJob(job, ctx) {
   const { api, repo } = server;
   const out = {};
   if (job === 'seqread') {
+    primeServerDisk(server.dataDir);
     dropCaches();
     for (const phase of ['cold', 'warm']) {
       const t0 = now();
@@ -182,6 +185,7 @@ export async function httpJob(job, ctx) {
     if (n !== want) throw new Error(`listed ${n} files, want ${want}`);
     out[`${job}_cold`] = ms / 1000;
   } else if (job === 'randread') {
+    primeServerDisk(server.dataDir);
     dropCaches();
     const link = await api.downloadLink(repo, '/big.bin', true);
     const offsets = randomOffsets(c.bigBytes, c.randomReads, 4096, 3);

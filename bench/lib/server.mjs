@@ -46,6 +46,7 @@ export async function startServer({ root, cli, latencyMs, log, onDeath = () => {
   return {
     url,
     pid: child.pid,
+    dataDir: data,
     latencyMs,
     api,
     repo,
