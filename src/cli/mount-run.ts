@@ -29,6 +29,8 @@ export interface MountSettings {
   dirCacheTime?: number;
   /** MiB of downloaded data kept on disk */
   cacheMaxSize?: number;
+  /** kernel readahead, KiB (0: the kernel's default) */
+  readAhead?: number;
   debug?: boolean;
 }
 
@@ -159,6 +161,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       name: vfs.library?.name ?? 'all',
       attrTimeoutSec: s.attrTimeout,
       allowOther: s.allowOther,
+      readAheadKb: s.readAhead,
       debug: s.debug,
       log,
     });
@@ -179,6 +182,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         library: label,
         pending: vfs.pendingUploads(),
         ops: opCounts,
+        readAheadKb: fuse.readAheadKb,
         reader: vfs.reader.stats,
         disk: vfs.disk?.stats,
         meta: vfs.meta.stats,

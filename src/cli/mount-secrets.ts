@@ -1,21 +1,23 @@
 // Where the mount's secrets come from: never argv. A token from SEAFS_TOKEN or
 // a file, or a password from SEAFS_PASSWORD, a file, or a prompt without echo.
 import { readFile } from 'node:fs/promises';
+import { UserError } from './user-error.js';
 
 export interface Secrets {
   token?: string;
   password?: string;
 }
 
-async function firstLine(file: string, what: string): Promise<string> {
+/** The first line of a secret file (a password or token), with a clear error when it is missing or empty. */
+export async function firstLine(file: string, what: string): Promise<string> {
   let text: string;
   try {
     text = await readFile(file, 'utf8');
   } catch (e) {
-    throw new Error(`cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new UserError(`cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
   }
   const line = text.split(/\r?\n/)[0];
-  if (!line) throw new Error(`the ${what} file ${file} is empty`);
+  if (!line) throw new UserError(`the ${what} file ${file} is empty`);
   return line;
 }
 
@@ -52,7 +54,7 @@ export function promptHidden(question: string): Promise<string> {
 export async function readSecrets(opts: { tokenFile?: string; passwordFile?: string; user?: string }): Promise<Secrets> {
   if (opts.tokenFile) return { token: await firstLine(opts.tokenFile, 'token') };
   if (process.env.SEAFS_TOKEN && !opts.passwordFile) return { token: process.env.SEAFS_TOKEN.trim() };
-  if (!opts.user) throw new Error('name the account with --user EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
+  if (!opts.user) throw new UserError('name the account with --user EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
   if (opts.passwordFile) return { password: await firstLine(opts.passwordFile, 'password') };
   if (process.env.SEAFS_PASSWORD) return { password: process.env.SEAFS_PASSWORD };
   return { password: await promptHidden(`Password for ${opts.user}: `) };

@@ -59,6 +59,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.attrTimeout !== undefined) args.push('--attr-timeout', String(argv.attrTimeout));
   if (argv.dirCacheTime !== undefined) args.push('--dir-cache-time', String(argv.dirCacheTime));
   if (argv.cacheMaxSize !== undefined) args.push('--cache-max-size', String(argv.cacheMaxSize));
+  if (argv.readAhead !== undefined) args.push('--read-ahead', String(argv.readAhead));
   if (argv.debug) args.push('--debug');
   const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
   delete env.SEAFS_PASSWORD;
@@ -109,8 +110,16 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('attr-timeout', { type: 'number', default: 2, describe: 'seconds the kernel keeps attributes' })
       .option('dir-cache-time', { type: 'number', default: 10, describe: 'seconds before a folder listing is revalidated' })
       .option('cache-max-size', { type: 'number', default: 4096, describe: 'MiB of downloaded data kept on disk in the cache dir (0: none)' })
+      .option('read-ahead', { type: 'number', default: 512, describe: 'KiB the kernel reads ahead in a file (needs root; 0: the kernel default, 128)' })
       .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
-      .option('debug', { type: 'boolean', default: false, hidden: true }) as never,
+      .option('debug', { type: 'boolean', default: false, hidden: true })
+      .check((a) => {
+        for (const k of ['attr-timeout', 'dir-cache-time', 'cache-max-size', 'read-ahead'] as const) {
+          const v = a[k] as number | undefined;
+          if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new UserError(`--${k} takes a number of 0 or more`);
+        }
+        return true;
+      }) as never,
   handler: async (argv) => {
     try {
       if (argv.daemon && !process.env.SEAFS_READY_FD) await daemonize(argv);

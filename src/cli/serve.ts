@@ -1,13 +1,14 @@
 // `seafs serve`: a local server of the web API storing data on disk.
 import type { CommandModule } from 'yargs';
 import { startServer } from '../server/index.js';
+import { firstLine } from './mount-secrets.js';
 
 interface ServeArgs {
   data: string;
   host: string;
   port: number;
   'admin-email': string;
-  'admin-password'?: string;
+  'admin-password-file'?: string;
   'latency-ms': number;
   'unlock-ttl': number;
   'link-ttl': number;
@@ -25,9 +26,9 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('host', { type: 'string', default: '127.0.0.1', describe: 'Address to listen on' })
       .option('port', { type: 'number', default: 8000, describe: 'Port (0 picks a free one; the real one is printed)' })
       .option('admin-email', { type: 'string', demandOption: true, describe: 'E-mail of the administrator account' })
-      .option('admin-password', {
+      .option('admin-password-file', {
         type: 'string',
-        describe: 'Administrator password; better given in the environment as SEAFS_ADMIN_PASSWORD (kept out of argv)',
+        describe: 'File whose first line is the administrator password (or set SEAFS_ADMIN_PASSWORD; never on the command line)',
       })
       .option('latency-ms', { type: 'number', default: 0, describe: 'Delay every response by N ms (models a distant server)' })
       .option('unlock-ttl', { type: 'number', default: 3600, describe: 'Seconds an encrypted-library unlock lasts (for tests)' })
@@ -40,8 +41,8 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
           'storage = quota in MB, negative = unlimited, totp_secret = base32 secret that turns on two-factor auth).',
       ) as never,
   handler: async (argv) => {
-    const password = argv['admin-password'] ?? process.env.SEAFS_ADMIN_PASSWORD;
-    if (!password) throw new Error('give the administrator password with --admin-password or SEAFS_ADMIN_PASSWORD');
+    const password = argv['admin-password-file'] ? await firstLine(argv['admin-password-file'], 'password') : process.env.SEAFS_ADMIN_PASSWORD;
+    if (!password) throw new Error('give the administrator password in SEAFS_ADMIN_PASSWORD or with --admin-password-file');
     const server = await startServer({
       dataDir: argv.data,
       host: argv.host,

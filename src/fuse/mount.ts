@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import Fuse from 'fuse-native';
 import type { Vfs } from '../vfs/vfs.js';
 import { makeOps } from './ops.js';
+import { setReadAhead } from './readahead.js';
 
 export interface FuseMountOptions {
   mountpoint: string;
@@ -14,12 +15,16 @@ export interface FuseMountOptions {
   attrTimeoutSec?: number;
   entryTimeoutSec?: number;
   allowOther?: boolean;
+  /** kernel readahead in KiB, set when the process may (root); 0 leaves the kernel's 128 KiB */
+  readAheadKb?: number;
   debug?: boolean;
   log?: (msg: string) => void;
 }
 
 export interface FuseMount {
   unmount(): Promise<void>;
+  /** the kernel readahead in force, KiB (null: unknown) */
+  readAheadKb: number | null;
 }
 
 // no caller hangs forever, but a large fsync or an open that downloads the file can finish
@@ -94,8 +99,11 @@ export async function mountVfs(vfs: Vfs, opts: FuseMountOptions): Promise<FuseMo
     return o ? `${o},${extra}` : `-o${extra}`;
   };
   await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(err) : resolve())));
+  const ra = opts.readAheadKb ?? 512;
+  const readAheadKb = ra > 0 ? await setReadAhead(opts.mountpoint, ra, log) : null;
   let unmounted = false;
   return {
+    readAheadKb,
     async unmount() {
       if (unmounted) return;
       unmounted = true;

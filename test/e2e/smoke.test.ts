@@ -92,6 +92,9 @@ describe('seafs mount (e2e smoke)', () => {
     children.push(m.child);
     expect(m.output()).toContain(`seafs: mounted Smoke at ${mnt}`);
     expect((await sh(`mount | grep ' ${mnt} '`)).out).toContain('seafs:Smoke');
+    // the tests run as root, so the mount raises the kernel's readahead from 128 to 512 KiB
+    const dev = (await sh(`mountpoint -d ${mnt}`)).out.trim();
+    expect((await sh(`cat /sys/class/bdi/${dev}/read_ahead_kb`)).out.trim()).toBe('512');
 
     const src = path.join(work, 'src');
     mkdirSync(src);
@@ -219,5 +222,30 @@ describe('seafs mount (e2e smoke)', () => {
     expect(down.code).toBe(1);
     expect(down.err).toContain('cannot reach the server');
     void readFileSync;
+  });
+
+  it('refuses bad option values and a missing account with one clear line, no stack', async () => {
+    const base = `SEAFS_PASSWORD=x node ${CLI} mount ${server.url} ${work} --cache-dir ${work}/c5`;
+    for (const [flag, value] of [['--attr-timeout', 'abc'], ['--read-ahead', '-1'], ['--cache-max-size', 'lots']]) {
+      const r = await sh(`${base} --user a@b.c ${flag} ${value}`, { allowFail: true });
+      expect(r.code).toBe(2);
+      expect(r.err).toContain(`${flag} takes a number of 0 or more`);
+      expect(r.err).not.toMatch(/\n\s+at /);
+    }
+    const noUser = await sh(`env -u SEAFS_TOKEN ${base}`, { allowFail: true });
+    expect(noUser.code).toBe(1);
+    expect(noUser.err.trim()).toBe('seafs: name the account with --user EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
+  });
+
+  it('with --read-ahead 0 the kernel keeps its own readahead', async () => {
+    const mnt = path.join(work, 'm5');
+    mkdirSync(mnt);
+    mounts.push(mnt);
+    const m = await mount(server, mnt, path.join(work, 'cache5'), ['--library', 'Smoke', '--read-ahead', '0']);
+    children.push(m.child);
+    const dev = (await sh(`mountpoint -d ${mnt}`)).out.trim();
+    expect((await sh(`cat /sys/class/bdi/${dev}/read_ahead_kb`)).out.trim()).toBe('128');
+    expect((await sh(`node ${CLI} unmount ${mnt}`)).code).toBe(0);
+    expect(await m.exited).toBe(0);
   });
 });

@@ -176,6 +176,37 @@ describe('the serve command', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('takes the admin password from a file, and refuses one on the command line', async () => {
+    const { execFile } = await import('node:child_process');
+    const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+    const os = await import('node:os');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-cli-'));
+    const run = (args: string[]) =>
+      new Promise<{ code: number; out: string; err: string }>((resolve) => {
+        const env = { ...process.env };
+        delete env.SEAFS_ADMIN_PASSWORD;
+        const c = execFile(process.execPath, [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test', ...args], { env, timeout: 20_000 }, (e, out, err) =>
+          resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, out, err }),
+        );
+        // a server that started is stopped once it said where it listens
+        c.stdout!.on('data', (d) => String(d).startsWith('listening on') && c.kill('SIGTERM'));
+      });
+    try {
+      const inArgv = await run(['--admin-password', 'pw']);
+      expect(inArgv.code).toBe(2);
+      expect(inArgv.err).toContain('Unknown argument');
+      const none = await run([]);
+      expect(none.code).not.toBe(0);
+      expect(none.err).toContain('SEAFS_ADMIN_PASSWORD or with --admin-password-file');
+      writeFileSync(path.join(dir, 'pw'), 'file-pw\n', { mode: 0o600 });
+      const fromFile = await run(['--admin-password-file', path.join(dir, 'pw')]);
+      expect(fromFile.out).toMatch(/^listening on http:/);
+      expect(fromFile.code).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('durability', () => {
