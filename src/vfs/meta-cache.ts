@@ -6,15 +6,19 @@ import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import type { DirEntry, SeafileApi } from '../client/types.js';
 import { isNotFound, VfsError } from './errors.js';
-import { isWithin } from './paths.js';
+import { baseOf, isWithin, parentOf } from './paths.js';
 
 export interface Listing {
   /** the folder's object id as last seen on the server; null when unknown or locally changed */
   oid: string | null;
   entries: Map<string, DirEntry>;
   fetchedAt: number;
-  /** a real operation has looked at it (its sub-folders were then prefetched) */
+  /** a real operation has looked at it since it was last fetched or revalidated */
   used?: boolean;
+  /** its sub-folders in listing order (the order `find` walks), with their positions; built at first need */
+  subdirs?: { names: string[]; index: Map<string, number> };
+  /** which of `subdirs` were handed to the prefetch since it was last fetched or revalidated */
+  queued?: Uint8Array;
 }
 
 export interface MetaStats {
@@ -43,45 +47,84 @@ export class MetaCache {
     maxDirs = 20_000,
     /** sub-folder listings fetched ahead at once (0: none) */
     prefetch = 8,
+    /** how many sub-folders the prefetch keeps queued ahead of the last one a walk entered */
+    private readonly window = 64,
   ) {
     this.lru = new LRUCache({ max: maxDirs });
     this.prefetchLimit = prefetch > 0 ? pLimit(prefetch) : null;
   }
 
   /**
-   * The first real look at a listing (and each revalidation a real operation
-   * waits for) fetches or revalidates its sub-folders' listings in the
-   * background, a bounded number at a time: a tree walk (ls -R, find, du)
-   * then finds each folder already listed, one level ahead of it, instead of
-   * paying one round trip per folder in turn. Empty folders (zero id) need
-   * no request at all.
+   * Called on every real look at a listing; acts on the first one after each
+   * fetch or revalidation. Tree walks (ls -R, find, du) would otherwise pay
+   * one round trip per folder in turn, so the listings of the sub-folders are
+   * fetched (or, when stale, revalidated) in the background, a bounded number
+   * at a time, in listing order, as a window that slides with the walk: the
+   * first look at a folder queues its first `window` sub-folders, and the
+   * first look inside sub-folder i queues siblings i+1 .. i+`window`. The
+   * walk thus finds each folder already listed whatever the folder's size,
+   * while a lone `ls -l` of a folder of 10,000 sub-folders, or a jump into
+   * one of them, costs `window` background requests, not 10,000. Empty
+   * folders (zero id) need no request at all.
    */
-  noteUse(repo: string, dir: string, l: Listing, refreshed = false): void {
-    if (l.used && !refreshed) return;
+  noteUse(repo: string, dir: string, l: Listing): void {
+    if (l.used) return;
     l.used = true;
     if (!this.prefetchLimit) return;
-    let n = 0;
-    for (const e of l.entries.values()) {
-      if (e.type !== 'dir') continue;
-      if (++n > 256) break;
-      const child = joinDir(dir, e.name);
-      const k = key(repo, child);
-      const have = this.lru.peek(k);
-      if ((have && this.fresh(have)) || this.inflight.has(k)) continue;
-      if (e.id === ZERO_ID && !have) {
-        this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now() });
-        continue;
-      }
-      void this.prefetchLimit(async () => {
-        const c = this.lru.peek(k);
-        if ((c && this.fresh(c)) || this.inflight.has(k)) return;
-        this.stats.prefetched++;
-        // a stale listing is revalidated with its oid (cheap when unchanged)
-        const p = this.fetch(repo, child, k, c).finally(() => this.inflight.delete(k));
-        this.inflight.set(k, p);
-        await p.catch(() => {});
-      });
+    this.queueAhead(repo, dir, l, 0);
+    if (dir === '/') return;
+    const parentDir = parentOf(dir);
+    const parent = this.lru.peek(key(repo, parentDir));
+    if (!parent?.used) return;
+    const i = this.subdirsOf(parent).index.get(baseOf(dir));
+    if (i !== undefined) this.queueAhead(repo, parentDir, parent, i + 1);
+  }
+
+  private subdirsOf(l: Listing): NonNullable<Listing['subdirs']> {
+    if (!l.subdirs) {
+      const names: string[] = [];
+      for (const e of l.entries.values()) if (e.type === 'dir') names.push(e.name);
+      l.subdirs = { names, index: new Map(names.map((n, i) => [n, i])) };
     }
+    return l.subdirs;
+  }
+
+  /** Hand the sub-folders of `dir` at positions from .. from+window-1 to the prefetch (each once per fetch of `dir`). */
+  private queueAhead(repo: string, dir: string, l: Listing, from: number): void {
+    const { names } = this.subdirsOf(l);
+    if (!l.queued || l.queued.length !== names.length) l.queued = new Uint8Array(names.length);
+    const end = Math.min(from + this.window, names.length);
+    for (let i = from; i < end; i++) {
+      if (l.queued[i]) continue;
+      l.queued[i] = 1;
+      const e = l.entries.get(names[i]);
+      if (e) this.prefetchOne(repo, joinDir(dir, e.name), e);
+    }
+  }
+
+  private prefetchOne(repo: string, dir: string, e: DirEntry): void {
+    const k = key(repo, dir);
+    const have = this.lru.peek(k);
+    if ((have && this.fresh(have)) || this.inflight.has(k)) return;
+    if (e.id === ZERO_ID && !have) {
+      this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now() });
+      return;
+    }
+    void this.prefetchLimit!(async () => {
+      // the walk may have got here first
+      const c = this.lru.peek(k);
+      if ((c && this.fresh(c)) || this.inflight.has(k)) return;
+      this.stats.prefetched++;
+      // a stale listing is revalidated with its oid (cheap when unchanged)
+      const p = this.fetch(repo, dir, k, c).finally(() => this.inflight.delete(k));
+      this.inflight.set(k, p);
+      await p.catch(() => {});
+    });
+  }
+
+  /** listings the prefetch is fetching or has queued */
+  prefetchBacklog(): number {
+    return this.prefetchLimit ? this.prefetchLimit.activeCount + this.prefetchLimit.pendingCount : 0;
   }
 
   peek(repo: string, dir: string): Listing | undefined {
@@ -104,8 +147,7 @@ export class MetaCache {
     const p = running ?? this.fetch(repo, dir, k, cached).finally(() => this.inflight.delete(k));
     if (!running) this.inflight.set(k, p);
     const l = await p;
-    // fetched or revalidated for a real operation: refresh the sub-folders ahead too
-    this.noteUse(repo, dir, l, !running);
+    this.noteUse(repo, dir, l);
     return l;
   }
 
@@ -127,6 +169,9 @@ export class MetaCache {
       this.stats.uptodate++;
       if (cached && (this.epoch.get(k) ?? 0) === startEpoch) {
         cached.fetchedAt = now;
+        // revalidated: the next real look refreshes the sub-folders ahead again
+        cached.used = false;
+        cached.queued = undefined;
         return cached;
       }
       // the cached copy vanished or changed locally meanwhile: fetch in full
@@ -150,7 +195,12 @@ export class MetaCache {
     // locally edited entries no longer match their oid: a folder whose content
     // returns to that state (same oid) would otherwise be "uptodate" with wrong entries
     const l = this.lru.get(k);
-    if (l) l.oid = null;
+    if (l) {
+      l.oid = null;
+      // positions shift: rebuilt at the next need
+      l.subdirs = undefined;
+      l.queued = undefined;
+    }
   }
 
   /** Record a local change of one entry (added or replaced) in a cached listing. */
