@@ -3,7 +3,6 @@
 // A listing older than the cache time is revalidated with its `oid`: an
 // "uptodate" answer renews it without transferring the entries again.
 import { LRUCache } from 'lru-cache';
-import pLimit from 'p-limit';
 import type { DirEntry, SeafileApi } from '../client/types.js';
 import { isNotFound, VfsError } from './errors.js';
 import { baseOf, isWithin, parentOf } from './paths.js';
@@ -15,6 +14,8 @@ export interface Listing {
   fetchedAt: number;
   /** a real operation has looked at it since it was last fetched or revalidated */
   used?: boolean;
+  /** a walk has since gone into one of its sub-folders: their own sub-folders are then fetched on speculation */
+  walked?: boolean;
   /** its sub-folders in listing order (the order `find` walks), with their positions; built at first need */
   subdirs?: { names: string[]; index: Map<string, number> };
   /** which of `subdirs` were handed to the prefetch since it was last fetched or revalidated */
@@ -35,7 +36,9 @@ const key = (repo: string, dir: string) => `${repo}\u0000${dir}`;
 
 export class MetaCache {
   readonly stats: MetaStats = { listRequests: 0, fullListings: 0, uptodate: 0, prefetched: 0 };
-  private readonly prefetchLimit: ReturnType<typeof pLimit> | null;
+  /** prefetches running, and those waiting, the first in walk order first */
+  private prefetchActive = 0;
+  private readonly prefetchQueue = new WalkOrderQueue();
   private readonly lru: LRUCache<string, Listing>;
   private readonly inflight = new Map<string, Promise<Listing>>();
   /** bumped on local changes so an in-flight fetch started before them is not stored over them */
@@ -46,12 +49,13 @@ export class MetaCache {
     private readonly ttlMs: number,
     maxDirs = 20_000,
     /** sub-folder listings fetched ahead at once (0: none) */
-    prefetch = 8,
+    private readonly prefetch = 8,
     /** how many sub-folders the prefetch keeps queued ahead of the last one a walk entered */
     private readonly window = 64,
+    /** sub-folders of a prefetched folder fetched on speculation, before the walk enters it */
+    private readonly speculative = 8,
   ) {
     this.lru = new LRUCache({ max: maxDirs });
-    this.prefetchLimit = prefetch > 0 ? pLimit(prefetch) : null;
   }
 
   /**
@@ -63,21 +67,37 @@ export class MetaCache {
    * first look at a folder queues its first `window` sub-folders, and the
    * first look inside sub-folder i queues siblings i+1 .. i+`window`. The
    * walk thus finds each folder already listed whatever the folder's size,
-   * while a lone `ls -l` of a folder of 10,000 sub-folders, or a jump into
-   * one of them, costs `window` background requests, not 10,000. Empty
-   * folders (zero id) need no request at all.
+   * while a lone `ls -l` of a folder of 10,000 sub-folders costs `window`
+   * background requests, not 10,000. A walk needs the first sub-folders of
+   * a folder as soon as it enters it, so once a walk has gone into one
+   * sub-folder of a folder, each of its sub-folders in the window queues
+   * its own first `speculative` sub-folders too (one level only: at most
+   * window x speculative more per walked folder). Empty folders (zero id)
+   * need no request at all. Waiting prefetches run in the order of a
+   * depth-first walk (ls -R, find), so the folders a walk needs next come
+   * first, before the far end of a window.
    */
   noteUse(repo: string, dir: string, l: Listing): void {
     if (l.used) return;
     l.used = true;
-    if (!this.prefetchLimit) return;
-    this.queueAhead(repo, dir, l, 0);
+    if (this.prefetch <= 0) return;
+    this.queueAhead(repo, dir, l, 0, this.window);
     if (dir === '/') return;
     const parentDir = parentOf(dir);
     const parent = this.lru.peek(key(repo, parentDir));
     if (!parent?.used) return;
     const i = this.subdirsOf(parent).index.get(baseOf(dir));
-    if (i !== undefined) this.queueAhead(repo, parentDir, parent, i + 1);
+    if (i === undefined) return;
+    this.queueAhead(repo, parentDir, parent, i + 1, this.window);
+    if (!parent.walked) {
+      parent.walked = true;
+      // the siblings ahead that the window fetched before the walk began
+      for (const name of this.subdirsOf(parent).names.slice(i + 1, i + 1 + this.window)) {
+        const sib = joinDir(parentDir, name);
+        const s = this.lru.peek(key(repo, sib));
+        if (s && !s.used) this.queueAhead(repo, sib, s, 0, this.speculative, true);
+      }
+    }
   }
 
   private subdirsOf(l: Listing): NonNullable<Listing['subdirs']> {
@@ -89,20 +109,20 @@ export class MetaCache {
     return l.subdirs;
   }
 
-  /** Hand the sub-folders of `dir` at positions from .. from+window-1 to the prefetch (each once per fetch of `dir`). */
-  private queueAhead(repo: string, dir: string, l: Listing, from: number): void {
+  /** Hand the sub-folders of `dir` at positions from .. from+count-1 to the prefetch (each once per fetch of `dir`). */
+  private queueAhead(repo: string, dir: string, l: Listing, from: number, count: number, speculative = false): void {
     const { names } = this.subdirsOf(l);
     if (!l.queued || l.queued.length !== names.length) l.queued = new Uint8Array(names.length);
-    const end = Math.min(from + this.window, names.length);
+    const end = Math.min(from + count, names.length);
     for (let i = from; i < end; i++) {
       if (l.queued[i]) continue;
       l.queued[i] = 1;
       const e = l.entries.get(names[i]);
-      if (e) this.prefetchOne(repo, joinDir(dir, e.name), e);
+      if (e) this.prefetchOne(repo, joinDir(dir, e.name), e, speculative);
     }
   }
 
-  private prefetchOne(repo: string, dir: string, e: DirEntry): void {
+  private prefetchOne(repo: string, dir: string, e: DirEntry, speculative: boolean): void {
     const k = key(repo, dir);
     const have = this.lru.peek(k);
     if ((have && this.fresh(have)) || this.inflight.has(k)) return;
@@ -110,7 +130,7 @@ export class MetaCache {
       this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now() });
       return;
     }
-    void this.prefetchLimit!(async () => {
+    const task = async () => {
       // the walk may have got here first
       const c = this.lru.peek(k);
       if ((c && this.fresh(c)) || this.inflight.has(k)) return;
@@ -118,13 +138,39 @@ export class MetaCache {
       // a stale listing is revalidated with its oid (cheap when unchanged)
       const p = this.fetch(repo, dir, k, c).finally(() => this.inflight.delete(k));
       this.inflight.set(k, p);
-      await p.catch(() => {});
-    });
+      const l = await p.catch(() => null);
+      if (!l || l.used || speculative || this.speculative <= 0) return;
+      if (this.lru.peek(key(repo, parentOf(dir)))?.walked) this.queueAhead(repo, dir, l, 0, this.speculative, true);
+    };
+    this.prefetchQueue.push(this.walkOrder(repo, dir), task);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.prefetchActive < this.prefetch) {
+      const task = this.prefetchQueue.pop();
+      if (!task) return;
+      this.prefetchActive++;
+      void task().finally(() => {
+        this.prefetchActive--;
+        this.pump();
+      });
+    }
   }
 
   /** listings the prefetch is fetching or has queued */
   prefetchBacklog(): number {
-    return this.prefetchLimit ? this.prefetchLimit.activeCount + this.prefetchLimit.pendingCount : 0;
+    return this.prefetchActive + this.prefetchQueue.size;
+  }
+
+  /** A folder's place in a depth-first walk: its position in each ancestor's listing (0 where unknown). */
+  private walkOrder(repo: string, dir: string): number[] {
+    const order: number[] = [];
+    for (let d = dir; d !== '/'; d = parentOf(d)) {
+      const parent = this.lru.peek(key(repo, parentOf(d)));
+      order.push((parent && this.subdirsOf(parent).index.get(baseOf(d))) ?? 0);
+    }
+    return order.reverse();
   }
 
   peek(repo: string, dir: string): Listing | undefined {
@@ -171,6 +217,7 @@ export class MetaCache {
         cached.fetchedAt = now;
         // revalidated: the next real look refreshes the sub-folders ahead again
         cached.used = false;
+        cached.walked = false;
         cached.queued = undefined;
         return cached;
       }
@@ -238,5 +285,50 @@ export class MetaCache {
         this.lru.delete(k);
       }
     }
+  }
+}
+
+/** A min-heap of tasks by their place in a depth-first walk (number arrays compared element by element). */
+class WalkOrderQueue {
+  private readonly heap: { order: number[]; task: () => Promise<void> }[] = [];
+
+  get size(): number {
+    return this.heap.length;
+  }
+
+  private static before(a: number[], b: number[]): boolean {
+    for (let i = 0; i < a.length && i < b.length; i++) if (a[i] !== b[i]) return a[i] < b[i];
+    return a.length < b.length;
+  }
+
+  push(order: number[], task: () => Promise<void>): void {
+    const h = this.heap;
+    h.push({ order, task });
+    for (let i = h.length - 1; i > 0; ) {
+      const up = (i - 1) >> 1;
+      if (!WalkOrderQueue.before(h[i].order, h[up].order)) break;
+      [h[i], h[up]] = [h[up], h[i]];
+      i = up;
+    }
+  }
+
+  pop(): (() => Promise<void>) | undefined {
+    const h = this.heap;
+    const top = h[0];
+    const last = h.pop();
+    if (h.length > 0 && last) {
+      h[0] = last;
+      for (let i = 0; ; ) {
+        const l = 2 * i + 1;
+        const r = l + 1;
+        let m = i;
+        if (l < h.length && WalkOrderQueue.before(h[l].order, h[m].order)) m = l;
+        if (r < h.length && WalkOrderQueue.before(h[r].order, h[m].order)) m = r;
+        if (m === i) break;
+        [h[i], h[m]] = [h[m], h[i]];
+        i = m;
+      }
+    }
+    return top?.task;
   }
 }

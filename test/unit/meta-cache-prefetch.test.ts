@@ -6,22 +6,27 @@ const REPO = 'repo';
 const sub = (i: number) => `s${String(i).padStart(4, '0')}`;
 const oidOf = (path: string) => `oid:${path}`;
 
+const folder = (name: string): DirEntry => ({ type: 'dir', name, id: 'd'.repeat(40), mtime: 1 });
+
 /**
- * A server holding /top with `n` sub-folders (s0000, s0001, ...), each with one
- * file. It records every listing asked for and answers on a later turn of the
+ * A server holding /top with `n` sub-folders (s0000, s0001, ...), each with
+ * `m` sub-folders (t0, t1, ...) and one file; every t folder holds one file.
+ * It records every listing asked for and answers on a later turn of the
  * event loop, like a network would.
  */
-function serverOf(n: number) {
+function serverOf(n: number, m = 0) {
   const asked: { path: string; oid?: string }[] = [];
-  const dirs: DirEntry[] = Array.from({ length: n }, (_, i) => ({ type: 'dir', name: sub(i), id: 'd'.repeat(40), mtime: 1 }));
+  const dirs = Array.from({ length: n }, (_, i) => folder(sub(i)));
+  const file: DirEntry = { type: 'file', name: 'f', id: 'f'.repeat(40), size: 1, mtime: 1 };
   const api = {
     async listDir(_repo: string, path: string, opts?: { oid?: string }): Promise<DirListing> {
       asked.push({ path, oid: opts?.oid });
       await new Promise((r) => setImmediate(r));
       const oid = oidOf(path);
       if (opts?.oid === oid) return { uptodate: true, oid };
+      const depth = path.split('/').length - 1;
       const entries: DirEntry[] =
-        path === '/top' ? dirs : [{ type: 'file', name: 'f', id: 'f'.repeat(40), size: 1, mtime: 1 }];
+        path === '/top' ? dirs : depth === 2 ? [...Array.from({ length: m }, (_, j) => folder(`t${j}`)), file] : [file];
       return { uptodate: false, oid, entries };
     },
   };
@@ -37,8 +42,8 @@ const askedFor = (asked: { path: string }[], from: number, to: number) =>
   asked.filter((a) => a.path.startsWith('/top/')).map((a) => a.path).slice(from, to);
 
 describe('listing prefetch window', () => {
-  it('a look at a folder of 1,000 sub-folders lists the first 64 ahead, not all of them', async () => {
-    const { api, asked } = serverOf(1000);
+  it('a look at a folder of 1,000 sub-folders lists the first 64 ahead, not all of them, and nothing deeper', async () => {
+    const { api, asked } = serverOf(1000, 3);
     const cache = new MetaCache(api, 60_000, 20_000, 8, 64);
     await cache.list(REPO, '/top');
     await settled(cache);
@@ -102,5 +107,28 @@ describe('listing prefetch window', () => {
     } finally {
       Date.now = realNow;
     }
+  });
+
+  it('runs waiting prefetches in depth-first order and, once a walk goes in, lists the first sub-folders of the folders ahead', async () => {
+    const { api, asked } = serverOf(100, 10);
+    // one at a time, so the order is the queue's
+    const cache = new MetaCache(api, 60_000, 20_000, 1, 64, 8);
+    await cache.list(REPO, '/top');
+    await cache.list(REPO, `/top/${sub(0)}`); // the walk enters the first sub-folder
+    await settled(cache);
+    const got = asked.map((a) => a.path).slice(0, 2 + 10 + 3 * 9);
+    const t = (i: number, n: number) => Array.from({ length: n }, (_, j) => `/top/${sub(i)}/t${j}`);
+    expect(got).toEqual([
+      '/top',
+      `/top/${sub(0)}`,
+      // the folder the walk is in first, all of its sub-folders (its own window)
+      ...t(0, 10),
+      // then each sibling ahead, followed by its first 8 sub-folders, before the next sibling
+      `/top/${sub(1)}`, ...t(1, 8),
+      `/top/${sub(2)}`, ...t(2, 8),
+      `/top/${sub(3)}`, ...t(3, 8),
+    ]);
+    // bounded, one level deep only: s0000 and its 10, then the window s0001..s0064 and 8 of each
+    expect(asked.filter((a) => a.path.startsWith('/top/')).length).toBe(1 + 10 + 64 + 64 * 8);
   });
 });
