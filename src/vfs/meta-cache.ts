@@ -27,6 +27,8 @@ export interface MetaStats {
   fullListings: number;
   uptodate: number;
   prefetched: number;
+  /** stale listings renewed without a request: their fresh parent names the same folder id */
+  renewed: number;
 }
 
 const ZERO_ID = '0000000000000000000000000000000000000000';
@@ -35,7 +37,7 @@ const joinDir = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${di
 const key = (repo: string, dir: string) => `${repo}\u0000${dir}`;
 
 export class MetaCache {
-  readonly stats: MetaStats = { listRequests: 0, fullListings: 0, uptodate: 0, prefetched: 0 };
+  readonly stats: MetaStats = { listRequests: 0, fullListings: 0, uptodate: 0, prefetched: 0, renewed: 0 };
   /** prefetches running, and those waiting, the first in walk order first */
   private prefetchActive = 0;
   private readonly prefetchQueue = new WalkOrderQueue();
@@ -125,7 +127,7 @@ export class MetaCache {
   private prefetchOne(repo: string, dir: string, e: DirEntry, speculative: boolean): void {
     const k = key(repo, dir);
     const have = this.lru.peek(k);
-    if ((have && this.fresh(have)) || this.inflight.has(k)) return;
+    if ((have && this.current(repo, dir, have)) || this.inflight.has(k)) return;
     if (e.id === ZERO_ID && !have) {
       this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now() });
       return;
@@ -133,7 +135,7 @@ export class MetaCache {
     const task = async () => {
       // the walk may have got here first
       const c = this.lru.peek(k);
-      if ((c && this.fresh(c)) || this.inflight.has(k)) return;
+      if ((c && this.current(repo, dir, c)) || this.inflight.has(k)) return;
       this.stats.prefetched++;
       // a stale listing is revalidated with its oid (cheap when unchanged)
       const p = this.fetch(repo, dir, k, c).finally(() => this.inflight.delete(k));
@@ -181,11 +183,39 @@ export class MetaCache {
     return Date.now() - l.fetchedAt < this.ttlMs;
   }
 
+  /** Fresh, or renewed from its parent. */
+  private current(repo: string, dir: string, l: Listing): boolean {
+    return this.fresh(l) || this.renewFromParent(repo, dir, l);
+  }
+
+  /**
+   * A stale listing is still what the server has when its parent, itself
+   * current, names the same object id for it: a folder's id is a hash of its
+   * content, sub-folders' ids included, so a parent's listing (or its
+   * "uptodate" answer) vouches for every folder below it that it names with
+   * an unchanged id. A walk over a tree whose top was just revalidated then
+   * pays no request per folder. The listing counts as seen when the parent
+   * was. A locally changed listing has no oid and is never renewed.
+   */
+  private renewFromParent(repo: string, dir: string, l: Listing): boolean {
+    if (!l.oid || dir === '/') return false;
+    const parentDir = parentOf(dir);
+    const parent = this.lru.peek(key(repo, parentDir));
+    if (!parent || parent.entries.get(baseOf(dir))?.id !== l.oid || !this.current(repo, parentDir, parent)) return false;
+    l.fetchedAt = parent.fetchedAt;
+    // as after a revalidation: the next real look refreshes the sub-folders ahead again
+    l.used = false;
+    l.walked = false;
+    l.queued = undefined;
+    this.stats.renewed++;
+    return true;
+  }
+
   /** The listing of a folder, from the cache while fresh. Throws ENOENT for a missing folder. */
   async list(repo: string, dir: string, force = false): Promise<Listing> {
     const k = key(repo, dir);
     const cached = this.lru.get(k);
-    if (cached && !force && this.fresh(cached)) {
+    if (cached && !force && this.current(repo, dir, cached)) {
       this.noteUse(repo, dir, cached);
       return cached;
     }

@@ -1,0 +1,84 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { MetaCache } from '../../src/vfs/meta-cache.js';
+import { FakeApi } from './fake-api.js';
+
+// The clock is stubbed: "stale" means older than the cache time, without waiting for it.
+let now = 1_000_000_000_000;
+const realNow = Date.now;
+beforeEach(() => {
+  Date.now = () => now;
+});
+afterEach(() => {
+  Date.now = realNow;
+});
+
+function tree(folders: number) {
+  const api = new FakeApi();
+  const repo = api.addLibrary('lib');
+  for (let i = 0; i < folders; i++) {
+    api.putDir(repo, `/top/d${i}`);
+    api.putFile(repo, `/top/d${i}/f.txt`, `file ${i}`);
+  }
+  return { api, repo };
+}
+
+describe('stale listings renewed from their parent (folder ids are content hashes)', () => {
+  it('a walk over a stale tree revalidates the top only: each folder below is vouched for by its parent', async () => {
+    const { api, repo } = tree(50);
+    const cache = new MetaCache(api, 10_000, 20_000, 0);
+    await cache.list(repo, '/');
+    await cache.list(repo, '/top');
+    for (let i = 0; i < 50; i++) await cache.list(repo, `/top/d${i}`);
+    expect(api.calls.listDir).toBe(52);
+    now += 11_000;
+    await cache.list(repo, '/'); // the walk starts at the top: one revalidation
+    expect(cache.stats.uptodate).toBe(1);
+    await cache.list(repo, '/top');
+    for (let i = 0; i < 50; i++) expect((await cache.list(repo, `/top/d${i}`)).entries.has('f.txt')).toBe(true);
+    expect(api.calls.listDir).toBe(53);
+    expect(cache.stats.renewed).toBe(51);
+  });
+
+  it('a folder changed on the server meanwhile is fetched again and shows the change; its unchanged siblings are not', async () => {
+    const { api, repo } = tree(5);
+    const cache = new MetaCache(api, 10_000, 20_000, 0);
+    await cache.list(repo, '/');
+    await cache.list(repo, '/top');
+    for (let i = 0; i < 5; i++) await cache.list(repo, `/top/d${i}`);
+    api.putFile(repo, '/top/d3/new.txt', 'someone else wrote this');
+    // still within the cache time: the cached listing, as before
+    expect((await cache.list(repo, '/top/d3')).entries.has('new.txt')).toBe(false);
+    now += 11_000;
+    const before = api.calls.listDir;
+    await cache.list(repo, '/'); // changed: its id for /top is new
+    await cache.list(repo, '/top'); // changed: fetched, names a new id for d3 only
+    const seen = [];
+    for (let i = 0; i < 5; i++) seen.push((await cache.list(repo, `/top/d${i}`)).entries.has('new.txt'));
+    expect(seen).toEqual([false, false, false, true, false]);
+    // '/', '/top' and d3 asked for; d0, d1, d2, d4 renewed
+    expect(api.calls.listDir - before).toBe(3);
+    expect(cache.stats.renewed).toBe(4);
+  });
+
+  it('never renews a listing changed locally, nor without a current parent', async () => {
+    const { api, repo } = tree(2);
+    const cache = new MetaCache(api, 10_000, 20_000, 0);
+    await cache.list(repo, '/');
+    await cache.list(repo, '/top');
+    await cache.list(repo, '/top/d0');
+    await cache.list(repo, '/top/d1');
+    cache.upsert(repo, '/top/d0', { type: 'file', name: 'local.txt', id: '', size: 1, mtime: 1 });
+    now += 11_000;
+    // the parent is stale too: d1 is asked for (revalidated with its oid)
+    const before = api.calls.listDir;
+    await cache.list(repo, '/top/d1');
+    expect(api.calls.listDir - before).toBe(1);
+    expect(cache.stats.uptodate).toBe(1);
+    await cache.list(repo, '/'); // asked: the top has no parent
+    await cache.list(repo, '/top'); // renewed from '/'
+    // d0's entries differ from what its oid stood for: asked again, not renewed
+    expect((await cache.list(repo, '/top/d0')).entries.has('local.txt')).toBe(false);
+    expect(api.calls.listDir - before).toBe(3);
+    expect(cache.stats.renewed).toBe(1);
+  });
+});
