@@ -120,16 +120,18 @@ export class MetaCache {
       if (l.queued[i]) continue;
       l.queued[i] = 1;
       const e = l.entries.get(names[i]);
-      if (e) this.prefetchOne(repo, joinDir(dir, e.name), e, speculative);
+      if (e) this.prefetchOne(repo, joinDir(dir, e.name), e, l.fetchedAt, speculative);
     }
   }
 
-  private prefetchOne(repo: string, dir: string, e: DirEntry, speculative: boolean): void {
+  /** `seenAt`: when the parent listing naming `e` was fetched or revalidated */
+  private prefetchOne(repo: string, dir: string, e: DirEntry, seenAt: number, speculative: boolean): void {
     const k = key(repo, dir);
     const have = this.lru.peek(k);
     if ((have && this.current(repo, dir, have)) || this.inflight.has(k)) return;
     if (e.id === ZERO_ID && !have) {
-      this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now() });
+      // known empty as of the parent's listing; the zero id lets it be renewed like any other
+      this.lru.set(k, { oid: ZERO_ID, entries: new Map(), fetchedAt: seenAt });
       return;
     }
     const task = async () => {

@@ -81,4 +81,24 @@ describe('stale listings renewed from their parent (folder ids are content hashe
     expect(api.calls.listDir - before).toBe(3);
     expect(cache.stats.renewed).toBe(1);
   });
+
+  it('an empty folder, known empty from its parent without a request, is renewed the same way', async () => {
+    const { api, repo } = tree(1);
+    api.putDir(repo, '/top/empty');
+    const cache = new MetaCache(api, 10_000, 20_000, 8);
+    await cache.list(repo, '/');
+    await cache.list(repo, '/top'); // prefetches d0; /top/empty needs no request
+    for (let i = 0; i < 100 && cache.prefetchBacklog() > 0; i++) await new Promise((r) => setImmediate(r));
+    expect(api.calls.listDir).toBe(3);
+    now += 11_000;
+    await cache.list(repo, '/');
+    await cache.list(repo, '/top');
+    expect((await cache.list(repo, '/top/empty')).entries.size).toBe(0);
+    expect(api.calls.listDir).toBe(4);
+    api.putFile(repo, '/top/empty/now-not.txt', 'x');
+    now += 11_000;
+    await cache.list(repo, '/');
+    await cache.list(repo, '/top');
+    expect([...(await cache.list(repo, '/top/empty')).entries.keys()]).toEqual(['now-not.txt']);
+  });
 });
