@@ -184,6 +184,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         ops: opCounts,
         readAheadKb: fuse.readAheadKb,
         reader: vfs.reader.stats,
+        readerMemory: vfs.reader.memory(),
         disk: vfs.disk?.stats,
         meta: vfs.meta.stats,
         uploads: vfs.wb.stats,

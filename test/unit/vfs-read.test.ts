@@ -165,6 +165,41 @@ describe('vfs reads that skip ahead', () => {
   });
 });
 
+describe('vfs re-reads of page-cache holes', () => {
+  it('a fresh handle asking for scattered pages from the middle on, a little out of order, is read by a stream, not a GET per page', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const MiB = 1024 * 1024;
+    const data = pattern(64 * MiB);
+    api.putFile(repo, '/h.bin', data);
+    const m = await makeVfs(api, { library: 'lib', diskCacheBytes: 0, reader: { memoryBytes: 4 * MiB } });
+    try {
+      expect((await readWhole(m.vfs, '/h.bin')).equals(data)).toBe(true);
+      const downloads = api.calls.download;
+      // what a re-read asks once the host paged out single pages: 4-16 KiB reads, steps of
+      // 100 KiB-2 MiB, every third one a little behind the one before (kernel readahead in flight)
+      const fh = await m.vfs.open('/h.bin', FC.O_RDONLY);
+      let off = Math.round(1.8 * MiB);
+      let reads = 0;
+      for (let k = 0; off < data.length - MiB; k++, reads++) {
+        const len = 4096 * (1 + (k % 4));
+        const at = k % 3 === 2 ? off - 200 * 1024 : off;
+        const buf = Buffer.alloc(len);
+        expect(await m.vfs.read('/h.bin', fh, buf, len, at)).toBe(len);
+        expect(buf.equals(data.subarray(at, at + len))).toBe(true);
+        off += 100 * 1024 + ((k * 7919) % 19) * 100 * 1024;
+      }
+      await m.vfs.release('/h.bin', fh);
+      expect(reads).toBeGreaterThan(50);
+      expect(m.vfs.reader.stats.fills).toBe(0);
+      // one stream (or a few), where the old classification sent one ranged GET per read
+      expect(api.calls.download - downloads).toBeLessThanOrEqual(5);
+    } finally {
+      await m.cleanup();
+    }
+  });
+});
+
 describe('vfs streaming readahead', () => {
   it('feeds a sequential reader of a big file from one GET, and ends it when the handle closes', async () => {
     const api = new FakeApi();
