@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MetaCache } from '../../src/vfs/meta-cache.js';
-import { FakeApi } from './fake-api.js';
+import { FakeApi, makeVfs } from './fake-api.js';
 
 // The clock is stubbed: "stale" means older than the cache time, without waiting for it.
 let now = 1_000_000_000_000;
@@ -100,5 +100,30 @@ describe('stale listings renewed from their parent (folder ids are content hashe
     await cache.list(repo, '/');
     await cache.list(repo, '/top');
     expect([...(await cache.list(repo, '/top/empty')).entries.keys()]).toEqual(['now-not.txt']);
+  });
+
+  it('through the filesystem: ls -lR again after the cache time costs one request when nothing changed', async () => {
+    const { api } = tree(30);
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 10_000 });
+    try {
+      const walk = async (dir: string): Promise<number> => {
+        let n = 0;
+        for (const name of await vfs.readdir(dir)) {
+          const p = dir === '/' ? `/${name}` : `${dir}/${name}`;
+          n++;
+          if ((await vfs.getattr(p)).mode & 0o040000) n += await walk(p);
+        }
+        return n;
+      };
+      expect(await walk('/')).toBe(1 + 30 * 2);
+      for (let i = 0; i < 100 && vfs.meta.prefetchBacklog() > 0; i++) await new Promise((r) => setImmediate(r));
+      const before = api.calls.listDir;
+      now += 11_000;
+      expect(await walk('/')).toBe(1 + 30 * 2);
+      expect(api.calls.listDir - before).toBe(1);
+      expect(vfs.meta.stats.uptodate).toBe(1);
+    } finally {
+      await cleanup();
+    }
   });
 });
