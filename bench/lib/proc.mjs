@@ -226,7 +226,7 @@ export function rssSampler(pid, intervalMs = 100) {
 }
 
 let dropWarned = false;
-/** Flush and drop the page cache (needs root); warns once and carries on when it cannot. */
+
 /**
  * Cold reads start with the guest's page cache dropped, but this VM's disk sits on the host's own cache, which
  * no command here drops: whoever reads a server object first after it was written pays the host's cold disk
@@ -237,6 +237,7 @@ export function primeServerDisk(dataDir) {
   spawnSync('sh', ['-c', 'find "$1" -type f -size +64M -exec cat {} + > /dev/null', 'sh', dataDir]);
 }
 
+/** Flush and drop the page cache (needs root); warns once and carries on when it cannot. */
 export function dropCaches() {
   spawnSync('sync');
   try {
