@@ -228,12 +228,14 @@ export function rssSampler(pid, intervalMs = 100) {
 let dropWarned = false;
 
 /**
- * Cold reads start with the guest's page cache dropped, but this VM's disk sits on the host's own cache, which
- * no command here drops: whoever reads a server object first after it was written pays the host's cold disk
- * (500 MB/s against 2.5 GB/s), and that was always the first contender. Reading the server's large objects once
- * before each drop gives every contender the same host cache; the guest cache is still cold for all of them.
+ * Cold reads start with the guest's page cache dropped, but this VM's disk sits on storage whose own caching no
+ * command here drops: whoever reads a server object from the disk first after it was written pays that cold
+ * device (500 MB/s against 2.5 GB/s), and that was always the first contender. Reading the server's large objects
+ * once from the disk (the guest cache dropped first: right after the seed they are still in it) before each drop
+ * gives every contender the same device state; the guest cache is still cold for all of them.
  */
 export function primeServerDisk(dataDir) {
+  dropCaches();
   spawnSync('sh', ['-c', 'find "$1" -type f -size +64M -exec cat {} + > /dev/null', 'sh', dataDir]);
 }
 
