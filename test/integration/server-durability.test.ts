@@ -152,13 +152,11 @@ describe('concurrency', () => {
 });
 
 describe('the serve command', () => {
-  it('prints the real port for --port 0, reads the password from the environment, exits 0 on SIGTERM', async () => {
+  /** `seafs serve` on a free port: checks the address it prints, logs in with `password`, and stops it with SIGTERM (exit 0). */
+  async function serveLoginStop(dir: string, args: string[], env: NodeJS.ProcessEnv, password: string): Promise<void> {
     const { spawn } = await import('node:child_process');
-    const { mkdtempSync, rmSync } = await import('node:fs');
-    const os = await import('node:os');
-    const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-cli-'));
-    const child = spawn(process.execPath, [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test'], {
-      env: { ...process.env, SEAFS_ADMIN_PASSWORD: 'env-pw' },
+    const child = spawn(process.execPath, [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test', ...args], {
+      env,
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     try {
@@ -166,13 +164,30 @@ describe('the serve command', () => {
       expect(line).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+\n$/);
       const url = line.trim().split(' ')[2];
       expect(Number(new URL(url).port)).toBeGreaterThan(0);
-      const res = await fetch(`${url}/api2/auth-token/`, { method: 'POST', body: new URLSearchParams({ username: 'e@x.test', password: 'env-pw' }) });
+      // a login also proves the SIGTERM handler is in place (a signal right after the line could beat it)
+      const res = await fetch(`${url}/api2/auth-token/`, { method: 'POST', body: new URLSearchParams({ username: 'e@x.test', password }) });
       expect(res.status).toBe(200);
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
       expect(await exited).toBe(0);
     } finally {
       if (child.exitCode === null) child.kill('SIGKILL');
+    }
+  }
+
+  const envWithout = (): NodeJS.ProcessEnv => {
+    const env = { ...process.env };
+    delete env.SEAFS_ADMIN_PASSWORD;
+    return env;
+  };
+
+  it('prints the real port for --port 0, reads the password from the environment, exits 0 on SIGTERM', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const os = await import('node:os');
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-cli-'));
+    try {
+      await serveLoginStop(dir, [], { ...envWithout(), SEAFS_ADMIN_PASSWORD: 'env-pw' }, 'env-pw');
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
@@ -184,9 +199,7 @@ describe('the serve command', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-cli-'));
     const run = (args: string[]) =>
       new Promise<{ code: number; out: string; err: string }>((resolve) => {
-        const env = { ...process.env };
-        delete env.SEAFS_ADMIN_PASSWORD;
-        const c = execFile(process.execPath, [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test', ...args], { env, timeout: 20_000 }, (e, out, err) =>
+        const c = execFile(process.execPath, [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test', ...args], { env: envWithout(), timeout: 20_000 }, (e, out, err) =>
           resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, out, err }),
         );
         // a server that starts by mistake is stopped at once (the cases run here must not start)
@@ -200,24 +213,7 @@ describe('the serve command', () => {
       expect(none.code).not.toBe(0);
       expect(none.err).toContain('SEAFS_ADMIN_PASSWORD or with --admin-password-file');
       writeFileSync(path.join(dir, 'pw'), 'file-pw\n', { mode: 0o600 });
-      const { spawn } = await import('node:child_process');
-      const env = { ...process.env };
-      delete env.SEAFS_ADMIN_PASSWORD;
-      const child = spawn(process.execPath, [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test', '--admin-password-file', path.join(dir, 'pw')], {
-        env,
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      try {
-        const line = await new Promise<string>((resolve) => child.stdout.once('data', (d) => resolve(String(d))));
-        const url = line.trim().split(' ')[2];
-        const login = await fetch(`${url}/api2/auth-token/`, { method: 'POST', body: new URLSearchParams({ username: 'e@x.test', password: 'file-pw' }) });
-        expect(login.status).toBe(200);
-        const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-        child.kill('SIGTERM');
-        expect(await exited).toBe(0);
-      } finally {
-        if (child.exitCode === null) child.kill('SIGKILL');
-      }
+      await serveLoginStop(dir, ['--admin-password-file', path.join(dir, 'pw')], envWithout(), 'file-pw');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

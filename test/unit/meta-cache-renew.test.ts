@@ -22,13 +22,19 @@ function tree(folders: number) {
   return { api, repo };
 }
 
+/** A tree of `folders` sub-folders of /top and a cache (no prefetch) that has listed all of it once. */
+async function listedTree(folders: number) {
+  const { api, repo } = tree(folders);
+  const cache = new MetaCache(api, 10_000, 20_000, 0);
+  await cache.list(repo, '/');
+  await cache.list(repo, '/top');
+  for (let i = 0; i < folders; i++) await cache.list(repo, `/top/d${i}`);
+  return { api, repo, cache };
+}
+
 describe('stale listings renewed from their parent (folder ids are content hashes)', () => {
   it('a walk over a stale tree revalidates the top only: each folder below is vouched for by its parent', async () => {
-    const { api, repo } = tree(50);
-    const cache = new MetaCache(api, 10_000, 20_000, 0);
-    await cache.list(repo, '/');
-    await cache.list(repo, '/top');
-    for (let i = 0; i < 50; i++) await cache.list(repo, `/top/d${i}`);
+    const { api, repo, cache } = await listedTree(50);
     expect(api.calls.listDir).toBe(52);
     now += 11_000;
     await cache.list(repo, '/'); // the walk starts at the top: one revalidation
@@ -40,11 +46,7 @@ describe('stale listings renewed from their parent (folder ids are content hashe
   });
 
   it('a folder changed on the server meanwhile is fetched again and shows the change; its unchanged siblings are not', async () => {
-    const { api, repo } = tree(5);
-    const cache = new MetaCache(api, 10_000, 20_000, 0);
-    await cache.list(repo, '/');
-    await cache.list(repo, '/top');
-    for (let i = 0; i < 5; i++) await cache.list(repo, `/top/d${i}`);
+    const { api, repo, cache } = await listedTree(5);
     api.putFile(repo, '/top/d3/new.txt', 'someone else wrote this');
     // still within the cache time: the cached listing, as before
     expect((await cache.list(repo, '/top/d3')).entries.has('new.txt')).toBe(false);
