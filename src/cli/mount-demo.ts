@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { SeafileClient } from '../client/client.js';
 import { startServer } from '../server/index.js';
-import { handleSignals, log, startMount } from './mount-run.js';
+import { handleSignals, log, startMount, uploadSwitches } from './mount-run.js';
 
 const CRC_TABLE = (() => {
   const t = new Uint32Array(256);
@@ -88,7 +88,7 @@ export async function runDemo(mountpoint: string): Promise<number> {
     await rm(data, { recursive: true, force: true });
   };
   try {
-    const { client } = await SeafileClient.login({ baseUrl: server.url }, email, password);
+    const { client } = await SeafileClient.login({ baseUrl: server.url, ...uploadSwitches() }, email, password);
     const lib = await client.createLibrary('Demo');
     const staging = join(data, 'staging');
     await mkdir(staging);

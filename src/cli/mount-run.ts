@@ -6,14 +6,12 @@ import { chmod, stat, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
-import { SeafileClient } from '../client/client.js';
+import { SeafileClient, type ClientOptions } from '../client/client.js';
 import { ApiError } from '../client/errors.js';
 import { clearStaleMount, isMounted, mountVfs, type FuseMount } from '../fuse/mount.js';
-import { opCounts } from '../fuse/ops.js';
+import type { OpCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
-import { uploadManyFor } from '../client/upload-many.js';
-import { streamUploadFor } from '../client/stream-upload.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import type { Secrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
@@ -66,6 +64,15 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
   return e as Error;
 }
 
+/**
+ * The client's upload choices, from switches kept for troubleshooting:
+ * SEAFS_STREAM_UPLOAD=0 uploads large files only after their last close,
+ * SEAFS_RAW_UPLOAD=0 sends multi-file uploads through undici, not a bare socket.
+ */
+export function uploadSwitches(): Pick<ClientOptions, 'streamUploads' | 'rawUploads'> {
+  return { streamUploads: process.env.SEAFS_STREAM_UPLOAD !== '0', rawUploads: process.env.SEAFS_RAW_UPLOAD !== '0' };
+}
+
 /** Log in (or check the token); returns a client holding a token and the account's e-mail. */
 export async function connect(url: string, user: string | undefined, secrets: Secrets, otp?: string): Promise<{ client: SeafileClient; token: string; email: string }> {
   const baseUrl = url.replace(/\/+$/, '');
@@ -75,9 +82,9 @@ export async function connect(url: string, user: string | undefined, secrets: Se
   try {
     if (secrets.token) {
       token = secrets.token;
-      client = new SeafileClient({ baseUrl, token });
+      client = new SeafileClient({ baseUrl, token, ...uploadSwitches() });
     } else {
-      ({ client, token } = await SeafileClient.login({ baseUrl }, user!, secrets.password!, otp));
+      ({ client, token } = await SeafileClient.login({ baseUrl, ...uploadSwitches() }, user!, secrets.password!, otp));
     }
   } catch (e) {
     throw explain(e, baseUrl, false);
@@ -141,8 +148,6 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       readOnly: s.readOnly,
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
-      // SEAFS_STREAM_UPLOAD=0: large files are uploaded only after their last close
-      writeBack: { uploadMany: uploadManyFor(client), streamUpload: process.env.SEAFS_STREAM_UPLOAD === '0' ? undefined : streamUploadFor(client) },
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
       log,
     });
@@ -154,6 +159,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     throw explain(e, s.url, false);
   }
   const label = vfs.library?.name ?? 'all libraries';
+  const opCounts: OpCounts = {};
   let fuse: FuseMount;
   try {
     fuse = await mountVfs(vfs, {
@@ -162,6 +168,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       attrTimeoutSec: s.attrTimeout,
       allowOther: s.allowOther,
       readAheadKb: s.readAhead,
+      counts: opCounts,
       debug: s.debug,
       log,
     });
@@ -180,14 +187,9 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       JSON.stringify({
         pid: process.pid,
         library: label,
-        pending: vfs.pendingUploads(),
         ops: opCounts,
         readAheadKb: fuse.readAheadKb,
-        reader: vfs.reader.stats,
-        readerMemory: vfs.reader.memory(),
-        disk: vfs.disk?.stats,
-        meta: vfs.meta.stats,
-        uploads: vfs.wb.stats,
+        ...vfs.status(),
         rssBytes: process.memoryUsage().rss,
         memory: process.memoryUsage(),
       }),

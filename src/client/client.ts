@@ -4,6 +4,9 @@
 import { Readable } from 'node:stream';
 import { HttpCore, header, protocolError, transportError, type Call, type HttpOptions } from './http.js';
 import { multipartFromFile } from './multipart.js';
+import { streamUploadFor } from './stream-upload.js';
+import { parseUploadAnswer } from './upload-answer.js';
+import { uploadManyFor } from './upload-many.js';
 import type {
   AccountInfo,
   CommitRecord,
@@ -21,9 +24,11 @@ import type {
   SearchResult,
   SeafileApi,
   ServerInfo,
+  StartUploadStream,
   ShareLink,
   StarredFile,
   TrashPage,
+  UploadBatch,
   UploadedFile,
   UploadLinkShare,
 } from './types.js';
@@ -46,6 +51,10 @@ export interface ClientOptions {
   /** keep-alive connections per host; default 16 */
   connections?: number;
   userAgent?: string;
+  /** offer the streaming upload capability (startUploadStream); default true */
+  streamUploads?: boolean;
+  /** multi-file uploads to a plain-http link over a bare socket (raw-post.ts) rather than undici; default true */
+  rawUploads?: boolean;
 }
 
 const DEFAULT_UA = 'seafs/0.1';
@@ -82,49 +91,10 @@ export function normalizeDir(p: string): string {
   return s;
 }
 
-/**
- * Upload answers: `[{"name","id","size"}]` with ret-json=1, otherwise ids as
- * plain text separated by tabs, or a JSON string (the spec).
- */
-export function parseUploadAnswer(op: string, text: string, fallback: { name: string; size: number }): UploadedFile[] {
-  const t = text.trim();
-  let v: unknown;
-  try {
-    v = JSON.parse(t);
-  } catch {
-    v = undefined;
-  }
-  const fromIds = (s: string): UploadedFile[] =>
-    s
-      .split(/[\t\r\n]+/)
-      .map((x) => x.trim())
-      .filter(Boolean)
-      .map((id) => ({ name: fallback.name, id, size: fallback.size }));
-  let out: UploadedFile[] = [];
-  if (Array.isArray(v)) {
-    out = v.map((x) => {
-      const o = (x ?? {}) as Record<string, unknown>;
-      if (typeof o.id !== 'string') throw protocolError(op, `upload answer without an id: ${t.slice(0, 200)}`);
-      return {
-        name: typeof o.name === 'string' ? o.name : fallback.name,
-        id: o.id,
-        size: typeof o.size === 'number' ? o.size : Number(o.size ?? fallback.size),
-      };
-    });
-  } else if (typeof v === 'string') {
-    out = fromIds(v);
-  } else if (v && typeof v === 'object' && typeof (v as { id?: unknown }).id === 'string') {
-    const o = v as { id: string; name?: unknown; size?: unknown };
-    out = [{ id: o.id, name: typeof o.name === 'string' ? o.name : fallback.name, size: typeof o.size === 'number' ? o.size : fallback.size }];
-  } else if (v === undefined && /^[0-9a-f]{40}([\t\r\n]+[0-9a-f]{40})*$/i.test(t)) {
-    out = fromIds(t);
-  }
-  if (out.length === 0) throw protocolError(op, `unreadable upload answer: ${t.slice(0, 200)}`);
-  return out;
-}
-
 export class SeafileClient implements SeafileApi {
   readonly http: HttpCore;
+  readonly uploadBatch: UploadBatch;
+  readonly startUploadStream?: StartUploadStream;
 
   constructor(opts: ClientOptions) {
     const o: HttpOptions = {
@@ -143,6 +113,8 @@ export class SeafileClient implements SeafileApi {
     };
     this.http = new HttpCore(o);
     this.http.relock = (repo) => this.relock(repo);
+    this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
+    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this);
   }
 
   /** Passwords of encrypted libraries unlocked through this client, re-sent when the server forgets them. */

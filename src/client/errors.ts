@@ -48,3 +48,17 @@ export class ApiError extends Error {
 export function isApiError(e: unknown, kind?: ApiErrorKind): e is ApiError {
   return e instanceof ApiError && (kind === undefined || e.kind === kind);
 }
+
+/** A streaming upload's server answered, or the connection ended, before the body was complete. */
+export class EarlyAnswer extends ApiError {}
+
+/**
+ * True when a failed streaming upload means the server (or a proxy in front)
+ * does not take chunked request bodies: 411 Length Required, 501 or 505 at
+ * any time; a 400 or a dropped connection before the body ended.
+ */
+export function refusesChunked(e: unknown): boolean {
+  if (!(e instanceof ApiError)) return false;
+  if ([411, 501, 505].includes(e.status)) return true;
+  return e instanceof EarlyAnswer && (e.status === 400 || (e.status === 0 && e.kind === 'network'));
+}

@@ -8,7 +8,8 @@ import { ApiError } from './errors.js';
 import { parseAnswer } from './http-answer.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
-import { multipartFraming, type BatchFile } from './upload-batch.js';
+import type { BatchFile } from './types.js';
+import { multipartFraming } from './upload-batch.js';
 
 const BUF = 256 * 1024;
 

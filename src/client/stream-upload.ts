@@ -7,11 +7,12 @@
 import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
-import { parseUploadAnswer } from './client.js';
-import { ApiError } from './errors.js';
+import { ApiError, EarlyAnswer } from './errors.js';
 import { parseAnswer } from './http-answer.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
+import type { StartUploadStream } from './types.js';
+import { parseUploadAnswer } from './upload-answer.js';
 
 export interface UploadStream {
   /** sends bytes of the file part; resolves when the socket accepted them */
@@ -33,9 +34,6 @@ const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 function fieldText(boundary: string, fields: [string, string][]): string {
   return fields.map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${quote(k)}"\r\n\r\n${v}\r\n`).join('');
 }
-
-/** The server answered, or the connection ended, before the body was complete. */
-export class EarlyAnswer extends ApiError {}
 
 /**
  * Opens the request and sends the header, the leading fields and the file
@@ -162,28 +160,7 @@ export async function openUploadStream(
   };
 }
 
-/**
- * True when a failed stream means the server (or a proxy in front) does not
- * take chunked request bodies: 411 Length Required, 501 or 505 at any time;
- * a 400 or a dropped connection before the body ended.
- */
-export function refusesChunked(e: unknown): boolean {
-  if (!(e instanceof ApiError)) return false;
-  if ([411, 501, 505].includes(e.status)) return true;
-  return e instanceof EarlyAnswer && (e.status === 400 || (e.status === 0 && e.kind === 'network'));
-}
-
-/** A started upload as the mount sees it: finish() resolves with the new file id. */
-export interface FileUploadStream {
-  write(b: Buffer): Promise<void>;
-  finish(trailing?: [string, string][]): Promise<string>;
-  abort(): void;
-  readonly sent: number;
-}
-
-export type StartUploadStream = (link: string, leading: [string, string][], filename: string) => Promise<FileUploadStream>;
-
-/** The mount's stream starter for `client` (its token, its answer parsing). */
+/** The client's startUploadStream capability (its token, its answer parsing). */
 export function streamUploadFor(client: { readonly token: string | undefined }): StartUploadStream {
   return async (link, leading, filename) => {
     const up = await openUploadStream(link, client.token, leading, filename);

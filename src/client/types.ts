@@ -77,6 +77,45 @@ export interface UploadedFile {
   size: number;
 }
 
+// ---- types of the optional write-path capabilities (multi-file and streaming uploads) ----
+
+/** A local file sent in a multi-file upload. */
+export interface BatchFile {
+  /** local temp file */
+  path: string;
+  /** name in the folder */
+  name: string;
+}
+
+/** Several files of one folder in one multipart POST to an upload link. */
+export type UploadBatch = (
+  link: string,
+  parentDir: string,
+  files: BatchFile[],
+  /** lastModify (ms): the modification time the server records for the files */
+  opts: { replace: boolean; lastModify?: number },
+) => Promise<UploadedFile[]>;
+
+/** An upload of unknown length, fed piece by piece while the file is written. */
+export interface FileUploadStream {
+  /** sends bytes of the file part; resolves when the transport took them */
+  write(b: Buffer): Promise<void>;
+  /** sends `trailing` fields, ends the body; resolves with the new file id */
+  finish(trailing?: [string, string][]): Promise<string>;
+  /** drops the request: the body never ends, so the server stores nothing */
+  abort(): void;
+  /** file bytes written so far */
+  readonly sent: number;
+}
+
+/**
+ * Opens a streaming upload to an upload or update link; `leading` are the
+ * form fields sent before the file part (parent_dir, replace, target_file).
+ * A server that does not take chunked bodies fails it with an error that
+ * `refusesChunked` (errors.ts) recognises.
+ */
+export type StartUploadStream = (link: string, leading: [string, string][], filename: string) => Promise<FileUploadStream>;
+
 export interface DownloadLink {
   url: string;
   /** the file id from the `oid` response header, when sent */
@@ -209,6 +248,15 @@ export interface SeafileApi {
   updateLink(repoId: string, dir: string): Promise<string>;
   /** replaces the content of an existing file; returns the new file id */
   update(link: string, targetFile: string, localFile: string): Promise<string>;
+
+  // --- optional capabilities: multi-file and streaming uploads (write path) ---
+  // Like rclone's Features: absent when the implementation (or its options)
+  // does not offer them; the write path then sends one upload() per file,
+  // after the file's last close.
+  /** several new files of one folder in one POST (one server commit instead of one per file) */
+  readonly uploadBatch?: UploadBatch;
+  /** a chunked upload that runs while a large file is written */
+  readonly startUploadStream?: StartUploadStream;
 }
 
 /** What POST /api2/repos/ answers. */

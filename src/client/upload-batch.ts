@@ -4,23 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { createReadStream, promises as fsp } from 'node:fs';
 import { Readable } from 'node:stream';
-import type { UploadedFile } from './types.js';
-
-export interface BatchFile {
-  /** local temp file */
-  path: string;
-  /** name in the folder */
-  name: string;
-}
-
-/** An upload of several files at once, when the API implementation offers one. */
-export type UploadMany = (
-  link: string,
-  parentDir: string,
-  files: BatchFile[],
-  /** lastModify (ms): the modification time the server records for the files */
-  opts: { replace: boolean; lastModify?: number },
-) => Promise<UploadedFile[]>;
+import type { BatchFile } from './types.js';
 
 const quote = (v: string) => v.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
 

@@ -1,18 +1,25 @@
-// The batch upload for the mount: several files in one POST to an upload
-// link (the vfs' UploadMany capability), over a bare socket for plain http
-// (see raw-post.ts), or the client's HTTP core otherwise.
-import { parseUploadAnswer, type SeafileClient } from './client.js';
+// The client's uploadBatch capability: several files in one POST to an
+// upload link, over a bare socket for plain http (see raw-post.ts) when
+// `raw`, or the client's HTTP core otherwise.
 import { rawUpload } from './raw-post.js';
-import { multipartOfFiles, type BatchFile, type UploadMany } from './upload-batch.js';
+import type { BatchFile, UploadBatch } from './types.js';
+import { parseUploadAnswer } from './upload-answer.js';
+import { multipartOfFiles } from './upload-batch.js';
 
-async function viaClient(client: SeafileClient, link: string, fields: [string, string][], files: BatchFile[]): Promise<{ text: string; sizes: number[] }> {
+/** What the batch upload needs of the client (an interface: no import of client.ts, no cycle). */
+interface Poster {
+  readonly token: string | undefined;
+  postUpload(op: string, link: string, body: Awaited<ReturnType<typeof multipartOfFiles>>): Promise<{ text: string }>;
+}
+
+async function viaClient(client: Poster, link: string, fields: [string, string][], files: BatchFile[]): Promise<{ text: string; sizes: number[] }> {
   const body = await multipartOfFiles(fields, files);
   const r = await client.postUpload('upload', link, body);
   return { text: r.text, sizes: body.sizes };
 }
 
-export function uploadManyFor(client: SeafileClient, opts: { raw?: boolean } = {}): UploadMany {
-  const raw = opts.raw ?? process.env.SEAFS_RAW_UPLOAD !== '0';
+export function uploadManyFor(client: Poster, opts: { raw: boolean }): UploadBatch {
+  const { raw } = opts;
   return async (link, parentDir, files, o) => {
     const fields: [string, string][] = [['parent_dir', parentDir]];
     if (o.replace) fields.push(['replace', '1']);

@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import Fuse from 'fuse-native';
 import type { Vfs } from '../vfs/vfs.js';
-import { makeOps } from './ops.js';
+import { makeOps, type OpCounts } from './ops.js';
 import { setReadAhead } from './readahead.js';
 
 export interface FuseMountOptions {
@@ -18,6 +18,8 @@ export interface FuseMountOptions {
   /** kernel readahead in KiB, set when the process may (root); 0 leaves the kernel's 128 KiB */
   readAheadKb?: number;
   debug?: boolean;
+  /** the FUSE operations count their calls into it */
+  counts?: OpCounts;
   log?: (msg: string) => void;
 }
 
@@ -76,7 +78,7 @@ export async function mountVfs(vfs: Vfs, opts: FuseMountOptions): Promise<FuseMo
   const log = opts.log ?? (() => {});
   const attr = Math.max(0.1, opts.attrTimeoutSec ?? 2);
   const entry = Math.max(0.1, opts.entryTimeoutSec ?? attr);
-  const fuse = new Fuse(opts.mountpoint, makeOps(vfs, { log, debug: opts.debug }), {
+  const fuse = new Fuse(opts.mountpoint, makeOps(vfs, { log, debug: opts.debug, counts: opts.counts }), {
     force: true,
     mkdir: false,
     fsname: `seafs:${optSafe(opts.name)}`,

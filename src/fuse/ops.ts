@@ -17,15 +17,18 @@ export interface OpsOptions {
   log?: (msg: string) => void;
   /** log every failure, not only unexpected ones */
   debug?: boolean;
+  /** counted into: calls per operation (for `status` and benchmarks); absent: not counted */
+  counts?: OpCounts;
 }
 
 const QUIET = new Set<ErrnoName>(['ENOENT', 'EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR', 'EROFS', 'EPERM', 'EINVAL', 'ENAMETOOLONG', 'EBADF']);
 
-/** calls per operation and bytes through read/write, for `status` and benchmarks */
-export const opCounts: Record<string, number> = {};
+/** calls per FUSE operation, by name */
+export type OpCounts = Record<string, number>;
 
 export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
   const log = opts.log ?? (() => {});
+  const opCounts: OpCounts = opts.counts ?? {};
 
   /** `run` produces the callback's arguments after the status; `intResult` ops (read/write) call back with the count */
   function handler<A extends unknown[]>(name: string, run: (...args: A) => Promise<unknown[]>, intResult = false): Cb {

@@ -59,6 +59,19 @@ export function isTransient(e: unknown): boolean {
   return true;
 }
 
+/**
+ * Write path: a failed upload that a retry cannot fix (no space, no right,
+ * a name the server refuses, a locked library). The data is kept in the
+ * journal and the error surfaced at close and at unmount.
+ */
+export function permanentUploadFailure(e: unknown): boolean {
+  if (e instanceof ApiError) {
+    return ['quota', 'forbidden', 'unauthorized', 'invalid_name', 'too_large', 'password_required', 'otp_required'].includes(e.kind);
+  }
+  if (e instanceof VfsError) return e.code === 'ENOSPC' || e.code === 'EINVAL';
+  return false;
+}
+
 export function isNotFound(e: unknown): boolean {
   return (e instanceof ApiError && e.kind === 'not_found') || (e instanceof VfsError && e.code === 'ENOENT');
 }

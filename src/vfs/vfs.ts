@@ -8,11 +8,11 @@ import type { DirEntry, Library, SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { VfsError } from './errors.js';
 import { BlockCache } from './block-cache.js';
-import { Journal } from './journal.js';
+import { Journal } from './write/journal.js';
 import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, checkName, isWithin, joinPath, parentOf, splitPath } from './paths.js';
 import { RemoteReader, type ReadPattern, type ReaderOptions, type RemoteFile } from './reader.js';
-import { FileState, WriteBack, type WriteBackOptions } from './writeback.js';
+import { FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
 
 export interface VfsOptions {
   /** a library name or id; absent: the root lists every library */
@@ -358,7 +358,7 @@ export class Vfs {
     let s = this.wb.get(repo, loc.path);
     if (!wantWrite) {
       if (s) {
-        s.openCount++;
+        s.opened(false);
         return this.addHandle({ repo, path: loc.path, state: s, remote: null, write: false, pattern: { next: 0, window: 0 } });
       }
       const e = await this.lookup(repo, loc.path);
@@ -371,13 +371,12 @@ export class Vfs {
       if (!e) throw new VfsError('ENOENT', p);
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
       const remote = this.remoteOf(repo, loc.path, e);
-      s = await this.wb.openExisting(repo, loc.path, { size: remote.size, mtimeMs: e.mtime * 1000 }, trunc, (dest) =>
+      s = await this.wb.openExisting(repo, loc.path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, trunc, (dest) =>
         this.reader.downloadWhole(remote, dest),
       );
     }
     if (trunc && s.size > 0) await this.wb.truncate(s, 0);
-    s.openCount++;
-    if (acc !== C.O_RDONLY) s.writers++;
+    s.opened(acc !== C.O_RDONLY);
     return this.addHandle({ repo, path: loc.path, state: s, remote: null, write: acc !== C.O_RDONLY, pattern: { next: 0, window: 0 } });
   }
 
@@ -394,8 +393,7 @@ export class Vfs {
       if (e) return this.open(p, C.O_RDWR);
       s = await this.wb.createNew(repo, loc.path);
     }
-    s.openCount++;
-    s.writers++;
+    s.opened(true);
     return this.addHandle({ repo, path: loc.path, state: s, remote: null, write: true, pattern: { next: 0, window: 0 } });
   }
 
@@ -425,7 +423,7 @@ export class Vfs {
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
       if ((e.size ?? 0) === size) return;
       const remote = this.remoteOf(loc.repo, loc.path, e);
-      s = await this.wb.openExisting(loc.repo, loc.path, { size: remote.size, mtimeMs: e.mtime * 1000 }, size === 0, (dest) =>
+      s = await this.wb.openExisting(loc.repo, loc.path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, size === 0, (dest) =>
         this.reader.downloadWhole(remote, dest),
       );
     }
@@ -464,8 +462,7 @@ export class Vfs {
     if (h.remote) this.reader.closePattern(h.remote, h.pattern);
     const s = h.state;
     if (!s) return;
-    s.openCount--;
-    if (h.write) s.writers--;
+    s.closed(h.write);
     if (s.dirty && s.writers === 0 && !s.deleted) this.wb.scheduleAfterClose(s);
     else this.wb.maybeDispose(s);
   }
@@ -695,6 +692,18 @@ export class Vfs {
 
   pendingUploads(): { path: string; size: number }[] {
     return this.wb.pending().map((s) => ({ path: s.path, size: s.size }));
+  }
+
+  /** The state of the mount's engines, for the control socket's status answer. */
+  status() {
+    return {
+      pending: this.pendingUploads(),
+      reader: this.reader.stats,
+      readerMemory: this.reader.memory(),
+      disk: this.disk?.stats,
+      meta: this.meta.stats,
+      uploads: this.wb.stats,
+    };
   }
 
   close(): void {

@@ -10,7 +10,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SeafileClient } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/errors.js';
-import { openUploadStream, refusesChunked, streamUploadFor } from '../../src/client/stream-upload.js';
+import { refusesChunked } from '../../src/client/errors.js';
+import { openUploadStream, streamUploadFor } from '../../src/client/stream-upload.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { adminClient, fetchFile, newUser } from './client-setup.js';
 

@@ -7,7 +7,8 @@ import { runInNewContext } from 'node:vm';
 import { mkdtempSync, rmSync, writeFileSync, openSync, writeSync, closeSync } from 'node:fs';
 import { join } from 'node:path';
 import { tmpdir } from 'node:os';
-import { SeafileClient, parseUploadAnswer } from '../../src/client/client.js';
+import { SeafileClient } from '../../src/client/client.js';
+import { parseUploadAnswer } from '../../src/client/upload-answer.js';
 import { multipartFraming, multipartFromFile } from '../../src/client/multipart.js';
 import { json, text, tinyServer } from './client-fixture.js';
 

@@ -10,6 +10,7 @@ import type {
   AccountInfo, DirEntry, DirListing, DownloadLink, FileDetail, Library, LibraryInfo, LibraryType, RangeDownload,
   SeafileApi, UploadedFile,
 } from '../../src/client/types.js';
+import type { FileUploadStream, StartUploadStream, UploadBatch } from '../../src/client/types.js';
 
 interface FFile { type: 'file'; id: string; mtime: number }
 interface FDir { type: 'dir'; oid: string; mtime: number; children: Map<string, FNode> }
@@ -360,6 +361,63 @@ export class FakeApi implements SeafileApi {
     this.touch(repoId, parentDir);
     return out;
   };
+
+  // ---- optional capabilities (multi-file and streaming uploads): absent until a test offers them ----
+
+  uploadBatch?: UploadBatch;
+  startUploadStream?: StartUploadStream;
+
+  /** offer uploadMany as the uploadBatch capability (new small files of a folder go in one call) */
+  offerUploadBatch(): this {
+    this.uploadBatch = this.uploadMany;
+    return this;
+  }
+
+  /**
+   * Offer a streaming upload: it keeps the pieces written to it and, at
+   * finish, stores them at the link's folder (or the target_file of an update
+   * link); an aborted stream stores nothing, as on a real server.
+   */
+  offerUploadStreams(): this {
+    this.startUploadStream = async (link, leading, name) => {
+      this.hit('startUploadStream');
+      const m = /^fake-(upload|update):\/\/([0-9a-f-]{36})(.*)$/.exec(link);
+      if (!m) throw apiError('bad_request', 400, 'upload', `not a fake transfer link: ${link}`);
+      const target = m[1] === 'update' ? leading.find(([k]) => k === 'target_file')?.[1] : `${m[3] === '/' ? '' : m[3]}/${name}`;
+      if (!target) throw apiError('bad_request', 400, 'upload', 'no target_file');
+      const pieces: Buffer[] = [];
+      let sent = 0;
+      let ended = false;
+      const up: FileUploadStream = {
+        get sent() {
+          return sent;
+        },
+        write: async (b) => {
+          if (ended) throw new Error('write after finish or abort');
+          pieces.push(Buffer.from(b)); // the caller reuses its buffers
+          sent += b.length;
+        },
+        finish: async () => {
+          if (ended) throw new Error('finished or aborted already');
+          ended = true;
+          this.hit('streamFinish');
+          if (this.uploadGate) await this.uploadGate();
+          this.putFile(m[2], target, Buffer.concat(pieces));
+          return this.fileIdAt(m[2], target);
+        },
+        abort: () => {
+          ended = true;
+        },
+      };
+      return up;
+    };
+    return this;
+  }
+
+  private fileIdAt(repoId: string, path: string): string {
+    const n = this.dirAt(repoId, parentOf(path)).children.get(baseOf(path));
+    return n && n.type === 'file' ? n.id : '';
+  }
 
   async updateLink(repoId: string, dir: string): Promise<string> {
     this.hit('updateLink');

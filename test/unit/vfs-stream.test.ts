@@ -1,10 +1,10 @@
-// The upload that runs while a file is written (writeback.ts + upload-feed.ts),
+// The upload that runs while a file is written (src/vfs/write/streaming.ts),
 // against the fake API with a fake chunked stream that lands in it on finish.
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
-import { ApiError } from '../../src/client/errors.js';
-import { EarlyAnswer, refusesChunked, type FileUploadStream, type StartUploadStream } from '../../src/client/stream-upload.js';
+import { ApiError, EarlyAnswer, refusesChunked } from '../../src/client/errors.js';
+import type { FileUploadStream, StartUploadStream } from '../../src/client/types.js';
 import { FakeApi, makeVfs, sleep } from './fake-api.js';
 import type { Vfs } from '../../src/vfs/vfs.js';
 
@@ -69,7 +69,8 @@ describe('vfs streaming upload', () => {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
     const streams = fakeStreams(api, streamOpts);
-    const wbOpts = { retryBaseMs: 10, streamUpload: streams.start, streamThresholdBytes: MiB, maxStreams: streamOpts.maxStreams };
+    api.startUploadStream = streams.start;
+    const wbOpts = { retryBaseMs: 10, streamThresholdBytes: MiB, maxStreams: streamOpts.maxStreams };
     const m = await makeVfs(api, { library: 'lib', writeBack: wbOpts });
     cleanups.push(m.cleanup);
     return { api, repo, streams, ...m };

@@ -121,7 +121,8 @@ describe('vfs batch uploads', () => {
     const repo = api.addLibrary('lib');
     const g = gate();
     api.uploadGate = g.wait;
-    const m = await makeVfs(api, { library: 'lib', writeBack: { uploadMany: api.uploadMany, concurrency: 2, retryBaseMs: 10 } });
+    api.offerUploadBatch();
+    const m = await makeVfs(api, { library: 'lib', writeBack: { concurrency: 2, retryBaseMs: 10 } });
     try {
       await m.vfs.mkdir('/many', 0o755);
       const want = new Map<string, string>();
@@ -151,7 +152,8 @@ describe('vfs batch uploads', () => {
     const g = gate();
     api.uploadGate = g.wait;
     const { apiError } = await import('./fake-api.js');
-    const m = await makeVfs(api, { library: 'lib', writeBack: { uploadMany: api.uploadMany, concurrency: 1, retryBaseMs: 10 } });
+    api.offerUploadBatch();
+    const m = await makeVfs(api, { library: 'lib', writeBack: { concurrency: 1, retryBaseMs: 10 } });
     try {
       await writeWhole(m.vfs, '/first', '1'); // holds the only slot at the gate
       for (let i = 0; i < 5; i++) await writeWhole(m.vfs, `/b${i}`, `b${i}`);
@@ -171,7 +173,8 @@ describe('vfs awkward names', () => {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
     api.mangleQuotes = true;
-    const m = await makeVfs(api, { library: 'lib', writeBack: { uploadMany: api.uploadMany, retryBaseMs: 10 } });
+    api.offerUploadBatch();
+    const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10 } });
     try {
       await writeWhole(m.vfs, '/say "hi".txt', 'quoted');
       await writeWhole(m.vfs, '/plain.txt', 'plain');

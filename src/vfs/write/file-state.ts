@@ -1,0 +1,211 @@
+// One file with local data (a temp file in the cache dir) and its lifecycle.
+// The flags and counters the rest of the vfs reads change only through the
+// methods below, so each transition is named and happens in one place:
+//
+//   loading --ready--> clean or dirty          (createNew, openExisting, recover)
+//   clean --write/truncate--> dirty            (markDirty: version+1)
+//   dirty --upload of version v--> clean       (uploaded(v): only if nothing was written meanwhile)
+//   dirty --upload fails--> dirty + lastError  (failed: retried with backoff, later by a timer)
+//   any --unlink--> deleted                    (markDeleted: no upload starts any more)
+//   clean or deleted, closed --> disposed      (markDisposed: temp file gone, never back in the table)
+//   held / resumed                             (a folder above is being renamed)
+//
+// Who owns the rest: the journal's bookkeeping lives in journal.ts, the
+// streaming upload in streaming.ts, the upload run in upload-queue.ts.
+import type { FileHandle } from 'node:fs/promises';
+
+export type LinkKind = 'upload' | 'update';
+
+/** the table key of a file */
+export const stateKey = (repo: string, path: string): string => `${repo}\u0000${path}`;
+
+export class FileState {
+  repo: string;
+  path: string;
+  fh: FileHandle | null = null;
+  /** bytes in the temp file (the file's size as the mount shows it) */
+  size = 0;
+  mtime = Date.now();
+  /** resolves once the temp file is open (and, for an existing file, its content loaded) */
+  ready: Promise<void> = Promise.resolve();
+  /** where a server copy of this file lives (null: nowhere yet) */
+  remotePath: string | null = null;
+  /**
+   * The server's file id of the version the local data started from (or was
+   * last uploaded as); null for a file new to the server or when unknown.
+   * Kept for the conflict check before an upload replaces a server copy.
+   */
+  baseId: string | null = null;
+
+  private _dirty = false;
+  private _version = 0;
+  private _uploadedVersion = 0;
+  private _openCount = 0;
+  private _writers = 0;
+  private _deleted = false;
+  private _disposed = false;
+  private _hold = false;
+  private _lastError: unknown = null;
+  private _failures = 0;
+  private _running: Promise<void> | null = null;
+  private _rerun = false;
+  private tail: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly id: string,
+    readonly tmp: string,
+    repo: string,
+    path: string,
+  ) {
+    this.repo = repo;
+    this.path = path;
+  }
+
+  /** written since its last upload */
+  get dirty(): boolean {
+    return this._dirty;
+  }
+  /** bumped by every change of the content */
+  get version(): number {
+    return this._version;
+  }
+  /** the highest version known to be on the server */
+  get uploadedVersion(): number {
+    return this._uploadedVersion;
+  }
+  get openCount(): number {
+    return this._openCount;
+  }
+  /** handles open for writing */
+  get writers(): number {
+    return this._writers;
+  }
+  get deleted(): boolean {
+    return this._deleted;
+  }
+  /** temp file closed and removed: the state must not come back into the table */
+  get disposed(): boolean {
+    return this._disposed;
+  }
+  /** uploads paused while a folder above is renamed */
+  get hold(): boolean {
+    return this._hold;
+  }
+  /** why the last upload failed (null: it did not) */
+  get lastError(): unknown {
+    return this._lastError;
+  }
+  /** failed uploads in a row */
+  get failures(): number {
+    return this._failures;
+  }
+  /** the upload run in progress (null: none) */
+  get running(): Promise<void> | null {
+    return this._running;
+  }
+
+  /** Runs fn after every earlier locked section of this file has finished. */
+  lock<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.tail.then(fn, fn);
+    this.tail = run.catch(() => {});
+    return run;
+  }
+
+  // ---- handles ----
+
+  opened(forWriting: boolean): void {
+    this._openCount++;
+    if (forWriting) this._writers++;
+  }
+
+  closed(forWriting: boolean): void {
+    this._openCount--;
+    if (forWriting) this._writers--;
+  }
+
+  // ---- content and uploads ----
+
+  markDirty(): void {
+    this._dirty = true;
+    this._version++;
+    this.mtime = Date.now();
+  }
+
+  /**
+   * Whether an upload to `path` replaces the server copy (update link) or
+   * creates the file (upload link). The conflict check of a replacement
+   * (is the server's version still `baseId`?) belongs with this decision.
+   */
+  uploadKind(path: string): LinkKind {
+    return this.remotePath === path ? 'update' : 'upload';
+  }
+
+  /** Version `v` is on the server at `path` as file `id`; clean unless written meanwhile. Returns whether it is clean now. */
+  uploaded(v: number, path: string, id: string): boolean {
+    this.remotePath = path;
+    this.baseId = id || null;
+    this._uploadedVersion = Math.max(this._uploadedVersion, v);
+    this._lastError = null;
+    this._failures = 0;
+    if (this._version === v) this._dirty = false;
+    return !this._dirty;
+  }
+
+  failed(e: unknown): void {
+    this._failures++;
+    this._lastError = e;
+  }
+
+  /** a new round of attempts (the count of failures starts again) */
+  resetFailures(): void {
+    this._failures = 0;
+  }
+
+  /** forget the last failure (fsync, unmount: try again before reporting) */
+  clearError(): void {
+    this._lastError = null;
+  }
+
+  markDeleted(): void {
+    this._deleted = true;
+  }
+
+  /** Returns false when it was disposed already. */
+  markDisposed(): boolean {
+    if (this._disposed) return false;
+    this._disposed = true;
+    return true;
+  }
+
+  pause(): void {
+    this._hold = true;
+  }
+
+  resume(): void {
+    this._hold = false;
+  }
+
+  // ---- the upload run (upload-queue.ts) ----
+
+  runStarted(p: Promise<void>): void {
+    this._running = p;
+  }
+
+  runEnded(): void {
+    this._running = null;
+  }
+
+  /** written again while an upload runs: one more round when it ends */
+  requestRerun(): void {
+    this._rerun = true;
+  }
+
+  /** the next round is started by the last writer's close instead */
+  cancelRerun(): void {
+    this._rerun = false;
+  }
+
+  get rerun(): boolean {
+    return this._rerun;
+  }
+}

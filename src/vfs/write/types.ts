@@ -1,0 +1,56 @@
+// Shapes shared by the write path's modules (kept apart so that the modules
+// import them without importing each other in a ring).
+import type { FileState } from './file-state.js';
+
+export interface UploadResult {
+  id: string;
+  size: number;
+}
+
+export interface WriteBackHooks {
+  /** a version of `s` is now on the server at (repo, path) */
+  onUploaded(s: FileState, res: UploadResult, repo: string, path: string): void;
+  log(msg: string): void;
+}
+
+export interface WriteBackOptions {
+  concurrency?: number;
+  /** several new small files of a folder in one POST (when the API offers uploadBatch) */
+  batchMaxFiles?: number;
+  batchMaxBytes?: number;
+  /** larger files are uploaded on their own */
+  batchFileMax?: number;
+  /**
+   * a new file waits this long after its last close before its upload starts,
+   * so that a write-temp-then-rename lands in one upload at the final name
+   * (default 0: uploads start at close, which keeps the server closest to the mount)
+   */
+  newFileDelayMs?: number;
+  maxAttempts?: number;
+  linkTtlMs?: number;
+  retryBaseMs?: number;
+  /** a file written from offset 0 starts streaming (when the API offers startUploadStream) once it is this large (default 8 MiB) */
+  streamThresholdBytes?: number;
+  /** at most this many files stream at once; others upload after close (default 4) */
+  maxStreams?: number;
+}
+
+/** Counters of the write path, shown by `status`. */
+export interface WriteStats {
+  uploads: number;
+  uploadedBytes: number;
+  failures: number;
+  linkRequests: number;
+  batches: number;
+  streams: number;
+  streamed: number;
+  streamAborts: number;
+  streamFailures: number;
+}
+
+export function newWriteStats(): WriteStats {
+  return { uploads: 0, uploadedBytes: 0, failures: 0, linkRequests: 0, batches: 0, streams: 0, streamed: 0, streamAborts: 0, streamFailures: 0 };
+}
+
+/** characters a multipart filename="..." cannot carry faithfully (such files are uploaded under a temporary name) */
+export const NEEDS_QUOTING = /["\r\n]/;

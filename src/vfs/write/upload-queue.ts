@@ -1,0 +1,234 @@
+// When uploads run: a bounded number at a time, new small files of a folder
+// gathered into batches, each file retried with backoff (and, after it failed
+// for good, again every 30 s), an upload after the last close (or a little
+// later for a new file), and the drain before unmount. What one attempt does
+// is uploader.ts's job; a batch hands the files it could not take back here.
+import pLimit from 'p-limit';
+import { permanentUploadFailure } from '../errors.js';
+import { baseOf, parentOf } from '../paths.js';
+import { stateKey, type FileState } from './file-state.js';
+import type { FileJournal } from './journal.js';
+import { NEEDS_QUOTING, type WriteStats } from './types.js';
+import type { Uploader } from './uploader.js';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** What the queue needs of the table of files. */
+export interface QueueTable {
+  all(): Iterable<FileState>;
+  /** dirty files not yet on the server */
+  pending(): FileState[];
+  /** an upload run ended and nothing more is due: the state may go */
+  idle(s: FileState): void;
+}
+
+export interface QueueOptions {
+  concurrency: number;
+  maxAttempts: number;
+  retryBaseMs: number;
+  newFileDelayMs: number;
+  batchMaxFiles: number;
+  batchMaxBytes: number;
+  batchFileMax: number;
+}
+
+interface Waiting {
+  s: FileState;
+  /** the batch attempt is over; `leftover`: the file still needs an upload of its own */
+  done: (leftover: boolean) => void;
+}
+
+export class UploadQueue {
+  private readonly limit: ReturnType<typeof pLimit>;
+  private retryTimer: NodeJS.Timeout | null = null;
+  /** new small files waiting for an upload slot, per folder */
+  private readonly batches = new Map<string, { items: Waiting[]; queued: boolean }>();
+
+  constructor(
+    private readonly uploader: Uploader,
+    private readonly journal: FileJournal,
+    private readonly table: QueueTable,
+    private readonly stats: WriteStats,
+    private readonly log: (msg: string) => void,
+    private readonly o: QueueOptions,
+  ) {
+    this.limit = pLimit(o.concurrency);
+  }
+
+  /** files whose upload failed for good are retried now and then (quota freed, server back) */
+  startRetryTimer(): void {
+    this.retryTimer = setInterval(() => {
+      for (const s of this.table.all()) {
+        if (s.dirty && !s.deleted && s.lastError && !s.running && s.writers === 0) {
+          s.resetFailures();
+          void this.schedule(s);
+        }
+      }
+    }, 30_000);
+    this.retryTimer.unref();
+  }
+
+  close(): void {
+    if (this.retryTimer) clearInterval(this.retryTimer);
+  }
+
+  /** Start (or queue another round of) the background upload of `s`. */
+  schedule(s: FileState): Promise<void> {
+    if (s.deleted || s.hold) return Promise.resolve();
+    if (s.running) {
+      s.requestRerun();
+      return s.running;
+    }
+    s.cancelRerun();
+    const task = this.batchable(s)
+      ? this.enqueueBatch(s).then((leftover) => (leftover ? this.limit(() => this.loop(s)) : undefined))
+      : this.limit(() => this.loop(s));
+    const p = task.finally(() => {
+      s.runEnded();
+      if (s.rerun && s.dirty && !s.deleted && !s.lastError && s.writers === 0) void this.schedule(s);
+      else this.table.idle(s);
+    });
+    s.runStarted(p);
+    return p;
+  }
+
+  /** After the last writer closed: upload now, or shortly for a new file (it may be renamed first). */
+  scheduleAfterClose(s: FileState): void {
+    if (s.remotePath !== null || this.o.newFileDelayMs <= 0) {
+      void this.schedule(s);
+      return;
+    }
+    setTimeout(() => {
+      if (s.dirty && !s.deleted && s.writers === 0 && !s.running) void this.schedule(s);
+    }, this.o.newFileDelayMs).unref();
+  }
+
+  /** Upload after `ms` unless a writer opens the file meanwhile (truncate without open). */
+  scheduleSoon(s: FileState, ms: number): void {
+    setTimeout(() => {
+      if (s.writers === 0 && s.dirty) void this.schedule(s);
+    }, ms).unref();
+  }
+
+  private batchable(s: FileState): boolean {
+    return this.uploader.batches && s.remotePath === null && s.size <= this.o.batchFileMax && s.writers === 0 && !NEEDS_QUOTING.test(baseOf(s.path));
+  }
+
+  /** Queue a new small file for a batch upload of its folder; resolves when its attempt is over. */
+  private enqueueBatch(s: FileState): Promise<boolean> {
+    const k = stateKey(s.repo, parentOf(s.path));
+    let q = this.batches.get(k);
+    if (!q) {
+      q = { items: [], queued: false };
+      this.batches.set(k, q);
+    }
+    const queue = q;
+    return new Promise<boolean>((resolve) => {
+      queue.items.push({ s, done: resolve });
+      if (!queue.queued) {
+        queue.queued = true;
+        void this.limit(() => this.runBatch(k, queue));
+      }
+    });
+  }
+
+  /** In an upload slot: take what has accumulated for the folder (up to the limits) and send it. */
+  private async runBatch(k: string, q: { items: Waiting[]; queued: boolean }): Promise<void> {
+    q.queued = false;
+    const take: Waiting[] = [];
+    let bytes = 0;
+    while (q.items.length && take.length < this.o.batchMaxFiles && bytes < this.o.batchMaxBytes) {
+      const it = q.items.shift()!;
+      take.push(it);
+      bytes += it.s.size;
+    }
+    if (q.items.length) {
+      q.queued = true;
+      void this.limit(() => this.runBatch(k, q));
+    } else if (this.batches.get(k) === q) {
+      this.batches.delete(k);
+    }
+    let rest: Set<FileState> | null = null;
+    try {
+      const states = take.map((t) => t.s);
+      rest = new Set(take.length > 1 ? await this.uploader.batch(states) : states);
+    } finally {
+      // the files the batch did not take go back to the queue, each in a slot of its own
+      for (const t of take) t.done(rest === null || rest.has(t.s));
+    }
+  }
+
+  /** Upload `s` until it is clean, failed for good, deleted or held. */
+  private async loop(s: FileState): Promise<void> {
+    let backoff = this.o.retryBaseMs;
+    s.resetFailures();
+    while (s.dirty && !s.deleted && !s.hold) {
+      let retry = false;
+      await s.lock(async () => {
+        if (!s.dirty || s.deleted || s.hold) return;
+        const v = s.version;
+        const { repo, path } = s;
+        try {
+          await this.journal.persist(s);
+          const res = await this.uploader.once(s, repo, path);
+          await this.uploader.record(s, v, repo, path, res);
+          // written again during the upload while still open: the last release uploads again
+          if (s.dirty && s.writers > 0) s.cancelRerun();
+          retry = s.dirty && s.writers === 0;
+        } catch (e) {
+          if (s.deleted) return;
+          if (s.version !== v && !permanentUploadFailure(e)) {
+            // the file changed under the upload (a truncate shrank the temp file): no failure to
+            // report at close, just upload the new version
+            this.log(`upload of ${path} interrupted by a change of the file; uploading it again`);
+            retry = s.writers === 0;
+            return;
+          }
+          s.failed(e);
+          this.stats.failures++;
+          this.log(`upload of ${path} failed (attempt ${s.failures}): ${(e as Error).message}`);
+          if (!permanentUploadFailure(e) && s.failures < this.o.maxAttempts) retry = true;
+        }
+      });
+      if (!retry) return;
+      if (s.lastError) {
+        await sleep(backoff);
+        backoff = Math.min(backoff * 2, 30_000);
+      }
+    }
+  }
+
+  /**
+   * Upload everything pending (open files included) and wait. Returns the
+   * files that could not be uploaded (they stay in the journal).
+   */
+  async drain(onStatus: (pending: FileState[]) => void, timeoutMs = 0): Promise<FileState[]> {
+    const started = Date.now();
+    for (const s of this.table.pending()) {
+      s.resetFailures();
+      s.clearError();
+      void this.schedule(s);
+    }
+    let lastReport = 0;
+    for (;;) {
+      const pending = this.table.pending();
+      if (pending.length === 0) return [];
+      const active = pending.filter((s) => s.running);
+      if (active.length === 0) {
+        // nothing running: schedule what is left, or stop when all failed for good
+        const idle = pending.filter((s) => !s.lastError || !permanentUploadFailure(s.lastError));
+        if (idle.length === 0) return pending;
+        for (const s of idle) void this.schedule(s);
+      }
+      if (timeoutMs && Date.now() - started > timeoutMs) return pending;
+      if (Date.now() - lastReport > 1000) {
+        onStatus(pending);
+        lastReport = Date.now();
+      }
+      await Promise.race([Promise.allSettled(active.map((s) => s.running)), sleep(500)]);
+      for (const s of this.table.pending()) {
+        if (!s.running && s.lastError && s.failures >= this.o.maxAttempts) return this.table.pending().filter((x) => x.lastError);
+      }
+    }
+  }
+}

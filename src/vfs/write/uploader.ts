@@ -1,0 +1,141 @@
+// One upload attempt: of one file (the stream that ran while it was written,
+// an update of its server copy, or a new upload), or of several new small
+// files of one folder in one POST. Attempts only: when to try, how often and
+// what to do with the files a batch could not take is upload-queue.ts's job.
+// Every upload that replaces a server copy goes through `once` (and the
+// replace=1 of a batch through `batch`): the place for a check of the
+// server's version before replacing it.
+import { ApiError } from '../../client/errors.js';
+import type { SeafileApi } from '../../client/types.js';
+import { baseOf, parentOf } from '../paths.js';
+import type { TransferLinks } from '../transfer-links.js';
+import type { FileState } from './file-state.js';
+import type { FileJournal } from './journal.js';
+import type { Streams } from './streaming.js';
+import { NEEDS_QUOTING, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
+
+/** Runs fn holding the locks of every state. */
+function lockAll<T>(states: FileState[], fn: () => Promise<T>): Promise<T> {
+  let f = fn;
+  for (const s of states) {
+    const inner = f;
+    f = () => s.lock(inner);
+  }
+  return f();
+}
+
+export class Uploader {
+  constructor(
+    private readonly api: SeafileApi,
+    private readonly links: TransferLinks,
+    private readonly streams: Streams,
+    private readonly journal: FileJournal,
+    private readonly stats: WriteStats,
+    private readonly hooks: WriteBackHooks,
+  ) {}
+
+  /** whether several files can go in one POST */
+  get batches(): boolean {
+    return !!this.api.uploadBatch;
+  }
+
+  /** Version `v` of `s` landed at (repo, path): note it, drop the journal entry when clean, tell the vfs. */
+  async record(s: FileState, v: number, repo: string, path: string, res: UploadResult): Promise<void> {
+    const clean = s.uploaded(v, path, res.id);
+    this.stats.uploads++;
+    this.stats.uploadedBytes += res.size;
+    if (clean) await this.journal.forget(s);
+    this.hooks.onUploaded(s, res, repo, path);
+  }
+
+  /** One upload of the current content of `s` to (repo, path); the caller holds the file's lock. */
+  async once(s: FileState, repo: string, path: string): Promise<UploadResult> {
+    // the stream that ran while the file was written, when it is still a pure append
+    const streamed = await this.streams.finish(s, repo, path);
+    if (streamed) return streamed;
+    const dir = parentOf(path);
+    const name = baseOf(path);
+    const size = s.size;
+    if (s.uploadKind(path) === 'update') {
+      try {
+        const id = await this.links.use('update', repo, dir, (url) => this.api.update(url, path, s.tmp));
+        return { id, size };
+      } catch (e) {
+        if (!(e instanceof ApiError && (e.kind === 'target_missing' || e.kind === 'not_found'))) throw e;
+        // the server copy is gone: upload it as a new file
+      }
+    }
+    if (NEEDS_QUOTING.test(name)) return this.awkward(s, repo, dir, name, size);
+    // the multi-file body when available: it also carries the file's modification time
+    const many = this.api.uploadBatch;
+    const res = await this.links.use('upload', repo, dir, (url) =>
+      many ? many(url, dir, [{ path: s.tmp, name }], { replace: true, lastModify: s.mtime }) : this.api.upload(url, dir, s.tmp, name, { replace: true }),
+    );
+    const r = res.find((x) => x.name === name) ?? res[0];
+    if (r && r.name !== name) this.hooks.log(`upload of ${path} landed as ${r.name}`);
+    return { id: r?.id ?? '', size };
+  }
+
+  /**
+   * A name a multipart header cannot carry as is (a double quote would arrive
+   * as %22): upload under a plain temporary name, then rename through the API
+   * (form-encoded, no quoting problem) onto the real name.
+   */
+  private async awkward(s: FileState, repo: string, dir: string, name: string, size: number): Promise<UploadResult> {
+    const tmpName = `.seafs-upload-${s.id}`;
+    const tmpPath = dir === '/' ? `/${tmpName}` : `${dir}/${tmpName}`;
+    const res = await this.links.use('upload', repo, dir, (url) => this.api.upload(url, dir, s.tmp, tmpName, { replace: true }));
+    const path = dir === '/' ? `/${name}` : `${dir}/${name}`;
+    await this.api.deleteFile(repo, path); // the write replaces whatever is there
+    await this.api.renameFile(repo, tmpPath, name);
+    return { id: res[0]?.id ?? '', size };
+  }
+
+  /**
+   * One POST for several new files of one folder. Returns the files that must
+   * go on their own (moved meanwhile, missing from the answer, written again,
+   * or all of them when the POST failed): the queue takes them back.
+   */
+  async batch(states: FileState[]): Promise<FileState[]> {
+    const uploadBatch = this.api.uploadBatch;
+    if (!uploadBatch) return states;
+    const rest: FileState[] = [];
+    await lockAll(states, async () => {
+      const repo = states[0].repo;
+      const dir = parentOf(states[0].path);
+      const ok: FileState[] = [];
+      for (const s of states) {
+        if (!s.dirty || s.deleted || s.hold) continue;
+        if (s.remotePath !== null || s.repo !== repo || parentOf(s.path) !== dir) rest.push(s);
+        else ok.push(s);
+      }
+      if (ok.length <= 1) {
+        rest.push(...ok);
+        return;
+      }
+      const versions = ok.map((s) => s.version);
+      const paths = ok.map((s) => s.path);
+      try {
+        await Promise.all(ok.map((s) => this.journal.persist(s)));
+        const files = ok.map((s) => ({ path: s.tmp, name: baseOf(s.path) }));
+        const res = await this.links.use('upload', repo, dir, (url) => uploadBatch(url, dir, files, { replace: true }));
+        const byName = new Map(res.map((r) => [r.name, r]));
+        for (let i = 0; i < ok.length; i++) {
+          const s = ok[i];
+          const r = byName.get(baseOf(paths[i]));
+          if (!r) {
+            rest.push(s);
+            continue;
+          }
+          await this.record(s, versions[i], repo, paths[i], { id: r.id, size: r.size });
+          if (s.dirty && s.writers === 0) rest.push(s);
+        }
+        this.stats.batches++;
+      } catch (e) {
+        this.hooks.log(`batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`);
+        rest.push(...ok);
+      }
+    });
+    return rest;
+  }
+}

@@ -1,0 +1,349 @@
+// The write path, composed: every file being written lives in a temp file in
+// the cache dir (never in memory); once its last writer closes it is uploaded
+// in the background (upload-queue.ts, uploader.ts), large files already while
+// they are written (streaming.ts), and recorded in the journal until it is on
+// the server (journal.ts). This file holds the table of files with local
+// data, their temp-file I/O, and the moves (rename, unlink, folder rename)
+// that must not interleave with an upload: each runs under the file's lock,
+// so a pending upload never lands at a path the file has left.
+import { randomBytes } from 'node:crypto';
+import { mkdir, open, stat, unlink } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { SeafileApi } from '../../client/types.js';
+import { errnoOf, VfsError } from '../errors.js';
+import { baseOf, isWithin, parentOf } from '../paths.js';
+import { TransferLinks } from '../transfer-links.js';
+import { FileState, stateKey } from './file-state.js';
+import { FileJournal, type Journal } from './journal.js';
+import { Streams } from './streaming.js';
+import { newWriteStats, type WriteBackHooks, type WriteBackOptions } from './types.js';
+import { UploadQueue } from './upload-queue.js';
+import { Uploader } from './uploader.js';
+
+export { FileState } from './file-state.js';
+export type { UploadResult, WriteBackHooks, WriteBackOptions } from './types.js';
+
+export class WriteBack {
+  readonly stats = newWriteStats();
+  private readonly states = new Map<string, FileState>();
+  private readonly journal: FileJournal;
+  private readonly streams: Streams;
+  private readonly queue: UploadQueue;
+
+  constructor(
+    api: SeafileApi,
+    journal: Journal,
+    private readonly dirtyDir: string,
+    private readonly hooks: WriteBackHooks,
+    opts: WriteBackOptions = {},
+  ) {
+    this.journal = new FileJournal(journal);
+    const links = new TransferLinks(api, opts.linkTtlMs ?? 50 * 60 * 1000, () => this.stats.linkRequests++);
+    this.streams = new Streams(api.startUploadStream, links, this.stats, hooks.log, opts.streamThresholdBytes ?? 8 * 1024 * 1024, opts.maxStreams ?? 4);
+    const uploader = new Uploader(api, links, this.streams, this.journal, this.stats, hooks);
+    const table = {
+      all: () => this.states.values(),
+      pending: () => this.pending(),
+      idle: (s: FileState) => this.maybeDispose(s),
+    };
+    this.queue = new UploadQueue(uploader, this.journal, table, this.stats, hooks.log, {
+      concurrency: opts.concurrency ?? 8,
+      maxAttempts: opts.maxAttempts ?? 6,
+      retryBaseMs: opts.retryBaseMs ?? 1000,
+      newFileDelayMs: opts.newFileDelayMs ?? 0,
+      batchMaxFiles: opts.batchMaxFiles ?? 32,
+      batchMaxBytes: opts.batchMaxBytes ?? 8 * 1024 * 1024,
+      batchFileMax: opts.batchFileMax ?? 1024 * 1024,
+    });
+  }
+
+  async init(): Promise<void> {
+    await mkdir(this.dirtyDir, { recursive: true });
+    await this.journal.journal.init();
+    this.queue.startRetryTimer();
+  }
+
+  close(): void {
+    this.queue.close();
+  }
+
+  get(repo: string, path: string): FileState | undefined {
+    return this.states.get(stateKey(repo, path));
+  }
+
+  /** names of files with local state directly inside `dir` */
+  childrenOf(repo: string, dir: string): string[] {
+    const out: string[] = [];
+    for (const s of this.states.values()) if (s.repo === repo && parentOf(s.path) === dir && s.path !== dir) out.push(baseOf(s.path));
+    return out;
+  }
+
+  under(repo: string, dir: string): FileState[] {
+    return [...this.states.values()].filter((s) => s.repo === repo && isWithin(s.path, dir) && s.path !== dir);
+  }
+
+  /** Dirty files not yet on the server. */
+  pending(): FileState[] {
+    return [...this.states.values()].filter((s) => s.dirty && !s.deleted);
+  }
+
+  private newState(repo: string, path: string): FileState {
+    const sid = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    return new FileState(sid, join(this.dirtyDir, sid), repo, path);
+  }
+
+  /** Put `s` in the table at its current place (unless it is gone for good). */
+  private place(s: FileState): void {
+    if (!s.disposed && !s.deleted) this.states.set(stateKey(s.repo, s.path), s);
+  }
+
+  private unplace(s: FileState): void {
+    if (this.states.get(stateKey(s.repo, s.path)) === s) this.states.delete(stateKey(s.repo, s.path));
+  }
+
+  // ---- the temp file ----
+
+  /** A new, empty file (create): dirty at once, so even an empty file is uploaded. */
+  async createNew(repo: string, path: string): Promise<FileState> {
+    const s = this.newState(repo, path);
+    s.markDirty();
+    this.streams.setStreamable(s, true);
+    this.states.set(stateKey(repo, path), s);
+    s.ready = (async () => {
+      s.fh = await open(s.tmp, 'w+');
+    })();
+    try {
+      await s.ready;
+    } catch (e) {
+      this.states.delete(stateKey(repo, path));
+      throw e;
+    }
+    this.journal.persistSoon(s);
+    return s;
+  }
+
+  /**
+   * Local state for an existing remote file, to write to it: its content is
+   * downloaded first unless it is being truncated to nothing. `remote.id`:
+   * the server's file id, the base of the local version.
+   */
+  async openExisting(
+    repo: string,
+    path: string,
+    remote: { size: number; mtimeMs: number; id?: string },
+    truncate: boolean,
+    load: (dest: string) => Promise<void>,
+  ): Promise<FileState> {
+    const have = this.states.get(stateKey(repo, path));
+    if (have) {
+      await have.ready;
+      return have;
+    }
+    const s = this.newState(repo, path);
+    s.remotePath = path;
+    s.baseId = remote.id || null;
+    s.mtime = remote.mtimeMs;
+    this.states.set(stateKey(repo, path), s);
+    s.ready = (async () => {
+      if (truncate || remote.size === 0) {
+        s.fh = await open(s.tmp, 'w+');
+        this.streams.setStreamable(s, true);
+        if (remote.size > 0) s.markDirty();
+      } else {
+        await load(s.tmp);
+        s.fh = await open(s.tmp, 'r+');
+        s.size = (await s.fh.stat()).size;
+      }
+    })();
+    try {
+      await s.ready;
+    } catch (e) {
+      this.unplace(s);
+      await unlink(s.tmp).catch(() => {});
+      throw e;
+    }
+    return s;
+  }
+
+  async read(s: FileState, buf: Buffer, len: number, pos: number): Promise<number> {
+    await s.ready;
+    if (!s.fh) throw new VfsError('EIO', 'file closed');
+    const want = Math.max(0, Math.min(len, s.size - pos));
+    if (want === 0) return 0;
+    const { bytesRead } = await s.fh.read(buf, 0, want, pos);
+    return bytesRead;
+  }
+
+  async write(s: FileState, buf: Buffer, len: number, pos: number): Promise<number> {
+    await s.ready;
+    if (!s.fh) throw new VfsError('EIO', 'file closed');
+    const { bytesWritten } = await s.fh.write(buf, 0, len, pos);
+    s.size = Math.max(s.size, pos + bytesWritten);
+    s.markDirty();
+    if (!this.journal.journaled(s)) this.journal.persistSoon(s);
+    this.streams.wrote(s, pos);
+    return bytesWritten;
+  }
+
+  async truncate(s: FileState, size: number): Promise<void> {
+    await s.ready;
+    if (!s.fh) throw new VfsError('EIO', 'file closed');
+    this.streams.stop(s, 'truncate');
+    await s.fh.truncate(size);
+    s.size = size;
+    s.markDirty();
+    // emptied: written again from offset 0, it may stream again
+    this.streams.setStreamable(s, size === 0);
+  }
+
+  // ---- uploads ----
+
+  /** Record the dirty file in the journal (before close() returns). */
+  persist(s: FileState): Promise<void> {
+    return this.journal.persist(s);
+  }
+
+  /** Start (or queue another round of) the background upload of `s`. */
+  schedule(s: FileState): Promise<void> {
+    return this.queue.schedule(s);
+  }
+
+  /** After the last writer closed: upload now, or shortly for a new file (it may be renamed first). */
+  scheduleAfterClose(s: FileState): void {
+    this.queue.scheduleAfterClose(s);
+  }
+
+  /** Upload after `ms` unless a writer opens the file meanwhile (truncate without open). */
+  scheduleSoon(s: FileState, ms: number): void {
+    this.queue.scheduleSoon(s, ms);
+  }
+
+  /** fsync: wait until everything written so far is on the server. */
+  async sync(s: FileState): Promise<void> {
+    await s.ready;
+    const target = s.version;
+    if (!s.dirty || s.uploadedVersion >= target) return;
+    s.clearError();
+    for (let round = 0; round < 3 && s.uploadedVersion < target && !s.deleted; round++) {
+      s.resume();
+      await this.queue.schedule(s);
+      if (s.running) await s.running; // a round queued behind the one we joined
+      if (s.uploadedVersion < target && s.lastError) throw new VfsError(errnoOf(s.lastError), 'upload failed', { cause: s.lastError });
+    }
+    if (s.uploadedVersion < target && !s.deleted) throw new VfsError('EIO', `upload of ${s.path} did not complete`);
+  }
+
+  /**
+   * Upload everything pending (open files included) and wait. Returns the
+   * files that could not be uploaded (they stay in the journal).
+   */
+  drain(onStatus: (pending: FileState[]) => void, timeoutMs = 0): Promise<FileState[]> {
+    return this.queue.drain(onStatus, timeoutMs);
+  }
+
+  // ---- moves ----
+
+  /**
+   * Forget a file that is being deleted: no upload of it will start any more;
+   * returns where its server copy lives, once any upload in flight has ended.
+   */
+  async discard(s: FileState): Promise<string | null> {
+    s.markDeleted();
+    this.streams.stop(s, 'unlink');
+    this.unplace(s);
+    return s.lock(async () => {
+      await this.journal.forget(s);
+      this.maybeDispose(s);
+      return s.remotePath;
+    });
+  }
+
+  /**
+   * Move the local state to a new path. `moveRemote` moves the server copy
+   * (when there is one) and runs under the file's lock, so no upload is in
+   * flight meanwhile.
+   */
+  async retarget(s: FileState, repo: string, path: string, moveRemote: (from: string) => Promise<void>): Promise<void> {
+    this.streams.stop(s, 'rename');
+    await s.lock(async () => {
+      if (s.remotePath) {
+        await moveRemote(s.remotePath);
+        s.remotePath = path;
+      }
+      this.unplace(s);
+      s.repo = repo;
+      s.path = path;
+      this.place(s);
+      if (s.dirty) await this.journal.moved(s);
+    });
+  }
+
+  /** Pause uploads below `dir` and wait for those in flight (before a folder rename). */
+  async holdUnder(repo: string, dir: string): Promise<FileState[]> {
+    const list = this.under(repo, dir);
+    for (const s of list) {
+      s.pause();
+      this.streams.stop(s, 'folder rename');
+    }
+    for (const s of list) await s.lock(async () => {});
+    return list;
+  }
+
+  /** After a folder moved on the server: follow it and resume uploads. */
+  async releaseUnder(list: FileState[], fromRepo: string, from: string, toRepo: string, to: string, moved: boolean): Promise<void> {
+    for (const s of list) {
+      if (moved && !s.deleted) {
+        const np = to + s.path.slice(from.length);
+        this.unplace(s);
+        if (s.remotePath) s.remotePath = np;
+        s.repo = fromRepo === toRepo ? s.repo : toRepo;
+        s.path = np;
+        if (!s.disposed) this.states.set(stateKey(s.repo, np), s);
+        if (s.dirty) await this.journal.moved(s).catch(() => {});
+      }
+      s.resume();
+      if (s.dirty && s.writers === 0 && !s.deleted) void this.queue.schedule(s);
+    }
+  }
+
+  /** Close and delete the temp file of a state nobody needs any more. */
+  maybeDispose(s: FileState): void {
+    if (s.openCount > 0 || s.running) return;
+    if (s.dirty && !s.deleted) return;
+    this.unplace(s);
+    if (!s.markDisposed()) return;
+    const fh = s.fh;
+    s.fh = null;
+    void (async () => {
+      await s.ready.catch(() => {});
+      await (fh ?? s.fh)?.close().catch(() => {});
+      await unlink(s.tmp).catch(() => {});
+    })();
+  }
+
+  /** Take over dirty files left by a mount process that died. */
+  async recover(accept: (repo: string) => boolean): Promise<number> {
+    let n = 0;
+    for (const e of await this.journal.journal.orphans()) {
+      if (!accept(e.repo)) continue;
+      let size: number;
+      try {
+        size = (await stat(e.tmp)).size;
+      } catch {
+        await this.journal.journal.remove(e.id);
+        continue;
+      }
+      if (this.states.get(stateKey(e.repo, e.path))) continue;
+      const s = new FileState(e.id, e.tmp, e.repo, e.path);
+      s.size = size;
+      s.markDirty();
+      s.fh = await open(e.tmp, 'r+');
+      this.states.set(stateKey(e.repo, e.path), s);
+      await this.journal.persist(s);
+      this.hooks.log(`recovering ${e.path} (${size} bytes) from the journal`);
+      void this.queue.schedule(s);
+      n++;
+    }
+    return n;
+  }
+}
