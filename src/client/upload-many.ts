@@ -12,7 +12,12 @@ interface Poster {
   postUpload(op: string, link: string, body: Awaited<ReturnType<typeof multipartOfFiles>>): Promise<{ text: string }>;
 }
 
-async function viaClient(client: Poster, link: string, fields: [string, string][], files: BatchFile[]): Promise<{ text: string; sizes: number[] }> {
+async function viaClient(
+  client: Poster,
+  link: string,
+  fields: [string, string][],
+  files: BatchFile[],
+): Promise<{ text: string; sizes: number[] }> {
   const body = await multipartOfFiles(fields, files);
   const r = await client.postUpload('upload', link, body);
   return { text: r.text, sizes: body.sizes };

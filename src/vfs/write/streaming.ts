@@ -201,7 +201,8 @@ export class Streams {
     this.stats.streamFailures++;
     // a refusal of chunked bodies comes at once: a reset after megabytes is an ordinary failure
     if (refusesChunked(st.dead) && !(st.dead instanceof ApiError && st.dead.status === 0 && st.claimed > 2 * 1024 * 1024)) {
-      if (this.start) this.log(`the server does not take chunked uploads (${(st.dead as Error).message}): uploads start after close from now on`);
+      const why = (st.dead as Error).message;
+      if (this.start) this.log(`the server does not take chunked uploads (${why}): uploads start after close from now on`);
       this.start = undefined;
     } else {
       this.log(`streaming upload of ${s.path} failed (${(st.dead as Error)?.message}); it is uploaded after close`);
@@ -220,7 +221,8 @@ export class Streams {
       return null;
     }
     try {
-      const trailing: [string, string][] = kind === 'upload' ? [['last_modify', new Date(Math.floor(s.mtime / 1000) * 1000).toISOString()]] : [];
+      const mtime = new Date(Math.floor(s.mtime / 1000) * 1000).toISOString();
+      const trailing: [string, string][] = kind === 'upload' ? [['last_modify', mtime]] : [];
       const res = await st.finish(trailing);
       this.stats.streamed++;
       this.log(`${path}: uploaded while it was written (${res.size} bytes, one streamed request)`);

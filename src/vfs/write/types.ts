@@ -49,7 +49,17 @@ export interface WriteStats {
 }
 
 export function newWriteStats(): WriteStats {
-  return { uploads: 0, uploadedBytes: 0, failures: 0, linkRequests: 0, batches: 0, streams: 0, streamed: 0, streamAborts: 0, streamFailures: 0 };
+  return {
+    uploads: 0,
+    uploadedBytes: 0,
+    failures: 0,
+    linkRequests: 0,
+    batches: 0,
+    streams: 0,
+    streamed: 0,
+    streamAborts: 0,
+    streamFailures: 0,
+  };
 }
 
 /** characters a multipart filename="..." cannot carry faithfully (such files are uploaded under a temporary name) */

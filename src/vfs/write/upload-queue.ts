@@ -111,7 +111,8 @@ export class UploadQueue {
   }
 
   private batchable(s: FileState): boolean {
-    return this.uploader.batches && s.remotePath === null && s.size <= this.o.batchFileMax && s.writers === 0 && !NEEDS_QUOTING.test(baseOf(s.path));
+    if (!this.uploader.batches || s.remotePath !== null || s.writers > 0) return false;
+    return s.size <= this.o.batchFileMax && !NEEDS_QUOTING.test(baseOf(s.path));
   }
 
   /** Queue a new small file for a batch upload of its folder; resolves when its attempt is over. */

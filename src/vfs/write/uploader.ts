@@ -69,7 +69,9 @@ export class Uploader {
     // the multi-file body when available: it also carries the file's modification time
     const many = this.api.uploadBatch;
     const res = await this.links.use('upload', repo, dir, (url) =>
-      many ? many(url, dir, [{ path: s.tmp, name }], { replace: true, lastModify: s.mtime }) : this.api.upload(url, dir, s.tmp, name, { replace: true }),
+      many
+        ? many(url, dir, [{ path: s.tmp, name }], { replace: true, lastModify: s.mtime })
+        : this.api.upload(url, dir, s.tmp, name, { replace: true }),
     );
     const r = res.find((x) => x.name === name) ?? res[0];
     if (r && r.name !== name) this.hooks.log(`upload of ${path} landed as ${r.name}`);

@@ -39,7 +39,8 @@ export class WriteBack {
   ) {
     this.journal = new FileJournal(journal);
     const links = new TransferLinks(api, opts.linkTtlMs ?? 50 * 60 * 1000, () => this.stats.linkRequests++);
-    this.streams = new Streams(api.startUploadStream, links, this.stats, hooks.log, opts.streamThresholdBytes ?? 8 * 1024 * 1024, opts.maxStreams ?? 4);
+    const threshold = opts.streamThresholdBytes ?? 8 * 1024 * 1024;
+    this.streams = new Streams(api.startUploadStream, links, this.stats, hooks.log, threshold, opts.maxStreams ?? 4);
     const uploader = new Uploader(api, links, this.streams, this.journal, this.stats, hooks);
     const table = {
       all: () => this.states.values(),

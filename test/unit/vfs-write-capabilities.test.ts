@@ -1,0 +1,91 @@
+// The write path reaches the API's optional capabilities (multi-file and
+// streaming uploads) through the SeafileApi interface only: the fake offers
+// them, and each file is read back from the fake's store afterwards.
+import { randomBytes } from 'node:crypto';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeApi, apiError, gate, makeVfs, sleep, writeWhole } from './fake-api.js';
+
+const MiB = 1024 * 1024;
+
+describe('write path capabilities through the API interface', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function setup(api: FakeApi, writeBack = {}) {
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, ...writeBack } });
+    cleanups.push(m.cleanup);
+    return { repo, ...m };
+  }
+
+  it('a large file is uploaded while it is written when the API offers streaming: one stream, no upload after close', async () => {
+    const api = new FakeApi().offerUploadStreams();
+    const { repo, vfs } = await setup(api, { streamThresholdBytes: MiB });
+    const data = randomBytes(3 * MiB + 4321);
+    const fh = await vfs.create('/big.bin', 0o644);
+    for (let off = 0; off < data.length; off += 128 * 1024) {
+      const piece = data.subarray(off, off + 128 * 1024);
+      await vfs.write('/big.bin', fh, piece, piece.length, off);
+    }
+    expect(api.calls.startUploadStream).toBe(1); // started before the close
+    await vfs.flush('/big.bin', fh);
+    await vfs.release('/big.bin', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/big.bin')!.equals(data)).toBe(true);
+    expect(api.calls.streamFinish).toBe(1);
+    expect(api.calls.upload ?? 0).toBe(0);
+    expect(vfs.wb.stats).toMatchObject({ streams: 1, streamed: 1, uploads: 1 });
+  });
+
+  it('new small files of a folder go in one multi-file call when the API offers it', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const { repo, vfs } = await setup(api, { concurrency: 1 });
+    const g = gate();
+    api.uploadGate = g.wait;
+    await writeWhole(vfs, '/first.txt', 'first'); // holds the only upload slot at the gate
+    await sleep(20);
+    for (let i = 0; i < 6; i++) await writeWhole(vfs, `/n${i}.txt`, `note ${i}\n`.repeat(i + 1));
+    g.open();
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/first.txt')!.toString()).toBe('first');
+    for (let i = 0; i < 6; i++) expect(api.content(repo, `/n${i}.txt`)!.toString()).toBe(`note ${i}\n`.repeat(i + 1));
+    // the first file alone, then the six waiting ones together
+    expect(api.calls.uploadMany).toBe(2);
+    expect(api.calls.upload ?? 0).toBe(0);
+    expect(vfs.wb.stats.batches).toBe(1);
+    expect(api.names(repo, '/')).toHaveLength(7);
+  });
+
+  it('the files a failed batch could not take are handed back and uploaded one by one', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const { repo, vfs } = await setup(api, { concurrency: 1 });
+    const g = gate();
+    api.uploadGate = g.wait;
+    await writeWhole(vfs, '/first.txt', 'first');
+    await sleep(20);
+    for (let i = 0; i < 4; i++) await writeWhole(vfs, `/b${i}`, `b${i}`);
+    api.failNext.set('uploadMany', [apiError('server', 500, 'upload')]);
+    g.open();
+    expect(await vfs.drain()).toEqual([]);
+    for (let i = 0; i < 4; i++) expect(api.content(repo, `/b${i}`)!.toString()).toBe(`b${i}`);
+    expect(vfs.wb.stats.batches).toBe(0);
+    expect(vfs.wb.stats.uploads).toBe(5);
+    expect(api.names(repo, '/')).toHaveLength(5); // no duplicates from the failed batch
+  });
+
+  it('without the capabilities every file is sent by its own upload call after close', async () => {
+    const api = new FakeApi();
+    const { repo, vfs } = await setup(api, { streamThresholdBytes: MiB });
+    const data = randomBytes(2 * MiB);
+    await writeWhole(vfs, '/a.bin', data);
+    await writeWhole(vfs, '/b.txt', 'b');
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/a.bin')!.equals(data)).toBe(true);
+    expect(api.content(repo, '/b.txt')!.toString()).toBe('b');
+    expect(api.calls.upload).toBe(2);
+    expect(api.calls.uploadMany ?? 0).toBe(0);
+    expect(vfs.wb.stats.streams).toBe(0);
+  });
+});
