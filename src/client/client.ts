@@ -4,6 +4,8 @@
 import { Readable } from 'node:stream';
 import { HttpCore, header, protocolError, transportError, type Call, type HttpOptions } from './http.js';
 import { multipartFromFile } from './multipart.js';
+import { rawGet } from './raw-get.js';
+import { StreamUnsupported } from './errors.js';
 import type {
   AccountInfo,
   CommitRecord,
@@ -23,6 +25,8 @@ import type {
   ServerInfo,
   ShareLink,
   StarredFile,
+  StreamControl,
+  StreamSink,
   TrashPage,
   UploadedFile,
   UploadLinkShare,
@@ -46,6 +50,8 @@ export interface ClientOptions {
   /** keep-alive connections per host; default 16 */
   connections?: number;
   userAgent?: string;
+  /** streamGet reads plain-http download URLs over a bare socket (raw-get.ts); default true. Off: it refuses, and readers use download() */
+  rawStreams?: boolean;
 }
 
 const DEFAULT_UA = 'seafs/0.1';
@@ -125,8 +131,10 @@ export function parseUploadAnswer(op: string, text: string, fallback: { name: st
 
 export class SeafileClient implements SeafileApi {
   readonly http: HttpCore;
+  private readonly rawStreams: boolean;
 
   constructor(opts: ClientOptions) {
+    this.rawStreams = opts.rawStreams ?? true;
     const o: HttpOptions = {
       baseUrl: opts.baseUrl,
       token: opts.token,
@@ -439,6 +447,16 @@ export class SeafileClient implements SeafileApi {
       retry: 'read',
     });
     return { url: expectString(op, r.value), oid: header(r.headers, 'oid') };
+  }
+
+  /**
+   * SeafileApi's streaming GET: over a bare socket, straight into the sink's
+   * buffers (raw-get.ts). Throws StreamUnsupported for what it cannot read
+   * (https) and when the `rawStreams` option is off.
+   */
+  streamGet(url: string, start: number, sink: StreamSink, opts: { idleMs?: number } = {}): StreamControl {
+    if (!this.rawStreams) throw new StreamUnsupported('raw streams are off');
+    return rawGet(url, start, sink, opts.idleMs);
   }
 
   /** GET of a download URL with an optional single range; the body streams. */

@@ -48,3 +48,15 @@ export class ApiError extends Error {
 export function isApiError(e: unknown, kind?: ApiErrorKind): e is ApiError {
   return e instanceof ApiError && (kind === undefined || e.kind === kind);
 }
+
+/**
+ * A streaming GET (`SeafileApi.streamGet`) cannot read this URL or this
+ * answer (https, chunked encoding, no Content-Length, switched off): nothing
+ * was delivered, and the caller reads the file through `download()` instead.
+ */
+export class StreamUnsupported extends Error {
+  constructor(message?: string) {
+    super(message);
+    this.name = 'StreamUnsupported';
+  }
+}
