@@ -1,6 +1,8 @@
 // SeafileClient: every web API operation seafs uses, over one keep-alive
 // undici Agent (http.ts). Each method names its operation (for errors), its
-// retry class (retry.ts) and its error context (status-map.ts).
+// retry class (retry.ts) and its error context (status-map.ts). The one
+// exception is streamGet, the reader's sequential stream, over a bare socket
+// (raw-get.ts) unless the rawStreams option is off.
 import { Readable } from 'node:stream';
 import { HttpCore, header, protocolError, transportError, type Call, type HttpOptions } from './http.js';
 import { multipartFromFile } from './multipart.js';
