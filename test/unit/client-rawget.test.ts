@@ -15,6 +15,8 @@ describe('raw ranged GET over a bare socket', () => {
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       if (req.url === '/forbidden') return res.writeHead(403).end('Bad access token');
+      const st = /^\/status\/(\d+)$/.exec(req.url ?? '');
+      if (st) return res.writeHead(Number(st[1])).end('refused');
       if (req.url === '/chunked') {
         res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
         res.write('abc');
@@ -75,6 +77,12 @@ describe('raw ranged GET over a bare socket', () => {
     await expect(fetchAll(`${base}/forbidden`, 0)).rejects.toMatchObject({ status: 403 });
     await expect(fetchAll(`${base}/chunked`, 0)).rejects.toBeInstanceOf(StreamUnsupported);
     expect(() => rawGet('https://example.invalid/x', 0, { head() {}, space: () => Buffer.alloc(1), wrote() {}, end() {} })).toThrow(StreamUnsupported);
+  });
+
+  it('names refusals the way the API client does for a download (status-map)', async () => {
+    for (const [status, kind] of [[401, 'unauthorized'], [403, 'forbidden'], [404, 'not_found'], [429, 'throttled'], [503, 'server']] as const) {
+      await expect(fetchAll(`${base}/status/${status}`, 0)).rejects.toMatchObject({ status, kind });
+    }
   });
 
   it('feeds a sequential reader through the reader stream', async () => {
