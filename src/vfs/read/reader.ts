@@ -41,7 +41,15 @@ export function readConfig(opts: ReaderOptions = {}): ReadConfig {
 }
 
 export class RemoteReader {
-  readonly stats: ReaderStats = { linkRequests: 0, rangeRequests: 0, bytesFetched: 0, diskChunks: 0, fills: 0, streams: 0, activeStreams: 0 };
+  readonly stats: ReaderStats = {
+    linkRequests: 0,
+    rangeRequests: 0,
+    bytesFetched: 0,
+    diskChunks: 0,
+    fills: 0,
+    streams: 0,
+    activeStreams: 0,
+  };
   private readonly cfg: ReadConfig;
   private readonly store: ChunkStore;
   private readonly links: DownloadLinks;
@@ -154,7 +162,17 @@ export class RemoteReader {
     return n;
   }
 
-  private async readSlow(f: RemoteFile, fc: FileChunks, target: Buffer, offset: number, end: number, i: number, last: number, written: number): Promise<number> {
+  /** the rest of a read, from chunk i on, once a chunk is not in memory */
+  private async readSlow(
+    f: RemoteFile,
+    fc: FileChunks,
+    target: Buffer,
+    offset: number,
+    end: number,
+    i: number,
+    last: number,
+    written: number,
+  ): Promise<number> {
     for (; i <= last; i++) {
       const buf = await this.chunkAt(f, fc, i);
       written += this.copyOut(buf, i, target, written, offset, end);

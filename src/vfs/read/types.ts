@@ -33,7 +33,10 @@ export interface ReaderOptions {
   maxSegmentsPerFile?: number;
   /** files above this size are read ahead by one streaming GET (default 8 MiB) */
   streamMinBytes?: number;
-  /** after this many random reads of a file, fetch all of it into the disk cache (default 32; fewer for files under 256 MiB: one per 8 MiB, at least 2) */
+  /**
+   * after this many random reads of a file, fetch all of it into the disk cache
+   * (default 32; fewer for files under 256 MiB: one per 8 MiB, at least 2)
+   */
   fillAfterRandomReads?: number;
   /** largest file fetched that way (default 2 GiB; the disk cache must hold it too) */
   fillMaxBytes?: number;
