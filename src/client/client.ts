@@ -1,12 +1,16 @@
 // SeafileClient: every web API operation seafs uses, over one keep-alive
 // undici Agent (http.ts). Each method names its operation (for errors), its
-// retry class (retry.ts) and its error context (status-map.ts).
+// retry class (retry.ts) and its error context (status-map.ts). The one
+// exception is streamGet, the reader's sequential stream, over a bare socket
+// (raw-get.ts) unless the rawStreams option is off.
 import { Readable } from 'node:stream';
 import { HttpCore, header, protocolError, transportError, type Call, type HttpOptions } from './http.js';
 import { multipartFromFile } from './multipart.js';
 import { streamUploadFor } from './stream-upload.js';
 import { parseUploadAnswer } from './upload-answer.js';
 import { uploadManyFor } from './upload-many.js';
+import { rawGet } from './raw-get.js';
+import { StreamUnsupported } from './errors.js';
 import type {
   AccountInfo,
   CommitRecord,
@@ -27,6 +31,8 @@ import type {
   StartUploadStream,
   ShareLink,
   StarredFile,
+  StreamControl,
+  StreamSink,
   TrashPage,
   UploadBatch,
   UploadedFile,
@@ -55,6 +61,8 @@ export interface ClientOptions {
   streamUploads?: boolean;
   /** multi-file uploads to a plain-http link over a bare socket (raw-post.ts) rather than undici; default true */
   rawUploads?: boolean;
+  /** streamGet reads plain-http download URLs over a bare socket (raw-get.ts); default true. Off: it refuses, and readers use download() */
+  rawStreams?: boolean;
 }
 
 const DEFAULT_UA = 'seafs/0.1';
@@ -95,8 +103,10 @@ export class SeafileClient implements SeafileApi {
   readonly http: HttpCore;
   readonly uploadBatch: UploadBatch;
   readonly startUploadStream?: StartUploadStream;
+  private readonly rawStreams: boolean;
 
   constructor(opts: ClientOptions) {
+    this.rawStreams = opts.rawStreams ?? true;
     const o: HttpOptions = {
       baseUrl: opts.baseUrl,
       token: opts.token,
@@ -411,6 +421,16 @@ export class SeafileClient implements SeafileApi {
       retry: 'read',
     });
     return { url: expectString(op, r.value), oid: header(r.headers, 'oid') };
+  }
+
+  /**
+   * SeafileApi's streaming GET: over a bare socket, straight into the sink's
+   * buffers (raw-get.ts). Throws StreamUnsupported for what it cannot read
+   * (https) and when the `rawStreams` option is off.
+   */
+  streamGet(url: string, start: number, sink: StreamSink, opts: { idleMs?: number } = {}): StreamControl {
+    if (!this.rawStreams) throw new StreamUnsupported('raw streams are off');
+    return rawGet(url, start, sink, opts.idleMs);
   }
 
   /** GET of a download URL with an optional single range; the body streams. */

@@ -62,3 +62,15 @@ export function refusesChunked(e: unknown): boolean {
   if ([411, 501, 505].includes(e.status)) return true;
   return e instanceof EarlyAnswer && (e.status === 400 || (e.status === 0 && e.kind === 'network'));
 }
+
+/**
+ * A streaming GET (`SeafileApi.streamGet`) cannot read this URL or this
+ * answer (https, chunked encoding, no Content-Length, switched off): nothing
+ * was delivered, and the caller reads the file through `download()` instead.
+ */
+export class StreamUnsupported extends Error {
+  constructor(message?: string) {
+    super(message);
+    this.name = 'StreamUnsupported';
+  }
+}

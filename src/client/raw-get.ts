@@ -2,46 +2,21 @@
 // is read straight into buffers the caller supplies (net's `onread` with a
 // buffer function): no allocation per network read and no copy of the body,
 // which on a 2-core machine saves about a second of CPU per GiB against a
-// general HTTP client. Only for the sequential stream; anything unusual
-// (https, chunked encoding, no Content-Length) is refused with RawUnsupported
-// and the caller uses the API client instead.
+// general HTTP client. SeafileClient.streamGet (the SeafileApi capability)
+// delegates here; anything unusual (https, chunked encoding, no
+// Content-Length) is refused with StreamUnsupported and the caller uses the
+// API client instead.
 import net from 'node:net';
-import { ApiError, type ApiErrorKind } from './errors.js';
-
-export class RawUnsupported extends Error {}
-
-export interface RawSink {
-  /** status 200 or 206, the offset of the first body byte, the body length */
-  head(status: number, start: number, length: number): void;
-  /**
-   * Where the next body bytes go; the socket reads into it directly, so it
-   * must stay the caller's until wrote() (or end()) and must not be empty.
-   */
-  space(): Buffer;
-  /** `n` body bytes were put at the start of the last space() */
-  wrote(n: number): void;
-  end(err: unknown | null): void;
-}
-
-export interface RawStream {
-  pause(): void;
-  resume(): void;
-  destroy(): void;
-}
+import { ApiError, StreamUnsupported } from './errors.js';
+import { kindFor } from './status-map.js';
+import type { StreamControl, StreamSink } from './types.js';
 
 /** the response header is read into this much, and grown only for a longer header */
 const HEAD_BUF = 16 * 1024;
 
-function kindOf(status: number): ApiErrorKind {
-  if (status === 401 || status === 403) return 'forbidden';
-  if (status === 404) return 'not_found';
-  if (status >= 500) return 'server';
-  return 'bad_request';
-}
-
-export function rawGet(url: string, start: number, sink: RawSink, idleMs = 60_000): RawStream {
+export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60_000): StreamControl {
   const u = new URL(url);
-  if (u.protocol !== 'http:') throw new RawUnsupported(u.protocol);
+  if (u.protocol !== 'http:') throw new StreamUnsupported(u.protocol);
   const port = Number(u.port || 80);
   const headBuf = Buffer.allocUnsafe(HEAD_BUF);
   /** header bytes of earlier reads while the header is incomplete */
@@ -57,7 +32,7 @@ export function rawGet(url: string, start: number, sink: RawSink, idleMs = 60_00
   const onHead = (text: string): number => {
     const lines = text.split('\r\n');
     const m = /^HTTP\/1\.[01] (\d{3})/.exec(lines[0]);
-    if (!m) throw new RawUnsupported('bad status line');
+    if (!m) throw new StreamUnsupported('bad status line');
     const status = Number(m[1]);
     const h = new Map<string, string>();
     for (const l of lines.slice(1)) {
@@ -65,14 +40,15 @@ export function rawGet(url: string, start: number, sink: RawSink, idleMs = 60_00
       if (i > 0) h.set(l.slice(0, i).trim().toLowerCase(), l.slice(i + 1).trim());
     }
     if (status !== 200 && status !== 206) {
-      throw new ApiError({ kind: kindOf(status), status, operation: 'download', serverMessage: `HTTP ${status}` });
+      const message = `HTTP ${status}`;
+      throw new ApiError({ kind: kindFor(status, message, 'download'), status, operation: 'download', serverMessage: message });
     }
-    if (h.has('transfer-encoding') || !h.has('content-length')) throw new RawUnsupported('no content-length');
+    if (h.has('transfer-encoding') || !h.has('content-length')) throw new StreamUnsupported('no content-length');
     const length = Number(h.get('content-length'));
     let first = 0;
     if (status === 206) {
       const cr = /bytes (\d+)-/.exec(h.get('content-range') ?? '');
-      if (!cr) throw new RawUnsupported('no content-range');
+      if (!cr) throw new StreamUnsupported('no content-range');
       first = Number(cr[1]);
     }
     sink.head(status, first, length);
@@ -107,7 +83,7 @@ export function rawGet(url: string, start: number, sink: RawSink, idleMs = 60_00
             const all = head.length ? Buffer.concat([head, buf.subarray(0, nread)]) : buf.subarray(0, nread);
             const i = all.indexOf('\r\n\r\n');
             if (i < 0) {
-              if (all.length > 64 * 1024) throw new RawUnsupported('header too long');
+              if (all.length > 64 * 1024) throw new StreamUnsupported('header too long');
               head = Buffer.from(all); // headBuf is read into again
               return true;
             }

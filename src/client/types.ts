@@ -257,6 +257,16 @@ export interface SeafileApi {
   readonly uploadBatch?: UploadBatch;
   /** a chunked upload that runs while a large file is written */
   readonly startUploadStream?: StartUploadStream;
+
+  // --- optional capability: streaming GET (read path) ---
+  // A GET of a download URL from byte `start` to the end of the file whose body is read
+  // straight into buffers the sink hands out: no copy and no allocation per network read.
+  // The reader's sequential stream uses it when present, and `download()` otherwise.
+  // Refusals are ApiError (through sink.end); a URL or answer it cannot read is
+  // StreamUnsupported (thrown, or through sink.end before head()): the caller then uses
+  // `download()`. `idleMs`: give up (ApiError 'timeout') when nothing arrives this long.
+  // SeafileClient: over a bare socket for plain-http URLs (its `rawStreams` option).
+  streamGet?(url: string, start: number, sink: StreamSink, opts?: { idleMs?: number }): StreamControl;
 }
 
 /** What POST /api2/repos/ answers. */
@@ -284,4 +294,29 @@ export interface TrashPage {
   data: TrashEntry[];
   scan_stat: string | null;
   more: boolean;
+}
+
+// --- streaming GET (read path): the two sides of SeafileApi.streamGet ---
+
+/** Where a streaming GET puts the body. */
+export interface StreamSink {
+  /** status 200 (the whole file: Range ignored) or 206, the offset of the first body byte, the body length */
+  head(status: number, start: number, length: number): void;
+  /**
+   * Where the next body bytes go; the socket reads into it directly, so it
+   * must stay the caller's until wrote() (or end()) and must not be empty.
+   */
+  space(): Buffer;
+  /** `n` body bytes were put at the start of the last space() */
+  wrote(n: number): void;
+  /** called once: null after the whole body (or destroy()), else the failure */
+  end(err: unknown | null): void;
+}
+
+/** The caller's hold on a streaming GET: flow control, and the end of it. */
+export interface StreamControl {
+  pause(): void;
+  resume(): void;
+  /** ends the transfer; the sink's end(null) follows */
+  destroy(): void;
 }

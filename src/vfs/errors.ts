@@ -50,13 +50,15 @@ export function errnoOf(e: unknown): ErrnoName {
   return 'EIO';
 }
 
-/** Failures worth retrying later (the data is kept meanwhile). */
-export function isTransient(e: unknown): boolean {
-  if (e instanceof ApiError) {
-    return e.kind === 'server' || e.kind === 'timeout' || e.kind === 'network' || e.kind === 'throttled' || e.kind === 'protocol';
-  }
-  if (e instanceof VfsError) return e.code === 'EIO' || e.code === 'ETIMEDOUT' || e.code === 'EAGAIN';
-  return true;
+/**
+ * A failure another attempt of the same request may get past: the connection
+ * broke or stalled, the server failed (5xx), or a body ended short (EIO).
+ * Everything else (refused, missing, over quota, bad request) would only fail
+ * again. The read path retries a ranged GET on it.
+ */
+export function retryable(e: unknown): boolean {
+  if (e instanceof ApiError) return e.kind === 'network' || e.kind === 'timeout' || e.status >= 500;
+  return e instanceof VfsError && e.code === 'EIO';
 }
 
 /**

@@ -7,11 +7,11 @@ import { join } from 'node:path';
 import type { DirEntry, Library, SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { VfsError } from './errors.js';
-import { BlockCache } from './block-cache.js';
+import { BlockCache } from './read/block-cache.js';
 import { Journal } from './write/journal.js';
 import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, checkName, isWithin, joinPath, parentOf, splitPath } from './paths.js';
-import { RemoteReader, type ReadPattern, type ReaderOptions, type RemoteFile } from './reader.js';
+import { RemoteReader, type ReadPattern, type ReaderOptions, type RemoteFile } from './read/reader.js';
 import { FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
 
 export interface VfsOptions {

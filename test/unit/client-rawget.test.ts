@@ -1,9 +1,9 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/client/errors.js';
-import { rawGet, RawUnsupported } from '../../src/client/raw-get.js';
-import { RemoteReader } from '../../src/vfs/reader.js';
+import { ApiError, StreamUnsupported } from '../../src/client/errors.js';
+import { rawGet } from '../../src/client/raw-get.js';
+import { RemoteReader } from '../../src/vfs/read/reader.js';
 import { FakeApi } from './fake-api.js';
 
 const data = Buffer.alloc(3 * 1024 * 1024 + 99);
@@ -15,6 +15,8 @@ describe('raw ranged GET over a bare socket', () => {
   beforeAll(async () => {
     server = http.createServer((req, res) => {
       if (req.url === '/forbidden') return res.writeHead(403).end('Bad access token');
+      const st = /^\/status\/(\d+)$/.exec(req.url ?? '');
+      if (st) return res.writeHead(Number(st[1])).end('refused');
       if (req.url === '/chunked') {
         res.writeHead(200, { 'Content-Type': 'application/octet-stream' });
         res.write('abc');
@@ -70,21 +72,35 @@ describe('raw ranged GET over a bare socket', () => {
     expect(r.body.equals(data)).toBe(true);
   });
 
-  it('reports refusals as ApiError and what it cannot read as RawUnsupported', async () => {
+  it('reports refusals as ApiError and what it cannot read as StreamUnsupported', async () => {
     await expect(fetchAll(`${base}/forbidden`, 0)).rejects.toBeInstanceOf(ApiError);
     await expect(fetchAll(`${base}/forbidden`, 0)).rejects.toMatchObject({ status: 403 });
-    await expect(fetchAll(`${base}/chunked`, 0)).rejects.toBeInstanceOf(RawUnsupported);
-    expect(() => rawGet('https://example.invalid/x', 0, { head() {}, space: () => Buffer.alloc(1), wrote() {}, end() {} })).toThrow(RawUnsupported);
+    await expect(fetchAll(`${base}/chunked`, 0)).rejects.toBeInstanceOf(StreamUnsupported);
+    expect(() => rawGet('https://example.invalid/x', 0, { head() {}, space: () => Buffer.alloc(1), wrote() {}, end() {} })).toThrow(StreamUnsupported);
+  });
+
+  it('names refusals the way the API client does for a download (status-map)', async () => {
+    for (const [status, kind] of [[401, 'unauthorized'], [403, 'forbidden'], [404, 'not_found'], [429, 'throttled'], [503, 'server']] as const) {
+      await expect(fetchAll(`${base}/status/${status}`, 0)).rejects.toMatchObject({ status, kind });
+    }
   });
 
   it('feeds a sequential reader through the reader stream', async () => {
     const api = new FakeApi();
     // the download link points at the real HTTP server above
     api.downloadLink = async () => ({ url: `${base}/f`, oid: null });
+    let downloads = 0;
     api.download = async (url, range) => {
+      downloads++;
       const res = await fetch(url, { headers: { Range: `bytes=${range?.start ?? 0}-${range?.end ?? ''}` } });
       const { Readable } = await import('node:stream');
       return { status: res.status, start: range?.start ?? 0, totalSize: data.length, etag: null, body: Readable.from(Buffer.from(await res.arrayBuffer())) };
+    };
+    // the API's streaming GET is the bare-socket one
+    let streamed = 0;
+    api.streamGet = (url, start, sink, opts) => {
+      streamed++;
+      return rawGet(url, start, sink, opts?.idleMs);
     };
     const reader = new RemoteReader(api, { streamMinBytes: 1024 * 1024, memoryBytes: 4 * 1024 * 1024, maxWindow: 1024 * 1024 });
     const f = { repo: 'r', path: '/f', size: data.length, version: 'v1' };
@@ -96,6 +112,8 @@ describe('raw ranged GET over a bare socket', () => {
     }
     expect(out.equals(data)).toBe(true);
     expect(reader.stats.streams).toBe(1);
+    expect(streamed).toBe(1);
+    expect(downloads).toBe(0);
     reader.closePattern(f, pat);
   });
 });

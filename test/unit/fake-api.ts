@@ -11,6 +11,7 @@ import type {
   SeafileApi, UploadedFile,
 } from '../../src/client/types.js';
 import type { FileUploadStream, StartUploadStream, UploadBatch } from '../../src/client/types.js';
+import type { StreamControl, StreamSink } from '../../src/client/types.js';
 
 interface FFile { type: 'file'; id: string; mtime: number }
 interface FDir { type: 'dir'; oid: string; mtime: number; children: Map<string, FNode> }
@@ -252,6 +253,76 @@ export class FakeApi implements SeafileApi {
     const end = Math.min(data.length - 1, range.end ?? data.length - 1);
     const slice = data.subarray(range.start, end + 1);
     return { status: 206, start: range.start, totalSize: data.length, etag: id, body: counted(slice) };
+  }
+
+  // ---- optional capability: streaming GET (read path) ----
+  /**
+   * Like the bare-socket GET: Range from `start` to the end (200 with the
+   * whole file when ignoreRange), the body written straight into the sink's
+   * buffers, at most 64 KiB per turn of the event loop, paused and resumed
+   * like a socket; a failure (failNext 'streamGet', an unknown blob) comes
+   * through sink.end.
+   */
+  streamGet(url: string, start: number, sink: StreamSink, _opts?: { idleMs?: number }): StreamControl {
+    let paused = false;
+    let done = false;
+    let queued = false;
+    let body: Buffer = Buffer.alloc(0);
+    let pos = 0;
+    const finish = (err: unknown | null) => {
+      if (done) return;
+      done = true;
+      sink.end(err);
+    };
+    const pump = () => {
+      queued = false;
+      if (done || paused) return;
+      if (pos < body.length) {
+        const dst = sink.space();
+        const n = Math.min(dst.length, body.length - pos, 64 * 1024);
+        body.copy(dst, 0, pos, pos + n);
+        pos += n;
+        this.bytesServed += n;
+        sink.wrote(n);
+      }
+      if (pos >= body.length) finish(null);
+      else schedule();
+    };
+    const schedule = () => {
+      if (queued || done || paused) return;
+      queued = true;
+      setImmediate(pump);
+    };
+    setImmediate(() => {
+      try {
+        this.hit('streamGet');
+      } catch (e) {
+        return finish(e);
+      }
+      const id = url.split('/')[3];
+      const data = id === ZERO ? Buffer.alloc(0) : this.blobs.get(id);
+      if (!data) return finish(apiError('forbidden', 403, 'download', 'HTTP 403'));
+      if (this.ignoreRange || data.length === 0) {
+        body = data;
+        sink.head(200, 0, data.length);
+      } else {
+        if (start >= data.length) return finish(apiError('bad_request', 416, 'download', 'HTTP 416'));
+        body = data.subarray(start);
+        sink.head(206, start, body.length);
+      }
+      if (body.length === 0) return finish(null);
+      schedule();
+    });
+    return {
+      pause: () => {
+        paused = true;
+      },
+      resume: () => {
+        paused = false;
+        schedule();
+      },
+      destroy: () => finish(null),
+    };
   }
 
   async createFile(repoId: string, path: string): Promise<void> {

@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { SeafileClient } from '../../src/client/client.js';
 import type { SeafileApi } from '../../src/client/types.js';
-import { BlockCache } from '../../src/vfs/block-cache.js';
-import { RemoteReader, type ReaderOptions, type ReadPattern, type RemoteFile } from '../../src/vfs/reader.js';
+import { BlockCache } from '../../src/vfs/read/block-cache.js';
+import { RemoteReader, type ReaderOptions, type ReadPattern, type RemoteFile } from '../../src/vfs/read/reader.js';
 import { mulberry32, seededBytes, StressServer, type Faults } from './reader-stress-server.js';
 
 /** what the stress run needs of a reader (lets an older reader be run for comparison) */
@@ -48,7 +48,8 @@ export async function runStress(
   const t0 = Date.now();
 
   const chunk = pick([16, 32, 64, 128]) * 1024;
-  const ropts: ReaderOptions = {
+  // the stream over a bare socket or through undici: the client's choice (its rawStreams option)
+  const { rawStreams, ...ropts }: ReaderOptions & { rawStreams: boolean } = {
     chunkSize: chunk,
     memoryBytes: chunk * pick([1, 2, 3, 6, 12, 24]),
     initialWindow: chunk * int(1, 4),
@@ -82,15 +83,16 @@ export async function runStress(
     const size = Math.max(1, Math.floor(pick([3 * chunk, 700 * 1024, 3 * 1024 * 1024, 6 * 1024 * 1024]) * scale) + int(-999, 999));
     files.set(`/f${i}.bin`, seededBytes(seed * 31 + i, size));
   }
-  const config = `chunk=${chunk / 1024}K mem=${ropts.memoryBytes! / chunk}ch win=${ropts.initialWindow! / chunk}-${ropts.maxWindow! / chunk}ch seg=${ropts.segmentSize! / chunk}ch segs=${ropts.maxSegmentsPerFile} streamMin=${ropts.streamMinBytes} fillAfter=${ropts.fillAfterRandomReads} raw=${ropts.rawStreams} idle=${ropts.streamIdleMs} disk=${diskBytes >> 20}M faults=${JSON.stringify(faults)} files=${[...files.values()].map((b) => b.length).join(',')}`;
+  const config = `chunk=${chunk / 1024}K mem=${ropts.memoryBytes! / chunk}ch win=${ropts.initialWindow! / chunk}-${ropts.maxWindow! / chunk}ch seg=${ropts.segmentSize! / chunk}ch segs=${ropts.maxSegmentsPerFile} streamMin=${ropts.streamMinBytes} fillAfter=${ropts.fillAfterRandomReads} raw=${rawStreams} idle=${ropts.streamIdleMs} disk=${diskBytes >> 20}M faults=${JSON.stringify(faults)} files=${[...files.values()].map((b) => b.length).join(',')}`;
 
   const server = new StressServer(files, faults, mulberry32(seed ^ 0x5eed));
   await server.start();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'seafs-stress-'));
-  const client = new SeafileClient({ baseUrl: server.url, maxRetries: 2, retryBaseMs: 5, retryMaxMs: 20, timeoutMs: 5_000, transferTimeoutMs: 700 });
+  const client = new SeafileClient({ baseUrl: server.url, maxRetries: 2, retryBaseMs: 5, retryMaxMs: 20, timeoutMs: 5_000, transferTimeoutMs: 700, rawStreams });
   const api = {
     downloadLink: async (_repo: string, p: string) => ({ url: server.link(p), oid: null }),
     download: (url: string, range?: { start: number; end?: number }) => client.download(url, range),
+    streamGet: client.streamGet.bind(client),
   } as unknown as SeafileApi;
   let disk: BlockCache | null = null;
   if (diskBytes > 0) {

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BlockCache } from '../../src/vfs/block-cache.js';
+import { BlockCache } from '../../src/vfs/read/block-cache.js';
 
 describe('disk block cache', () => {
   const dirs: string[] = [];

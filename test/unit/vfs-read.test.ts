@@ -1,6 +1,10 @@
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, makeVfs, readWhole, sleep } from './fake-api.js';
+import { StreamUnsupported } from '../../src/client/errors.js';
+import { apiError, FakeApi, makeVfs, readWhole, sleep } from './fake-api.js';
+
+/** GETs of file content: ranged ones and streams */
+const gets = (api: FakeApi) => (api.calls.download ?? 0) + (api.calls.streamGet ?? 0);
 
 function pattern(n: number): Buffer {
   const b = Buffer.alloc(n);
@@ -41,7 +45,7 @@ describe('vfs read path', () => {
     expect(got.equals(data)).toBe(true);
     // one reusable link, a few large ranges rather than one request per read
     expect(api.calls.downloadLink).toBe(1);
-    expect(api.calls.download).toBeLessThan(20);
+    expect(gets(api)).toBeLessThan(20);
     expect(api.bytesServed).toBe(data.length);
   });
 
@@ -114,9 +118,9 @@ describe('vfs random reads', () => {
       expect(m.vfs.reader.stats.fills).toBe(1);
       for (let i = 0; i < 100 && m.vfs.disk!.stats.writes < 64; i++) await sleep(20);
       await sleep(50);
-      const downloads = api.calls.download;
+      const downloads = gets(api);
       for (let i = 0; i < 200; i++) await readAt(Math.floor(rnd() * (data.length - 4096)) & ~4095);
-      expect(api.calls.download).toBe(downloads);
+      expect(gets(api)).toBe(downloads);
       // the whole file came once, plus the chunks of the first random reads
       expect(api.bytesServed).toBeLessThan(data.length + 40 * 128 * 1024 + 1);
       await m.vfs.release('/r.bin', fh);
@@ -175,7 +179,7 @@ describe('vfs re-reads of page-cache holes', () => {
     const m = await makeVfs(api, { library: 'lib', diskCacheBytes: 0, reader: { memoryBytes: 4 * MiB } });
     try {
       expect((await readWhole(m.vfs, '/h.bin')).equals(data)).toBe(true);
-      const downloads = api.calls.download;
+      const downloads = gets(api);
       // what a re-read asks once the host paged out single pages: 4-16 KiB reads, steps of
       // 100 KiB-2 MiB, every third one a little behind the one before (kernel readahead in flight)
       const fh = await m.vfs.open('/h.bin', FC.O_RDONLY);
@@ -193,7 +197,7 @@ describe('vfs re-reads of page-cache holes', () => {
       expect(reads).toBeGreaterThan(50);
       expect(m.vfs.reader.stats.fills).toBe(0);
       // one stream (or a few), where the old classification sent one ranged GET per read
-      expect(api.calls.download - downloads).toBeLessThanOrEqual(5);
+      expect(gets(api) - downloads).toBeLessThanOrEqual(5);
     } finally {
       await m.cleanup();
     }
@@ -222,6 +226,63 @@ describe('vfs streaming readahead', () => {
       }
       for (let i = 0; i < 50 && m.vfs.reader.stats.activeStreams > 0; i++) await sleep(10);
       expect(m.vfs.reader.stats.activeStreams).toBe(0);
+    } finally {
+      await m.cleanup();
+    }
+  });
+});
+
+describe('vfs streaming GET capability', () => {
+  const MiB = 1024 * 1024;
+  async function streamSetup() {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const data = pattern(12 * MiB + 321);
+    api.putFile(repo, '/s.bin', data);
+    const m = await makeVfs(api, { library: 'lib', diskCacheBytes: 0, reader: { streamMinBytes: MiB } });
+    return { api, data, m };
+  }
+
+  it('a sequential reader of a big file is fed by the API streaming GET when it has one: one stream, no ranged GET', async () => {
+    const { api, data, m } = await streamSetup();
+    try {
+      expect((await readWhole(m.vfs, '/s.bin')).equals(data)).toBe(true);
+      expect(api.calls.streamGet).toBe(1);
+      expect(api.calls.download ?? 0).toBe(0);
+      expect(api.bytesServed).toBe(data.length);
+    } finally {
+      await m.cleanup();
+    }
+  });
+
+  it('an API without the capability, or whose streaming GET cannot read the link, streams through download() with the same bytes', async () => {
+    for (const variant of ['absent', 'unsupported'] as const) {
+      const { api, data, m } = await streamSetup();
+      try {
+        if (variant === 'absent') (api as { streamGet?: unknown }).streamGet = undefined;
+        else
+          api.streamGet = () => {
+            api.calls.streamGet = (api.calls.streamGet ?? 0) + 1;
+            throw new StreamUnsupported('https');
+          };
+        expect((await readWhole(m.vfs, '/s.bin')).equals(data)).toBe(true);
+        expect(api.calls.streamGet ?? 0).toBe(variant === 'absent' ? 0 : 1);
+        expect(api.calls.download).toBe(1);
+        expect(m.vfs.reader.stats.streams).toBe(1);
+      } finally {
+        await m.cleanup();
+      }
+    }
+  });
+
+  it('a streaming GET refused for a spent link is retried once on a renewed link', async () => {
+    const { api, data, m } = await streamSetup();
+    try {
+      api.failNext.set('streamGet', [apiError('forbidden', 403, 'download', 'HTTP 403')]);
+      expect((await readWhole(m.vfs, '/s.bin')).equals(data)).toBe(true);
+      expect(api.calls.streamGet).toBe(2);
+      expect(api.calls.downloadLink).toBe(2);
+      expect(api.calls.download ?? 0).toBe(0);
     } finally {
       await m.cleanup();
     }

@@ -7,8 +7,8 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import type { SeafileApi } from '../../src/client/types.js';
-import { BlockCache } from '../../src/vfs/block-cache.js';
-import { RemoteReader, type ReaderOptions, type ReadPattern } from '../../src/vfs/reader.js';
+import { BlockCache } from '../../src/vfs/read/block-cache.js';
+import { RemoteReader, type ReaderOptions, type ReadPattern } from '../../src/vfs/read/reader.js';
 import { mulberry32, seededBytes, StressServer, type Faults } from './reader-stress-server.js';
 
 const KiB = 1024;
@@ -32,6 +32,7 @@ describe('read path recovery', () => {
     const api = {
       downloadLink: async (_r: string, p: string) => ({ url: server.link(p), oid: null }),
       download: (url: string, range?: { start: number; end?: number }) => client.download(url, range),
+      streamGet: client.streamGet.bind(client),
     } as unknown as SeafileApi;
     const dir = await mkdtemp(path.join(os.tmpdir(), 'seafs-rf-'));
     let disk: BlockCache | null = null;

@@ -1,0 +1,196 @@
+// The read path for files that are not dirty: ranged GETs on a reusable
+// download link, cut into fixed chunks kept in a bounded in-memory store,
+// with readahead that grows while a reader stays sequential (a streaming GET
+// for large files, ranged segments for small ones). A random small read
+// fetches one chunk, never the whole file. This file composes the engine:
+// pattern.ts classifies each read, chunk-store.ts holds the chunks,
+// seq-stream.ts and segments.ts fetch them, block-cache.ts keeps them on disk.
+import { createWriteStream } from 'node:fs';
+import { writeFile } from 'node:fs/promises';
+import { pipeline } from 'node:stream/promises';
+import type { SeafileApi } from '../../client/types.js';
+import { VfsError } from '../errors.js';
+import type { BlockCache } from './block-cache.js';
+import { ChunkStore } from './chunk-store.js';
+import { DownloadLinks } from './download-links.js';
+import { classifyRead } from './pattern.js';
+import { Segments } from './segments.js';
+import { SeqStreams } from './seq-stream.js';
+import type { Chunk, FileChunks, Pending, ReadConfig, ReaderOptions, ReaderStats, ReadPattern, RemoteFile } from './types.js';
+
+export type { ReaderOptions, ReadPattern, RemoteFile } from './types.js';
+
+/** The reader's options with their defaults. */
+export function readConfig(opts: ReaderOptions = {}): ReadConfig {
+  const chunk = opts.chunkSize ?? 128 * 1024;
+  return {
+    chunk,
+    initialWindow: opts.initialWindow ?? 512 * 1024,
+    maxWindow: opts.maxWindow ?? 16 * 1024 * 1024,
+    segChunks: Math.max(1, Math.floor((opts.segmentSize ?? 4 * 1024 * 1024) / chunk)),
+    maxSegs: opts.maxSegmentsPerFile ?? 4,
+    linkTtl: opts.linkTtlMs ?? 50 * 60 * 1000,
+    memBudget: opts.memoryBytes ?? 32 * 1024 * 1024,
+    fillAfter: opts.fillAfterRandomReads ?? 32,
+    streamMin: opts.streamMinBytes ?? 8 * 1024 * 1024,
+    jumpAhead: 8 * 1024 * 1024,
+    fillMax: opts.fillMaxBytes ?? 2 * 1024 ** 3,
+    streamIdle: opts.streamIdleMs ?? 5_000,
+    stall: opts.stallMs ?? 30_000,
+  };
+}
+
+export class RemoteReader {
+  readonly stats: ReaderStats = {
+    linkRequests: 0,
+    rangeRequests: 0,
+    bytesFetched: 0,
+    diskChunks: 0,
+    fills: 0,
+    streams: 0,
+    activeStreams: 0,
+  };
+  private readonly cfg: ReadConfig;
+  private readonly store: ChunkStore;
+  private readonly links: DownloadLinks;
+  private readonly segments: Segments;
+  private readonly streams: SeqStreams;
+
+  constructor(
+    api: SeafileApi,
+    opts: ReaderOptions = {},
+    private readonly disk: BlockCache | null = null,
+    /** a file turned out to have changed on the server */
+    onStale?: (f: RemoteFile) => void,
+  ) {
+    this.cfg = readConfig(opts);
+    this.store = new ChunkStore(this.cfg.chunk, this.cfg.memBudget);
+    this.links = new DownloadLinks(api, this.cfg.linkTtl, this.stats, onStale);
+    this.segments = new Segments(this.cfg, this.stats, this.store, this.links, disk);
+    this.streams = new SeqStreams(api, this.cfg, this.stats, this.store, this.links, this.segments, disk);
+  }
+
+  /** Download the whole file into `dest` (to open an existing file for writing). */
+  async downloadWhole(f: RemoteFile, dest: string): Promise<void> {
+    if (f.size === 0) {
+      await writeFile(dest, '');
+      return;
+    }
+    const res = await this.links.get(f);
+    await pipeline(res.body, createWriteStream(dest));
+  }
+
+  /** bytes of chunks held in memory, and the budget (for `status` and tests) */
+  memory(): { used: number; budget: number; pooled: number } {
+    return this.store.memory();
+  }
+
+  /**
+   * Reads into `target` and returns the byte count (short only at end of
+   * file). When every chunk is in memory the answer is synchronous: a number,
+   * not a promise, which keeps the hot sequential path free of microtasks.
+   */
+  read(f: RemoteFile, target: Buffer, len: number, offset: number, pat: ReadPattern): number | Promise<number> {
+    if (offset >= f.size || len <= 0) return 0;
+    const end = Math.min(f.size, offset + len);
+    const step = classifyRead(pat, offset, end, f.size, this.cfg);
+    pat.window = step.window;
+    pat.next = step.next;
+    pat.started = true;
+    if (step.random) this.segments.noteRandomRead(f, this.store.fileChunks(f));
+    const C = this.cfg.chunk;
+    const first = Math.floor(offset / C);
+    const last = Math.floor((end - 1) / C);
+    const fc = this.store.fileChunks(f);
+    if (pat.window > 0) {
+      const lastChunk = Math.floor((f.size - 1) / C);
+      const raEnd = Math.min(lastChunk, Math.floor((end - 1 + pat.window) / C));
+      // a stream pays off for large files; small ones take a ranged GET or two.
+      // The stream is asked first, for the read's own chunks too: a chunk it is
+      // about to deliver anyway is not fetched twice.
+      if (f.size > this.cfg.streamMin) this.streams.ahead(f, fc, pat, first, raEnd);
+      this.segments.ensure(f, fc, first, last, false);
+      if (f.size <= this.cfg.streamMin && raEnd > last) this.segments.ensure(f, fc, last + 1, raEnd, true);
+    } else {
+      this.segments.ensure(f, fc, first, last, false);
+      if (pat.stream) {
+        this.streams.stop(f, pat.stream);
+        pat.stream = undefined;
+      }
+    }
+    // fast path: all in memory
+    let written = 0;
+    let i = first;
+    for (; i <= last; i++) {
+      const buf = fc.have.get(i);
+      if (!buf) break;
+      written += this.copyOut(buf, i, target, written, offset, end);
+    }
+    if (i > last) return written;
+    return this.readSlow(f, fc, target, offset, end, i, last, written);
+  }
+
+  /** The handle is closed: its stream, if any, ends (it must not hold a connection). */
+  closePattern(f: RemoteFile, pat: ReadPattern): void {
+    if (pat.stream) this.streams.stop(f, pat.stream);
+    pat.stream = undefined;
+  }
+
+  /** resolves once the disk cache has no chunk writes in flight (for tests and shutdown) */
+  async diskIdle(): Promise<void> {
+    while (this.disk && this.disk.pendingWrites > 0) await new Promise((r) => setTimeout(r, 10));
+  }
+
+  private copyOut(parts: Chunk, i: number, target: Buffer, at: number, offset: number, end: number): number {
+    const C = this.cfg.chunk;
+    const cStart = i * C;
+    const from = Math.max(offset, cStart) - cStart;
+    const to = Math.min(end, cStart + C) - cStart;
+    let pos = 0; // offset of the current part within the chunk
+    let n = 0;
+    for (const part of parts) {
+      const pEnd = pos + part.length;
+      if (pEnd > from && pos < to) {
+        const a = Math.max(from, pos) - pos;
+        const b = Math.min(to, pEnd) - pos;
+        part.copy(target, at + n, a, b);
+        n += b - a;
+      }
+      pos = pEnd;
+      if (pos >= to) break;
+    }
+    return n;
+  }
+
+  /** the rest of a read, from chunk i on, once a chunk is not in memory */
+  private async readSlow(
+    f: RemoteFile,
+    fc: FileChunks,
+    target: Buffer,
+    offset: number,
+    end: number,
+    i: number,
+    last: number,
+    written: number,
+  ): Promise<number> {
+    for (; i <= last; i++) {
+      const buf = await this.chunkAt(f, fc, i);
+      written += this.copyOut(buf, i, target, written, offset, end);
+    }
+    return written;
+  }
+
+  private chunkAt(f: RemoteFile, fc: FileChunks, i: number): Chunk | Pending {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const have = fc.have.get(i);
+      if (have) return have;
+      const p = fc.inflight.get(i);
+      if (p) {
+        p.wanted = true;
+        return p;
+      }
+      this.segments.ensure(f, fc, i, i, false); // evicted between ensure and use
+    }
+    throw new VfsError('EIO', 'chunk lost');
+  }
+}

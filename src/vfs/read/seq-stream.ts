@@ -1,0 +1,247 @@
+// The sequential stream: one GET per sequential reader from its position to
+// the end of the file, delivered chunk by chunk into the chunk store and
+// paused whenever it is far enough ahead of the reader. Through the API's
+// streaming GET capability when it has one (no copy: the socket reads into
+// the chunk buffers), else through its ordinary download(). What a stream
+// that ends or fails leaves unread is handed to ranged segments.
+import { ApiError, StreamUnsupported } from '../../client/errors.js';
+import type { SeafileApi, StreamControl } from '../../client/types.js';
+import type { BlockCache } from './block-cache.js';
+import { ChunkAssembler } from './chunk-assembler.js';
+import { deferred, type ChunkStore } from './chunk-store.js';
+import type { DownloadLinks } from './download-links.js';
+import type { Segments } from './segments.js';
+import { VfsError } from '../errors.js';
+import type { Chunk, Deferred, FileChunks, ReadConfig, ReaderStats, ReadPattern, RemoteFile, SeqStream } from './types.js';
+
+export class SeqStreams {
+  constructor(
+    private readonly api: SeafileApi,
+    private readonly cfg: ReadConfig,
+    private readonly stats: ReaderStats,
+    private readonly store: ChunkStore,
+    private readonly links: DownloadLinks,
+    private readonly segments: Segments,
+    private readonly disk: BlockCache | null,
+  ) {}
+
+  /**
+   * Make chunks [from, to] come: from memory, the disk cache, or the reader's
+   * stream (started, or restarted past a long stretch it would only re-send).
+   * A chunk the stream has already gone past (delivered, then evicted) is
+   * left to the read that wants it: the stream will not bring it again.
+   */
+  ahead(f: RemoteFile, fc: FileChunks, pat: ReadPattern, from: number, to: number): void {
+    const C = this.cfg.chunk;
+    let st = pat.stream;
+    // a stream far behind the reader (it jumped ahead) is replaced; one ahead of it just waits
+    if (st && (st.dead || st.fc !== fc || st.next < from - this.cfg.jumpAhead / C)) {
+      this.stop(f, st);
+      st = pat.stream = undefined;
+    }
+    // the last chunk the stream is set to deliver so far
+    let tail = st ? Math.max(st.until, st.next - 1) : -1;
+    for (let i = st ? Math.max(from, st.next, st.until + 1) : from; i <= to; i++) {
+      if (fc.have.has(i) || fc.inflight.has(i)) continue;
+      if (this.disk?.has(f.version, i)) {
+        this.segments.fromDisk(f, fc, i);
+        continue;
+      }
+      if (st && i > tail + 1 + this.cfg.segChunks) {
+        this.stop(f, st);
+        st = pat.stream = undefined;
+      }
+      if (!st) {
+        st = { fc, next: i, until: i - 1, waits: new Map(), wake: null, dead: false };
+        pat.stream = st;
+        this.run(f, st);
+      }
+      const d = deferred();
+      st.waits.set(i, d);
+      fc.inflight.set(i, d.promise);
+      tail = i;
+    }
+    if (!st) return;
+    if (to > st.until) st.until = to;
+    const w = st.wake;
+    st.wake = null;
+    w?.();
+  }
+
+  /**
+   * End a stream. Chunks a read waits for are fetched with ranged GETs instead
+   * (contiguous ones together); readahead nobody waits for yet is dropped.
+   */
+  stop(f: RemoteFile, st: SeqStream): void {
+    if (st.dead) return;
+    st.dead = true;
+    const w = st.wake;
+    st.wake = null;
+    w?.();
+    const fc = st.fc;
+    const wanted: [number, Deferred][] = [];
+    for (const [i, d] of st.waits) {
+      if (fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
+      if (d.promise.wanted) wanted.push([i, d]);
+      else d.reject(new VfsError('EIO', 'readahead stream ended'));
+    }
+    st.waits.clear();
+    wanted.sort((a, b) => a[0] - b[0]);
+    for (let k = 0; k < wanted.length; ) {
+      let e = k;
+      while (e + 1 < wanted.length && wanted[e + 1][0] === wanted[e][0] + 1) e++;
+      this.segments.ensure(f, fc, wanted[k][0], wanted[e][0], false);
+      for (; k <= e; k++) {
+        const [i, d] = wanted[k];
+        const have = fc.have.get(i);
+        const p = fc.inflight.get(i);
+        if (have) d.resolve(have);
+        else if (p) {
+          p.wanted = true;
+          p.then(d.resolve, d.reject);
+        } else d.reject(new VfsError('EIO', 'chunk lost'));
+      }
+    }
+  }
+
+  private run(f: RemoteFile, st: SeqStream): void {
+    st.fc.segs++;
+    this.stats.streams++;
+    this.stats.activeStreams++;
+    const go = async () => {
+      if (this.api.streamGet) {
+        let r = await this.runDirect(f, st, await this.links.link(f));
+        if (r === 'renew') r = await this.runDirect(f, st, await this.links.link(f, true));
+        if (r !== 'unsupported') return;
+      }
+      await this.runClient(f, st);
+    };
+    go()
+      .catch(() => {})
+      .finally(() => {
+        st.fc.segs--;
+        this.stats.activeStreams--;
+        // whatever a reader still waits for comes through ranged GETs
+        st.dead = false;
+        this.stop(f, st);
+      });
+  }
+
+  /** Deliver chunk i of a stream to whoever waits for it, and keep it in memory. */
+  private deliver(f: RemoteFile, st: SeqStream, i: number, parts: Chunk, size: number, pooled = false): void {
+    const fc = st.fc;
+    this.stats.bytesFetched += size;
+    st.next = i + 1;
+    const d = st.waits.get(i);
+    if (d) st.waits.delete(i);
+    if (d && fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
+    if (!fc.have.has(i)) this.store.put(f, fc, i, parts, size, pooled);
+    else if (pooled && !d) this.store.retire(parts[0]);
+    d?.resolve(parts);
+  }
+
+  /**
+   * The stream through the API's streamGet, read straight into the chunk
+   * buffers. Resolves 'unsupported' or 'renew' (link refused) when nothing
+   * was delivered yet and the caller should try otherwise; 'done' in every
+   * other case.
+   */
+  private runDirect(f: RemoteFile, st: SeqStream, url: string): Promise<'done' | 'unsupported' | 'renew'> {
+    const C = this.cfg.chunk;
+    const lastChunk = Math.floor((f.size - 1) / C);
+    const first = st.next;
+    return new Promise((resolve) => {
+      let asm: ChunkAssembler | null = null;
+      let idle: NodeJS.Timeout | null = null;
+      let stream: StreamControl;
+      const clearIdle = () => {
+        if (idle) clearTimeout(idle);
+        idle = null;
+      };
+      const pauseIfAhead = () => {
+        if (st.dead || asm!.done) return stream.destroy();
+        if (st.next <= st.until) return;
+        stream.pause();
+        clearIdle();
+        idle = setTimeout(() => {
+          st.dead = true; // the reader went away
+          stream.destroy();
+        }, this.cfg.streamIdle);
+        idle.unref();
+        st.wake = () => {
+          clearIdle();
+          if (st.dead) stream.destroy();
+          else {
+            stream.resume();
+            pauseIfAhead();
+          }
+        };
+      };
+      const sink = (i: number, parts: Chunk, size: number): boolean => {
+        this.deliver(f, st, i, parts, size, size === C);
+        return !st.dead;
+      };
+      try {
+        stream = this.api.streamGet!(
+          url,
+          first * C,
+          {
+            head: (status, start) => {
+              asm = new ChunkAssembler(C, f.size, first, lastChunk, status === 206 ? start : 0, sink, (n) => this.store.buffer(n));
+            },
+            space: () => asm!.space(),
+            wrote: (n) => {
+              asm!.wrote(n);
+              pauseIfAhead();
+            },
+            end: (err) => {
+              clearIdle();
+              st.wake = null;
+              if (err && st.next === first) {
+                if (err instanceof StreamUnsupported) return resolve('unsupported');
+                if (err instanceof ApiError && (err.status === 403 || err.status === 404)) return resolve('renew');
+              }
+              resolve('done');
+            },
+          },
+          { idleMs: this.cfg.stall },
+        );
+      } catch {
+        resolve('unsupported');
+      }
+    });
+  }
+
+  /** The stream through the API's download() (https, or what streamGet cannot read). */
+  private async runClient(f: RemoteFile, st: SeqStream): Promise<void> {
+    const C = this.cfg.chunk;
+    const lastChunk = Math.floor((f.size - 1) / C);
+    const res = await this.links.get(f, { start: st.next * C });
+    // a sequential pass is not written to the disk cache: it would cost more CPU than the
+    // network read itself, and a re-read is served by the kernel's page cache
+    const asm = new ChunkAssembler(C, f.size, st.next, lastChunk, res.status === 206 ? res.start : 0, (i, parts, size) => {
+      this.deliver(f, st, i, parts, size);
+      return !st.dead;
+    });
+    try {
+      for await (const piece of res.body) {
+        if (st.dead || !asm.push(piece as Buffer)) break;
+        // far enough ahead of the reader: pause (unread data stays in the socket)
+        while (st.next > st.until && !st.dead) {
+          const moved = await new Promise<boolean>((r) => {
+            const t = setTimeout(() => r(false), this.cfg.streamIdle);
+            t.unref();
+            st.wake = () => {
+              clearTimeout(t);
+              r(true);
+            };
+          });
+          if (!moved) st.dead = true; // the reader went away
+        }
+        if (st.dead) break;
+      }
+    } finally {
+      res.body.destroy();
+    }
+  }
+}

@@ -1,0 +1,120 @@
+// The shapes the read engine's modules share: the file being read, a
+// handle's read pattern, the options (and their resolved form), and the
+// per-file table of chunks in memory or on their way. Kept apart so that
+// chunk-store, segments, seq-stream and reader import each other in one
+// direction only.
+import type { ChunkParts } from './chunk-assembler.js';
+
+export interface RemoteFile {
+  repo: string;
+  path: string;
+  size: number;
+  /** identifies the content: the file id, or a synthetic key when the id is unknown */
+  version: string;
+}
+
+/** Per open handle: where the last read ended and the current readahead window. */
+export interface ReadPattern {
+  next: number;
+  window: number;
+  /** the handle has read before */
+  started?: boolean;
+  /** the streaming GET feeding this sequential reader, if any */
+  stream?: SeqStream;
+}
+
+export interface ReaderOptions {
+  chunkSize?: number;
+  initialWindow?: number;
+  maxWindow?: number;
+  segmentSize?: number;
+  memoryBytes?: number;
+  linkTtlMs?: number;
+  maxSegmentsPerFile?: number;
+  /** files above this size are read ahead by one streaming GET (default 8 MiB) */
+  streamMinBytes?: number;
+  /**
+   * after this many random reads of a file, fetch all of it into the disk cache
+   * (default 32; fewer for files under 256 MiB: one per 8 MiB, at least 2)
+   */
+  fillAfterRandomReads?: number;
+  /** largest file fetched that way (default 2 GiB; the disk cache must hold it too) */
+  fillMaxBytes?: number;
+  /** a stream paused this long with no reader moving on ends (default 5 s) */
+  streamIdleMs?: number;
+  /** a stream or ranged GET that receives nothing this long is given up and retried (default 30 s) */
+  stallMs?: number;
+}
+
+/** ReaderOptions with the defaults applied (see readConfig in reader.ts). */
+export interface ReadConfig {
+  chunk: number;
+  initialWindow: number;
+  maxWindow: number;
+  /** chunks per ranged GET */
+  segChunks: number;
+  /** ranged GETs of readahead at once per file */
+  maxSegs: number;
+  linkTtl: number;
+  memBudget: number;
+  fillAfter: number;
+  streamMin: number;
+  /** skipping this much of a stream costs about what a new request costs */
+  jumpAhead: number;
+  fillMax: number;
+  streamIdle: number;
+  stall: number;
+}
+
+/** What the read engine counts (shown by `status`, asserted by tests). */
+export type ReaderStats = {
+  linkRequests: number;
+  rangeRequests: number;
+  bytesFetched: number;
+  diskChunks: number;
+  fills: number;
+  streams: number;
+  activeStreams: number;
+};
+
+/** A chunk's bytes: the slices of the received network buffers, or one buffer read into directly. */
+export type Chunk = ChunkParts;
+
+/** A chunk on its way; `wanted` once a read waits for it (not only readahead). */
+export type Pending = Promise<Chunk> & { wanted?: boolean };
+
+export interface Deferred {
+  promise: Pending;
+  resolve(b: Chunk): void;
+  reject(e: unknown): void;
+}
+
+/** The chunks of one file version: in memory, or being fetched. */
+export interface FileChunks {
+  have: Map<number, Chunk>;
+  inflight: Map<number, Pending>;
+  /** GETs (ranged or streams) running for this file */
+  segs: number;
+  bytes: number;
+  /** reads that did not follow the previous one */
+  randomReads: number;
+  /** a background download of the whole file is running */
+  filling: boolean;
+}
+
+/**
+ * One GET from a chunk to the end of the file, consumed chunk by chunk as far
+ * as `until` and then paused (TCP flow control holds the server back) until
+ * the reader moves on: a sequential reader pays the round trip once, not once
+ * per segment.
+ */
+export interface SeqStream {
+  fc: FileChunks;
+  /** next chunk the stream will deliver */
+  next: number;
+  /** deliver up to this chunk, then pause */
+  until: number;
+  waits: Map<number, Deferred>;
+  wake: (() => void) | null;
+  dead: boolean;
+}
