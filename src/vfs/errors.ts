@@ -74,6 +74,16 @@ export function permanentUploadFailure(e: unknown): boolean {
   return false;
 }
 
+/**
+ * Whether a failed upload may still have been stored: the connection broke or
+ * timed out, or the server failed after reading the body. A refusal (4xx)
+ * stored nothing.
+ */
+export function mayHaveLanded(e: unknown): boolean {
+  if (!(e instanceof ApiError)) return false;
+  return e.kind === 'network' || e.kind === 'timeout' || e.kind === 'server' || e.kind === 'protocol';
+}
+
 export function isNotFound(e: unknown): boolean {
   return (e instanceof ApiError && e.kind === 'not_found') || (e instanceof VfsError && e.code === 'ENOENT');
 }

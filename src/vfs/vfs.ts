@@ -127,6 +127,12 @@ export class Vfs {
           mtime: Math.floor(s.mtime / 1000),
         });
       },
+      // the server's version keeps the name: list the folder afresh to show it (and the copy)
+      onConflict: (repo, path) => this.meta.invalidate(repo, parentOf(path)),
+      folderRecreated: (repo, dir) => {
+        this.meta.invalidate(repo, parentOf(dir));
+        this.meta.invalidateTree(repo, dir);
+      },
     }, opts.writeBack);
   }
 

@@ -190,8 +190,12 @@ export class FakeApi implements SeafileApi {
     return { uptodate: false, oid: d.oid, entries };
   }
 
-  async mkdir(repoId: string, path: string): Promise<void> {
+  async mkdir(repoId: string, path: string, opts?: { createParents?: boolean }): Promise<void> {
     this.hit('mkdir');
+    if (opts?.createParents) {
+      this.putDir(repoId, path);
+      return;
+    }
     const d = this.dirAt(repoId, parentOf(path));
     const name = this.freeName(d, baseOf(path));
     d.children.set(name, { type: 'dir', oid: newOid(), mtime: now(), children: new Map() });
@@ -413,7 +417,12 @@ export class FakeApi implements SeafileApi {
   }
 
   /** several files in one POST (the vfs' UploadMany capability) */
-  uploadMany = async (link: string, parentDir: string, files: { path: string; name: string }[], opts: { replace: boolean }): Promise<UploadedFile[]> => {
+  uploadMany = async (
+    link: string,
+    parentDir: string,
+    files: { path: string; name: string }[],
+    opts: { replace: boolean; lastModify?: number },
+  ): Promise<UploadedFile[]> => {
     this.hit('uploadMany');
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
@@ -426,7 +435,9 @@ export class FakeApi implements SeafileApi {
       const existing = d.children.get(f.name);
       const final = opts.replace && existing?.type === 'file' ? f.name : this.freeName(d, f.name);
       const id = this.store(data);
-      d.children.set(final, { type: 'file', id, mtime: now() });
+      // the last_modify field, as real servers keep it
+      const mtime = opts.lastModify !== undefined ? Math.floor(opts.lastModify / 1000) : now();
+      d.children.set(final, { type: 'file', id, mtime });
       out.push({ name: final, id, size: data.length });
     }
     this.touch(repoId, parentDir);
@@ -485,7 +496,8 @@ export class FakeApi implements SeafileApi {
     return this;
   }
 
-  private fileIdAt(repoId: string, path: string): string {
+  /** the id of the file at path ('': none) */
+  fileIdAt(repoId: string, path: string): string {
     const n = this.dirAt(repoId, parentOf(path)).children.get(baseOf(path));
     return n && n.type === 'file' ? n.id : '';
   }

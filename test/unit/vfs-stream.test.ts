@@ -43,7 +43,7 @@ function fakeStreams(api: FakeApi, opts: { failWith?: () => ApiError | null } = 
         const m = /^fake-(upload|update):\/\/([0-9a-f-]{36})(.*)$/.exec(link)!;
         const target = m[1] === 'update' ? leading.find(([k]) => k === 'target_file')![1] : `${m[3] === '/' ? '' : m[3]}/${name}`;
         api.putFile(m[2], target, Buffer.concat(st.chunks));
-        return 'streamed-id';
+        return api.fileIdAt(m[2], target);
       },
       abort() {
         st.aborted = true;

@@ -36,6 +36,14 @@ export class FileState {
    * Kept for the conflict check before an upload replaces a server copy.
    */
   baseId: string | null = null;
+  /** when the last upload of this file ended (ms; 0: none yet) */
+  uploadedAt = 0;
+  /**
+   * An attempt may have landed without the mount hearing of it (its answer was
+   * lost, or the mount died after sending it): the conflict check then takes a
+   * server file of the same size and modification time for ours.
+   */
+  maybeLanded = false;
 
   private _dirty = false;
   private _version = 0;
@@ -144,6 +152,8 @@ export class FileState {
   uploaded(v: number, path: string, id: string): boolean {
     this.remotePath = path;
     this.baseId = id || null;
+    this.uploadedAt = Date.now();
+    this.maybeLanded = false;
     this._uploadedVersion = Math.max(this._uploadedVersion, v);
     this._lastError = null;
     this._failures = 0;
@@ -151,9 +161,11 @@ export class FileState {
     return !this._dirty;
   }
 
-  failed(e: unknown): void {
+  /** `unsure`: the server may have done the work (the answer was lost) */
+  failed(e: unknown, unsure = false): void {
     this._failures++;
     this._lastError = e;
+    if (unsure) this.maybeLanded = true;
   }
 
   /** a new round of attempts (the count of failures starts again) */

@@ -14,6 +14,12 @@ export interface JournalEntry {
   tmp: string;
   pid: number;
   at: number;
+  /** the server's id of the version the local data started from (the conflict check's base) */
+  base?: string | null;
+  /** where the server copy lives (null: none yet) */
+  remote?: string | null;
+  /** the local modification time (ms) */
+  mtime?: number;
 }
 
 function alive(pid: number): boolean {
@@ -110,7 +116,17 @@ export class FileJournal {
     const run = b.chain.then(async () => {
       const where = stateKey(s.repo, s.path);
       if (!s.dirty || s.deleted || b.at === where) return;
-      await this.journal.write({ id: s.id, repo: s.repo, path: s.path, tmp: s.tmp, pid: process.pid, at: Date.now() });
+      await this.journal.write({
+        id: s.id,
+        repo: s.repo,
+        path: s.path,
+        tmp: s.tmp,
+        pid: process.pid,
+        at: Date.now(),
+        base: s.baseId,
+        remote: s.remotePath,
+        mtime: s.mtime,
+      });
       b.at = where;
     });
     b.chain = run.catch(() => {});

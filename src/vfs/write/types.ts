@@ -5,11 +5,17 @@ import type { FileState } from './file-state.js';
 export interface UploadResult {
   id: string;
   size: number;
+  /** the path the upload landed at when not the file's own (a conflict copy) */
+  landed?: string;
 }
 
 export interface WriteBackHooks {
   /** a version of `s` is now on the server at (repo, path) */
   onUploaded(s: FileState, res: UploadResult, repo: string, path: string): void;
+  /** the local version of the file at `path` was saved as `copy` (the server's version keeps `path`) */
+  onConflict?(repo: string, path: string, copy: string): void;
+  /** a folder deleted on the server was created again to hold a file */
+  folderRecreated?(repo: string, dir: string): void;
   log(msg: string): void;
 }
 
@@ -46,6 +52,8 @@ export interface WriteStats {
   streamed: number;
   streamAborts: number;
   streamFailures: number;
+  /** local versions saved as conflict copies */
+  conflicts: number;
 }
 
 export function newWriteStats(): WriteStats {
@@ -59,6 +67,7 @@ export function newWriteStats(): WriteStats {
     streamed: 0,
     streamAborts: 0,
     streamFailures: 0,
+    conflicts: 0,
   };
 }
 

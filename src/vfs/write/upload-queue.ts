@@ -4,7 +4,7 @@
 // later for a new file), and the drain before unmount. What one attempt does
 // is uploader.ts's job; a batch hands the files it could not take back here.
 import pLimit from 'p-limit';
-import { permanentUploadFailure } from '../errors.js';
+import { mayHaveLanded, permanentUploadFailure } from '../errors.js';
 import { baseOf, parentOf } from '../paths.js';
 import { stateKey, type FileState } from './file-state.js';
 import type { FileJournal } from './journal.js';
@@ -20,6 +20,10 @@ export interface QueueTable {
   pending(): FileState[];
   /** an upload run ended and nothing more is due: the state may go */
   idle(s: FileState): void;
+  /** the file's upload landed at another path of its folder (a conflict copy): it lives there now */
+  relocate(s: FileState, path: string): void;
+  /** tell the vfs: the server's version keeps `path`, the local one is at `copy` */
+  conflicted(repo: string, path: string, copy: string): void;
 }
 
 export interface QueueOptions {
@@ -172,7 +176,11 @@ export class UploadQueue {
         try {
           await this.journal.persist(s);
           const res = await this.uploader.once(s, repo, path);
-          await this.uploader.record(s, v, repo, path, res);
+          // a conflict copy: the local data now lives under the copy's name
+          const at = res.landed ?? path;
+          if (at !== path) this.table.relocate(s, at);
+          await this.uploader.record(s, v, repo, at, res);
+          if (at !== path) this.table.conflicted(repo, path, at);
           // written again during the upload while still open: the last release uploads again
           if (s.dirty && s.writers > 0) s.cancelRerun();
           retry = s.dirty && s.writers === 0;
@@ -185,7 +193,7 @@ export class UploadQueue {
             retry = s.writers === 0;
             return;
           }
-          s.failed(e);
+          s.failed(e, mayHaveLanded(e));
           this.stats.failures++;
           this.log(`upload of ${path} failed (attempt ${s.failures}): ${(e as Error).message}`);
           if (!permanentUploadFailure(e) && s.failures < this.o.maxAttempts) retry = true;

@@ -6,13 +6,15 @@
 // replace=1 of a batch through `batch`): the place for a check of the
 // server's version before replacing it.
 import { ApiError } from '../../client/errors.js';
-import type { SeafileApi } from '../../client/types.js';
-import { baseOf, parentOf } from '../paths.js';
+import type { DirEntry, SeafileApi } from '../../client/types.js';
+import { baseOf, joinPath, parentOf } from '../paths.js';
 import type { TransferLinks } from '../transfer-links.js';
 import type { FileState } from './file-state.js';
 import type { FileJournal } from './journal.js';
+import { freeConflictName } from './conflict-name.js';
 import type { Streams } from './streaming.js';
 import { NEEDS_QUOTING, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
+import type { VersionCheck } from './version-check.js';
 
 /** Runs fn holding the locks of every state. */
 function lockAll<T>(states: FileState[], fn: () => Promise<T>): Promise<T> {
@@ -32,6 +34,7 @@ export class Uploader {
     private readonly journal: FileJournal,
     private readonly stats: WriteStats,
     private readonly hooks: WriteBackHooks,
+    private readonly check: VersionCheck,
   ) {}
 
   /** whether several files can go in one POST */
@@ -44,27 +47,55 @@ export class Uploader {
     const clean = s.uploaded(v, path, res.id);
     this.stats.uploads++;
     this.stats.uploadedBytes += res.size;
+    // still dirty (written meanwhile): the entry is rewritten with the new base
     if (clean) await this.journal.forget(s);
+    else await this.journal.moved(s);
     this.hooks.onUploaded(s, res, repo, path);
   }
 
-  /** One upload of the current content of `s` to (repo, path); the caller holds the file's lock. */
+  /**
+   * One upload of the current content of `s` to (repo, path); the caller holds
+   * the file's lock. Nothing the mount did not see is replaced: when the server
+   * holds another version than the one the local data started from, the local
+   * version is saved beside it as a conflict copy, and `landed` names it.
+   */
   async once(s: FileState, repo: string, path: string): Promise<UploadResult> {
+    const dir = parentOf(path);
+    const name = baseOf(path);
+    const v = await this.check.verdict(s, repo, path);
+    if (v.kind === 'changed') {
+      this.streams.stop(s, 'conflict');
+      return this.conflictCopy(s, repo, path, v.entry, v.names);
+    }
+    if (v.kind === 'no-folder') {
+      this.streams.stop(s, 'folder gone');
+      this.hooks.log(`the folder of ${path} is gone on the server; creating it again to save the file`);
+      await this.api.mkdir(repo, dir, { createParents: true });
+      this.hooks.folderRecreated?.(repo, dir);
+    }
+    if (v.kind !== 'base' && s.uploadKind(path) === 'update') {
+      this.streams.stop(s, 'server copy gone');
+      this.hooks.log(`${path} was deleted or moved on the server; saving the local version under its name`);
+    }
     // the stream that ran while the file was written, when it is still a pure append
     const streamed = await this.streams.finish(s, repo, path);
     if (streamed) return streamed;
-    const dir = parentOf(path);
-    const name = baseOf(path);
     const size = s.size;
-    if (s.uploadKind(path) === 'update') {
+    if (v.kind === 'base' && s.uploadKind(path) === 'update') {
       try {
         const id = await this.links.use('update', repo, dir, (url) => this.api.update(url, path, s.tmp));
         return { id, size };
       } catch (e) {
         if (!(e instanceof ApiError && (e.kind === 'target_missing' || e.kind === 'not_found'))) throw e;
-        // the server copy is gone: upload it as a new file
+        // the server copy went away after the check: upload it as a new file
       }
     }
+    return this.fresh(s, repo, dir, name);
+  }
+
+  /** Upload the local data as the file `name` of `dir` (replacing what is there). */
+  private async fresh(s: FileState, repo: string, dir: string, name: string): Promise<UploadResult> {
+    const size = s.size;
     if (NEEDS_QUOTING.test(name)) return this.awkward(s, repo, dir, name, size);
     // the multi-file body when available: it also carries the file's modification time
     const many = this.api.uploadBatch;
@@ -74,8 +105,34 @@ export class Uploader {
         : this.api.upload(url, dir, s.tmp, name, { replace: true }),
     );
     const r = res.find((x) => x.name === name) ?? res[0];
-    if (r && r.name !== name) this.hooks.log(`upload of ${path} landed as ${r.name}`);
-    return { id: r?.id ?? '', size };
+    if (r && r.name !== name) this.hooks.log(`upload of ${joinPath(dir, name)} landed as ${r.name}`);
+    return { id: r?.id ?? '', size, landed: r && r.name !== name ? joinPath(dir, r.name) : undefined };
+  }
+
+  /** The server holds another version at `path`: upload ours as a conflict copy beside it. */
+  private async conflictCopy(s: FileState, repo: string, path: string, theirs: DirEntry, names: Set<string>): Promise<UploadResult> {
+    const dir = parentOf(path);
+    const author = await this.author();
+    const copy = freeConflictName(baseOf(path), author, new Date(s.mtime), (n) => names.has(n));
+    const what = theirs.type === 'dir' ? 'a folder now has its name' : 'it was changed on the server';
+    this.hooks.log(`conflict: ${path}: ${what}; the server's version keeps the name, the local version is saved as ${copy}`);
+    this.stats.conflicts++;
+    const res = await this.fresh(s, repo, dir, copy);
+    return { ...res, landed: res.landed ?? joinPath(dir, copy) };
+  }
+
+  private authorName: Promise<string> | null = null;
+
+  /** the account's e-mail for conflict names (asked once; empty when the server will not say) */
+  private author(): Promise<string> {
+    this.authorName ??= this.api.accountInfo().then(
+      (a) => a.email ?? '',
+      () => {
+        this.authorName = null;
+        return '';
+      },
+    );
+    return this.authorName;
   }
 
   /**
@@ -110,6 +167,20 @@ export class Uploader {
         if (!s.dirty || s.deleted || s.hold) continue;
         if (s.remotePath !== null || s.repo !== repo || parentOf(s.path) !== dir) rest.push(s);
         else ok.push(s);
+      }
+      if (ok.length <= 1) {
+        rest.push(...ok);
+        return;
+      }
+      try {
+        // the batch replaces nothing: a name the server holds now goes on its own (conflict check)
+        const there = await this.check.folder(repo, dir);
+        for (let i = ok.length - 1; i >= 0; i--) {
+          if (!there || there.has(baseOf(ok[i].path))) rest.push(...ok.splice(i, 1));
+        }
+      } catch (e) {
+        this.hooks.log(`listing ${dir} before a batch upload failed, uploading its files one by one: ${(e as Error).message}`);
+        rest.push(...ok.splice(0));
       }
       if (ok.length <= 1) {
         rest.push(...ok);

@@ -19,6 +19,7 @@ import { Streams } from './streaming.js';
 import { newWriteStats, type WriteBackHooks, type WriteBackOptions } from './types.js';
 import { UploadQueue } from './upload-queue.js';
 import { Uploader } from './uploader.js';
+import { VersionCheck } from './version-check.js';
 
 export { FileState } from './file-state.js';
 export type { UploadResult, WriteBackHooks, WriteBackOptions } from './types.js';
@@ -29,6 +30,8 @@ export class WriteBack {
   private readonly journal: FileJournal;
   private readonly streams: Streams;
   private readonly queue: UploadQueue;
+  /** the conflict check's listings */
+  readonly check: VersionCheck;
 
   constructor(
     api: SeafileApi,
@@ -41,11 +44,18 @@ export class WriteBack {
     const links = new TransferLinks(api, opts.linkTtlMs ?? 50 * 60 * 1000, () => this.stats.linkRequests++);
     const threshold = opts.streamThresholdBytes ?? 8 * 1024 * 1024;
     this.streams = new Streams(api.startUploadStream, links, this.stats, hooks.log, threshold, opts.maxStreams ?? 4);
-    const uploader = new Uploader(api, links, this.streams, this.journal, this.stats, hooks);
+    this.check = new VersionCheck(api);
+    const uploader = new Uploader(api, links, this.streams, this.journal, this.stats, hooks, this.check);
     const table = {
       all: () => this.states.values(),
       pending: () => this.pending(),
       idle: (s: FileState) => this.maybeDispose(s),
+      relocate: (s: FileState, path: string) => {
+        this.unplace(s);
+        s.path = path;
+        this.place(s);
+      },
+      conflicted: (repo: string, path: string, copy: string) => hooks.onConflict?.(repo, path, copy),
     };
     this.queue = new UploadQueue(uploader, this.journal, table, this.stats, hooks.log, {
       concurrency: opts.concurrency ?? 8,
@@ -338,6 +348,11 @@ export class WriteBack {
       const s = new FileState(e.id, e.tmp, e.repo, e.path);
       s.size = size;
       s.markDirty();
+      // what the conflict check compares with (entries of older mounts have none: a file there is kept)
+      s.baseId = e.base ?? null;
+      s.remotePath = e.remote ?? null;
+      if (e.mtime) s.mtime = e.mtime;
+      s.maybeLanded = true; // the mount may have died after the upload, before noting it
       s.fh = await open(e.tmp, 'r+');
       this.states.set(stateKey(e.repo, e.path), s);
       await this.journal.persist(s);

@@ -1,0 +1,168 @@
+import { constants as FC } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/client/errors.js';
+import { FakeApi, makeVfs, readWhole, writeWhole } from './fake-api.js';
+
+const CONFLICT = /^conf \(SFConflict me@example\.com \d{4}-\d\d-\d\d-\d\d-\d\d-\d\d\)\.txt$/;
+
+describe('conflicts: nothing the mount did not see is overwritten', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function setup(opts = {}) {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib', ...opts });
+    cleanups.push(m.cleanup);
+    return { api, repo, ...m };
+  }
+
+  /** open for writing, write, and leave the handle open */
+  async function edit(vfs: Awaited<ReturnType<typeof setup>>['vfs'], path: string, text: string) {
+    const fh = await vfs.open(path, FC.O_WRONLY | FC.O_TRUNC);
+    await vfs.write(path, fh, Buffer.from(text), text.length, 0);
+    return fh;
+  }
+
+  it('an edit against a remote edit keeps both: the server version keeps the name, ours is a conflict copy', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putFile(repo, '/conf.txt', 'base\n');
+    const fh = await edit(vfs, '/conf.txt', 'local\n');
+    api.putFile(repo, '/conf.txt', 'theirs\n');
+    await vfs.release('/conf.txt', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/conf.txt')!.toString()).toBe('theirs\n');
+    const copies = api.names(repo, '/').filter((n) => CONFLICT.test(n));
+    expect(copies).toHaveLength(1);
+    expect(api.content(repo, `/${copies[0]}`)!.toString()).toBe('local\n');
+    expect(vfs.wb.stats.conflicts).toBe(1);
+    // the mount shows both, each with its own content
+    expect((await vfs.readdir('/')).sort()).toEqual(['conf.txt', copies[0]].sort());
+    expect((await readWhole(vfs, '/conf.txt')).toString()).toBe('theirs\n');
+    expect((await readWhole(vfs, `/${copies[0]}`)).toString()).toBe('local\n');
+  });
+
+  it('an edit against a remote delete saves the local version under its own name', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putFile(repo, '/conf.txt', 'base\n');
+    const fh = await edit(vfs, '/conf.txt', 'local\n');
+    await api.deleteFile(repo, '/conf.txt');
+    await vfs.release('/conf.txt', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.names(repo, '/')).toEqual(['conf.txt']);
+    expect(api.content(repo, '/conf.txt')!.toString()).toBe('local\n');
+    expect(vfs.wb.stats.conflicts).toBe(0);
+  });
+
+  it('an edit against a remote rename keeps the renamed file and the local version', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putFile(repo, '/conf.txt', 'base\n');
+    const fh = await edit(vfs, '/conf.txt', 'local\n');
+    await api.renameFile(repo, '/conf.txt', 'moved.txt');
+    await vfs.release('/conf.txt', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.names(repo, '/')).toEqual(['conf.txt', 'moved.txt']);
+    expect(api.content(repo, '/conf.txt')!.toString()).toBe('local\n');
+    expect(api.content(repo, '/moved.txt')!.toString()).toBe('base\n');
+  });
+
+  it('an edit whose folder was deleted on the server recreates the folder', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putDir(repo, '/d/e');
+    api.putFile(repo, '/d/e/conf.txt', 'base\n');
+    const fh = await edit(vfs, '/d/e/conf.txt', 'local\n');
+    await api.deleteDir(repo, '/d');
+    await vfs.release('/d/e/conf.txt', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/d/e/conf.txt')!.toString()).toBe('local\n');
+    expect((await readWhole(vfs, '/d/e/conf.txt')).toString()).toBe('local\n');
+  });
+
+  it('a new file whose name someone else took meanwhile becomes a conflict copy (single and batched uploads)', async () => {
+    for (const batch of [false, true]) {
+      const { api, repo, vfs } = await setup();
+      if (batch) api.offerUploadBatch();
+      const fh = await vfs.create('/conf.txt', 0o644);
+      await vfs.write('/conf.txt', fh, Buffer.from('mine\n'), 5, 0);
+      // a second new file, so that a batch has two to send
+      await writeWhole(vfs, '/other.txt', 'other\n');
+      api.putFile(repo, '/conf.txt', 'someone else\n');
+      await vfs.release('/conf.txt', fh);
+      expect(await vfs.drain()).toEqual([]);
+      expect(api.content(repo, '/conf.txt')!.toString()).toBe('someone else\n');
+      const copies = api.names(repo, '/').filter((n) => CONFLICT.test(n));
+      expect(copies, `batch=${batch}`).toHaveLength(1);
+      expect(api.content(repo, `/${copies[0]}`)!.toString()).toBe('mine\n');
+      expect(api.content(repo, '/other.txt')!.toString()).toBe('other\n');
+    }
+  });
+
+  it('repeated edits of our own uploads are never conflicts', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putFile(repo, '/conf.txt', 'v0\n');
+    for (let i = 1; i <= 4; i++) {
+      const fh = await edit(vfs, '/conf.txt', `v${i}\n`);
+      await vfs.release('/conf.txt', fh);
+      expect(await vfs.drain()).toEqual([]);
+    }
+    // a file kept open across uploads (fsync, write, fsync)
+    const fh = await vfs.open('/conf.txt', FC.O_WRONLY | FC.O_TRUNC);
+    for (let i = 5; i <= 7; i++) {
+      await vfs.write('/conf.txt', fh, Buffer.from(`v${i}\n`), 3, 0);
+      await vfs.fsync('/conf.txt', fh);
+    }
+    await vfs.release('/conf.txt', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.names(repo, '/')).toEqual(['conf.txt']);
+    expect(api.content(repo, '/conf.txt')!.toString()).toBe('v7\n');
+    expect(vfs.wb.stats.conflicts).toBe(0);
+  });
+
+  it('two mounts editing the same file: the second to upload keeps its version as a conflict copy', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.putFile(repo, '/conf.txt', 'base\n');
+    const a = await makeVfs(api, { library: 'lib' });
+    const b = await makeVfs(api, { library: 'lib' });
+    cleanups.push(a.cleanup, b.cleanup);
+    const fa = await edit(a.vfs, '/conf.txt', 'from a\n');
+    const fb = await edit(b.vfs, '/conf.txt', 'from b\n');
+    await a.vfs.release('/conf.txt', fa);
+    expect(await a.vfs.drain()).toEqual([]);
+    await b.vfs.release('/conf.txt', fb);
+    expect(await b.vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/conf.txt')!.toString()).toBe('from a\n');
+    const copies = api.names(repo, '/').filter((n) => CONFLICT.test(n));
+    expect(copies).toHaveLength(1);
+    expect(api.content(repo, `/${copies[0]}`)!.toString()).toBe('from b\n');
+    expect(a.vfs.wb.stats.conflicts + b.vfs.wb.stats.conflicts).toBe(1);
+  });
+});
+
+describe('conflicts: an upload whose answer was lost', () => {
+  it('is recognised as ours on the retry: no conflict copy, no duplicate', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib' });
+    try {
+      const real = api.uploadMany;
+      let lost = 0;
+      api.uploadMany = async (...args) => {
+        const res = await real(...args);
+        if (lost++ === 0) throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
+        return res;
+      };
+      api.uploadBatch = api.uploadMany;
+      await writeWhole(m.vfs, '/conf.txt', 'mine\n');
+      expect(await m.vfs.drain()).toEqual([]);
+      expect(lost).toBe(2);
+      expect(api.names(repo, '/')).toEqual(['conf.txt']);
+      expect(api.content(repo, '/conf.txt')!.toString()).toBe('mine\n');
+      expect(m.vfs.wb.stats.conflicts).toBe(0);
+    } finally {
+      await m.cleanup();
+    }
+  });
+});
