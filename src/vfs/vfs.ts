@@ -6,13 +6,19 @@ import { constants as C } from 'node:fs';
 import { join } from 'node:path';
 import type { DirEntry, Library, SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
+import { AttrShaper, statfsOf, type Attr, type StatFs } from './attrs.js';
 import { VfsError } from './errors.js';
-import { BlockCache } from './read/block-cache.js';
-import { Journal } from './write/journal.js';
+import { HandleTable } from './handles.js';
+import { Libraries, writable } from './libraries.js';
 import { MetaCache, type Listing } from './meta-cache.js';
-import { baseOf, checkName, isWithin, joinPath, parentOf, splitPath } from './paths.js';
-import { RemoteReader, type ReadPattern, type ReaderOptions, type RemoteFile } from './read/reader.js';
+import { baseOf, checkName, parentOf } from './paths.js';
+import { BlockCache } from './read/block-cache.js';
+import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader.js';
+import { Renamer } from './rename.js';
+import { Journal } from './write/journal.js';
 import { FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
+
+export type { Attr, StatFs } from './attrs.js';
 
 export interface VfsOptions {
   /** a library name or id; absent: the root lists every library */
@@ -34,50 +40,8 @@ export interface VfsOptions {
   log?: (msg: string) => void;
 }
 
-export interface Attr {
-  mode: number;
-  size: number;
-  nlink: number;
-  uid: number;
-  gid: number;
-  mtime: Date;
-  atime: Date;
-  ctime: Date;
-  blocks: number;
-  blksize: number;
-}
-
-export interface StatFs {
-  bsize: number;
-  frsize: number;
-  blocks: number;
-  bfree: number;
-  bavail: number;
-  files: number;
-  ffree: number;
-  favail: number;
-  namemax: number;
-}
-
-interface Loc {
-  /** null: the virtual root listing the libraries */
-  repo: string | null;
-  path: string;
-  readOnly: boolean;
-}
-
-interface Handle {
-  repo: string;
-  path: string;
-  state: FileState | null;
-  remote: RemoteFile | null;
-  write: boolean;
-  pattern: ReadPattern;
-}
-
 const ZERO_ID = '0000000000000000000000000000000000000000';
-const BLKSIZE = 128 * 1024;
-const STATFS_BSIZE = 1024 * 1024;
+const NEW_PATTERN = () => ({ next: 0, window: 0 });
 
 export class Vfs {
   readonly meta: MetaCache;
@@ -85,16 +49,12 @@ export class Vfs {
   readonly disk: BlockCache | null;
   readonly wb: WriteBack;
   readonly stats = { ops: 0 };
-  private readonly handles = new Map<number, Handle>();
-  private nextHandle = 1;
-  private lib: Library | null = null;
-  private libs: { at: number; byName: Map<string, Library>; p?: Promise<void> } | null = null;
+  readonly libraries: Libraries;
+  private readonly handles = new HandleTable();
+  private readonly attrs: AttrShaper;
+  private readonly renamer: Renamer;
   private statfsCache: { at: number; v: StatFs } | null = null;
-  private readonly dirTtl: number;
-  private readonly uid: number;
-  private readonly gid: number;
   private readonly log: (msg: string) => void;
-  private readonly mountTime = new Date();
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
   private readonly hidden = new Map<string, { size: number; mtimeMs: number }>();
 
@@ -102,11 +62,11 @@ export class Vfs {
     readonly api: SeafileApi,
     readonly opts: VfsOptions,
   ) {
-    this.dirTtl = opts.dirCacheTimeMs ?? 10_000;
-    this.uid = opts.uid ?? process.getuid?.() ?? 0;
-    this.gid = opts.gid ?? process.getgid?.() ?? 0;
+    const dirTtl = opts.dirCacheTimeMs ?? 10_000;
+    this.attrs = new AttrShaper(opts.uid ?? process.getuid?.() ?? 0, opts.gid ?? process.getgid?.() ?? 0);
+    this.libraries = new Libraries(api, dirTtl, !!opts.readOnly);
     this.log = opts.log ?? (() => {});
-    this.meta = new MetaCache(api, this.dirTtl, 20_000, opts.prefetchDirs ?? 8);
+    this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 8);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
     this.disk = diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks', String(process.pid)), chunk, diskBytes) : null;
@@ -134,88 +94,40 @@ export class Vfs {
         this.meta.invalidateTree(repo, dir);
       },
     }, opts.writeBack);
+    this.renamer = new Renamer({
+      api,
+      meta: this.meta,
+      wb: this.wb,
+      resolve: (p, change) => this.libraries.resolve(p, change),
+      lookup: (repo, path) => this.lookup(repo, path),
+      dir: (repo, dir) => this.dir(repo, dir),
+      ensureEmpty: (repo, path) => this.ensureEmpty(repo, path),
+      removeFile: (repo, path, st, e) => this.removeFile(repo, path, st, e),
+      hide: (repo, src, hiddenPath) => this.hide(repo, src, hiddenPath),
+    });
   }
 
   /** Resolve the library (when named), prepare the cache dir, take over orphaned dirty files. */
   static async create(api: SeafileApi, opts: VfsOptions): Promise<Vfs> {
     const v = new Vfs(api, opts);
-    if (opts.library !== undefined) v.lib = await v.findLibrary(opts.library);
+    const lib = opts.library !== undefined ? await v.libraries.choose(opts.library) : null;
     await v.wb.init();
     await v.disk?.init();
-    const recovered = await v.wb.recover((repo) => (v.lib ? repo === v.lib.id : true));
+    const recovered = await v.wb.recover((repo) => (lib ? repo === lib.id : true));
     if (recovered) v.log(`recovered ${recovered} file(s) left by an earlier mount; uploading them`);
     return v;
   }
 
   get library(): Library | null {
-    return this.lib;
+    return this.libraries.lib;
   }
 
-  private async findLibrary(nameOrId: string): Promise<Library> {
-    const all = await this.api.listLibraries();
-    const hit = all.find((l) => l.id === nameOrId) ?? all.find((l) => l.name === nameOrId);
-    if (!hit) throw new VfsError('ENOENT', `no library named or with id "${nameOrId}"`);
-    return hit;
+  private resolve(p: string, change = false) {
+    return this.libraries.resolve(p, change);
   }
 
-  // ---- path resolution ----
-
-  private async libraries(): Promise<Map<string, Library>> {
-    const c = this.libs;
-    if (c && Date.now() - c.at < this.dirTtl) return c.byName;
-    if (c?.p) {
-      await c.p;
-      return this.libs!.byName;
-    }
-    const p = (async () => {
-      const list = await this.api.listLibraries();
-      const byName = new Map<string, Library>();
-      const count = new Map<string, number>();
-      for (const l of list) count.set(l.name, (count.get(l.name) ?? 0) + 1);
-      const seen = new Set<string>();
-      for (const l of list) {
-        if (seen.has(l.id)) continue; // a library reachable twice (owned and shared to a group)
-        seen.add(l.id);
-        let name = l.name.replace(/\//g, '_');
-        if ((count.get(l.name) ?? 0) > 1 && l.type !== 'repo') name = `${name} (${l.owner || l.id.slice(0, 8)})`;
-        if (byName.has(name)) name = `${name} [${l.id.slice(0, 8)}]`;
-        byName.set(name, l);
-      }
-      this.libs = { at: Date.now(), byName };
-    })();
-    this.libs = { at: 0, byName: c?.byName ?? new Map(), p };
-    try {
-      await p;
-    } catch (e) {
-      this.libs = c ?? null;
-      throw e;
-    }
-    return this.libs!.byName;
-  }
-
-  /** `change`: the caller creates, deletes or renames `p` (refused at the root with EPERM) */
-  private async resolve(p: string, change = false): Promise<Loc> {
-    if (this.lib) return { repo: this.lib.id, path: p, readOnly: !!this.opts.readOnly || this.lib.permission === 'r' };
-    if (p === '/') return { repo: null, path: '/', readOnly: true };
-    const parts = splitPath(p);
-    if (change && parts.length === 1) throw new VfsError('EPERM', 'the root holds the libraries');
-    const lib = (await this.libraries()).get(parts[0]);
-    if (!lib) throw new VfsError('ENOENT', p);
-    return {
-      repo: lib.id,
-      path: parts.length > 1 ? '/' + parts.slice(1).join('/') : '/',
-      readOnly: !!this.opts.readOnly || lib.permission === 'r',
-    };
-  }
-
-  private async repoOf(p: string, change = false): Promise<Loc & { repo: string }> {
-    const loc = await this.resolve(p, change);
-    if (loc.repo === null) throw new VfsError('EPERM', 'the root holds the libraries');
-    return loc as Loc & { repo: string };
-  }
-
-  private writable(loc: Loc): void {
-    if (loc.readOnly) throw new VfsError('EROFS');
+  private repoOf(p: string, change = false) {
+    return this.libraries.repoOf(p, change);
   }
 
   /** The listing of a folder, checking that every ancestor is a folder. */
@@ -242,59 +154,27 @@ export class Vfs {
 
   // ---- attributes ----
 
-  private dirAttr(mtimeSec: number, readOnly: boolean): Attr {
-    const t = mtimeSec ? new Date(mtimeSec * 1000) : this.mountTime;
-    return {
-      mode: C.S_IFDIR | (readOnly ? 0o555 : 0o755),
-      size: 4096,
-      nlink: 2,
-      uid: this.uid,
-      gid: this.gid,
-      mtime: t,
-      atime: t,
-      ctime: t,
-      blocks: 8,
-      blksize: BLKSIZE,
-    };
-  }
-
-  private fileAttr(size: number, mtimeMs: number, readOnly: boolean): Attr {
-    const t = new Date(mtimeMs);
-    return {
-      mode: C.S_IFREG | (readOnly ? 0o444 : 0o644),
-      size,
-      nlink: 1,
-      uid: this.uid,
-      gid: this.gid,
-      mtime: t,
-      atime: t,
-      ctime: t,
-      blocks: Math.ceil(size / 512),
-      blksize: BLKSIZE,
-    };
-  }
-
   async getattr(p: string): Promise<Attr> {
     const loc = await this.resolve(p);
-    if (loc.repo === null) return this.dirAttr(0, true);
+    if (loc.repo === null) return this.attrs.dir(0, true);
     if (loc.path === '/') {
-      const lib = this.lib ?? [...(await this.libraries()).values()].find((l) => l.id === loc.repo);
-      return this.dirAttr(lib?.mtime ?? 0, loc.readOnly);
+      const lib = await this.libraries.byId(loc.repo);
+      return this.attrs.dir(lib?.mtime ?? 0, loc.readOnly);
     }
     const s = this.wb.get(loc.repo, loc.path);
     // whole seconds, as the server keeps them: no change of mtime once the file is uploaded
-    if (s) return this.fileAttr(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
+    if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
     const hid = this.hidden.get(`${loc.repo}\u0000${loc.path}`);
-    if (hid) return this.fileAttr(hid.size, hid.mtimeMs, loc.readOnly);
+    if (hid) return this.attrs.file(hid.size, hid.mtimeMs, loc.readOnly);
     const e = await this.lookup(loc.repo, loc.path);
     if (!e) throw new VfsError('ENOENT', p);
-    if (e.type === 'dir') return this.dirAttr(e.mtime, loc.readOnly);
-    return this.fileAttr(e.size ?? 0, (e.mtime || 0) * 1000, loc.readOnly);
+    if (e.type === 'dir') return this.attrs.dir(e.mtime, loc.readOnly);
+    return this.attrs.file(e.size ?? 0, (e.mtime || 0) * 1000, loc.readOnly);
   }
 
   async readdir(p: string): Promise<string[]> {
     const loc = await this.resolve(p);
-    if (loc.repo === null) return [...(await this.libraries()).keys()];
+    if (loc.repo === null) return [...(await this.libraries.byName()).keys()];
     const l = await this.dir(loc.repo, loc.path);
     const names = new Set(l.entries.keys());
     for (const n of this.wb.childrenOf(loc.repo, loc.path)) names.add(n);
@@ -310,42 +190,12 @@ export class Vfs {
   async statfs(_p: string): Promise<StatFs> {
     const c = this.statfsCache;
     if (c && Date.now() - c.at < 30_000) return c.v;
-    const info = await this.api.accountInfo();
-    const unlimited = !(info.total > 0);
-    // every statfs field is 32 bits wide: count in MiB blocks
-    const totalBlocks = unlimited ? 2 ** 32 - 1 : Math.min(2 ** 32 - 1, Math.floor(info.total / STATFS_BSIZE));
-    const used = Math.ceil(Math.max(0, info.usage) / STATFS_BSIZE);
-    const free = Math.max(0, totalBlocks - used);
-    const v: StatFs = {
-      bsize: STATFS_BSIZE,
-      frsize: STATFS_BSIZE,
-      blocks: totalBlocks,
-      bfree: free,
-      bavail: free,
-      files: 1_000_000,
-      ffree: 1_000_000,
-      favail: 1_000_000,
-      namemax: 255,
-    };
+    const v = statfsOf(await this.api.accountInfo());
     this.statfsCache = { at: Date.now(), v };
     return v;
   }
 
   // ---- open files ----
-
-  private addHandle(h: Handle): number {
-    let id = this.nextHandle;
-    while (this.handles.has(id)) id = id >= 0x7fffffff ? 1 : id + 1;
-    this.nextHandle = id >= 0x7fffffff ? 1 : id + 1;
-    this.handles.set(id, h);
-    return id;
-  }
-
-  private handle(fh: number): Handle {
-    const h = this.handles.get(fh);
-    if (!h) throw new VfsError('EBADF');
-    return h;
-  }
 
   private remoteOf(repo: string, path: string, e: DirEntry): RemoteFile {
     const size = e.size ?? 0;
@@ -357,38 +207,39 @@ export class Vfs {
     const loc = await this.resolve(p);
     if (loc.repo === null || loc.path === '/') throw new VfsError('EISDIR');
     const repo = loc.repo;
+    const path = loc.path;
     const acc = flags & 3;
     const trunc = (flags & C.O_TRUNC) !== 0;
     const wantWrite = acc !== C.O_RDONLY || trunc;
-    if (wantWrite) this.writable(loc);
-    let s = this.wb.get(repo, loc.path);
+    if (wantWrite) writable(loc);
+    let s = this.wb.get(repo, path);
     if (!wantWrite) {
       if (s) {
         s.opened(false);
-        return this.addHandle({ repo, path: loc.path, state: s, remote: null, write: false, pattern: { next: 0, window: 0 } });
+        return this.handles.add({ kind: 'local', repo, path, state: s, write: false });
       }
-      const e = await this.lookup(repo, loc.path);
+      const e = await this.lookup(repo, path);
       if (!e) throw new VfsError('ENOENT', p);
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
-      return this.addHandle({ repo, path: loc.path, state: null, remote: this.remoteOf(repo, loc.path, e), write: false, pattern: { next: 0, window: 0 } });
+      return this.handles.add({ kind: 'remote', repo, path, remote: this.remoteOf(repo, path, e), pattern: NEW_PATTERN() });
     }
     if (!s) {
-      const e = await this.lookup(repo, loc.path);
+      const e = await this.lookup(repo, path);
       if (!e) throw new VfsError('ENOENT', p);
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
-      const remote = this.remoteOf(repo, loc.path, e);
-      s = await this.wb.openExisting(repo, loc.path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, trunc, (dest) =>
+      const remote = this.remoteOf(repo, path, e);
+      s = await this.wb.openExisting(repo, path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, trunc, (dest) =>
         this.reader.downloadWhole(remote, dest),
       );
     }
     if (trunc && s.size > 0) await this.wb.truncate(s, 0);
     s.opened(acc !== C.O_RDONLY);
-    return this.addHandle({ repo, path: loc.path, state: s, remote: null, write: acc !== C.O_RDONLY, pattern: { next: 0, window: 0 } });
+    return this.handles.add({ kind: 'local', repo, path, state: s, write: acc !== C.O_RDONLY });
   }
 
   async create(p: string, _mode: number): Promise<number> {
     const loc = await this.repoOf(p, true);
-    this.writable(loc);
+    writable(loc);
     if (loc.path === '/') throw new VfsError('EISDIR');
     checkName(baseOf(loc.path));
     const repo = loc.repo;
@@ -400,28 +251,33 @@ export class Vfs {
       s = await this.wb.createNew(repo, loc.path);
     }
     s.opened(true);
-    return this.addHandle({ repo, path: loc.path, state: s, remote: null, write: true, pattern: { next: 0, window: 0 } });
+    return this.handles.add({ kind: 'local', repo, path: loc.path, state: s, write: true });
   }
 
   /** Synchronous (a number) when the data is in memory, a promise otherwise. */
   read(_p: string, fh: number, buf: Buffer, len: number, pos: number): number | Promise<number> {
-    const h = this.handle(fh);
+    const h = this.handles.get(fh);
+    if (h.kind === 'local') return this.wb.read(h.state, buf, len, pos);
     // a clean file opened for reading that someone has since written to: read the local data
-    const s = h.state ?? this.wb.get(h.repo, h.path);
+    const s = this.wb.get(h.repo, h.path);
     if (s && !s.deleted) return this.wb.read(s, buf, len, pos);
-    if (h.state) return this.wb.read(h.state, buf, len, pos);
-    return this.reader.read(h.remote!, buf, len, pos, h.pattern);
+    return this.reader.read(h.remote, buf, len, pos, h.pattern);
+  }
+
+  /** the local data a handle may write to (EBADF for a read-only handle) */
+  private writeState(fh: number): FileState {
+    const h = this.handles.get(fh);
+    if (h.kind !== 'local' || !h.write) throw new VfsError('EBADF');
+    return h.state;
   }
 
   async write(_p: string, fh: number, buf: Buffer, len: number, pos: number): Promise<number> {
-    const h = this.handle(fh);
-    if (!h.write || !h.state) throw new VfsError('EBADF');
-    return this.wb.write(h.state, buf, len, pos);
+    return this.wb.write(this.writeState(fh), buf, len, pos);
   }
 
   async truncate(p: string, size: number): Promise<void> {
     const loc = await this.repoOf(p);
-    this.writable(loc);
+    writable(loc);
     let s = this.wb.get(loc.repo, loc.path);
     if (!s) {
       const e = await this.lookup(loc.repo, loc.path);
@@ -439,16 +295,14 @@ export class Vfs {
   }
 
   async ftruncate(_p: string, fh: number, size: number): Promise<void> {
-    const h = this.handle(fh);
-    if (!h.write || !h.state) throw new VfsError('EBADF');
-    await this.wb.truncate(h.state, size);
+    await this.wb.truncate(this.writeState(fh), size);
   }
 
   /** close(): record the dirty file in the journal so it survives a crash; report a failed upload. */
   async flush(_p: string, fh: number): Promise<void> {
-    const h = this.handle(fh);
+    const h = this.handles.get(fh);
+    if (h.kind !== 'local' || !h.write) return;
     const s = h.state;
-    if (!s || !h.write) return;
     await this.wb.persist(s);
     if (s.lastError && s.dirty) {
       const e = s.lastError;
@@ -457,17 +311,18 @@ export class Vfs {
   }
 
   async fsync(_p: string, fh: number): Promise<void> {
-    const h = this.handle(fh);
-    if (h.state && !h.state.deleted) await this.wb.sync(h.state);
+    const h = this.handles.get(fh);
+    if (h.kind === 'local' && !h.state.deleted) await this.wb.sync(h.state);
   }
 
   async release(_p: string, fh: number): Promise<void> {
-    const h = this.handles.get(fh);
+    const h = this.handles.take(fh);
     if (!h) return;
-    this.handles.delete(fh);
-    if (h.remote) this.reader.closePattern(h.remote, h.pattern);
+    if (h.kind === 'remote') {
+      this.reader.closePattern(h.remote, h.pattern);
+      return;
+    }
     const s = h.state;
-    if (!s) return;
     s.closed(h.write);
     if (s.dirty && s.writers === 0 && !s.deleted) this.wb.scheduleAfterClose(s);
     else this.wb.maybeDispose(s);
@@ -499,7 +354,7 @@ export class Vfs {
   async unlink(p: string): Promise<void> {
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM');
-    this.writable(loc);
+    writable(loc);
     if (this.hidden.delete(`${loc.repo}\u0000${loc.path}`)) return;
     const s = this.wb.get(loc.repo, loc.path);
     const e = await this.lookup(loc.repo, loc.path);
@@ -527,7 +382,7 @@ export class Vfs {
   async mkdir(p: string, _mode: number): Promise<void> {
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EEXIST');
-    this.writable(loc);
+    writable(loc);
     const name = baseOf(loc.path);
     checkName(name);
     const dir = parentOf(loc.path);
@@ -541,7 +396,7 @@ export class Vfs {
   async rmdir(p: string): Promise<void> {
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM', 'a library is removed on the server, not here');
-    this.writable(loc);
+    writable(loc);
     const e = await this.lookup(loc.repo, loc.path);
     if (!e) {
       if (this.wb.get(loc.repo, loc.path)) throw new VfsError('ENOTDIR', p);
@@ -561,131 +416,8 @@ export class Vfs {
     if (l.entries.size > 0) throw new VfsError('ENOTEMPTY', path);
   }
 
-  async rename(src: string, dst: string): Promise<void> {
-    const a = await this.resolve(src, true);
-    const b = await this.resolve(dst, true);
-    if (a.repo === null || b.repo === null || a.path === '/' || b.path === '/') {
-      throw new VfsError('EPERM', 'libraries are renamed on the server, not here');
-    }
-    this.writable(a);
-    this.writable(b);
-    const aRepo = a.repo;
-    const bRepo = b.repo;
-    const newName = baseOf(b.path);
-    checkName(newName);
-    if (aRepo === bRepo && a.path === b.path) return;
-    if (aRepo === bRepo && isWithin(b.path, a.path)) throw new VfsError('EINVAL', 'a folder cannot move into itself');
-    if (aRepo === bRepo && newName.startsWith('.fuse_hidden') && parentOf(a.path) === parentOf(b.path)) {
-      const st = this.wb.get(aRepo, a.path);
-      const en = st ? null : await this.lookup(aRepo, a.path);
-      if (st || en?.type === 'file') return this.hide(aRepo, a.path, b.path);
-    }
-
-    const srcState = this.wb.get(aRepo, a.path);
-    const srcEntry = await this.lookup(aRepo, a.path);
-    if (!srcState && !srcEntry) throw new VfsError('ENOENT', src);
-    const srcIsDir = !srcState && srcEntry!.type === 'dir';
-    await this.dir(bRepo, parentOf(b.path));
-
-    // POSIX rename replaces the target; the API would auto-rename instead
-    const dstState = this.wb.get(bRepo, b.path);
-    const dstEntry = await this.lookup(bRepo, b.path);
-    if (dstState || dstEntry) {
-      const dstIsDir = !dstState && dstEntry!.type === 'dir';
-      if (srcIsDir && !dstIsDir) throw new VfsError('ENOTDIR', dst);
-      if (!srcIsDir && dstIsDir) throw new VfsError('EISDIR', dst);
-      if (dstIsDir) {
-        await this.ensureEmpty(bRepo, b.path);
-        await this.api.deleteDir(bRepo, b.path);
-        this.meta.remove(bRepo, parentOf(b.path), newName);
-        this.meta.invalidateTree(bRepo, b.path);
-      } else {
-        await this.removeFile(bRepo, b.path, dstState, dstEntry);
-      }
-    }
-
-    if (srcState) {
-      let moved = false;
-      await this.wb.retarget(srcState, bRepo, b.path, async (from) => {
-        await this.remoteMove(aRepo, from, bRepo, b.path, false);
-        moved = true;
-      });
-      // the entry as the upload that may have finished meanwhile recorded it (with the file id)
-      const uploaded = this.meta.peek(aRepo, parentOf(a.path))?.entries.get(baseOf(a.path)) ?? srcEntry;
-      this.meta.remove(aRepo, parentOf(a.path), baseOf(a.path));
-      if (moved) {
-        const e: DirEntry = uploaded ?? {
-          type: 'file',
-          name: newName,
-          id: '',
-          size: srcState.size,
-          mtime: Math.floor(srcState.mtime / 1000),
-        };
-        this.meta.upsert(bRepo, parentOf(b.path), { ...e, name: newName });
-      }
-      return;
-    }
-    const held = srcIsDir ? await this.wb.holdUnder(aRepo, a.path) : [];
-    let ok = false;
-    try {
-      await this.remoteMove(aRepo, a.path, bRepo, b.path, srcIsDir);
-      ok = true;
-    } finally {
-      await this.wb.releaseUnder(held, aRepo, a.path, bRepo, b.path, ok);
-    }
-    this.meta.remove(aRepo, parentOf(a.path), baseOf(a.path));
-    this.meta.upsert(bRepo, parentOf(b.path), { ...srcEntry!, name: newName });
-    if (srcIsDir) {
-      this.meta.invalidateTree(aRepo, a.path);
-      this.meta.invalidateTree(bRepo, b.path);
-    }
-  }
-
-  /**
-   * Rename or move a file or folder on the server to exactly (dstRepo, dst),
-   * whose name must be free. Moves never overwrite on this API and clash
-   * names are auto-renamed, so the order of rename and move is chosen to
-   * avoid clashes, and the result is checked.
-   */
-  private async remoteMove(srcRepo: string, src: string, dstRepo: string, dst: string, isDir: boolean): Promise<void> {
-    const sDir = parentOf(src);
-    const sName = baseOf(src);
-    const dDir = parentOf(dst);
-    const dName = baseOf(dst);
-    const renameIn = (path: string, to: string) =>
-      isDir ? this.api.renameDir(srcRepo, path, to) : this.api.renameFile(srcRepo, path, to);
-    const moveTo = (repo: string, path: string) =>
-      isDir
-        ? this.api.batchMove(repo, parentOf(path), [baseOf(path)], dstRepo, dDir)
-        : this.api.moveFile(repo, path, dstRepo, dDir);
-
-    if (srcRepo === dstRepo && sDir === dDir) {
-      await renameIn(src, dName);
-    } else if (sName === dName) {
-      await moveTo(srcRepo, src);
-    } else {
-      const srcList = await this.meta.list(srcRepo, sDir, true);
-      const dstList = await this.meta.list(dstRepo, dDir, true);
-      if (!srcList.entries.has(dName) && !this.wb.get(srcRepo, joinPath(sDir, dName))) {
-        await renameIn(src, dName);
-        await moveTo(srcRepo, joinPath(sDir, dName));
-      } else if (!dstList.entries.has(sName) && !this.wb.get(dstRepo, joinPath(dDir, sName))) {
-        await moveTo(srcRepo, src);
-        await (isDir ? this.api.renameDir(dstRepo, joinPath(dDir, sName), dName) : this.api.renameFile(dstRepo, joinPath(dDir, sName), dName));
-      } else {
-        const tmp = `.seafs-move-${process.pid}-${Date.now().toString(36)}`;
-        await renameIn(src, tmp);
-        await moveTo(srcRepo, joinPath(sDir, tmp));
-        await (isDir ? this.api.renameDir(dstRepo, joinPath(dDir, tmp), dName) : this.api.renameFile(dstRepo, joinPath(dDir, tmp), dName));
-      }
-    }
-    // a file renamed within its folder onto a name just checked free needs no check (the common
-    // save-then-rename of editors and rsync); otherwise verify the final name, since an
-    // auto-renamed "name (1)" would be a silent failure
-    if (!isDir && srcRepo === dstRepo && sDir === dDir) return;
-    const after = await this.meta.list(dstRepo, dDir, true);
-    if (!after.entries.has(dName)) throw new VfsError('EIO', `rename to ${dst} did not land under that name`);
-    if (srcRepo !== dstRepo || sDir !== dDir) this.meta.invalidate(srcRepo, sDir);
+  rename(src: string, dst: string): Promise<void> {
+    return this.renamer.rename(src, dst);
   }
 
   // ---- lifecycle ----

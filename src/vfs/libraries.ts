@@ -1,0 +1,109 @@
+// Which library a mount path is in. A mount of one library maps paths as they
+// are; without --library the root is a virtual folder of every library the
+// account reaches, named so that no two clash (a library shared twice is shown
+// once; equal names get the owner, then the id, added).
+import type { Library, SeafileApi } from '../client/types.js';
+import { VfsError } from './errors.js';
+import { splitPath } from './paths.js';
+
+export interface Loc {
+  /** null: the virtual root listing the libraries */
+  repo: string | null;
+  path: string;
+  readOnly: boolean;
+}
+
+export type RepoLoc = Loc & { repo: string };
+
+export class Libraries {
+  /** the one library mounted (null: all of them) */
+  lib: Library | null = null;
+  private cache: { at: number; byName: Map<string, Library>; p?: Promise<void> } | null = null;
+
+  constructor(
+    private readonly api: SeafileApi,
+    private readonly ttlMs: number,
+    private readonly readOnly: boolean,
+  ) {}
+
+  /** Mount the library named (or with the id) `nameOrId`. */
+  async choose(nameOrId: string): Promise<Library> {
+    const all = await this.api.listLibraries();
+    const hit = all.find((l) => l.id === nameOrId) ?? all.find((l) => l.name === nameOrId);
+    if (!hit) throw new VfsError('ENOENT', `no library named or with id "${nameOrId}"`);
+    this.lib = hit;
+    return hit;
+  }
+
+  /** The root's names, each with its library (listed again after the cache time). */
+  async byName(): Promise<Map<string, Library>> {
+    const c = this.cache;
+    if (c && Date.now() - c.at < this.ttlMs) return c.byName;
+    if (c?.p) {
+      await c.p;
+      return this.cache!.byName;
+    }
+    const p = (async () => {
+      const list = await this.api.listLibraries();
+      this.cache = { at: Date.now(), byName: rootNames(list) };
+    })();
+    this.cache = { at: 0, byName: c?.byName ?? new Map(), p };
+    try {
+      await p;
+    } catch (e) {
+      this.cache = c ?? null;
+      throw e;
+    }
+    return this.cache!.byName;
+  }
+
+  /** The library with this id, when the mount knows it. */
+  async byId(repo: string): Promise<Library | undefined> {
+    if (this.lib) return this.lib.id === repo ? this.lib : undefined;
+    return [...(await this.byName()).values()].find((l) => l.id === repo);
+  }
+
+  /** `change`: the caller creates, deletes or renames `p` (refused at the root with EPERM) */
+  async resolve(p: string, change = false): Promise<Loc> {
+    if (this.lib) return { repo: this.lib.id, path: p, readOnly: this.readOnly || this.lib.permission === 'r' };
+    if (p === '/') return { repo: null, path: '/', readOnly: true };
+    const parts = splitPath(p);
+    if (change && parts.length === 1) throw new VfsError('EPERM', 'the root holds the libraries');
+    const lib = (await this.byName()).get(parts[0]);
+    if (!lib) throw new VfsError('ENOENT', p);
+    return {
+      repo: lib.id,
+      path: parts.length > 1 ? '/' + parts.slice(1).join('/') : '/',
+      readOnly: this.readOnly || lib.permission === 'r',
+    };
+  }
+
+  /** Like resolve, for operations that need a library (EPERM at the root). */
+  async repoOf(p: string, change = false): Promise<RepoLoc> {
+    const loc = await this.resolve(p, change);
+    if (loc.repo === null) throw new VfsError('EPERM', 'the root holds the libraries');
+    return loc as RepoLoc;
+  }
+}
+
+/** The root folder's names for a list of libraries: unique, without slashes. */
+function rootNames(list: Library[]): Map<string, Library> {
+  const byName = new Map<string, Library>();
+  const count = new Map<string, number>();
+  for (const l of list) count.set(l.name, (count.get(l.name) ?? 0) + 1);
+  const seen = new Set<string>();
+  for (const l of list) {
+    if (seen.has(l.id)) continue; // a library reachable twice (owned and shared to a group)
+    seen.add(l.id);
+    let name = l.name.replace(/\//g, '_');
+    if ((count.get(l.name) ?? 0) > 1 && l.type !== 'repo') name = `${name} (${l.owner || l.id.slice(0, 8)})`;
+    if (byName.has(name)) name = `${name} [${l.id.slice(0, 8)}]`;
+    byName.set(name, l);
+  }
+  return byName;
+}
+
+/** EROFS for a change where the mount or the library is read-only. */
+export function writable(loc: Loc): void {
+  if (loc.readOnly) throw new VfsError('EROFS');
+}

@@ -1,0 +1,163 @@
+// rename(2) on a server whose moves never overwrite and whose name clashes
+// are auto-renamed: POSIX replacement of the target, the order of rename and
+// move chosen so no clash happens, a check that the result landed under the
+// name asked for, files with local data moved under their lock (no upload of
+// the old path in flight), folders with pending uploads held meanwhile, and
+// the libfuse ".fuse_hidden" rename of a file unlinked while open.
+import type { DirEntry, SeafileApi } from '../client/types.js';
+import { VfsError } from './errors.js';
+import { writable, type Loc } from './libraries.js';
+import type { Listing, MetaCache } from './meta-cache.js';
+import { baseOf, checkName, isWithin, joinPath, parentOf } from './paths.js';
+import type { FileState, WriteBack } from './write/write-back.js';
+
+/** What a rename needs of the rest of the vfs. */
+export interface Namespace {
+  readonly api: SeafileApi;
+  readonly meta: MetaCache;
+  readonly wb: WriteBack;
+  resolve(p: string, change: boolean): Promise<Loc>;
+  /** the remote entry at a path (null: absent) */
+  lookup(repo: string, path: string): Promise<DirEntry | null>;
+  /** the listing of a folder, checking its ancestors */
+  dir(repo: string, dir: string): Promise<Listing>;
+  /** ENOTEMPTY unless the folder is empty on the server and locally */
+  ensureEmpty(repo: string, path: string): Promise<void>;
+  /** delete a file (server copy and local data) */
+  removeFile(repo: string, path: string, s: FileState | undefined, e: DirEntry | null): Promise<void>;
+  /** the file unlinked while open: gone on the server, kept for its handles under `hiddenPath` */
+  hide(repo: string, src: string, hiddenPath: string): Promise<void>;
+}
+
+export class Renamer {
+  constructor(private readonly ns: Namespace) {}
+
+  async rename(src: string, dst: string): Promise<void> {
+    const ns = this.ns;
+    const a = await ns.resolve(src, true);
+    const b = await ns.resolve(dst, true);
+    if (a.repo === null || b.repo === null || a.path === '/' || b.path === '/') {
+      throw new VfsError('EPERM', 'libraries are renamed on the server, not here');
+    }
+    writable(a);
+    writable(b);
+    const aRepo = a.repo;
+    const bRepo = b.repo;
+    const newName = baseOf(b.path);
+    checkName(newName);
+    if (aRepo === bRepo && a.path === b.path) return;
+    if (aRepo === bRepo && isWithin(b.path, a.path)) throw new VfsError('EINVAL', 'a folder cannot move into itself');
+    if (aRepo === bRepo && newName.startsWith('.fuse_hidden') && parentOf(a.path) === parentOf(b.path)) {
+      const st = ns.wb.get(aRepo, a.path);
+      const en = st ? null : await ns.lookup(aRepo, a.path);
+      if (st || en?.type === 'file') return ns.hide(aRepo, a.path, b.path);
+    }
+
+    const srcState = ns.wb.get(aRepo, a.path);
+    const srcEntry = await ns.lookup(aRepo, a.path);
+    if (!srcState && !srcEntry) throw new VfsError('ENOENT', src);
+    const srcIsDir = !srcState && srcEntry!.type === 'dir';
+    await ns.dir(bRepo, parentOf(b.path));
+
+    // POSIX rename replaces the target; the API would auto-rename instead
+    const dstState = ns.wb.get(bRepo, b.path);
+    const dstEntry = await ns.lookup(bRepo, b.path);
+    if (dstState || dstEntry) {
+      const dstIsDir = !dstState && dstEntry!.type === 'dir';
+      if (srcIsDir && !dstIsDir) throw new VfsError('ENOTDIR', dst);
+      if (!srcIsDir && dstIsDir) throw new VfsError('EISDIR', dst);
+      if (dstIsDir) {
+        await ns.ensureEmpty(bRepo, b.path);
+        await ns.api.deleteDir(bRepo, b.path);
+        ns.meta.remove(bRepo, parentOf(b.path), newName);
+        ns.meta.invalidateTree(bRepo, b.path);
+      } else {
+        await ns.removeFile(bRepo, b.path, dstState, dstEntry);
+      }
+    }
+
+    if (srcState) {
+      let moved = false;
+      await ns.wb.retarget(srcState, bRepo, b.path, async (from) => {
+        await this.remoteMove(aRepo, from, bRepo, b.path, false);
+        moved = true;
+      });
+      // the entry as the upload that may have finished meanwhile recorded it (with the file id)
+      const uploaded = ns.meta.peek(aRepo, parentOf(a.path))?.entries.get(baseOf(a.path)) ?? srcEntry;
+      ns.meta.remove(aRepo, parentOf(a.path), baseOf(a.path));
+      if (moved) {
+        const e: DirEntry = uploaded ?? {
+          type: 'file',
+          name: newName,
+          id: '',
+          size: srcState.size,
+          mtime: Math.floor(srcState.mtime / 1000),
+        };
+        ns.meta.upsert(bRepo, parentOf(b.path), { ...e, name: newName });
+      }
+      return;
+    }
+    const held = srcIsDir ? await ns.wb.holdUnder(aRepo, a.path) : [];
+    let ok = false;
+    try {
+      await this.remoteMove(aRepo, a.path, bRepo, b.path, srcIsDir);
+      ok = true;
+    } finally {
+      await ns.wb.releaseUnder(held, aRepo, a.path, bRepo, b.path, ok);
+    }
+    ns.meta.remove(aRepo, parentOf(a.path), baseOf(a.path));
+    ns.meta.upsert(bRepo, parentOf(b.path), { ...srcEntry!, name: newName });
+    if (srcIsDir) {
+      ns.meta.invalidateTree(aRepo, a.path);
+      ns.meta.invalidateTree(bRepo, b.path);
+    }
+  }
+
+  /**
+   * Rename or move a file or folder on the server to exactly (dstRepo, dst),
+   * whose name must be free. Moves never overwrite on this API and clash
+   * names are auto-renamed, so the order of rename and move is chosen to
+   * avoid clashes, and the result is checked.
+   */
+  private async remoteMove(srcRepo: string, src: string, dstRepo: string, dst: string, isDir: boolean): Promise<void> {
+    const ns = this.ns;
+    const sDir = parentOf(src);
+    const sName = baseOf(src);
+    const dDir = parentOf(dst);
+    const dName = baseOf(dst);
+    const renameIn = (path: string, to: string) =>
+      isDir ? ns.api.renameDir(srcRepo, path, to) : ns.api.renameFile(srcRepo, path, to);
+    const moveTo = (repo: string, path: string) =>
+      isDir
+        ? ns.api.batchMove(repo, parentOf(path), [baseOf(path)], dstRepo, dDir)
+        : ns.api.moveFile(repo, path, dstRepo, dDir);
+
+    if (srcRepo === dstRepo && sDir === dDir) {
+      await renameIn(src, dName);
+    } else if (sName === dName) {
+      await moveTo(srcRepo, src);
+    } else {
+      const srcList = await ns.meta.list(srcRepo, sDir, true);
+      const dstList = await ns.meta.list(dstRepo, dDir, true);
+      if (!srcList.entries.has(dName) && !ns.wb.get(srcRepo, joinPath(sDir, dName))) {
+        await renameIn(src, dName);
+        await moveTo(srcRepo, joinPath(sDir, dName));
+      } else if (!dstList.entries.has(sName) && !ns.wb.get(dstRepo, joinPath(dDir, sName))) {
+        await moveTo(srcRepo, src);
+        await (isDir ? ns.api.renameDir(dstRepo, joinPath(dDir, sName), dName) : ns.api.renameFile(dstRepo, joinPath(dDir, sName), dName));
+      } else {
+        const tmp = `.seafs-move-${process.pid}-${Date.now().toString(36)}`;
+        await renameIn(src, tmp);
+        await moveTo(srcRepo, joinPath(sDir, tmp));
+        await (isDir ? ns.api.renameDir(dstRepo, joinPath(dDir, tmp), dName) : ns.api.renameFile(dstRepo, joinPath(dDir, tmp), dName));
+      }
+    }
+    // a file renamed within its folder onto a name just checked free needs no check (the common
+    // save-then-rename of editors and rsync); otherwise verify the final name, since an
+    // auto-renamed "name (1)" would be a silent failure
+    if (!isDir && srcRepo === dstRepo && sDir === dDir) return;
+    const after = await ns.meta.list(dstRepo, dDir, true);
+    if (!after.entries.has(dName)) throw new VfsError('EIO', `rename to ${dst} did not land under that name`);
+    if (srcRepo !== dstRepo || sDir !== dDir) ns.meta.invalidate(srcRepo, sDir);
+  }
+}
