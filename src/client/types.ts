@@ -39,6 +39,10 @@ export interface DirEntry {
   size?: number; // files only
   permission?: 'r' | 'rw';
   parent_dir?: string; // recursive listings only, normalised to '/a/b' (no trailing slash except root)
+  /** servers with locking: the file is locked, by whom, and whether by this account */
+  is_locked?: boolean;
+  lock_owner?: string;
+  locked_by_me?: boolean;
   [extra: string]: unknown;
 }
 

@@ -43,6 +43,15 @@ export interface VfsOptions {
 const ZERO_ID = '0000000000000000000000000000000000000000';
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
 
+/** A file locked on the server by another account: this mount shows it read-only and refuses to write it. */
+function lockedByOther(e: DirEntry): boolean {
+  return e.type === 'file' && e.is_locked === true && e.locked_by_me !== true;
+}
+
+function refuseLocked(p: string, e: DirEntry): void {
+  if (lockedByOther(e)) throw new VfsError('EACCES', `${p} is locked by ${e.lock_owner || 'another user'}`);
+}
+
 export class Vfs {
   readonly meta: MetaCache;
   readonly reader: RemoteReader;
@@ -169,7 +178,7 @@ export class Vfs {
     const e = await this.lookup(loc.repo, loc.path);
     if (!e) throw new VfsError('ENOENT', p);
     if (e.type === 'dir') return this.attrs.dir(e.mtime, loc.readOnly);
-    return this.attrs.file(e.size ?? 0, (e.mtime || 0) * 1000, loc.readOnly);
+    return this.attrs.file(e.size ?? 0, (e.mtime || 0) * 1000, loc.readOnly || lockedByOther(e));
   }
 
   async readdir(p: string): Promise<string[]> {
@@ -183,8 +192,10 @@ export class Vfs {
 
   async access(p: string, mode: number): Promise<void> {
     const loc = await this.resolve(p);
-    await this.getattr(p);
+    const attr = await this.getattr(p);
     if (mode & C.W_OK && loc.readOnly) throw new VfsError('EROFS');
+    // a file locked by someone else shows without write bits
+    if (mode & C.W_OK && (attr.mode & 0o222) === 0) throw new VfsError('EACCES', `${p} is locked`);
   }
 
   async statfs(_p: string): Promise<StatFs> {
@@ -227,6 +238,7 @@ export class Vfs {
       const e = await this.lookup(repo, path);
       if (!e) throw new VfsError('ENOENT', p);
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
+      refuseLocked(p, e);
       const remote = this.remoteOf(repo, path, e);
       s = await this.wb.openExisting(repo, path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, trunc, (dest) =>
         this.reader.downloadWhole(remote, dest),
@@ -283,6 +295,7 @@ export class Vfs {
       const e = await this.lookup(loc.repo, loc.path);
       if (!e) throw new VfsError('ENOENT', p);
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
+      refuseLocked(p, e);
       if ((e.size ?? 0) === size) return;
       const remote = this.remoteOf(loc.repo, loc.path, e);
       s = await this.wb.openExisting(loc.repo, loc.path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, size === 0, (dest) =>

@@ -13,7 +13,7 @@ import type {
 import type { FileUploadStream, StartUploadStream, UploadBatch } from '../../src/client/types.js';
 import type { StreamControl, StreamSink } from '../../src/client/types.js';
 
-interface FFile { type: 'file'; id: string; mtime: number }
+interface FFile { type: 'file'; id: string; mtime: number; lockedBy?: string }
 interface FDir { type: 'dir'; oid: string; mtime: number; children: Map<string, FNode> }
 type FNode = FFile | FDir;
 
@@ -121,6 +121,14 @@ export class FakeApi implements SeafileApi {
     this.touch(repoId, parentOf(path));
   }
 
+  /** lock a file as `owner` would (the fake's own account is me@example.com); null unlocks */
+  lockFile(repoId: string, path: string, owner: string | null): void {
+    const n = this.nodeAt(repoId, path);
+    if (!n || n.type !== 'file') throw new Error(`no file ${path}`);
+    n.lockedBy = owner ?? undefined;
+    this.touch(repoId, parentOf(path));
+  }
+
   putDir(repoId: string, path: string): void {
     let cur = '/';
     for (const part of split(path)) {
@@ -185,7 +193,11 @@ export class FakeApi implements SeafileApi {
     const entries: DirEntry[] = [];
     for (const [name, n] of d.children) {
       if (n.type === 'dir') entries.push({ type: 'dir', name, id: n.children.size ? n.oid : ZERO, mtime: n.mtime });
-      else entries.push({ type: 'file', name, id: n.id, mtime: n.mtime, size: n.id === ZERO ? 0 : this.blobs.get(n.id)!.length });
+      else {
+        const size = n.id === ZERO ? 0 : this.blobs.get(n.id)!.length;
+        const lock = n.lockedBy ? { is_locked: true, lock_owner: n.lockedBy, locked_by_me: n.lockedBy === 'me@example.com' } : {};
+        entries.push({ type: 'file', name, id: n.id, mtime: n.mtime, size, ...lock });
+      }
     }
     return { uptodate: false, oid: d.oid, entries };
   }

@@ -1,0 +1,46 @@
+import { constants as FC } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeApi, makeVfs, readWhole, writeWhole } from './fake-api.js';
+
+describe('files locked on the server', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function setup() {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib' });
+    cleanups.push(m.cleanup);
+    api.putFile(repo, '/theirs.doc', 'locked content');
+    api.putFile(repo, '/mine.doc', 'my content');
+    api.lockFile(repo, '/theirs.doc', 'alice@example.com');
+    api.lockFile(repo, '/mine.doc', 'me@example.com');
+    return { api, repo, ...m };
+  }
+
+  it('a file locked by someone else shows without write bits and refuses writing at open', async () => {
+    const { api, repo, vfs } = await setup();
+    expect((await vfs.getattr('/theirs.doc')).mode & 0o777).toBe(0o444);
+    await expect(vfs.open('/theirs.doc', FC.O_WRONLY)).rejects.toMatchObject({ code: 'EACCES' });
+    await expect(vfs.open('/theirs.doc', FC.O_RDONLY | FC.O_TRUNC)).rejects.toMatchObject({ code: 'EACCES' });
+    await expect(vfs.truncate('/theirs.doc', 0)).rejects.toMatchObject({ code: 'EACCES' });
+    await expect(vfs.access('/theirs.doc', FC.W_OK)).rejects.toMatchObject({ code: 'EACCES' });
+    await expect(writeWhole(vfs, '/theirs.doc', 'overwrite')).rejects.toMatchObject({ code: 'EACCES' });
+    // reading is fine, and nothing was uploaded
+    expect((await readWhole(vfs, '/theirs.doc')).toString()).toBe('locked content');
+    expect(api.calls.update ?? 0).toBe(0);
+    expect(api.content(repo, '/theirs.doc')!.toString()).toBe('locked content');
+  });
+
+  it('a file locked by this account stays writable', async () => {
+    const { api, repo, vfs } = await setup();
+    expect((await vfs.getattr('/mine.doc')).mode & 0o777).toBe(0o644);
+    const fh = await vfs.open('/mine.doc', FC.O_WRONLY | FC.O_TRUNC);
+    await vfs.write('/mine.doc', fh, Buffer.from('edited'), 6, 0);
+    await vfs.release('/mine.doc', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/mine.doc')!.toString()).toBe('edited');
+  });
+});
