@@ -3,6 +3,7 @@
 // account reaches, named so that no two clash (a library shared twice is shown
 // once; equal names get the owner, then the id, added).
 import type { Library, SeafileApi } from '../client/types.js';
+import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
 import { splitPath } from './paths.js';
 
@@ -52,6 +53,8 @@ export class Libraries {
       await p;
     } catch (e) {
       this.cache = c ?? null;
+      // offline: the libraries the mount knows
+      if (c && unreachable(e)) return c.byName;
       throw e;
     }
     return this.cache!.byName;

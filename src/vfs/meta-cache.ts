@@ -4,6 +4,7 @@
 // "uptodate" answer renews it without transferring the entries again.
 import { LRUCache } from 'lru-cache';
 import type { DirEntry, SeafileApi } from '../client/types.js';
+import { unreachable } from './connectivity.js';
 import { isNotFound, VfsError } from './errors.js';
 import { baseOf, isWithin, parentOf } from './paths.js';
 
@@ -240,6 +241,8 @@ export class MetaCache {
         this.lru.delete(k);
         throw new VfsError('ENOENT', `${dir}`);
       }
+      // offline: the listing the mount knows, stale, rather than an error
+      if (cached && unreachable(e)) return cached;
       throw e;
     }
     const now = Date.now();

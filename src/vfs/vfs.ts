@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { DirEntry, Library, SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, statfsOf, type Attr, type StatFs } from './attrs.js';
+import { Connectivity, unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
 import { HandleTable } from './handles.js';
 import { Libraries, writable } from './libraries.js';
@@ -37,6 +38,9 @@ export interface VfsOptions {
   diskCacheBytes?: number;
   /** sub-folder listings fetched ahead, at most this many at once (default 8; 0: none) */
   prefetchDirs?: number;
+  /** while offline, the server is asked again after this long, doubling up to probeMaxMs (defaults 1 s, 30 s) */
+  probeMinMs?: number;
+  probeMaxMs?: number;
   log?: (msg: string) => void;
 }
 
@@ -67,14 +71,20 @@ export class Vfs {
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
   private readonly hidden = new Map<string, { size: number; mtimeMs: number }>();
 
+  /** the API as the rest of the vfs uses it: failing at once while offline */
+  readonly api: SeafileApi;
+  readonly net: Connectivity;
+
   private constructor(
-    readonly api: SeafileApi,
+    rawApi: SeafileApi,
     readonly opts: VfsOptions,
   ) {
+    this.log = opts.log ?? (() => {});
+    this.net = new Connectivity(rawApi, { log: this.log, probeMinMs: opts.probeMinMs, probeMaxMs: opts.probeMaxMs });
+    const api = (this.api = this.net.wrap(rawApi));
     const dirTtl = opts.dirCacheTimeMs ?? 10_000;
     this.attrs = new AttrShaper(opts.uid ?? process.getuid?.() ?? 0, opts.gid ?? process.getgid?.() ?? 0);
     this.libraries = new Libraries(api, dirTtl, !!opts.readOnly);
-    this.log = opts.log ?? (() => {});
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 8);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
@@ -96,6 +106,7 @@ export class Vfs {
           mtime: Math.floor(s.mtime / 1000),
         });
       },
+      offline: () => !this.net.online,
       // the server's version keeps the name: list the folder afresh to show it (and the copy)
       onConflict: (repo, path) => this.meta.invalidate(repo, parentOf(path)),
       folderRecreated: (repo, dir) => {
@@ -103,6 +114,8 @@ export class Vfs {
         this.meta.invalidateTree(repo, dir);
       },
     }, opts.writeBack);
+    // back online: what waited for the server goes now
+    this.net.onBack = () => this.wb.retryNow();
     this.renamer = new Renamer({
       api,
       meta: this.meta,
@@ -317,7 +330,8 @@ export class Vfs {
     if (h.kind !== 'local' || !h.write) return;
     const s = h.state;
     await this.wb.persist(s);
-    if (s.lastError && s.dirty) {
+    // offline: the data waits in the journal, nothing to report
+    if (s.lastError && s.dirty && !unreachable(s.lastError)) {
       const e = s.lastError;
       throw new VfsError(e instanceof ApiError && e.kind === 'quota' ? 'ENOSPC' : 'EIO', 'earlier upload failed', { cause: e });
     }
@@ -454,10 +468,13 @@ export class Vfs {
       disk: this.disk?.stats,
       meta: this.meta.stats,
       uploads: this.wb.stats,
+      offline: this.net.state(),
+      outages: this.net.outages,
     };
   }
 
   close(): void {
+    this.net.close();
     this.wb.close();
     void this.disk?.close();
   }

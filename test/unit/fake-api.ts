@@ -52,8 +52,12 @@ export class FakeApi implements SeafileApi {
     return id;
   }
 
+  /** the server is unreachable: every call fails as a refused connection */
+  down = false;
+
   private hit(op: string): void {
     this.calls[op] = (this.calls[op] ?? 0) + 1;
+    if (this.down) throw apiError('network', 0, op, 'connect ECONNREFUSED');
     const f = this.failNext.get(op);
     if (f && f.length) throw f.shift()!;
   }
@@ -556,7 +560,7 @@ import { errnoOf } from '../../src/vfs/errors.js';
 
 export async function makeVfs(api: FakeApi, opts: Partial<VfsOptions> = {}): Promise<{ vfs: Vfs; cacheDir: string; cleanup: () => Promise<void> }> {
   const cacheDir = opts.cacheDir ?? (await mkdtemp(join(tmpdir(), 'seafs-unit-')));
-  const vfs = await Vfs.create(api, { durableJournal: false, writeBack: { retryBaseMs: 10 }, ...opts, cacheDir });
+  const vfs = await Vfs.create(api, { durableJournal: false, writeBack: { retryBaseMs: 10 }, probeMinMs: 20, ...opts, cacheDir });
   return { vfs, cacheDir, cleanup: async () => { vfs.close(); await rm(cacheDir, { recursive: true, force: true }); } };
 }
 

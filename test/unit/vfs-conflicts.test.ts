@@ -166,3 +166,28 @@ describe('conflicts: an upload whose answer was lost', () => {
     }
   });
 });
+
+describe('conflicts: a batch upload whose answer was lost', () => {
+  it('retries its files one by one without conflict copies or duplicates', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 50 } });
+    try {
+      const real = api.uploadMany;
+      let lost = 0;
+      api.uploadBatch = async (...args) => {
+        const res = await real(...args);
+        if (args[2].length > 1 && lost++ === 0) throw new ApiError({ kind: 'server', status: 502, operation: 'upload', serverMessage: 'Bad Gateway' });
+        return res;
+      };
+      for (let i = 0; i < 5; i++) await writeWhole(m.vfs, `/f${i}.txt`, `file ${i}\n`);
+      expect(await m.vfs.drain()).toEqual([]);
+      expect(lost).toBe(1);
+      expect(api.names(repo, '/')).toEqual(['f0.txt', 'f1.txt', 'f2.txt', 'f3.txt', 'f4.txt']);
+      for (let i = 0; i < 5; i++) expect(api.content(repo, `/f${i}.txt`)!.toString()).toBe(`file ${i}\n`);
+      expect(m.vfs.wb.stats.conflicts).toBe(0);
+    } finally {
+      await m.cleanup();
+    }
+  });
+});

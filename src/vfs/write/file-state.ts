@@ -39,11 +39,12 @@ export class FileState {
   /** when the last upload of this file ended (ms; 0: none yet) */
   uploadedAt = 0;
   /**
-   * An attempt may have landed without the mount hearing of it (its answer was
-   * lost, or the mount died after sending it): the conflict check then takes a
-   * server file of the same size and modification time for ours.
+   * Since when an attempt may have landed without the mount hearing of it (its
+   * answer was lost, or the mount died after sending it); null: none. The
+   * conflict check then takes a server file of the same size, written since
+   * then, for ours.
    */
-  maybeLanded = false;
+  maybeLandedSince: number | null = null;
 
   private _dirty = false;
   private _version = 0;
@@ -153,7 +154,7 @@ export class FileState {
     this.remotePath = path;
     this.baseId = id || null;
     this.uploadedAt = Date.now();
-    this.maybeLanded = false;
+    this.maybeLandedSince = null;
     this._uploadedVersion = Math.max(this._uploadedVersion, v);
     this._lastError = null;
     this._failures = 0;
@@ -161,11 +162,16 @@ export class FileState {
     return !this._dirty;
   }
 
-  /** `unsure`: the server may have done the work (the answer was lost) */
-  failed(e: unknown, unsure = false): void {
+  /** `unsureSince`: when the attempt began, if the server may have done the work (the answer was lost) */
+  failed(e: unknown, unsureSince?: number): void {
     this._failures++;
     this._lastError = e;
-    if (unsure) this.maybeLanded = true;
+    if (unsureSince !== undefined) this.unsure(unsureSince);
+  }
+
+  /** an attempt begun at `since` may have landed */
+  unsure(since: number): void {
+    this.maybeLandedSince = Math.min(this.maybeLandedSince ?? since, since);
   }
 
   /** a new round of attempts (the count of failures starts again) */

@@ -16,6 +16,8 @@ export interface WriteBackHooks {
   onConflict?(repo: string, path: string, copy: string): void;
   /** a folder deleted on the server was created again to hold a file */
   folderRecreated?(repo: string, dir: string): void;
+  /** the server is unreachable: uploads wait until it is back (retryNow) instead of spending attempts */
+  offline?(): boolean;
   log(msg: string): void;
 }
 
@@ -33,6 +35,8 @@ export interface WriteBackOptions {
    */
   newFileDelayMs?: number;
   maxAttempts?: number;
+  /** at unmount, how long uploads wait for an unreachable server before they are left in the journal (default 30 s) */
+  offlineGraceMs?: number;
   linkTtlMs?: number;
   retryBaseMs?: number;
   /** a file written from offset 0 starts streaming (when the API offers startUploadStream) once it is this large (default 8 MiB) */

@@ -4,6 +4,7 @@
 // later for a new file), and the drain before unmount. What one attempt does
 // is uploader.ts's job; a batch hands the files it could not take back here.
 import pLimit from 'p-limit';
+import { unreachable } from '../connectivity.js';
 import { mayHaveLanded, permanentUploadFailure } from '../errors.js';
 import { baseOf, parentOf } from '../paths.js';
 import { stateKey, type FileState } from './file-state.js';
@@ -29,6 +30,9 @@ export interface QueueTable {
 export interface QueueOptions {
   concurrency: number;
   maxAttempts: number;
+  /** the server is unreachable now */
+  offline: () => boolean;
+  offlineGraceMs: number;
   retryBaseMs: number;
   newFileDelayMs: number;
   batchMaxFiles: number;
@@ -61,15 +65,18 @@ export class UploadQueue {
 
   /** files whose upload failed for good are retried now and then (quota freed, server back) */
   startRetryTimer(): void {
-    this.retryTimer = setInterval(() => {
-      for (const s of this.table.all()) {
-        if (s.dirty && !s.deleted && s.lastError && !s.running && s.writers === 0) {
-          s.resetFailures();
-          void this.schedule(s);
-        }
-      }
-    }, 30_000);
+    this.retryTimer = setInterval(() => this.retryFailed(), 30_000);
     this.retryTimer.unref();
+  }
+
+  /** Start again every upload that failed and is not running. */
+  retryFailed(): void {
+    for (const s of this.table.all()) {
+      if (s.dirty && !s.deleted && s.lastError && !s.running && s.writers === 0) {
+        s.resetFailures();
+        void this.schedule(s);
+      }
+    }
   }
 
   close(): void {
@@ -173,6 +180,7 @@ export class UploadQueue {
         if (!s.dirty || s.deleted || s.hold) return;
         const v = s.version;
         const { repo, path } = s;
+        const began = Date.now();
         try {
           await this.journal.persist(s);
           const res = await this.uploader.once(s, repo, path);
@@ -193,8 +201,10 @@ export class UploadQueue {
             retry = s.writers === 0;
             return;
           }
-          s.failed(e, mayHaveLanded(e));
+          s.failed(e, mayHaveLanded(e) ? began : undefined);
           this.stats.failures++;
+          // offline: the mount said so once, and retries the upload when the server is back
+          if (unreachable(e) && this.o.offline()) return;
           this.log(`upload of ${path} failed (attempt ${s.failures}): ${(e as Error).message}`);
           if (!permanentUploadFailure(e) && s.failures < this.o.maxAttempts) retry = true;
         }
@@ -223,20 +233,28 @@ export class UploadQueue {
       const pending = this.table.pending();
       if (pending.length === 0) return [];
       const active = pending.filter((s) => s.running);
+      // uploads that wait for an unreachable server, while it may still come back
+      const waiting = (s: FileState) => unreachable(s.lastError) && this.o.offline() && Date.now() - started < this.o.offlineGraceMs;
       if (active.length === 0) {
         // nothing running: schedule what is left, or stop when all failed for good
         const idle = pending.filter((s) => !s.lastError || !permanentUploadFailure(s.lastError));
         if (idle.length === 0) return pending;
-        for (const s of idle) void this.schedule(s);
+        const due = idle.filter((s) => !waiting(s));
+        if (due.length === 0 && Date.now() - started >= this.o.offlineGraceMs) return pending;
+        for (const s of due) void this.schedule(s);
       }
       if (timeoutMs && Date.now() - started > timeoutMs) return pending;
       if (Date.now() - lastReport > 1000) {
         onStatus(pending);
         lastReport = Date.now();
       }
-      await Promise.race([Promise.allSettled(active.map((s) => s.running)), sleep(500)]);
+      // nothing running (uploads waiting for the server): a timer, not a microtask loop that would starve the probe
+      if (active.length === 0) await sleep(100);
+      else await Promise.race([Promise.allSettled(active.map((s) => s.running)), sleep(500)]);
       for (const s of this.table.pending()) {
-        if (!s.running && s.lastError && s.failures >= this.o.maxAttempts) return this.table.pending().filter((x) => x.lastError);
+        if (!s.running && s.lastError && s.failures >= this.o.maxAttempts && !waiting(s)) {
+          return this.table.pending().filter((x) => x.lastError);
+        }
       }
     }
   }

@@ -6,6 +6,7 @@
 // replace=1 of a batch through `batch`): the place for a check of the
 // server's version before replacing it.
 import { ApiError } from '../../client/errors.js';
+import { mayHaveLanded } from '../errors.js';
 import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { baseOf, joinPath, parentOf } from '../paths.js';
 import type { TransferLinks } from '../transfer-links.js';
@@ -188,6 +189,7 @@ export class Uploader {
       }
       const versions = ok.map((s) => s.version);
       const paths = ok.map((s) => s.path);
+      const began = Date.now();
       try {
         await Promise.all(ok.map((s) => this.journal.persist(s)));
         const files = ok.map((s) => ({ path: s.tmp, name: baseOf(s.path) }));
@@ -206,6 +208,8 @@ export class Uploader {
         this.stats.batches++;
       } catch (e) {
         this.hooks.log(`batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`);
+        // the POST may have stored them although its answer was lost: the conflict check must know
+        if (mayHaveLanded(e)) for (const s of ok) s.unsure(began);
         rest.push(...ok);
       }
     });

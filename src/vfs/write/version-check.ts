@@ -23,6 +23,9 @@ export type Verdict =
   /** the folder itself is gone on the server: recreate it, then upload */
   | { kind: 'no-folder' };
 
+/** seconds the server's clock may be behind the mount's when an attempt's outcome is judged */
+const LANDED_CLOCK_SLACK_S = 60;
+
 interface Listing {
   startedAt: number;
   entries: Promise<Map<string, DirEntry> | null>;
@@ -84,7 +87,9 @@ function isOurs(s: FileState, path: string, e: DirEntry): boolean {
     return true;
   }
   // an earlier attempt of ours that landed although its answer was lost (or the
-  // mount died before it could note it): same size and the modification time we sent
-  // (uploads send it as last_modify; one made within the second of the write matches too)
-  return s.maybeLanded && e.size === s.size && e.mtime === Math.floor(s.mtime / 1000);
+  // mount died before it could note it): same size, and the modification time we
+  // sent (last_modify) or one the server gave it since that attempt began (a
+  // minute's leeway for the server's clock)
+  if (s.maybeLandedSince === null || e.size !== s.size) return false;
+  return e.mtime === Math.floor(s.mtime / 1000) || e.mtime >= Math.floor(s.maybeLandedSince / 1000) - LANDED_CLOCK_SLACK_S;
 }

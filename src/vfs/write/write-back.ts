@@ -60,6 +60,8 @@ export class WriteBack {
     this.queue = new UploadQueue(uploader, this.journal, table, this.stats, hooks.log, {
       concurrency: opts.concurrency ?? 8,
       maxAttempts: opts.maxAttempts ?? 6,
+      offline: () => hooks.offline?.() ?? false,
+      offlineGraceMs: opts.offlineGraceMs ?? 30_000,
       retryBaseMs: opts.retryBaseMs ?? 1000,
       newFileDelayMs: opts.newFileDelayMs ?? 0,
       batchMaxFiles: opts.batchMaxFiles ?? 32,
@@ -76,6 +78,11 @@ export class WriteBack {
 
   close(): void {
     this.queue.close();
+  }
+
+  /** Retry now every upload that failed (the server is back). */
+  retryNow(): void {
+    this.queue.retryFailed();
   }
 
   get(repo: string, path: string): FileState | undefined {
@@ -352,7 +359,7 @@ export class WriteBack {
       s.baseId = e.base ?? null;
       s.remotePath = e.remote ?? null;
       if (e.mtime) s.mtime = e.mtime;
-      s.maybeLanded = true; // the mount may have died after the upload, before noting it
+      s.unsure(e.at); // the mount may have died after the upload, before noting it
       s.fh = await open(e.tmp, 'r+');
       this.states.set(stateKey(e.repo, e.path), s);
       await this.journal.persist(s);

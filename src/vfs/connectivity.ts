@@ -1,0 +1,138 @@
+// Online or offline. When a call finds the server unreachable (connection
+// refused or reset after the client's own retries, DNS failure, no answer
+// within the timeout) the mount goes offline: it says so once in the log,
+// every further API call fails at once instead of waiting for its timeout
+// (listings it knows are then served stale by the meta cache, blocks on disk
+// by the reader, writes wait in the journal), and a probe asks the server now
+// and then (1 s, doubling to 30 s) until it answers. Back online, it says so
+// once and the pending uploads start (each with its conflict check).
+import { ApiError, StreamUnsupported } from '../client/errors.js';
+import type { SeafileApi } from '../client/types.js';
+
+/** A failure that says the server cannot be reached (as opposed to an answer refusing the call). */
+export function unreachable(e: unknown): boolean {
+  return e instanceof ApiError && (e.kind === 'network' || e.kind === 'timeout');
+}
+
+export interface ConnectivityOptions {
+  log: (msg: string) => void;
+  /** the server answered again */
+  onBack?: () => void;
+  probeMinMs?: number;
+  probeMaxMs?: number;
+}
+
+export class Connectivity {
+  private offlineSince: number | null = null;
+  private lastCause = '';
+  private probeTimer: NodeJS.Timeout | null = null;
+  private probeDelay: number;
+  private closed = false;
+  /** times the mount went offline (for status and tests) */
+  outages = 0;
+  onBack: (() => void) | undefined;
+
+  constructor(
+    private readonly api: SeafileApi,
+    private readonly o: ConnectivityOptions,
+  ) {
+    this.probeDelay = o.probeMinMs ?? 1000;
+    this.onBack = o.onBack;
+  }
+
+  get online(): boolean {
+    return this.offlineSince === null;
+  }
+
+  /** `status`: offline since when and why (null: online) */
+  state(): { offlineSince: string; cause: string } | null {
+    if (this.offlineSince === null) return null;
+    return { offlineSince: new Date(this.offlineSince).toISOString(), cause: this.lastCause };
+  }
+
+  /** A call failed: go offline when it says the server is unreachable. */
+  noteFailure(e: unknown): void {
+    if (!unreachable(e) || this.closed) return;
+    this.lastCause = (e as Error).message;
+    if (this.offlineSince !== null) return;
+    this.offlineSince = Date.now();
+    this.outages++;
+    this.o.log(`offline: the server is unreachable (${this.lastCause}); serving what the mount knows, writes wait for the server`);
+    this.probeDelay = this.o.probeMinMs ?? 1000;
+    this.scheduleProbe();
+  }
+
+  private scheduleProbe(): void {
+    if (this.closed || this.probeTimer) return;
+    this.probeTimer = setTimeout(() => void this.probe(), this.probeDelay);
+    this.probeTimer.unref();
+  }
+
+  private async probe(): Promise<void> {
+    this.probeTimer = null;
+    try {
+      await this.api.accountInfo();
+    } catch (e) {
+      // an answer of any kind (even a refusal) means the server is there
+      if (unreachable(e)) {
+        this.probeDelay = Math.min(this.probeDelay * 2, this.o.probeMaxMs ?? 30_000);
+        this.scheduleProbe();
+        return;
+      }
+    }
+    this.back();
+  }
+
+  private back(): void {
+    if (this.offlineSince === null) return;
+    const secs = ((Date.now() - this.offlineSince) / 1000).toFixed(1);
+    this.offlineSince = null;
+    this.o.log(`online: the server answers again (offline for ${secs} s)`);
+    this.onBack?.();
+  }
+
+  /** The error a call gets at once while offline. */
+  private refusal(operation: string): ApiError {
+    return new ApiError({ kind: 'network', status: 0, operation, serverMessage: `offline (${this.lastCause})` });
+  }
+
+  /**
+   * The API as the vfs sees it: while offline every call fails at once (the
+   * error says offline); a call that finds the server unreachable takes the
+   * mount offline. Capabilities stay absent when the API lacks them.
+   */
+  wrap(api: SeafileApi): SeafileApi {
+    return new Proxy(api, {
+      get: (target, prop, receiver) => {
+        const v = Reflect.get(target, prop, receiver);
+        if (typeof v !== 'function') return v;
+        const name = String(prop);
+        return (...args: unknown[]) => {
+          if (this.offlineSince !== null) {
+            // the streaming GET is synchronous: refused, the reader turns to download(), which fails at once
+            if (name === 'streamGet') throw new StreamUnsupported('offline');
+            return Promise.reject(this.refusal(name));
+          }
+          let out: unknown;
+          try {
+            out = v.apply(target, args);
+          } catch (e) {
+            this.noteFailure(e);
+            throw e;
+          }
+          if (out instanceof Promise) return out.catch((e: unknown) => {
+            this.noteFailure(e);
+            throw e;
+          });
+          return out;
+        };
+      },
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.probeTimer) clearTimeout(this.probeTimer);
+    this.probeTimer = null;
+  }
+}

@@ -1,0 +1,55 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { errnoOf } from '../../src/vfs/errors.js';
+import { FakeApi, makeVfs, readWhole, sleep, writeWhole } from './fake-api.js';
+
+describe('offline: the server goes away and comes back', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  it('serves what it knows, fails fast on what it does not, keeps writes and uploads them when the server is back', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.putDir(repo, '/dir');
+    api.putFile(repo, '/a.txt', 'known content\n');
+    api.putFile(repo, '/dir/b.txt', 'never read\n');
+    const log: string[] = [];
+    const m = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 50, probeMinMs: 50, probeMaxMs: 200, log: (l) => log.push(l) });
+    cleanups.push(m.cleanup);
+    const { vfs } = m;
+    expect((await vfs.readdir('/')).sort()).toEqual(['a.txt', 'dir']);
+    expect((await vfs.readdir('/dir')).sort()).toEqual(['b.txt']);
+    expect((await readWhole(vfs, '/a.txt')).toString()).toBe('known content\n');
+
+    api.down = true;
+    await sleep(100); // past the listing cache time
+    // listings it knows: stale, no error
+    expect((await vfs.readdir('/')).sort()).toEqual(['a.txt', 'dir']);
+    expect(vfs.net.online).toBe(false);
+    expect((await vfs.getattr('/dir/b.txt')).size).toBe(11);
+    // content it has: read from memory or disk
+    expect((await readWhole(vfs, '/a.txt')).toString()).toBe('known content\n');
+    // content it does not have: EIO at once
+    const t0 = Date.now();
+    const err = await readWhole(vfs, '/dir/b.txt').catch((e: unknown) => e);
+    expect(errnoOf(err)).toBe('EIO');
+    expect(Date.now() - t0).toBeLessThan(2000);
+    // writes go to the journal; close reports nothing
+    await writeWhole(vfs, '/new.txt', 'written offline\n');
+    await writeWhole(vfs, '/dir/b2.txt', 'also offline\n');
+    expect((await vfs.readdir('/')).sort()).toEqual(['a.txt', 'dir', 'new.txt']);
+    expect(api.content(repo, '/new.txt')).toBeUndefined();
+
+    api.down = false;
+    for (let i = 0; i < 100 && !vfs.net.online; i++) await sleep(20);
+    expect(vfs.net.online).toBe(true);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/new.txt')!.toString()).toBe('written offline\n');
+    expect(api.content(repo, '/dir/b2.txt')!.toString()).toBe('also offline\n');
+    // said once each, no line per failed call
+    expect(log.filter((l) => l.startsWith('offline:'))).toHaveLength(1);
+    expect(log.filter((l) => l.startsWith('online:'))).toHaveLength(1);
+    expect(log.filter((l) => l.includes('failed (attempt'))).toEqual([]);
+  });
+});
