@@ -156,7 +156,7 @@ export const accountRoutes: Route[] = [
     handler: async (ctx, r) => {
       const start = Number(r.query.get('start') ?? 0);
       const limit = Number(r.query.get('limit') ?? 100);
-      let users = Object.values(ctx.db.data.users).sort((a, b) => a.id - b.id);
+      let users = ctx.db.allUsers();
       if (!(start === -1 && limit === -1)) users = users.slice(Math.max(0, start), Math.max(0, start) + Math.max(0, limit));
       sendJson(
         r.res,
@@ -186,7 +186,7 @@ export const accountRoutes: Route[] = [
       if (form.get('op') !== 'migrate' || !form.get('to_user') || !ctx.db.user(form.get('to_user')!) || !ctx.db.user(email)) {
         throw new HttpError(400, 'Missing or invalid arguments.');
       }
-      for (const repo of Object.values(ctx.db.data.repos)) if (repo.owner === email) repo.owner = form.get('to_user')!;
+      ctx.db.migrateRepos(email, form.get('to_user')!);
       await ctx.db.save();
       sendJson(r.res, 200, 'success');
     },
@@ -200,14 +200,9 @@ export const accountRoutes: Route[] = [
       const u = ctx.db.user(email);
       if (u) {
         if (u.email === ctx.opts.adminEmail) throw new HttpError(403, 'Cannot delete the administrator.');
-        for (const repo of Object.values(ctx.db.data.repos)) {
-          if (repo.owner === u.email) {
-            delete ctx.db.data.repos[repo.id];
-            await ctx.heads.remove(repo.id);
-          }
-        }
-        ctx.db.deleteUser(u.email);
+        const gone = ctx.db.deleteUser(u.email);
         await ctx.db.save();
+        for (const id of gone) await ctx.heads.remove(id);
       }
       sendJson(r.res, 200, 'success');
     },

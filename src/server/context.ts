@@ -117,9 +117,7 @@ export class Ctx {
 
   async usage(email: string): Promise<number> {
     let total = 0;
-    for (const r of Object.values(this.db.data.repos)) {
-      if (r.owner === email) total += (await this.heads.get(r.id)).size;
-    }
+    for (const r of this.db.reposOwnedBy(email)) total += (await this.heads.get(r.id)).size;
     return total;
   }
 
@@ -140,13 +138,9 @@ export class Ctx {
     for (const [k, t] of this.uploads) if (t.expires <= now) this.uploads.delete(k);
   }
 
-  lockKey(repoId: string, p: string): string {
-    return `${repoId}:${p}`;
-  }
-
   /** A file locked by someone else cannot be changed (403). */
   checkNotLocked(user: User, repoId: string, p: string): void {
-    const lock = this.db.data.locks[this.lockKey(repoId, p)];
+    const lock = this.db.lock(repoId, p);
     if (lock && lock.owner !== user.email) throw new HttpError(403, 'File is locked');
   }
 }

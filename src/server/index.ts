@@ -11,6 +11,7 @@ import { fileRoutes } from './api-file.js';
 import { historyRoutes } from './api-history.js';
 import { linkRoutes } from './api-links.js';
 import { repoRoutes } from './api-repos.js';
+import { shareRoutes } from './api-shares.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
 import { download, update, upload } from './fileserver.js';
@@ -92,7 +93,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const ctx = new Ctx(opts);
   await prepare(ctx);
   const router = new Router();
-  router.add([...accountRoutes, ...repoRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes]);
+  router.add([...accountRoutes, ...repoRoutes, ...shareRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
   // Fixed one-minute windows per caller, like real servers' rate limits (off unless asked for).

@@ -315,20 +315,5 @@ export async function updateFile(
 
 /** Locks and stars follow a renamed or moved file. */
 function moveLocksAndStars(ctx: Ctx, fromRepo: string, fromPath: string, toRepo: string, toPath: string): void {
-  let dirty = false;
-  const locks = ctx.db.data.locks;
-  const k = ctx.lockKey(fromRepo, fromPath);
-  if (locks[k]) {
-    locks[ctx.lockKey(toRepo, toPath)] = locks[k];
-    delete locks[k];
-    dirty = true;
-  }
-  for (const s of ctx.db.data.starred) {
-    if (s.repoId === fromRepo && s.path === fromPath) {
-      s.repoId = toRepo;
-      s.path = toPath;
-      dirty = true;
-    }
-  }
-  if (dirty) void ctx.db.save();
+  if (ctx.db.moveMarks(fromRepo, fromPath, toRepo, toPath)) void ctx.db.save();
 }
