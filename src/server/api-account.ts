@@ -23,8 +23,12 @@ async function authToken(ctx: Ctx, r: Req): Promise<void> {
   const password = form.get('password');
   if (!username) throw new HttpError(400, '', { username: ['This field is required.'] });
   if (!password) throw new HttpError(400, '', { password: ['This field is required.'] });
+  const accountKey = `user:${username.toLowerCase()}`;
+  const keys = [accountKey, `ip:${r.raw.socket.remoteAddress}`];
+  ctx.loginGuard.check(keys);
   const user = ctx.db.user(username);
   if (!user || !user.isActive || !checkPassword(password, user.passwordHash)) {
+    ctx.loginGuard.failed(keys);
     throw new HttpError(400, '', { non_field_errors: ['Unable to login with provided credentials.'] });
   }
   if (user.totpSecret) {
@@ -32,11 +36,16 @@ async function authToken(ctx: Ctx, r: Req): Promise<void> {
     if (!otp) {
       throw new HttpError(400, '', { non_field_errors: ['Two factor auth token is missing.'] }, { 'X-Seafile-OTP': 'required' });
     }
-    if (!verifyTotp(user.totpSecret, otp)) {
+    const step = verifyTotp(user.totpSecret, otp, Date.now(), user.totpLastStep ?? -1);
+    if (step === null) {
+      ctx.loginGuard.failed(keys);
       throw new HttpError(400, '', { non_field_errors: ['Two factor auth token is invalid.'] }, { 'X-Seafile-OTP': 'required' });
     }
+    user.totpLastStep = step;
+    await ctx.db.save();
   }
-  sendJson(r.res, 200, { token: user.token });
+  ctx.loginGuard.succeeded(accountKey);
+  sendJson(r.res, 200, { token: ctx.db.tokenOf(user) });
 }
 
 async function accountInfo(ctx: Ctx, r: Req): Promise<void> {
@@ -119,6 +128,7 @@ async function putAccount(ctx: Ctx, r: Req): Promise<void> {
       }
     }
     user.totpSecret = secret;
+    delete user.totpLastStep;
   }
   await ctx.db.save();
   if (created) {
@@ -144,9 +154,9 @@ export const accountRoutes: Route[] = [
     method: 'GET',
     path: '/api2/client-login',
     auth: 'user',
-    handler: async (_c, r) => {
+    handler: async (ctx, r) => {
       if (r.user!.totpSecret) return sendJson(r.res, 200, {});
-      sendJson(r.res, 200, `${r.base}/client-login/?token=${r.user!.token}`);
+      sendJson(r.res, 200, `${r.base}/client-login/?token=${ctx.db.tokenOf(r.user!)}`);
     },
   },
   {

@@ -11,6 +11,7 @@ import { promises as fsp } from 'node:fs';
 import { pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
 import { writeFileAtomic } from './atomic.js';
+import { SecretBox, tokenHash } from './secret-box.js';
 
 export interface User {
   id: number;
@@ -22,7 +23,10 @@ export interface User {
   isActive: boolean;
   quota: number; // bytes; -2 unlimited
   totpSecret: string; // base32, '' when two-factor auth is off
-  token: string; // 40 hex, stable per user
+  totpLastStep?: number; // time step of the last code accepted: a code works once
+  tokenHash: string; // sha256 of the API token (40 hex, stable per user)
+  tokenSealed: string; // the token sealed with the server key, to hand it out again
+  token?: string; // before tokens were hashed: read once and converted
   createTime: number; // epoch microseconds, as real servers report it
   defaultRepo?: string;
 }
@@ -126,13 +130,15 @@ export class Db {
   private locks = new Map<string, LockRec>();
   private file: string;
   private saving: Promise<void> = Promise.resolve();
-  private byToken = new Map<string, User>();
+  private byToken = new Map<string, User>(); // token hash -> user
+  private box: SecretBox = SecretBox.ephemeral();
 
   constructor(dataDir: string) {
     this.file = path.join(dataDir, 'db.json');
   }
 
-  async load(): Promise<void> {
+  async load(box: SecretBox): Promise<void> {
+    this.box = box;
     let d: Partial<DbFile> = {};
     try {
       d = JSON.parse(await fsp.readFile(this.file, 'utf8')) as Partial<DbFile>;
@@ -147,12 +153,23 @@ export class Db {
     this.uploadLinks = d.uploadLinks ?? [];
     this.starred = d.starred ?? [];
     this.locks = mapOf(d.locks);
+    // tokens and link passwords were kept in plain text before: hash them
+    for (const u of this.users.values()) {
+      if (u.token) {
+        u.tokenHash = tokenHash(u.token);
+        u.tokenSealed = box.seal(u.token);
+        delete u.token;
+      }
+    }
+    for (const l of [...this.shareLinks, ...this.uploadLinks]) {
+      if (l.password && !l.password.startsWith('pbkdf2$')) l.password = hashPassword(l.password);
+    }
     this.reindex();
   }
 
   private reindex(): void {
     this.byToken.clear();
-    for (const u of this.users.values()) this.byToken.set(u.token, u);
+    for (const u of this.users.values()) this.byToken.set(u.tokenHash, u);
   }
 
   private toFile(): DbFile {
@@ -180,7 +197,12 @@ export class Db {
   // ---- users ----
 
   userByToken(token: string): User | undefined {
-    return this.byToken.get(token);
+    return this.byToken.get(tokenHash(token));
+  }
+
+  /** The user's API token (the same at every login). */
+  tokenOf(user: User): string {
+    return this.box.unseal(user.tokenSealed);
   }
 
   user(email: string): User | undefined {
@@ -203,11 +225,16 @@ export class Db {
       isActive: true,
       quota: -2,
       totpSecret: '',
-      token: randomBytes(20).toString('hex'),
+      ...this.newToken(),
       createTime: Date.now() * 1000,
     };
     this.users.set(email, u);
     return u;
+  }
+
+  private newToken(): { tokenHash: string; tokenSealed: string } {
+    const token = randomBytes(20).toString('hex');
+    return { tokenHash: tokenHash(token), tokenSealed: this.box.seal(token) };
   }
 
   /** Removes an account with its libraries (and everything attached to them); returns those library ids. */

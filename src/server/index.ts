@@ -17,6 +17,8 @@ import { checkPassword, hashPassword } from './db.js';
 import { download, update, upload } from './fileserver.js';
 import { FileServerError, HttpError, parseBody, sendFileServerError, sendJson } from './http.js';
 import { Router } from './router.js';
+import { SecretBox } from './secret-box.js';
+import path from 'node:path';
 
 export type { ServerOptions } from './context.js';
 
@@ -30,13 +32,14 @@ const SHUTDOWN_WAIT_MS = 10_000;
 
 async function prepare(ctx: Ctx): Promise<void> {
   const { dataDir, adminEmail, adminPassword } = ctx.opts;
-  await fsp.mkdir(dataDir, { recursive: true });
+  await fsp.mkdir(dataDir, { recursive: true, mode: 0o700 });
   // Leftovers of uploads interrupted by a crash: never part of any library.
   await fsp.rm(ctx.tmpDir, { recursive: true, force: true });
-  await fsp.mkdir(ctx.tmpDir, { recursive: true });
+  await fsp.mkdir(ctx.tmpDir, { recursive: true, mode: 0o700 });
   await ctx.store.init();
   await ctx.heads.init();
-  await ctx.db.load();
+  await ownerOnly(dataDir);
+  await ctx.db.load(await SecretBox.open(dataDir));
   const admin = ctx.db.user(adminEmail);
   if (!admin) {
     ctx.db.createUser(adminEmail, adminPassword, true);
@@ -46,6 +49,27 @@ async function prepare(ctx: Ctx): Promise<void> {
     if (!checkPassword(adminPassword, admin.passwordHash)) admin.passwordHash = hashPassword(adminPassword);
   }
   await ctx.db.save();
+}
+
+/** The data dir and every folder in it (objects/xx included) are 0700: only the server's user reads them. */
+async function ownerOnly(dir: string, depth = 2): Promise<void> {
+  await fsp.chmod(dir, 0o700);
+  if (depth === 0) return;
+  for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) await ownerOnly(path.join(dir, e.name), depth - 1);
+  }
+}
+
+/** A request line for the log without the secrets URLs carry: link tokens, passwords. */
+export function redactUrl(url: string): string {
+  const [p, q] = url.split(/\?(.*)/s, 2);
+  const pathPart = p
+    .replace(/^(\/seafhttp\/(?:files|upload-api|update-api|upload-aj|repos)\/)[^/]+/, '$1<token>')
+    .replace(/^(\/(?:f|d|u\/d)\/)[^/]+/, '$1<token>');
+  if (q === undefined) return pathPart;
+  const params = new URLSearchParams(q);
+  for (const k of [...params.keys()]) if (/pass|token|secret|otp|key/i.test(k)) params.set(k, '<redacted>');
+  return `${pathPart}?${params.toString()}`;
 }
 
 function authenticate(ctx: Ctx, req: http.IncomingMessage) {
@@ -87,6 +111,24 @@ function drainBody(req: http.IncomingMessage, res: http.ServerResponse): Promise
     req.once('close', done);
     req.resume();
   });
+}
+
+/**
+ * While a request body is arriving, the connection is closed once no byte
+ * came for `ms` (a client that sent headers and then nothing holds no socket
+ * and handler for ever). Slow uploads are fine as long as bytes keep coming.
+ * The socket's own timeout, with no listener, destroys it.
+ */
+function bodyIdleTimeout(req: http.IncomingMessage, res: http.ServerResponse, ms: number): void {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (!hasBody || ms <= 0) return;
+  const socket = req.socket;
+  socket.setTimeout(ms);
+  const clear = () => socket.setTimeout(0);
+  req.once('end', clear);
+  res.once('finish', clear);
+  res.once('close', clear);
 }
 
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
@@ -173,8 +215,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const server = http.createServer((req, res) => {
     if (opts.logRequests) {
       const t0 = Date.now();
-      res.on('finish', () => ctx.log(`${req.method} ${req.url} ${res.statusCode} ${Date.now() - t0}ms`));
+      res.on('finish', () => ctx.log(`${req.method} ${redactUrl(req.url ?? '/')} ${res.statusCode} ${Date.now() - t0}ms`));
     }
+    bodyIdleTimeout(req, res, (opts.bodyIdleSec ?? 30) * 1000);
     const p = handle(req, res).catch((e) => {
       ctx.log(`error: ${(e as Error)?.stack ?? e}`);
       res.destroy();
@@ -182,7 +225,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     inflight.add(p);
     void p.finally(() => inflight.delete(p));
   });
-  // Uploads of large files may take long: no whole-request timeout.
+  // Uploads of large files may take long: no whole-request timeout, but a body
+  // that stops arriving is dropped after bodyIdleSec (bodyIdleTimeout).
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
   server.keepAliveTimeout = 30_000;
