@@ -11,78 +11,10 @@ import { promises as fsp } from 'node:fs';
 import { pbkdf2Sync, randomBytes, timingSafeEqual } from 'node:crypto';
 import path from 'node:path';
 import { writeFileAtomic } from './atomic.js';
+import type { LockRec, RepoMeta, Share, ShareLinkRec, Star, UploadLinkRec, User } from './records.js';
 import { SecretBox, tokenHash } from './secret-box.js';
 
-export interface User {
-  id: number;
-  email: string;
-  name: string;
-  note: string;
-  passwordHash: string; // pbkdf2$salt$hash
-  isStaff: boolean;
-  isActive: boolean;
-  quota: number; // bytes; -2 unlimited
-  totpSecret: string; // base32, '' when two-factor auth is off
-  totpLastStep?: number; // time step of the last code accepted: a code works once
-  tokenHash: string; // sha256 of the API token (40 hex, stable per user)
-  tokenSealed: string; // the token sealed with the server key, to hand it out again
-  token?: string; // before tokens were hashed: read once and converted
-  createTime: number; // epoch microseconds, as real servers report it
-  defaultRepo?: string;
-}
-
-export interface RepoMeta {
-  id: string;
-  name: string;
-  desc: string;
-  owner: string;
-  encrypted: boolean;
-  encVersion: number;
-  magic: string; // password verifier (hex) for encrypted libraries
-  salt: string;
-  randomKey: string;
-  ctime: number;
-  trashClearedAt?: string; // commit id: trash scans stop there
-}
-
-export interface Share {
-  repoId: string;
-  from: string;
-  to: string;
-  permission: 'r' | 'rw';
-}
-
-export interface ShareLinkRec {
-  token: string;
-  username: string;
-  repoId: string;
-  path: string;
-  isDir: boolean;
-  ctime: number;
-  expire: number | null; // epoch seconds
-  password: string;
-  viewCnt: number;
-}
-
-export interface UploadLinkRec {
-  token: string;
-  username: string;
-  repoId: string;
-  path: string;
-  ctime: number;
-  password: string;
-}
-
-export interface Star {
-  user: string;
-  repoId: string;
-  path: string;
-}
-
-export interface LockRec {
-  owner: string;
-  time: number;
-}
+export type { LockRec, RepoMeta, Share, ShareLinkRec, Star, UploadLinkRec, User } from './records.js';
 
 /** The JSON file's shape (unchanged since the first release). */
 interface DbFile {
