@@ -1,6 +1,6 @@
 // Starred files, search, share links and upload links (V2.1, and the V2
 // shared-links list), plus empty answers for features this server lacks
-// (groups, activity) so clients probing them get well-formed replies.
+// (activity) so clients probing them get well-formed replies.
 import type { Ctx, Req } from './context.js';
 import { checkPassword, hashPassword, type ShareLinkRec, type UploadLinkRec } from './db.js';
 import { HttpError, isoTime, sendJson } from './http.js';
@@ -268,8 +268,6 @@ export const extraRoutes: Route[] = [
   },
   { method: 'GET', path: '/f/:token', auth: 'none', handler: openFileLink },
   { method: 'POST', path: '/f/:token', auth: 'none', handler: openFileLink },
-  { method: 'GET', path: '/api2/groups', auth: 'user', handler: async (_c, r) => sendJson(r.res, 200, { replynum: 0, groups: [] }) },
-  { method: 'GET', path: '/api/v2.1/groups', auth: 'user', handler: async (_c, r) => sendJson(r.res, 200, []) },
   {
     method: 'GET',
     path: '/api2/events',

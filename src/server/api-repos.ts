@@ -2,17 +2,18 @@
 // the default library. Sharing is in api-shares.ts, passwords in repo-crypto.ts.
 import { randomUUID } from 'node:crypto';
 import type { Ctx, Permission, Req } from './context.js';
-import type { RepoMeta, User } from './db.js';
+import type { Group, RepoMeta, User } from './db.js';
 import { HttpError, isoTime, sendJson } from './http.js';
 import { isValidName } from './names.js';
 import { encryptionFields, unlockRepo } from './repo-crypto.js';
 import type { Route } from './router.js';
 
-export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Permission) {
+/** A library as listed; `group` when it is listed as shared to that group (type grepo). */
+export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Permission, group?: Group) {
   const head = await ctx.heads.get(repo.id);
   const owner = ctx.db.user(repo.owner);
   const item: Record<string, unknown> = {
-    type: repo.owner === user.email ? 'repo' : 'srepo',
+    type: group ? 'grepo' : repo.owner === user.email ? 'repo' : 'srepo',
     id: repo.id,
     name: repo.name,
     desc: repo.desc,
@@ -36,7 +37,13 @@ export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Pe
     item.magic = repo.magic;
     item.random_key = repo.randomKey;
   }
-  if (repo.owner !== user.email) {
+  if (group) {
+    item.share_type = 'group';
+    item.groupid = group.id;
+    item.group_name = group.name;
+    item.owner_nickname = owner?.name ?? repo.owner;
+    item.share_permission = perm;
+  } else if (repo.owner !== user.email) {
     item.share_type = 'personal';
     item.owner_nickname = owner?.name ?? repo.owner;
     item.share_permission = perm;
@@ -44,8 +51,8 @@ export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Pe
   return item;
 }
 
-export function visibleRepos(ctx: Ctx, user: User, type?: string): { repo: RepoMeta; perm: Permission }[] {
-  const out: { repo: RepoMeta; perm: Permission }[] = [];
+export function visibleRepos(ctx: Ctx, user: User, type?: string): { repo: RepoMeta; perm: Permission; group?: Group }[] {
+  const out: { repo: RepoMeta; perm: Permission; group?: Group }[] = [];
   if (!type || type === 'mine') for (const r of ctx.db.reposOwnedBy(user.email)) out.push({ repo: r, perm: 'rw' });
   if (!type || type === 'shared') {
     for (const s of ctx.db.sharesTo(user.email)) {
@@ -53,14 +60,23 @@ export function visibleRepos(ctx: Ctx, user: User, type?: string): { repo: RepoM
       if (r) out.push({ repo: r, perm: s.permission });
     }
   }
-  return out; // no groups or public libraries on this server: `group` and `org` are empty
+  if (!type || type === 'group') {
+    // once per group it is shared to, with that group's permission (the client merges duplicates)
+    for (const g of ctx.db.groups.of(user.email)) {
+      for (const s of ctx.db.groups.sharesOfGroup(g.id)) {
+        const r = ctx.db.repo(s.repoId);
+        if (r) out.push({ repo: r, perm: s.permission, group: g });
+      }
+    }
+  }
+  return out; // no public libraries on this server: `org` is empty
 }
 
 async function listRepos(ctx: Ctx, r: Req): Promise<void> {
   const type = r.query.get('type') ?? undefined;
   if (type && !['mine', 'shared', 'group', 'org'].includes(type)) throw new HttpError(400, 'type invalid.');
   const items = [];
-  for (const { repo, perm } of visibleRepos(ctx, r.user!, type)) items.push(await libraryItem(ctx, r.user!, repo, perm));
+  for (const { repo, perm, group } of visibleRepos(ctx, r.user!, type)) items.push(await libraryItem(ctx, r.user!, repo, perm, group));
   sendJson(r.res, 200, items);
 }
 
@@ -152,10 +168,11 @@ export const repoRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const items = [];
-      for (const { repo, perm } of visibleRepos(ctx, r.user!, r.query.get('type') ?? undefined)) {
-        const it = await libraryItem(ctx, r.user!, repo, perm);
+      for (const { repo, perm, group } of visibleRepos(ctx, r.user!, r.query.get('type') ?? undefined)) {
+        const it = await libraryItem(ctx, r.user!, repo, perm, group);
         items.push({
-          type: it.type === 'repo' ? 'mine' : 'shared',
+          type: group ? 'group' : it.type === 'repo' ? 'mine' : 'shared',
+          ...(group ? { group_id: group.id, group_name: group.name } : {}),
           repo_id: repo.id,
           repo_name: repo.name,
           owner_email: repo.owner,

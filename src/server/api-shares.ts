@@ -1,7 +1,8 @@
-// Sharing libraries with other users: the V2 shared-repos / beshared-repos
-// lists and the dir/shared_items endpoints (library root only).
+// Sharing libraries with other users and with groups: the V2 shared-repos /
+// beshared-repos lists and the dir/shared_items endpoints (library root only).
+// Only the owner shares a library, to a group only when a member of it.
 import type { Ctx, Req } from './context.js';
-import type { RepoMeta, User } from './db.js';
+import type { Group, RepoMeta, User } from './db.js';
 import { HttpError, sendJson } from './http.js';
 import type { Route } from './router.js';
 
@@ -48,6 +49,40 @@ async function unshare(ctx: Ctx, owner: User, repoId: string, user: string): Pro
   await ctx.db.save();
 }
 
+async function shareWithGroups(ctx: Ctx, owner: User, repoId: string, ids: string[], permission: string) {
+  const repo = ownRepo(ctx, owner, repoId);
+  if (permission !== 'r' && permission !== 'rw') throw new HttpError(400, 'permission invalid.');
+  const failed: { group_id: string; error_msg: string }[] = [];
+  const success: Group[] = [];
+  for (const id of ids) {
+    const g = /^\d+$/.test(id) ? ctx.db.groups.get(Number(id)) : undefined;
+    if (!g) failed.push({ group_id: id, error_msg: `Group ${id} not found.` });
+    else if (!ctx.db.groups.isMember(g, owner.email)) failed.push({ group_id: id, error_msg: 'Permission denied.' });
+    else {
+      ctx.db.groups.share(repo.id, g.id, owner.email, permission);
+      success.push(g);
+    }
+  }
+  await ctx.db.save();
+  return { failed, success };
+}
+
+async function unshareGroup(ctx: Ctx, owner: User, repoId: string, id: string | null): Promise<void> {
+  const repo = ownRepo(ctx, owner, repoId);
+  if (!id || !/^\d+$/.test(id)) throw new HttpError(400, 'group_id invalid.');
+  ctx.db.groups.unshare(repo.id, Number(id));
+  await ctx.db.save();
+}
+
+function ownRepo(ctx: Ctx, owner: User, repoId: string): RepoMeta {
+  const repo = ctx.db.repo(repoId);
+  if (!repo || ctx.permission(owner, repo) === null) throw new HttpError(404, 'Library not found.');
+  if (repo.owner !== owner.email) throw new HttpError(403, 'Permission denied.');
+  return repo;
+}
+
+const groupItem = (g: Group, permission: string) => ({ share_type: 'group', group_info: { id: g.id, name: g.name }, permission });
+
 function splitUsers(values: string[]): string[] {
   return values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
 }
@@ -68,6 +103,13 @@ export const shareRoutes: Route[] = [
       for (const s of ctx.db.sharesBy(r.user!.email)) {
         const repo = ctx.db.repo(s.repoId)!;
         out.push(shareRecord(repo, s, await ctx.heads.get(repo.id)));
+      }
+      for (const repo of ctx.db.reposOwnedBy(r.user!.email)) {
+        for (const s of ctx.db.groups.sharesOfRepo(repo.id)) {
+          const g = ctx.db.groups.get(s.groupId)!;
+          const rec = { ...shareRecord(repo, { to: '', permission: s.permission }, await ctx.heads.get(repo.id)) };
+          out.push({ ...rec, share_type: 'group', group_id: g.id, group_name: g.name });
+        }
       }
       sendJson(r.res, 200, out);
     },
@@ -100,7 +142,12 @@ export const shareRoutes: Route[] = [
       const form = await r.form({ json: true });
       const get = (k: string) => r.query.getAll(k).concat(form.getAll(k));
       const shareType = get('share_type')[0];
-      if (shareType !== 'personal') throw new HttpError(400, 'share_type invalid (only personal shares are supported).');
+      if (shareType === 'group') {
+        const { failed } = await shareWithGroups(ctx, r.user!, r.params[0], get('group_id'), get('permission')[0] ?? 'r');
+        if (failed.length) throw new HttpError(400, failed[0].error_msg);
+        return sendJson(r.res, 200, 'success');
+      }
+      if (shareType !== 'personal') throw new HttpError(400, 'share_type invalid (personal and group shares are supported).');
       const users = splitUsers([...get('user'), ...get('users')]);
       if (users.length === 0) throw new HttpError(400, 'user is required.');
       const { failed } = await shareWithUsers(ctx, r.user!, r.params[0], users, get('permission')[0] ?? 'r');
@@ -113,8 +160,10 @@ export const shareRoutes: Route[] = [
     path: '/api2/shared-repos/:repo',
     auth: 'user',
     handler: async (ctx, r) => {
-      if (r.query.get('share_type') !== 'personal') throw new HttpError(400, 'share_type invalid.');
-      await unshare(ctx, r.user!, r.params[0], r.query.get('user') ?? '');
+      const type = r.query.get('share_type');
+      if (type === 'group') await unshareGroup(ctx, r.user!, r.params[0], r.query.get('group_id'));
+      else if (type === 'personal') await unshare(ctx, r.user!, r.params[0], r.query.get('user') ?? '');
+      else throw new HttpError(400, 'share_type invalid.');
       sendJson(r.res, 200, 'success');
     },
   },
@@ -139,7 +188,7 @@ export const shareRoutes: Route[] = [
       if (type && type !== 'user' && type !== 'group') throw new HttpError(400, 'share_type invalid.');
       const items =
         type === 'group'
-          ? []
+          ? ctx.db.groups.sharesOfRepo(repo.id).map((s) => groupItem(ctx.db.groups.get(s.groupId)!, s.permission))
           : ctx.db.sharesOfRepo(repo.id).map((s) => ({
                 share_type: 'user',
                 user_info: { name: s.to, nickname: ctx.db.user(s.to)?.name ?? s.to },
@@ -156,8 +205,13 @@ export const shareRoutes: Route[] = [
       requireRootPath(r);
       const form = await r.form({ json: true });
       const shareType = form.get('share_type') ?? r.query.get('share_type');
-      if (shareType !== 'user') throw new HttpError(400, 'share_type invalid.');
       const permission = form.get('permission') ?? 'r';
+      if (shareType === 'group') {
+        const ids = form.getAll('group_id').flatMap((v) => v.split(','));
+        const { failed, success } = await shareWithGroups(ctx, r.user!, r.params[0], ids, permission);
+        return sendJson(r.res, 200, { failed, success: success.map((g) => groupItem(g, permission)) });
+      }
+      if (shareType !== 'user') throw new HttpError(400, 'share_type invalid.');
       const users = splitUsers(form.getAll('username'));
       const { failed, success } = await shareWithUsers(ctx, r.user!, r.params[0], users, permission);
       sendJson(r.res, 200, {
@@ -177,9 +231,16 @@ export const shareRoutes: Route[] = [
     handler: async (ctx, r) => {
       requireRootPath(r);
       const form = await r.form({ json: true });
-      if (r.query.get('share_type') !== 'user') throw new HttpError(400, 'share_type invalid.');
       const permission = form.get('permission') ?? '';
       if (permission !== 'r' && permission !== 'rw') throw new HttpError(403, 'permission invalid.');
+      if (r.query.get('share_type') === 'group') {
+        const id = r.query.get('group_id') ?? '';
+        ownRepo(ctx, r.user!, r.params[0]);
+        if (!ctx.db.groups.sharesOfRepo(r.params[0]).some((s) => String(s.groupId) === id)) throw new HttpError(400, 'group_id invalid.');
+        await shareWithGroups(ctx, r.user!, r.params[0], [id], permission);
+        return sendJson(r.res, 200, { success: true });
+      }
+      if (r.query.get('share_type') !== 'user') throw new HttpError(400, 'share_type invalid.');
       const email = r.query.get('username') ?? r.query.get('user') ?? '';
       const s = ctx.db.shareOf(r.params[0], email);
       const { repo } = ctx.repoFor(r.user!, r.params[0]);
@@ -196,6 +257,10 @@ export const shareRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       requireRootPath(r);
+      if (r.query.get('share_type') === 'group') {
+        await unshareGroup(ctx, r.user!, r.params[0], r.query.get('group_id'));
+        return sendJson(r.res, 200, { success: true });
+      }
       if (r.query.get('share_type') !== 'user') throw new HttpError(400, 'share_type invalid.');
       const email = r.query.get('username') ?? r.query.get('user') ?? '';
       if (!email) throw new HttpError(400, 'email invalid.');

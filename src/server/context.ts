@@ -99,7 +99,9 @@ export class Ctx {
 
   permission(user: User, repo: RepoMeta): Permission | null {
     if (repo.owner === user.email) return 'rw';
-    return this.db.shareOf(repo.id, user.email)?.permission ?? null;
+    const personal = this.db.shareOf(repo.id, user.email)?.permission ?? null;
+    if (personal === 'rw') return 'rw';
+    return this.db.groups.permissionVia(user.email, repo.id) ?? personal;
   }
 
   /** The library if `user` may access it with `need`; another user's library is invisible (404). */

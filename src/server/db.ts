@@ -13,11 +13,12 @@ import path from 'node:path';
 import { writeFileAtomic } from './atomic.js';
 import type { LockRec, RepoMeta, Share, ShareLinkRec, Star, UploadLinkRec, User } from './records.js';
 import { SecretBox, tokenHash } from './secret-box.js';
+import { Groups, type GroupsFile } from './groups.js';
 
-export type { LockRec, RepoMeta, Share, ShareLinkRec, Star, UploadLinkRec, User } from './records.js';
+export type { Group, GroupShare, LockRec, RepoMeta, Share, ShareLinkRec, Star, UploadLinkRec, User } from './records.js';
 
 /** The JSON file's shape (unchanged since the first release). */
-interface DbFile {
+interface DbFile extends GroupsFile {
   nextUserId: number;
   users: Record<string, User>;
   repos: Record<string, RepoMeta>;
@@ -60,6 +61,8 @@ export class Db {
   private uploadLinks: UploadLinkRec[] = [];
   private starred: Star[] = [];
   private locks = new Map<string, LockRec>();
+  /** groups, their members and the libraries shared to them */
+  readonly groups = new Groups();
   private file: string;
   private saving: Promise<void> = Promise.resolve();
   private byToken = new Map<string, User>(); // token hash -> user
@@ -85,6 +88,7 @@ export class Db {
     this.uploadLinks = d.uploadLinks ?? [];
     this.starred = d.starred ?? [];
     this.locks = mapOf(d.locks);
+    this.groups.load(d);
     // tokens and link passwords were kept in plain text before: hash them
     for (const u of this.users.values()) {
       if (u.token) {
@@ -114,6 +118,7 @@ export class Db {
       uploadLinks: this.uploadLinks,
       starred: this.starred,
       locks: Object.fromEntries(this.locks),
+      ...this.groups.toFile(),
     };
   }
 
@@ -176,6 +181,7 @@ export class Db {
     this.users.delete(email);
     this.shares = this.shares.filter((s) => s.to !== email && s.from !== email);
     this.starred = this.starred.filter((s) => s.user !== email);
+    this.groups.forgetUser(email);
     return gone;
   }
 
@@ -211,6 +217,7 @@ export class Db {
     this.uploadLinks = this.uploadLinks.filter((s) => s.repoId !== id);
     this.starred = this.starred.filter((s) => s.repoId !== id);
     for (const k of [...this.locks.keys()]) if (k.startsWith(id + ':')) this.locks.delete(k);
+    this.groups.forgetRepo(id);
   }
 
   // ---- shares ----

@@ -12,6 +12,7 @@ import { historyRoutes } from './api-history.js';
 import { linkRoutes } from './api-links.js';
 import { repoRoutes } from './api-repos.js';
 import { shareRoutes } from './api-shares.js';
+import { groupRoutes } from './api-groups.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
 import { download, update, upload } from './fileserver.js';
@@ -135,7 +136,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const ctx = new Ctx(opts);
   await prepare(ctx);
   const router = new Router();
-  router.add([...accountRoutes, ...repoRoutes, ...shareRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes]);
+  router.add([...accountRoutes, ...repoRoutes, ...shareRoutes, ...groupRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
   // Fixed one-minute windows per caller, like real servers' rate limits (off unless asked for).

@@ -71,3 +71,23 @@ export interface LockRec {
   owner: string;
   time: number;
 }
+
+export interface GroupMember {
+  email: string;
+  isAdmin: boolean;
+}
+
+export interface Group {
+  id: number;
+  name: string;
+  owner: string; // the creator, or whom it was handed to; always an admin
+  ctime: number; // epoch seconds
+  members: GroupMember[];
+}
+
+export interface GroupShare {
+  repoId: string;
+  groupId: number;
+  from: string;
+  permission: 'r' | 'rw';
+}
