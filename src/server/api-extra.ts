@@ -2,7 +2,7 @@
 // shared-links list), plus empty answers for features this server lacks
 // (activity) so clients probing them get well-formed replies.
 import type { Ctx, Req } from './context.js';
-import { checkPassword, hashPassword, type ShareLinkRec, type UploadLinkRec } from './db.js';
+import { hashPassword, type ShareLinkRec, type UploadLinkRec } from './db.js';
 import { HttpError, isoTime, sendJson } from './http.js';
 import { headRoot } from './ops.js';
 import type { Route } from './router.js';
@@ -266,8 +266,6 @@ export const extraRoutes: Route[] = [
       sendJson(r.res, 200, { success: true });
     },
   },
-  { method: 'GET', path: '/f/:token', auth: 'none', handler: openFileLink },
-  { method: 'POST', path: '/f/:token', auth: 'none', handler: openFileLink },
   {
     method: 'GET',
     path: '/api2/events',
@@ -275,33 +273,6 @@ export const extraRoutes: Route[] = [
     handler: async (_c, r) => sendJson(r.res, 200, { events: [], more: false, more_offset: 0 }),
   },
 ];
-
-/**
- * A file share link answers 302 to a one-time download of the file. A link
- * with a password needs it (form field `password` of a POST, or the query),
- * and a link serves only while its creator may still read the library.
- */
-async function openFileLink(ctx: Ctx, r: Req): Promise<void> {
-  const found = ctx.db.shareLink(r.params[0]);
-  const l = found && !found.isDir ? found : undefined;
-  if (!l || (l.expire !== null && l.expire * 1000 < Date.now())) throw new HttpError(404, 'Link not found.');
-  const repo = ctx.db.repo(l.repoId);
-  const creator = ctx.db.user(l.username);
-  if (!repo || !creator || !creator.isActive || !ctx.permission(creator, repo) || repo.encrypted) {
-    throw new HttpError(404, 'Link not found.');
-  }
-  if (l.password) {
-    const given = r.method === 'POST' ? (await r.form({ json: true })).get('password') : r.query.get('password');
-    if (!given) throw new HttpError(403, 'Password is required.');
-    if (!checkPassword(given, l.password)) throw new HttpError(403, 'Password is not correct.');
-  }
-  const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(l.path));
-  if (!e || e.type !== 'file') throw new HttpError(404, 'File not found.');
-  l.viewCnt++;
-  void ctx.db.save();
-  r.res.writeHead(302, { Location: downloadUrl(ctx, r, repo, e, false), 'Content-Length': '0' });
-  r.res.end();
-}
 
 async function createUploadLink(ctx: Ctx, r: Req, repoId: string | undefined, p: string | undefined, password?: string) {
   if (!repoId) throw new HttpError(400, 'repo_id invalid.');

@@ -13,6 +13,7 @@ import { linkRoutes } from './api-links.js';
 import { repoRoutes } from './api-repos.js';
 import { shareRoutes } from './api-shares.js';
 import { groupRoutes } from './api-groups.js';
+import { linkPageRoutes } from './link-pages.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
 import { download, update, upload } from './fileserver.js';
@@ -66,7 +67,7 @@ export function redactUrl(url: string): string {
   const [p, q] = url.split(/\?(.*)/s, 2);
   const pathPart = p
     .replace(/^(\/seafhttp\/(?:files|upload-api|update-api|upload-aj|repos)\/)[^/]+/, '$1<token>')
-    .replace(/^(\/(?:f|d|u\/d)\/)[^/]+/, '$1<token>');
+    .replace(/^(\/(?:f|d|u\/d|api2\/d)\/)[^/]+/, '$1<token>');
   if (q === undefined) return pathPart;
   const params = new URLSearchParams(q);
   for (const k of [...params.keys()]) if (/pass|token|secret|otp|key/i.test(k)) params.set(k, '<redacted>');
@@ -136,7 +137,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const ctx = new Ctx(opts);
   await prepare(ctx);
   const router = new Router();
-  router.add([...accountRoutes, ...repoRoutes, ...shareRoutes, ...groupRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes]);
+  router.add([...accountRoutes, ...repoRoutes, ...shareRoutes, ...groupRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes, ...linkPageRoutes]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
   // Fixed one-minute windows per caller, like real servers' rate limits (off unless asked for).

@@ -71,6 +71,25 @@ describe('share links', () => {
     expect(log).not.toContain('link-pw-123');
   });
 
+  it('a folder link lists its folder and hands out its files only with its password, never above its folder', async () => {
+    const repo = await newRepo(admin, 'folder-link', { 'top.txt': 'above the link' });
+    await admin('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/pub' }, form: { operation: 'mkdir' } });
+    const up = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/pub' } })).json as string;
+    await uploadTo(up, '/pub', { 'inside.txt': 'inside the link' });
+    const link = await admin('POST', '/api/v2.1/share-links/', { json: { repo_id: repo, path: '/pub', password: 'dir-pw-123' } });
+    expect(link.json.link).toBe(`${server.url}/d/${link.json.token}/`);
+    const list = `/api2/d/${link.json.token}/dir/`;
+    expect((await anon()('GET', list)).status).toBe(403);
+    expect((await anon()('GET', list, { query: { password: 'nope-nope' } })).status).toBe(403);
+    const ok = await anon()('GET', list, { query: { password: 'dir-pw-123' } });
+    expect(ok.json.map((e: { name: string }) => e.name)).toEqual(['inside.txt']);
+    expect((await anon()('GET', list, { query: { password: 'dir-pw-123', p: '/..' } })).status).toBe(400);
+    const file = `/d/${link.json.token}/files/`;
+    expect((await anon()('GET', file, { query: { p: '/inside.txt' } })).status).toBe(403);
+    expect(await followDownload(await anon()('GET', file, { query: { p: '/inside.txt', password: 'dir-pw-123' } }))).toBe('inside the link');
+    expect((await anon()('GET', file, { query: { p: '/top.txt', password: 'dir-pw-123' } })).status).toBe(404);
+  });
+
   it("a link stops serving once its creator's share of the library is revoked", async () => {
     const repo = await newRepo(admin, 'revoked', { 'plan.txt': 'the plan' });
     await admin('PUT', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'r' } });
