@@ -199,6 +199,31 @@ export const repoRoutes: Route[] = [
     },
   },
   { method: 'GET', path: '/api2/repos/:repo', auth: 'user', handler: repoInfo },
+  {
+    // what a sync client needs to start syncing; this server has no sync protocol, so no sync token
+    method: 'GET',
+    path: '/api2/repos/:repo/download-info',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const { repo } = ctx.repoFor(r.user!, r.params[0]);
+      sendJson(r.res, 200, {
+        repo_id: repo.id,
+        repo_name: repo.name,
+        repo_desc: repo.desc,
+        encrypted: repo.encrypted ? 1 : '',
+        enc_version: repo.encVersion,
+        magic: repo.magic,
+        random_key: repo.randomKey,
+        repo_version: 1,
+        relay_id: '0'.repeat(40),
+        relay_addr: new URL(r.base).hostname,
+        relay_port: new URL(r.base).port,
+        email: r.user!.email,
+        token: '',
+        applet_root: `${r.base}/seafhttp`,
+      });
+    },
+  },
   { method: 'DELETE', path: '/api2/repos/:repo', auth: 'user', handler: deleteRepo },
   { method: 'POST', path: '/api2/repos/:repo', auth: 'user', handler: postRepo },
   {

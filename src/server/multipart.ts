@@ -8,7 +8,8 @@ import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { HttpError } from './http.js';
+import { isUtf8 } from 'node:buffer';
+import { FileServerError, HttpError } from './http.js';
 import { ZERO_ID } from './objects.js';
 
 export interface UploadedPart {
@@ -175,6 +176,8 @@ export async function parseMultipart(body: Readable, contentType: string, opts: 
           if (buf.length > MAX_HEADER_BYTES) throw new HttpError(400, 'Invalid multipart body.');
           return false;
         }
+        // a part header that is not UTF-8 names a file real servers refuse (440), not one stored with U+FFFD
+        if (!isUtf8(buf.subarray(0, i))) throw new FileServerError(440, 'Invalid filename.');
         await openPart(buf.subarray(0, i).toString('utf8'));
         buf = buf.subarray(i + 4);
         state = 'body';
