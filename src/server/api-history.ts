@@ -4,7 +4,7 @@ import type { Ctx, Req } from './context.js';
 import { HttpError, isoTime, sendJson } from './http.js';
 import { downloadUrl, requireP } from './api-file.js';
 import type { Commit } from './heads.js';
-import { putFiles } from './ops.js';
+import { putFiles, restoreDir } from './ops.js';
 import type { Route } from './router.js';
 import { lookup, readDir, splitPath, type DirEnt } from './tree.js';
 
@@ -102,6 +102,19 @@ async function revert(ctx: Ctx, r: Req): Promise<void> {
   sendJson(r.res, 200, { ret: 0 });
 }
 
+/** PUT /api2/repos/{id}/dir/revert/ (p, commit_id): a folder of that commit is put back, as real servers restore trash folders. */
+async function revertDir(ctx: Ctx, r: Req): Promise<void> {
+  const form = await r.form({ json: false });
+  const { repo } = ctx.contentRepo(r.user!, r.params[0], 'rw');
+  const p = requireP(r, form.get('p') ?? r.query.get('p'));
+  const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? r.query.get('commit_id'));
+  const comps = splitPath(p);
+  const e = await lookup(ctx.store, c.root_id, comps);
+  if (!e || e.type !== 'dir') throw new HttpError(404, 'Folder not found in that revision.');
+  await restoreDir(ctx, r.user!, repo.id, '/' + comps.slice(0, -1).join('/'), e);
+  sendJson(r.res, 200, { success: true });
+}
+
 /** Entries present under `oldId` and gone under `newId`, recursing into changed folders. */
 async function removed(ctx: Ctx, oldId: string, newId: string, parent: string[], out: { e: DirEnt; parent: string[] }[]) {
   if (oldId === newId) return;
@@ -187,6 +200,7 @@ export const historyRoutes: Route[] = [
   { method: 'GET', path: '/api2/repos/:repo/file/history', auth: 'user', handler: fileHistory },
   { method: 'GET', path: '/api2/repos/:repo/file/revision', auth: 'user', handler: revision },
   { method: 'PUT', path: '/api2/repos/:repo/file/revert', auth: 'user', handler: revert },
+  { method: 'PUT', path: '/api2/repos/:repo/dir/revert', auth: 'user', handler: revertDir },
   { method: 'GET', path: '/api/v2.1/repos/:repo/trash', auth: 'user', handler: trash },
   {
     method: 'DELETE',

@@ -367,3 +367,29 @@ async function updateFileNow(
 function moveLocksAndStars(ctx: Ctx, fromRepo: string, fromPath: string, toRepo: string, toPath: string): void {
   if (ctx.db.moveMarks(fromRepo, fromPath, toRepo, toPath)) void ctx.db.save();
 }
+
+/** Puts a folder of an old commit back into `dir` (its parents created, its name auto-renamed on a clash). */
+export async function restoreDir(ctx: Ctx, user: User, repoId: string, dir: string, ent: DirEnt): Promise<string> {
+  const comps = splitPath(dir);
+  const now = nowSec();
+  const meta = ctx.db.repo(repoId);
+  return ctx.underQuota(meta?.owner, async () => {
+    if (meta) await ctx.requireQuota(meta, ent.size);
+    return guard(() =>
+      ctx.heads.change(repoId, user.email, async (roots) => {
+        let name = ent.name;
+        const root = await updateDir(
+          ctx.store,
+          roots.get(repoId)!,
+          comps,
+          (entries) => {
+            name = uniqueName(entries, ent.name);
+            return [...entries, { ...ent, name }];
+          },
+          { now, modifier: user.email, createParents: true },
+        );
+        return { root, desc: `Recovered deleted directory "${name}"`, result: '/' + [...comps, name].join('/') };
+      }),
+    );
+  });
+}

@@ -1,6 +1,7 @@
-// Upload names real servers refuse, and the library download info, in `seafs serve`.
+// Upload names real servers refuse, the library download info and restoring
+// from the trash (real servers' dir/revert and file/revert forms), in `seafs serve`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, apiAs, startTestServer, type TestServer } from '../helpers/server.js';
+import { adminToken, apiAs, startTestServer, uploadTo, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 let admin: ReturnType<typeof apiAs>;
@@ -37,5 +38,26 @@ describe('library download info', () => {
     expect(info.status).toBe(200);
     expect(info.json).toMatchObject({ repo_id: repo, repo_name: 'names', encrypted: '', applet_root: `${server.url}/seafhttp` });
     expect((await admin('GET', '/api2/repos/00000000-0000-0000-0000-000000000000/download-info/')).status).toBe(404);
+  });
+});
+
+describe('trash restore', () => {
+  it('a deleted folder listed in the trash comes back with dir/revert at its commit, under a new name when it is back already', async () => {
+    await admin('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/old/deep' }, form: { operation: 'mkdir', create_parents: 'true' } });
+    const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/old/deep' } })).json as string;
+    await uploadTo(link, '/old/deep', { 'kept.txt': 'kept content' });
+    expect((await admin('DELETE', `/api2/repos/${repo}/dir/`, { query: { p: '/old' } })).status).toBe(200);
+    const trash = (await admin('GET', `/api/v2.1/repos/${repo}/trash/`)).json.data as { obj_name: string; commit_id: string; parent_dir: string }[];
+    const item = trash.find((e) => e.obj_name === 'old')!;
+    expect(item).toMatchObject({ parent_dir: '/', is_dir: true });
+    const back = await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/old', commit_id: item.commit_id } });
+    expect(back.json).toEqual({ success: true });
+    const dl = await admin('GET', `/api2/repos/${repo}/file/`, { query: { p: '/old/deep/kept.txt' } });
+    expect(await (await fetch(dl.json)).text()).toBe('kept content');
+    // a second restore while the folder is back lands beside it under a new name
+    await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/old', commit_id: item.commit_id } });
+    const names = ((await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json as { name: string }[]).map((e) => e.name);
+    expect(names.sort()).toEqual(['old', 'old (1)']);
+    expect((await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/nothing', commit_id: item.commit_id } })).status).toBe(404);
   });
 });
