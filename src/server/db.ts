@@ -270,6 +270,10 @@ export class Db {
     this.shareLinks = this.shareLinks.filter((l) => !(l.token === token && l.username === user));
   }
 
+  uploadLink(token: string): UploadLinkRec | undefined {
+    return this.uploadLinks.find((l) => l.token === token);
+  }
+
   uploadLinksOf(user: string): UploadLinkRec[] {
     return this.uploadLinks.filter((l) => l.username === user);
   }

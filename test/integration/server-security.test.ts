@@ -90,6 +90,22 @@ describe('share links', () => {
     expect((await anon()('GET', file, { query: { p: '/top.txt', password: 'dir-pw-123' } })).status).toBe(404);
   });
 
+  it('an upload link hands out an upload URL only with its password, and only while its creator may write', async () => {
+    const repo = await newRepo(admin, 'drop-box', { 'a.txt': 'a' });
+    await admin('PUT', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'rw' } });
+    const link = await bob('POST', '/api/v2.1/upload-links/', { json: { repo_id: repo, path: '/', password: 'drop-pw-123' } });
+    expect(link.status).toBe(200);
+    const ask = `/api/v2.1/upload-links/${link.json.token}/upload/`;
+    expect((await anon()('GET', ask)).status).toBe(403);
+    expect((await anon()('GET', ask, { query: { password: 'wrong-pw-1' } })).status).toBe(403);
+    const ok = await anon()('GET', ask, { query: { password: 'drop-pw-123' } });
+    expect((await uploadTo(ok.json.upload_link, '/', { 'dropped.txt': 'dropped in' })).status).toBe(200);
+    expect(await names(admin, repo)).toContain('dropped.txt');
+    await admin('PUT', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'r' } });
+    expect((await anon()('GET', ask, { query: { password: 'drop-pw-123' } })).status).toBe(404);
+    expect((await logShowing(`GET /api/v2.1/upload-links/<token>/upload/`))).not.toContain(link.json.token);
+  });
+
   it("a link stops serving once its creator's share of the library is revoked", async () => {
     const repo = await newRepo(admin, 'revoked', { 'plan.txt': 'the plan' });
     await admin('PUT', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'r' } });
