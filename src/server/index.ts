@@ -119,15 +119,28 @@ function drainBody(req: http.IncomingMessage, res: http.ServerResponse): Promise
  * While a request body is arriving, the connection is closed once no byte
  * came for `ms` (a client that sent headers and then nothing holds no socket
  * and handler for ever). Slow uploads are fine as long as bytes keep coming.
- * The socket's own timeout, with no listener, destroys it.
+ * Its own timer watching the socket's byte count, not socket.setTimeout,
+ * which the server uses for keep-alive.
  */
 function bodyIdleTimeout(req: http.IncomingMessage, res: http.ServerResponse, ms: number): void {
   const length = req.headers['content-length'];
   const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
   if (!hasBody || ms <= 0) return;
   const socket = req.socket;
-  socket.setTimeout(ms);
-  const clear = () => socket.setTimeout(0);
+  let seen = socket.bytesRead;
+  let since = Date.now();
+  const timer = setInterval(() => {
+    if (req.complete) return clear();
+    if (socket.bytesRead !== seen) {
+      seen = socket.bytesRead;
+      since = Date.now();
+    } else if (Date.now() - since >= ms) {
+      clear();
+      socket.destroy();
+    }
+  }, Math.max(10, ms / 4));
+  timer.unref();
+  const clear = () => clearInterval(timer);
   req.once('end', clear);
   res.once('finish', clear);
   res.once('close', clear);
