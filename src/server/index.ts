@@ -221,7 +221,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         }
         return sendJson(res, e.status, e.body ?? { error_msg: e.message }, e.headers);
       }
-      ctx.log(`error: ${method} ${url.pathname}: ${(e as Error)?.stack ?? e}`);
+      ctx.log(`error: ${method} ${redactUrl(url.pathname)}: ${(e as Error)?.stack ?? e}`);
       if (fileServer) return sendFileServerError(res, 500, 'Internal server error.');
       sendJson(res, 500, { error_msg: 'Internal Server Error' });
     }
