@@ -14,6 +14,9 @@ interface ServeArgs {
   'link-ttl': number;
   'max-upload-mb'?: number;
   'throttle-per-min'?: number;
+  'body-idle-timeout': number;
+  'login-fail-limit': number;
+  'login-fail-window': number;
   verbose: boolean;
 }
 
@@ -35,7 +38,10 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('link-ttl', { type: 'number', default: 3600, describe: 'Seconds download/upload links stay valid (for tests)' })
       .option('max-upload-mb', { type: 'number', describe: 'Largest accepted upload in MB, 442 above it (for tests; default unlimited)' })
       .option('throttle-per-min', { type: 'number', describe: 'Answer 429 + Retry-After above N web API requests a minute per user (for tests; default off)' })
-      .option('verbose', { type: 'boolean', default: false, describe: 'Log each request on stderr' })
+      .option('body-idle-timeout', { type: 'number', default: 30, describe: 'Seconds a request body may stall before the connection is closed' })
+      .option('login-fail-limit', { type: 'number', default: 10, describe: 'Wrong logins per account (5x per address) in a window before 429' })
+      .option('login-fail-window', { type: 'number', default: 300, describe: 'That window in seconds' })
+      .option('verbose', { type: 'boolean', default: false, describe: 'Log each request on stderr (link tokens and passwords redacted)' })
       .epilog(
         'Accounts: the administrator creates users with PUT /api2/accounts/{email}/ (password, name, ' +
           'storage = quota in MB, negative = unlimited, totp_secret = base32 secret that turns on two-factor auth).',
@@ -56,6 +62,9 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       log: (line) => process.stderr.write(line + '\n'),
       logRequests: argv.verbose,
       throttlePerMin: argv['throttle-per-min'],
+      bodyIdleSec: argv['body-idle-timeout'],
+      loginFailLimit: argv['login-fail-limit'],
+      loginFailWindowSec: argv['login-fail-window'],
     });
     process.stdout.write(`listening on ${server.url}\n`);
     let stopping = false;

@@ -23,8 +23,12 @@ async function authToken(ctx: Ctx, r: Req): Promise<void> {
   const password = form.get('password');
   if (!username) throw new HttpError(400, '', { username: ['This field is required.'] });
   if (!password) throw new HttpError(400, '', { password: ['This field is required.'] });
+  const accountKey = `user:${username.toLowerCase()}`;
+  const keys = [accountKey, `ip:${r.raw.socket.remoteAddress}`];
+  ctx.loginGuard.check(keys);
   const user = ctx.db.user(username);
   if (!user || !user.isActive || !checkPassword(password, user.passwordHash)) {
+    ctx.loginGuard.failed(keys);
     throw new HttpError(400, '', { non_field_errors: ['Unable to login with provided credentials.'] });
   }
   if (user.totpSecret) {
@@ -32,11 +36,16 @@ async function authToken(ctx: Ctx, r: Req): Promise<void> {
     if (!otp) {
       throw new HttpError(400, '', { non_field_errors: ['Two factor auth token is missing.'] }, { 'X-Seafile-OTP': 'required' });
     }
-    if (!verifyTotp(user.totpSecret, otp)) {
+    const step = verifyTotp(user.totpSecret, otp, Date.now(), user.totpLastStep ?? -1);
+    if (step === null) {
+      ctx.loginGuard.failed(keys);
       throw new HttpError(400, '', { non_field_errors: ['Two factor auth token is invalid.'] }, { 'X-Seafile-OTP': 'required' });
     }
+    user.totpLastStep = step;
+    await ctx.db.save();
   }
-  sendJson(r.res, 200, { token: user.token });
+  ctx.loginGuard.succeeded(accountKey);
+  sendJson(r.res, 200, { token: ctx.db.tokenOf(user) });
 }
 
 async function accountInfo(ctx: Ctx, r: Req): Promise<void> {
@@ -119,6 +128,7 @@ async function putAccount(ctx: Ctx, r: Req): Promise<void> {
       }
     }
     user.totpSecret = secret;
+    delete user.totpLastStep;
   }
   await ctx.db.save();
   if (created) {
@@ -144,9 +154,9 @@ export const accountRoutes: Route[] = [
     method: 'GET',
     path: '/api2/client-login',
     auth: 'user',
-    handler: async (_c, r) => {
+    handler: async (ctx, r) => {
       if (r.user!.totpSecret) return sendJson(r.res, 200, {});
-      sendJson(r.res, 200, `${r.base}/client-login/?token=${r.user!.token}`);
+      sendJson(r.res, 200, `${r.base}/client-login/?token=${ctx.db.tokenOf(r.user!)}`);
     },
   },
   {
@@ -156,7 +166,7 @@ export const accountRoutes: Route[] = [
     handler: async (ctx, r) => {
       const start = Number(r.query.get('start') ?? 0);
       const limit = Number(r.query.get('limit') ?? 100);
-      let users = Object.values(ctx.db.data.users).sort((a, b) => a.id - b.id);
+      let users = ctx.db.allUsers();
       if (!(start === -1 && limit === -1)) users = users.slice(Math.max(0, start), Math.max(0, start) + Math.max(0, limit));
       sendJson(
         r.res,
@@ -186,7 +196,7 @@ export const accountRoutes: Route[] = [
       if (form.get('op') !== 'migrate' || !form.get('to_user') || !ctx.db.user(form.get('to_user')!) || !ctx.db.user(email)) {
         throw new HttpError(400, 'Missing or invalid arguments.');
       }
-      for (const repo of Object.values(ctx.db.data.repos)) if (repo.owner === email) repo.owner = form.get('to_user')!;
+      ctx.db.migrateRepos(email, form.get('to_user')!);
       await ctx.db.save();
       sendJson(r.res, 200, 'success');
     },
@@ -200,14 +210,9 @@ export const accountRoutes: Route[] = [
       const u = ctx.db.user(email);
       if (u) {
         if (u.email === ctx.opts.adminEmail) throw new HttpError(403, 'Cannot delete the administrator.');
-        for (const repo of Object.values(ctx.db.data.repos)) {
-          if (repo.owner === u.email) {
-            delete ctx.db.data.repos[repo.id];
-            await ctx.heads.remove(repo.id);
-          }
-        }
-        ctx.db.deleteUser(u.email);
+        const gone = ctx.db.deleteUser(u.email);
         await ctx.db.save();
+        for (const id of gone) await ctx.heads.remove(id);
       }
       sendJson(r.res, 200, 'success');
     },

@@ -18,7 +18,7 @@ function byListingOrder(a: DirEnt, b: DirEnt): number {
 export function listingEntry(ctx: Ctx, user: User, repoId: string, parentPath: string, e: DirEnt, perm: Permission) {
   if (e.type === 'dir') return { type: 'dir', id: e.id, name: e.name, mtime: e.mtime, permission: perm };
   const full = (parentPath === '/' ? '/' : parentPath + '/') + e.name;
-  const lock = ctx.db.data.locks[ctx.lockKey(repoId, full)];
+  const lock = ctx.db.lock(repoId, full);
   const modifier = ctx.db.user(e.modifier);
   return {
     type: 'file',
@@ -30,7 +30,7 @@ export function listingEntry(ctx: Ctx, user: User, repoId: string, parentPath: s
     modifier_email: e.modifier,
     modifier_name: modifier?.name ?? e.modifier,
     modifier_contact_email: e.modifier,
-    starred: ctx.db.data.starred.some((s) => s.user === user.email && s.repoId === repoId && s.path === full),
+    starred: ctx.db.isStarred(user.email, repoId, full),
     is_locked: !!lock,
     lock_owner: lock?.owner ?? '',
     lock_time: lock?.time ?? 0,

@@ -1,8 +1,8 @@
 // Starred files, search, share links and upload links (V2.1, and the V2
 // shared-links list), plus empty answers for features this server lacks
-// (groups, activity) so clients probing them get well-formed replies.
+// (activity) so clients probing them get well-formed replies.
 import type { Ctx, Req } from './context.js';
-import type { ShareLinkRec, UploadLinkRec } from './db.js';
+import { hashPassword, type ShareLinkRec, type UploadLinkRec } from './db.js';
 import { HttpError, isoTime, sendJson } from './http.js';
 import { headRoot } from './ops.js';
 import type { Route } from './router.js';
@@ -18,8 +18,7 @@ function cleanPath(p: string | undefined | null): string {
 
 async function listStarred(ctx: Ctx, r: Req): Promise<void> {
   const out = [];
-  for (const s of ctx.db.data.starred) {
-    if (s.user !== r.user!.email) continue;
+  for (const s of ctx.db.starsOf(r.user!.email)) {
     const repo = ctx.db.repo(s.repoId);
     if (!repo || !ctx.permission(r.user!, repo)) continue;
     const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(s.path));
@@ -70,7 +69,7 @@ async function createShareLink(ctx: Ctx, r: Req, repoId: string | undefined, p: 
   const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
   if (!e) throw new HttpError(404, 'File or folder not found.');
   if (repo.encrypted) throw new HttpError(403, 'Permission denied.');
-  const existing = ctx.db.data.shareLinks.find((l) => l.repoId === repo.id && l.path === path && l.username === r.user!.email);
+  const existing = ctx.db.shareLinksOf(r.user!.email).find((l) => l.repoId === repo.id && l.path === path);
   if (existing) return existing; // real servers hand back the existing link
   const now = Math.floor(Date.now() / 1000);
   const rec: ShareLinkRec = {
@@ -81,10 +80,10 @@ async function createShareLink(ctx: Ctx, r: Req, repoId: string | undefined, p: 
     isDir: e.type === 'dir',
     ctime: now,
     expire: days && days > 0 ? now + days * 86400 : null,
-    password: password ?? '',
+    password: password ? hashPassword(password) : '',
     viewCnt: 0,
   };
-  ctx.db.data.shareLinks.push(rec);
+  ctx.db.addShareLink(rec);
   await ctx.db.save();
   return rec;
 }
@@ -104,7 +103,8 @@ async function search(ctx: Ctx, r: Req): Promise<void> {
   const page = Math.max(1, Number(r.query.get('page') ?? 1) || 1);
   const hits: Record<string, unknown>[] = [];
   const wanted = r.query.get('search_repo');
-  for (const [id, repo] of Object.entries(ctx.db.data.repos)) {
+  for (const repo of ctx.db.allRepos()) {
+    const id = repo.id;
     if (wanted && wanted !== 'all' && wanted !== id) continue;
     if (!ctx.permission(r.user!, repo) || repo.encrypted) continue;
     await walkTree(ctx.store, await headRoot(ctx, id), [], (e, parent) => {
@@ -137,10 +137,7 @@ export const extraRoutes: Route[] = [
       const { repo, path } = starArgs(ctx, r, form.get('repo_id'), form.get('p'));
       const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
       if (!e || e.type !== 'file') throw new HttpError(400, 'Invalid file path.');
-      if (!ctx.db.data.starred.some((s) => s.user === r.user!.email && s.repoId === repo.id && s.path === path)) {
-        ctx.db.data.starred.push({ user: r.user!.email, repoId: repo.id, path });
-        await ctx.db.save();
-      }
+      if (ctx.db.star(r.user!.email, repo.id, path)) await ctx.db.save();
       sendJson(r.res, 201, 'success', { Location: `${r.base}/api2/starredfiles/` });
     },
   },
@@ -150,7 +147,7 @@ export const extraRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const { repo, path } = starArgs(ctx, r, r.query.get('repo_id') ?? undefined, r.query.get('p') ?? undefined);
-      ctx.db.data.starred = ctx.db.data.starred.filter((s) => !(s.user === r.user!.email && s.repoId === repo.id && s.path === path));
+      ctx.db.unstar(r.user!.email, repo.id, path);
       await ctx.db.save();
       sendJson(r.res, 200, 'success');
     },
@@ -165,9 +162,7 @@ export const extraRoutes: Route[] = [
       const p = r.query.get('path');
       if (repoId) ctx.repoFor(r.user!, repoId);
       const path = p ? cleanPath(p) : null;
-      const list = ctx.db.data.shareLinks.filter(
-        (l) => l.username === r.user!.email && (!repoId || l.repoId === repoId) && (!path || l.path === path),
-      );
+      const list = ctx.db.shareLinksOf(r.user!.email).filter((l) => (!repoId || l.repoId === repoId) && (!path || l.path === path));
       sendJson(r.res, 200, list.map((l) => shareLinkShape(ctx, r, l, true)));
     },
   },
@@ -187,7 +182,7 @@ export const extraRoutes: Route[] = [
     path: '/api/v2.1/share-links/:token',
     auth: 'user',
     handler: async (ctx, r) => {
-      ctx.db.data.shareLinks = ctx.db.data.shareLinks.filter((l) => !(l.token === r.params[0] && l.username === r.user!.email));
+      ctx.db.removeShareLink(r.params[0], r.user!.email);
       await ctx.db.save();
       sendJson(r.res, 200, { success: true });
     },
@@ -197,7 +192,7 @@ export const extraRoutes: Route[] = [
     path: '/api2/shared-links',
     auth: 'user',
     handler: async (ctx, r) => {
-      const list = ctx.db.data.shareLinks.filter((l) => l.username === r.user!.email);
+      const list = ctx.db.shareLinksOf(r.user!.email);
       sendJson(r.res, 200, {
         fileshares: list.map((l) => ({
           username: l.username,
@@ -217,7 +212,7 @@ export const extraRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const t = r.query.get('t');
-      ctx.db.data.shareLinks = ctx.db.data.shareLinks.filter((l) => !(l.token === t && l.username === r.user!.email));
+      ctx.db.removeShareLink(t ?? '', r.user!.email);
       await ctx.db.save();
       sendJson(r.res, 200, 'success');
     },
@@ -247,7 +242,7 @@ export const extraRoutes: Route[] = [
     path: '/api/v2.1/upload-links',
     auth: 'user',
     handler: async (ctx, r) => {
-      const list = ctx.db.data.uploadLinks.filter((l) => l.username === r.user!.email);
+      const list = ctx.db.uploadLinksOf(r.user!.email);
       sendJson(r.res, 200, list.map((l) => uploadLinkShape(r, l)));
     },
   },
@@ -266,30 +261,11 @@ export const extraRoutes: Route[] = [
     path: '/api/v2.1/upload-links/:token',
     auth: 'user',
     handler: async (ctx, r) => {
-      ctx.db.data.uploadLinks = ctx.db.data.uploadLinks.filter((l) => !(l.token === r.params[0] && l.username === r.user!.email));
+      ctx.db.removeUploadLink(r.params[0], r.user!.email);
       await ctx.db.save();
       sendJson(r.res, 200, { success: true });
     },
   },
-  {
-    // A file share link opened with ?dl=1 streams the file, like real servers' link pages do.
-    method: 'GET',
-    path: '/f/:token',
-    auth: 'none',
-    handler: async (ctx, r) => {
-      const l = ctx.db.data.shareLinks.find((x) => x.token === r.params[0] && !x.isDir);
-      if (!l || (l.expire !== null && l.expire * 1000 < Date.now())) throw new HttpError(404, 'Link not found.');
-      const repo = ctx.db.repo(l.repoId);
-      const e = repo ? await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(l.path)) : null;
-      if (!repo || !e || e.type !== 'file') throw new HttpError(404, 'File not found.');
-      l.viewCnt++;
-      void ctx.db.save();
-      r.res.writeHead(302, { Location: downloadUrl(ctx, r, repo, e, false), 'Content-Length': '0' });
-      r.res.end();
-    },
-  },
-  { method: 'GET', path: '/api2/groups', auth: 'user', handler: async (_c, r) => sendJson(r.res, 200, { replynum: 0, groups: [] }) },
-  { method: 'GET', path: '/api/v2.1/groups', auth: 'user', handler: async (_c, r) => sendJson(r.res, 200, []) },
   {
     method: 'GET',
     path: '/api2/events',
@@ -310,9 +286,9 @@ async function createUploadLink(ctx: Ctx, r: Req, repoId: string | undefined, p:
     repoId: repo.id,
     path: path === '/' ? '/' : path + '/',
     ctime: Math.floor(Date.now() / 1000),
-    password: password ?? '',
+    password: password ? hashPassword(password) : '',
   };
-  ctx.db.data.uploadLinks.push(rec);
+  ctx.db.addUploadLink(rec);
   await ctx.db.save();
   return rec;
 }

@@ -60,9 +60,9 @@ async function fileDetail(ctx: Ctx, r: Req): Promise<void> {
     last_modifier_email: e.modifier,
     last_modifier_name: ctx.db.user(e.modifier)?.name ?? e.modifier,
     last_modifier_contact_email: e.modifier,
-    starred: ctx.db.data.starred.some((s) => s.user === user.email && s.repoId === repo.id && s.path === full),
+    starred: ctx.db.isStarred(user.email, repo.id, full),
     can_edit: perm === 'rw',
-    is_locked: !!ctx.db.data.locks[ctx.lockKey(repo.id, full)],
+    is_locked: !!ctx.db.lock(repo.id, full),
   });
 }
 
@@ -79,7 +79,7 @@ function fileInfoV21(ctx: Ctx, repoId: string, p: string, e: DirEnt) {
   return {
     ...objInfoV21('file', repoId, p, e),
     size: e.size,
-    is_locked: !!ctx.db.data.locks[ctx.lockKey(repoId, normPath(p))],
+    is_locked: !!ctx.db.lock(repoId, normPath(p)),
   };
 }
 
@@ -153,15 +153,15 @@ async function lockFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   const op = form.get('operation');
   const { repo } = ctx.repoFor(user, r.params[0], 'rw');
   const e = await fileAt(ctx, repo.id, p);
-  const key = ctx.lockKey(repo.id, normPath(p));
-  const lock = ctx.db.data.locks[key];
+  const full = normPath(p);
+  const lock = ctx.db.lock(repo.id, full);
   if (op === 'lock') {
     if (lock) throw new HttpError(403, 'File is already locked');
-    ctx.db.data.locks[key] = { owner: user.email, time: Math.floor(Date.now() / 1000) };
+    ctx.db.setLock(repo.id, full, user.email);
   } else if (op === 'unlock') {
     if (!lock) throw new HttpError(400, 'File is not locked.');
     if (lock.owner !== user.email) throw new HttpError(403, 'You can not unlock this file.');
-    delete ctx.db.data.locks[key];
+    ctx.db.removeLock(repo.id, full);
   } else {
     throw new HttpError(400, 'operation invalid.');
   }

@@ -4,7 +4,7 @@ import type { Ctx, Req } from './context.js';
 import { HttpError, isoTime, sendJson } from './http.js';
 import { downloadUrl, requireP } from './api-file.js';
 import type { Commit } from './heads.js';
-import { putFiles } from './ops.js';
+import { putFiles, restoreDir } from './ops.js';
 import type { Route } from './router.js';
 import { lookup, readDir, splitPath, type DirEnt } from './tree.js';
 
@@ -43,7 +43,7 @@ async function pageOfCommits(ctx: Ctx, repoId: string, page: number, per: number
 }
 
 async function fileHistory(ctx: Ctx, r: Req): Promise<void> {
-  const { repo } = ctx.repoFor(r.user!, r.params[0]);
+  const { repo } = ctx.contentRepo(r.user!, r.params[0]);
   const comps = splitPath(requireP(r));
   const head = await ctx.heads.get(repo.id);
   const out: unknown[] = [];
@@ -78,18 +78,17 @@ async function commitOf(ctx: Ctx, repoId: string, id: string | null): Promise<Co
 }
 
 async function revision(ctx: Ctx, r: Req): Promise<void> {
-  const { repo } = ctx.repoFor(r.user!, r.params[0]);
+  const { repo } = ctx.contentRepo(r.user!, r.params[0]);
   const p = requireP(r);
   const c = await commitOf(ctx, repo.id, r.query.get('commit_id'));
   const e = await lookup(ctx.store, c.root_id, splitPath(p));
   if (!e || e.type !== 'file') throw new HttpError(404, 'Revision not found.');
-  ctx.requireUnlocked(r.user!, repo);
   sendJson(r.res, 200, downloadUrl(ctx, r, repo, e, r.query.get('reuse') === '1'), { oid: e.id });
 }
 
 async function revert(ctx: Ctx, r: Req): Promise<void> {
   const form = await r.form({ json: false });
-  const { repo } = ctx.repoFor(r.user!, r.params[0], 'rw');
+  const { repo } = ctx.contentRepo(r.user!, r.params[0], 'rw');
   const p = requireP(r, form.get('p') ?? r.query.get('p'));
   const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? null);
   const comps = splitPath(p);
@@ -101,6 +100,19 @@ async function revert(ctx: Ctx, r: Req): Promise<void> {
     desc: `Reverted file "${e.name}"`,
   });
   sendJson(r.res, 200, { ret: 0 });
+}
+
+/** PUT /api2/repos/{id}/dir/revert/ (p, commit_id): a folder of that commit is put back, as real servers restore trash folders. */
+async function revertDir(ctx: Ctx, r: Req): Promise<void> {
+  const form = await r.form({ json: false });
+  const { repo } = ctx.contentRepo(r.user!, r.params[0], 'rw');
+  const p = requireP(r, form.get('p') ?? r.query.get('p'));
+  const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? r.query.get('commit_id'));
+  const comps = splitPath(p);
+  const e = await lookup(ctx.store, c.root_id, comps);
+  if (!e || e.type !== 'dir') throw new HttpError(404, 'Folder not found in that revision.');
+  await restoreDir(ctx, r.user!, repo.id, '/' + comps.slice(0, -1).join('/'), e);
+  sendJson(r.res, 200, { success: true });
 }
 
 /** Entries present under `oldId` and gone under `newId`, recursing into changed folders. */
@@ -115,7 +127,7 @@ async function removed(ctx: Ctx, oldId: string, newId: string, parent: string[],
 }
 
 async function trash(ctx: Ctx, r: Req): Promise<void> {
-  const { repo } = ctx.repoFor(r.user!, r.params[0]);
+  const { repo } = ctx.contentRepo(r.user!, r.params[0]);
   const base = splitPath(r.query.get('path') ?? '/');
   const per = Math.max(1, Number(r.query.get('per_page') ?? 100) || 100);
   const scan = r.query.get('scan_stat');
@@ -158,7 +170,7 @@ export const historyRoutes: Route[] = [
     path: '/api2/repos/:repo/history',
     auth: 'user',
     handler: async (ctx, r) => {
-      const { repo } = ctx.repoFor(r.user!, r.params[0]);
+      const { repo } = ctx.contentRepo(r.user!, r.params[0]);
       const { page, per } = paging(r, 25);
       const { list, more } = await pageOfCommits(ctx, repo.id, page, per);
       sendJson(r.res, 200, { commits: list.map((c) => publicCommit(c)), page_next: more });
@@ -169,7 +181,7 @@ export const historyRoutes: Route[] = [
     path: '/api/v2.1/repos/:repo/history',
     auth: 'user',
     handler: async (ctx, r) => {
-      const { repo } = ctx.repoFor(r.user!, r.params[0]);
+      const { repo } = ctx.contentRepo(r.user!, r.params[0]);
       const { page, per } = paging(r, 100);
       const { list, more } = await pageOfCommits(ctx, repo.id, page, per);
       sendJson(r.res, 200, {
@@ -188,6 +200,7 @@ export const historyRoutes: Route[] = [
   { method: 'GET', path: '/api2/repos/:repo/file/history', auth: 'user', handler: fileHistory },
   { method: 'GET', path: '/api2/repos/:repo/file/revision', auth: 'user', handler: revision },
   { method: 'PUT', path: '/api2/repos/:repo/file/revert', auth: 'user', handler: revert },
+  { method: 'PUT', path: '/api2/repos/:repo/dir/revert', auth: 'user', handler: revertDir },
   { method: 'GET', path: '/api/v2.1/repos/:repo/trash', auth: 'user', handler: trash },
   {
     method: 'DELETE',

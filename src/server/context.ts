@@ -6,6 +6,8 @@ import path from 'node:path';
 import { Db, type RepoMeta, type User } from './db.js';
 import { Heads } from './heads.js';
 import { HttpError, type Form } from './http.js';
+import { LoginGuard } from './login-guard.js';
+import { KeyedMutex } from './mutex.js';
 import { ObjectStore } from './objects.js';
 
 export interface ServerOptions {
@@ -22,8 +24,14 @@ export interface ServerOptions {
   log?: (line: string) => void;
   /** test knob: web API requests allowed per minute and user (or address when anonymous); 429 above */
   throttlePerMin?: number;
-  /** log one line per request through `log` */
+  /** log one line per request through `log` (link tokens and passwords redacted) */
   logRequests?: boolean;
+  /** seconds a request body may stall before the connection is closed; default 30 */
+  bodyIdleSec?: number;
+  /** wrong logins per account in a window before 429 (an address gets 5 times as many); default 10 */
+  loginFailLimit?: number;
+  /** that window in seconds; default 300 */
+  loginFailWindowSec?: number;
 }
 
 export interface DownloadToken {
@@ -67,12 +75,15 @@ export class Ctx {
   readonly downloads = new Map<string, DownloadToken>();
   readonly uploads = new Map<string, UploadToken>();
   private unlocks = new Map<string, number>(); // `${user}\n${repo}` -> expiry ms
+  private quotaMutex = new KeyedMutex();
+  readonly loginGuard: LoginGuard;
 
   constructor(readonly opts: ServerOptions) {
     this.db = new Db(opts.dataDir);
     this.store = new ObjectStore(opts.dataDir);
     this.heads = new Heads(opts.dataDir, this.store);
     this.tmpDir = path.join(opts.dataDir, 'tmp');
+    this.loginGuard = new LoginGuard({ failLimit: opts.loginFailLimit ?? 10, windowMs: (opts.loginFailWindowSec ?? 300) * 1000 });
   }
 
   get unlockTtlMs(): number {
@@ -88,7 +99,9 @@ export class Ctx {
 
   permission(user: User, repo: RepoMeta): Permission | null {
     if (repo.owner === user.email) return 'rw';
-    return this.db.shareOf(repo.id, user.email)?.permission ?? null;
+    const personal = this.db.shareOf(repo.id, user.email)?.permission ?? null;
+    if (personal === 'rw') return 'rw';
+    return this.db.groups.permissionVia(user.email, repo.id) ?? personal;
   }
 
   /** The library if `user` may access it with `need`; another user's library is invisible (404). */
@@ -98,6 +111,13 @@ export class Ctx {
     if (!repo || !perm) throw new HttpError(404, 'Library not found.');
     if (need === 'rw' && perm !== 'rw') throw new HttpError(403, 'Permission denied.');
     return { repo, perm };
+  }
+
+  /** repoFor, and the content of an encrypted library only once its password was given (400). */
+  contentRepo(user: User, repoId: string, need: Permission = 'r'): { repo: RepoMeta; perm: Permission } {
+    const found = this.repoFor(user, repoId, need);
+    this.requireUnlocked(user, found.repo);
+    return found;
   }
 
   isUnlocked(user: string, repo: RepoMeta): boolean {
@@ -117,9 +137,7 @@ export class Ctx {
 
   async usage(email: string): Promise<number> {
     let total = 0;
-    for (const r of Object.values(this.db.data.repos)) {
-      if (r.owner === email) total += (await this.heads.get(r.id)).size;
-    }
+    for (const r of this.db.reposOwnedBy(email)) total += (await this.heads.get(r.id)).size;
     return total;
   }
 
@@ -140,13 +158,26 @@ export class Ctx {
     for (const [k, t] of this.uploads) if (t.expires <= now) this.uploads.delete(k);
   }
 
-  lockKey(repoId: string, p: string): string {
-    return `${repoId}:${p}`;
+  /** A file locked by someone else, or a folder holding one, cannot be changed (403). */
+  checkNotLocked(user: User, repoId: string, p: string): void {
+    for (const { lock } of this.db.locksUnder(repoId, p)) {
+      if (lock.owner !== user.email) throw new HttpError(403, 'File is locked');
+    }
   }
 
-  /** A file locked by someone else cannot be changed (403). */
-  checkNotLocked(user: User, repoId: string, p: string): void {
-    const lock = this.db.data.locks[this.lockKey(repoId, p)];
-    if (lock && lock.owner !== user.email) throw new HttpError(403, 'File is locked');
+  /**
+   * Runs a change that adds bytes to `owner`'s libraries one at a time per
+   * owner when the owner has a quota, so each check sees the usage the last
+   * change left (uploads racing each other cannot all pass one stale check).
+   */
+  underQuota<T>(owner: string | undefined, fn: () => Promise<T>): Promise<T> {
+    const u = owner ? this.db.user(owner) : undefined;
+    if (!u || u.quota < 0) return fn();
+    return this.quotaMutex.run(u.email, fn);
+  }
+
+  /** 443 when `added` bytes do not fit in the quota of `repo`'s owner. */
+  async requireQuota(repo: RepoMeta, added: number): Promise<void> {
+    if (added > 0 && added > (await this.quotaLeft(repo))) throw new HttpError(443, 'Out of quota.');
   }
 }

@@ -11,11 +11,16 @@ import { fileRoutes } from './api-file.js';
 import { historyRoutes } from './api-history.js';
 import { linkRoutes } from './api-links.js';
 import { repoRoutes } from './api-repos.js';
+import { shareRoutes } from './api-shares.js';
+import { groupRoutes } from './api-groups.js';
+import { linkPageRoutes } from './link-pages.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
 import { download, update, upload } from './fileserver.js';
 import { FileServerError, HttpError, parseBody, sendFileServerError, sendJson } from './http.js';
 import { Router } from './router.js';
+import { SecretBox } from './secret-box.js';
+import path from 'node:path';
 
 export type { ServerOptions } from './context.js';
 
@@ -29,13 +34,14 @@ const SHUTDOWN_WAIT_MS = 10_000;
 
 async function prepare(ctx: Ctx): Promise<void> {
   const { dataDir, adminEmail, adminPassword } = ctx.opts;
-  await fsp.mkdir(dataDir, { recursive: true });
+  await fsp.mkdir(dataDir, { recursive: true, mode: 0o700 });
   // Leftovers of uploads interrupted by a crash: never part of any library.
   await fsp.rm(ctx.tmpDir, { recursive: true, force: true });
-  await fsp.mkdir(ctx.tmpDir, { recursive: true });
+  await fsp.mkdir(ctx.tmpDir, { recursive: true, mode: 0o700 });
   await ctx.store.init();
   await ctx.heads.init();
-  await ctx.db.load();
+  await ownerOnly(dataDir);
+  await ctx.db.load(await SecretBox.open(dataDir));
   const admin = ctx.db.user(adminEmail);
   if (!admin) {
     ctx.db.createUser(adminEmail, adminPassword, true);
@@ -45,6 +51,27 @@ async function prepare(ctx: Ctx): Promise<void> {
     if (!checkPassword(adminPassword, admin.passwordHash)) admin.passwordHash = hashPassword(adminPassword);
   }
   await ctx.db.save();
+}
+
+/** The data dir and every folder in it (objects/xx included) are 0700: only the server's user reads them. */
+async function ownerOnly(dir: string, depth = 2): Promise<void> {
+  await fsp.chmod(dir, 0o700);
+  if (depth === 0) return;
+  for (const e of await fsp.readdir(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) await ownerOnly(path.join(dir, e.name), depth - 1);
+  }
+}
+
+/** A request line for the log without the secrets URLs carry: link tokens, passwords. */
+export function redactUrl(url: string): string {
+  const [p, q] = url.split(/\?(.*)/s, 2);
+  const pathPart = p
+    .replace(/^(\/seafhttp\/(?:files|upload-api|update-api|upload-aj|repos)\/)[^/]+/, '$1<token>')
+    .replace(/^(\/(?:f|d|u\/d|api2\/d|api\/v2\.1\/(?:share|upload)-links)\/)[^/]+/, '$1<token>');
+  if (q === undefined) return pathPart;
+  const params = new URLSearchParams(q);
+  for (const k of [...params.keys()]) if (/pass|token|secret|otp|key/i.test(k)) params.set(k, '<redacted>');
+  return `${pathPart}?${params.toString()}`;
 }
 
 function authenticate(ctx: Ctx, req: http.IncomingMessage) {
@@ -88,11 +115,42 @@ function drainBody(req: http.IncomingMessage, res: http.ServerResponse): Promise
   });
 }
 
+/**
+ * While a request body is arriving, the connection is closed once no byte
+ * came for `ms` (a client that sent headers and then nothing holds no socket
+ * and handler for ever). Slow uploads are fine as long as bytes keep coming.
+ * Its own timer watching the socket's byte count, not socket.setTimeout,
+ * which the server uses for keep-alive.
+ */
+function bodyIdleTimeout(req: http.IncomingMessage, res: http.ServerResponse, ms: number): void {
+  const length = req.headers['content-length'];
+  const hasBody = req.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+  if (!hasBody || ms <= 0) return;
+  const socket = req.socket;
+  let seen = socket.bytesRead;
+  let since = Date.now();
+  const timer = setInterval(() => {
+    if (req.complete) return clear();
+    if (socket.bytesRead !== seen) {
+      seen = socket.bytesRead;
+      since = Date.now();
+    } else if (Date.now() - since >= ms) {
+      clear();
+      socket.destroy();
+    }
+  }, Math.max(10, ms / 4));
+  timer.unref();
+  const clear = () => clearInterval(timer);
+  req.once('end', clear);
+  res.once('finish', clear);
+  res.once('close', clear);
+}
+
 export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const ctx = new Ctx(opts);
   await prepare(ctx);
   const router = new Router();
-  router.add([...accountRoutes, ...repoRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes]);
+  router.add([...accountRoutes, ...repoRoutes, ...shareRoutes, ...groupRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes, ...linkPageRoutes]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
   // Fixed one-minute windows per caller, like real servers' rate limits (off unless asked for).
@@ -163,7 +221,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         }
         return sendJson(res, e.status, e.body ?? { error_msg: e.message }, e.headers);
       }
-      ctx.log(`error: ${method} ${url.pathname}: ${(e as Error)?.stack ?? e}`);
+      ctx.log(`error: ${method} ${redactUrl(url.pathname)}: ${(e as Error)?.stack ?? e}`);
       if (fileServer) return sendFileServerError(res, 500, 'Internal server error.');
       sendJson(res, 500, { error_msg: 'Internal Server Error' });
     }
@@ -172,8 +230,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const server = http.createServer((req, res) => {
     if (opts.logRequests) {
       const t0 = Date.now();
-      res.on('finish', () => ctx.log(`${req.method} ${req.url} ${res.statusCode} ${Date.now() - t0}ms`));
+      res.on('finish', () => ctx.log(`${req.method} ${redactUrl(req.url ?? '/')} ${res.statusCode} ${Date.now() - t0}ms`));
     }
+    bodyIdleTimeout(req, res, (opts.bodyIdleSec ?? 30) * 1000);
     const p = handle(req, res).catch((e) => {
       ctx.log(`error: ${(e as Error)?.stack ?? e}`);
       res.destroy();
@@ -181,7 +240,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     inflight.add(p);
     void p.finally(() => inflight.delete(p));
   });
-  // Uploads of large files may take long: no whole-request timeout.
+  // Uploads of large files may take long: no whole-request timeout, but a body
+  // that stops arriving is dropped after bodyIdleSec (bodyIdleTimeout).
   server.requestTimeout = 0;
   server.headersTimeout = 60_000;
   server.keepAliveTimeout = 30_000;

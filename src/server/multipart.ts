@@ -1,12 +1,15 @@
 // A small streaming multipart/form-data parser for uploads. File parts go
 // straight to temp files while being hashed (sha1 = their object id), so
-// memory stays flat whatever the size; other fields are kept (bounded).
+// memory stays flat whatever the size; other fields are kept, at most
+// MAX_FORM_BYTES of them all together (upload links need no login: a body of
+// millions of small fields must not fill the memory).
 import { createHash, randomBytes } from 'node:crypto';
 import { promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
-import { HttpError } from './http.js';
+import { isUtf8 } from 'node:buffer';
+import { FileServerError, HttpError } from './http.js';
 import { ZERO_ID } from './objects.js';
 
 export interface UploadedPart {
@@ -28,7 +31,10 @@ export interface MultipartOptions {
   onBytes?: (totalFileBytes: number) => void;
 }
 
-const MAX_FIELD_BYTES = 1 << 20;
+/** All non-file parts (their headers and values) together; the upload fields are a few paths and flags. */
+export const MAX_FORM_BYTES = 16 << 10;
+/** Headers of all file parts together (a batch of many files has one header each). */
+const MAX_FILE_HEADERS_BYTES = 1 << 20;
 const MAX_HEADER_BYTES = 16 << 10;
 const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
@@ -68,6 +74,9 @@ export async function parseMultipart(body: Readable, contentType: string, opts: 
   const fields = new Map<string, string[]>();
   const files: UploadedPart[] = [];
   let fileBytes = 0;
+  let formBytes = 0;
+  let fileHeaderBytes = 0;
+  const tooMuchForm = () => new HttpError(400, 'Too many form fields.');
 
   type State = 'preamble' | 'afterDelim' | 'headers' | 'body' | 'done';
   let state = 'preamble' as State;
@@ -82,12 +91,16 @@ export async function parseMultipart(body: Readable, contentType: string, opts: 
   const openPart = async (headerText: string) => {
     const { name, filename } = parseDisposition(headerText);
     if (filename !== null) {
+      fileHeaderBytes += headerText.length;
+      if (fileHeaderBytes > MAX_FILE_HEADERS_BYTES) throw tooMuchForm();
       const tmpPath = path.join(opts.tmpDir, `up-${randomBytes(8).toString('hex')}`);
       const fh = await fsp.open(tmpPath, 'w', 0o600);
       const part: UploadedPart = { field: name, filename, tmpPath, size: 0, id: '' };
       files.push(part);
       cur = { kind: 'file', part, fh, hash: createHash('sha1') };
     } else {
+      formBytes += headerText.length + 4;
+      if (formBytes > MAX_FORM_BYTES) throw tooMuchForm();
       cur = { kind: 'field', name, chunks: [], size: 0 };
     }
   };
@@ -96,7 +109,8 @@ export async function parseMultipart(body: Readable, contentType: string, opts: 
     if (!cur || data.length === 0) return;
     if (cur.kind === 'field') {
       cur.size += data.length;
-      if (cur.size > MAX_FIELD_BYTES) throw new HttpError(400, 'Form field too large.');
+      formBytes += data.length;
+      if (formBytes > MAX_FORM_BYTES) throw tooMuchForm();
       cur.chunks.push(data);
     } else {
       cur.hash.update(data);
@@ -162,6 +176,8 @@ export async function parseMultipart(body: Readable, contentType: string, opts: 
           if (buf.length > MAX_HEADER_BYTES) throw new HttpError(400, 'Invalid multipart body.');
           return false;
         }
+        // a part header that is not UTF-8 names a file real servers refuse (440), not one stored with U+FFFD
+        if (!isUtf8(buf.subarray(0, i))) throw new FileServerError(440, 'Invalid filename.');
         await openPart(buf.subarray(0, i).toString('utf8'));
         buf = buf.subarray(i + 4);
         state = 'body';

@@ -97,7 +97,7 @@ export async function renameEntry(
       const root = roots.get(repoId)!;
       const ent = await lookup(ctx.store, root, comps);
       if (!ent || (want && ent.type !== want)) throw new HttpError(404, want === 'dir' ? 'Folder not found.' : 'File not found.');
-      if (ent.type === 'file') ctx.checkNotLocked(user, repoId, '/' + comps.join('/'));
+      ctx.checkNotLocked(user, repoId, '/' + comps.join('/'));
       if (newName === oldName) return { root, desc: '', result: null };
       let finalName = newName;
       let moved: DirEnt = ent;
@@ -134,11 +134,15 @@ export async function deleteEntries(ctx: Ctx, user: User, repoId: string, dir: s
     const entries = await readDir(ctx.store, folder.id);
     const gone = entries.filter((e) => names.includes(e.name));
     if (gone.length === 0) return { root, desc: '', result: 0 };
-    for (const g of gone) if (g.type === 'file') ctx.checkNotLocked(user, repoId, '/' + [...parent, g.name].join('/'));
+    for (const g of gone) ctx.checkNotLocked(user, repoId, '/' + [...parent, g.name].join('/'));
     const newRoot = await updateDir(ctx.store, root, parent, (es) => es.filter((e) => !names.includes(e.name)), {
       now,
       modifier: user.email,
     });
+    // locks go with what they lock (only the user's own can be left at this point)
+    let dropped = false;
+    for (const g of gone) dropped = ctx.db.dropLocksUnder(repoId, '/' + [...parent, g.name].join('/')) || dropped;
+    if (dropped) void ctx.db.save();
     const desc = gone.length === 1 ? `Deleted "${gone[0].name}"` : `Deleted "${gone[0].name}" and ${gone.length - 1} more files.`;
     return { root: newRoot, desc, kind: 'delete', result: gone.length };
   });
@@ -161,14 +165,22 @@ export async function transfer(
   const src = splitPath(srcDir);
   const dst = splitPath(dstDir);
   const now = nowSec();
-  return guard(() =>
+  // reading from or writing to an encrypted library needs its password first
+  for (const id of [srcRepo, dstRepo]) {
+    const meta = ctx.db.repo(id);
+    if (meta) ctx.requireUnlocked(user, meta);
+  }
+  const srcOwner = ctx.db.repo(srcRepo)?.owner;
+  const dstOwner = ctx.db.repo(dstRepo)?.owner;
+  const quotaKey = op === 'copy' || srcOwner !== dstOwner ? dstOwner : undefined;
+  return ctx.underQuota(quotaKey, () => guard(() =>
     ctx.heads.change([srcRepo, dstRepo], user.email, async (roots) => {
       const srcRoot = roots.get(srcRepo)!;
       const sources: DirEnt[] = [];
       for (const n of names) {
         const ent = await lookup(ctx.store, srcRoot, [...src, n]);
         if (!ent) throw new HttpError(404, `File ${'/' + [...src, n].join('/')} not found.`);
-        if (op === 'move' && ent.type === 'file') ctx.checkNotLocked(user, srcRepo, '/' + [...src, n].join('/'));
+        if (op === 'move') ctx.checkNotLocked(user, srcRepo, '/' + [...src, n].join('/'));
         if (ent.type === 'dir' && srcRepo === dstRepo) {
           // a folder cannot go inside itself
           const self = [...src, n];
@@ -232,7 +244,7 @@ export async function transfer(
       }
       return changes;
     }),
-  );
+  ));
 }
 
 /** Adds or replaces file entries in a folder (uploads, create, revert). Returns the final names. */
@@ -246,6 +258,28 @@ export async function putFiles(
 ): Promise<{ name: string; id: string; size: number }[]> {
   const comps = splitPath(dir);
   const now = nowSec();
+  const meta = ctx.db.repo(repoId);
+  return ctx.underQuota(meta?.owner, async () => {
+    if (meta) {
+      // what the files add once those they replace are gone, checked when they are committed
+      const folder = await lookup(ctx.store, await headRoot(ctx, repoId), comps);
+      const there = folder?.type === 'dir' ? await readDir(ctx.store, folder.id) : [];
+      const replaced = (name: string) => (opts.replace ? (there.find((e) => e.name === name && e.type === 'file')?.size ?? 0) : 0);
+      await ctx.requireQuota(meta, files.reduce((n, f) => n + f.size - replaced(f.name), 0));
+    }
+    return putFilesNow(ctx, user, repoId, comps, files, opts, now);
+  });
+}
+
+async function putFilesNow(
+  ctx: Ctx,
+  user: User,
+  repoId: string,
+  comps: string[],
+  files: { name: string; id: string; size: number; mtime?: number }[],
+  opts: { replace: boolean; createParents?: boolean; desc?: string },
+  now: number,
+): Promise<{ name: string; id: string; size: number }[]> {
   return guard(() =>
     ctx.heads.change(repoId, user.email, async (roots) => {
       const root = roots.get(repoId)!;
@@ -293,9 +327,25 @@ export async function updateFile(
 ): Promise<string | null> {
   const comps = splitPath(p);
   if (comps.length === 0) return null;
+  const now = nowSec();
+  const meta = ctx.db.repo(repoId);
+  return ctx.underQuota(meta?.owner, async () => {
+    const old = await lookup(ctx.store, await headRoot(ctx, repoId), comps);
+    if (meta && old?.type === 'file') await ctx.requireQuota(meta, file.size - old.size);
+    return updateFileNow(ctx, user, repoId, comps, file, now);
+  });
+}
+
+async function updateFileNow(
+  ctx: Ctx,
+  user: User,
+  repoId: string,
+  comps: string[],
+  file: { id: string; size: number; mtime?: number },
+  now: number,
+): Promise<string | null> {
   const parent = comps.slice(0, -1);
   const name = comps[comps.length - 1];
-  const now = nowSec();
   return ctx.heads.change(repoId, user.email, async (roots) => {
     const root = roots.get(repoId)!;
     const ent = await lookup(ctx.store, root, comps);
@@ -315,20 +365,31 @@ export async function updateFile(
 
 /** Locks and stars follow a renamed or moved file. */
 function moveLocksAndStars(ctx: Ctx, fromRepo: string, fromPath: string, toRepo: string, toPath: string): void {
-  let dirty = false;
-  const locks = ctx.db.data.locks;
-  const k = ctx.lockKey(fromRepo, fromPath);
-  if (locks[k]) {
-    locks[ctx.lockKey(toRepo, toPath)] = locks[k];
-    delete locks[k];
-    dirty = true;
-  }
-  for (const s of ctx.db.data.starred) {
-    if (s.repoId === fromRepo && s.path === fromPath) {
-      s.repoId = toRepo;
-      s.path = toPath;
-      dirty = true;
-    }
-  }
-  if (dirty) void ctx.db.save();
+  if (ctx.db.moveMarks(fromRepo, fromPath, toRepo, toPath)) void ctx.db.save();
+}
+
+/** Puts a folder of an old commit back into `dir` (its parents created, its name auto-renamed on a clash). */
+export async function restoreDir(ctx: Ctx, user: User, repoId: string, dir: string, ent: DirEnt): Promise<string> {
+  const comps = splitPath(dir);
+  const now = nowSec();
+  const meta = ctx.db.repo(repoId);
+  return ctx.underQuota(meta?.owner, async () => {
+    if (meta) await ctx.requireQuota(meta, ent.size);
+    return guard(() =>
+      ctx.heads.change(repoId, user.email, async (roots) => {
+        let name = ent.name;
+        const root = await updateDir(
+          ctx.store,
+          roots.get(repoId)!,
+          comps,
+          (entries) => {
+            name = uniqueName(entries, ent.name);
+            return [...entries, { ...ent, name }];
+          },
+          { now, modifier: user.email, createParents: true },
+        );
+        return { root, desc: `Recovered deleted directory "${name}"`, result: '/' + [...comps, name].join('/') };
+      }),
+    );
+  });
 }

@@ -30,8 +30,15 @@ export function totpAt(secretB32: string, timeMs: number, step = 30): string {
   return code.toString().padStart(6, '0');
 }
 
-/** Accepts the current code and its neighbours (clock skew of one step). */
-export function verifyTotp(secretB32: string, code: string, nowMs = Date.now()): boolean {
-  for (const d of [-1, 0, 1]) if (totpAt(secretB32, nowMs + d * 30_000) === code.trim()) return true;
-  return false;
+/**
+ * Accepts the current code and its neighbours (clock skew of one step) and
+ * returns the time step it belongs to, or null. A code of a step at or before
+ * `usedStep` (the last one accepted) is refused: each code works once.
+ */
+export function verifyTotp(secretB32: string, code: string, nowMs = Date.now(), usedStep = -1): number | null {
+  const now = Math.floor(nowMs / 30_000);
+  for (const d of [-1, 0, 1]) {
+    if (now + d > usedStep && totpAt(secretB32, (now + d) * 30_000) === code.trim()) return now + d;
+  }
+  return null;
 }

@@ -1,14 +1,15 @@
 // Several mounts and accounts: two mounts of one library see each other's
 // changes within the cache time; a --read-only mount and a read-only (`r`)
-// share refuse every write; the all-libraries mode lists libraries at the
-// root, refuses changes there, and moves files across libraries.
+// share refuse every write; a library shared to a group shows in a member's
+// mount; the all-libraries mode lists libraries at the root, refuses changes
+// there, and moves files across libraries.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { expectRemoteTree, remoteBytes, remoteNames, waitRemoteExists, waitRemoteFile } from '../helpers/api-check.js';
 import { mountLibrary, q, sh, sleep } from '../helpers/mount.js';
-import { createUser } from '../helpers/server.js';
+import { adminToken, apiAs, createUser } from '../helpers/server.js';
 import { setupE2E } from './fixture.js';
 
 const ctx = setupE2E(['Shared', 'Mine', 'Second']);
@@ -153,6 +154,27 @@ describe('several mounts, read-only access, all-libraries mode', () => {
       expect((await m.unmount()).code).toBe(0);
     } finally {
       await ctx.api.unshareLibrary(ctx.repos.Second, USER2);
+    }
+  });
+
+  it("a library shared to a group shows at the root of a member's all-libraries mount and takes the member's writes", async () => {
+    const admin = apiAs(ctx.server.url, await adminToken(ctx.server));
+    const group = (await admin('POST', '/api/v2.1/groups/', { form: { name: 'e2e-team' } })).json as { id: number };
+    expect((await admin('POST', `/api/v2.1/groups/${group.id}/members/`, { form: { email: USER2 } })).status).toBe(200);
+    const share = await admin('PUT', `/api2/shared-repos/${ctx.repos.Mine}/`, {
+      query: { share_type: 'group', group_id: String(group.id), permission: 'rw' },
+    });
+    expect(share.json).toBe('success');
+    try {
+      const m = await mountLibrary(ctx.server, { user: USER2, password: USER2_PW });
+      expect((await sh(`ls ${q(m.mnt)}`)).out).toBe('Mine\nShared\n');
+      await sh(`printf 'written through the group' > ${q(m.mnt)}/Mine/group-note.txt`);
+      await waitRemoteFile(ctx.api, ctx.repos.Mine, '/group-note.txt', Buffer.from('written through the group'));
+      await sh(`rm ${q(m.mnt)}/Mine/group-note.txt`);
+      await waitRemoteExists(ctx.api, ctx.repos.Mine, '/group-note.txt', false);
+      expect((await m.unmount()).code).toBe(0);
+    } finally {
+      await admin('DELETE', `/api/v2.1/groups/${group.id}/`);
     }
   });
 
