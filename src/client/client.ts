@@ -52,7 +52,7 @@ export interface ClientOptions {
   transferTimeoutMs?: number;
   /** how long the first login retries a server that resets, refuses or fails; default 60 s */
   loginRetryMs?: number;
-  /** retries of a retriable failure; default 3 */
+  /** retries of a retriable failure (all within timeoutMs); default 5 */
   maxRetries?: number;
   /** first backoff step (ms, doubled each retry, with jitter); default 250 */
   retryBaseMs?: number;
@@ -140,7 +140,7 @@ export class SeafileClient implements SeafileApi {
       token: opts.token,
       timeoutMs: opts.timeoutMs ?? 30_000,
       transferTimeoutMs: opts.transferTimeoutMs ?? opts.timeoutMs ?? 30_000,
-      maxRetries: opts.maxRetries ?? 3,
+      maxRetries: opts.maxRetries ?? 5,
       connections: opts.connections ?? 16,
       userAgent: opts.userAgent ?? DEFAULT_UA,
       backoff: {
