@@ -11,7 +11,7 @@ import { streamUploadFor } from './stream-upload.js';
 import { parseUploadAnswer } from './upload-answer.js';
 import { uploadManyFor } from './upload-many.js';
 import { rawGet } from './raw-get.js';
-import { backoffDelay, decide, sleep, type RetryClass } from './retry.js';
+import { backoffDelay, decide, notSent, sleep, type RetryClass } from './retry.js';
 import type {
   AccountInfo,
   CommitRecord,
@@ -50,7 +50,7 @@ export interface ClientOptions {
   timeoutMs?: number;
   /** idle timeout of upload/download bodies and wait for an upload's answer; default timeoutMs */
   transferTimeoutMs?: number;
-  /** how long the first login retries a server that resets, refuses or fails; default 60 s */
+  /** how long the first login retries a server that resets, fails or throttles; default 30 s */
   loginRetryMs?: number;
   /** retries of a retriable failure (all within timeoutMs); default 5 */
   maxRetries?: number;
@@ -115,9 +115,16 @@ function sameOrAutoRenamed(name: string, candidate: string): boolean {
   return /^\d+$/.test(candidate.slice(base.length + 2, candidate.length - ext.length - 1));
 }
 
-/** Failures of a first login worth waiting out: the server is starting, overloaded or the network hiccuped. */
+/**
+ * Failures of a first login worth waiting out: a server that is there but
+ * reset, failed or throttled. A server that cannot be reached at all
+ * (refused, unknown host) is only retried by the call's own retries, so a
+ * wrong URL is reported within seconds.
+ */
 function transientLoginFailure(e: unknown): boolean {
-  return e instanceof ApiError && (e.kind === 'network' || e.kind === 'timeout' || e.kind === 'server' || e.kind === 'throttled');
+  if (!(e instanceof ApiError)) return false;
+  if (e.kind === 'network') return !notSent((e as ApiError & { code?: string }).code);
+  return e.kind === 'timeout' || e.kind === 'server' || e.kind === 'throttled';
 }
 
 /** '/a/b/' -> '/a/b', 'a' -> '/a', '' -> '/' (servers disagree about the trailing slash of parent_dir). */
@@ -187,8 +194,8 @@ export class SeafileClient implements SeafileApi {
 
   /**
    * Logs in and returns a client holding the token. A server that resets,
-   * refuses, times out or fails (5xx, 429) is asked again with backoff for
-   * up to loginRetryMs (a mount must not die at start on one lost answer);
+   * times out or fails (5xx, 429) is asked again with backoff for up to
+   * loginRetryMs (a mount must not die at start on one lost answer);
    * a login with a one-time code is not repeated (the code may be spent).
    */
   static async login(
@@ -198,7 +205,7 @@ export class SeafileClient implements SeafileApi {
     otp?: string,
   ): Promise<{ client: SeafileClient; token: string }> {
     const client = new SeafileClient({ ...opts, token: undefined });
-    const deadline = Date.now() + (opts.loginRetryMs ?? 60_000);
+    const deadline = Date.now() + (opts.loginRetryMs ?? 30_000);
     for (let attempt = 0; ; attempt++) {
       try {
         const token = await client.login(username, password, otp);

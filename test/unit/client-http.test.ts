@@ -293,6 +293,15 @@ describe('timeouts and connections', () => {
     expect(srv.seen).toHaveLength(1);
   });
 
+  it('gives up a first login to a port that refuses connections after its own retries, not after loginRetryMs', async () => {
+    const port = await closedPort();
+    const t0 = Date.now();
+    const e = await failure(SeafileClient.login({ baseUrl: `http://127.0.0.1:${port}`, retryBaseMs: 5, loginRetryMs: 60_000 }, 'a@b.c', 'pw'));
+    expect(e.kind).toBe('network');
+    expect(e.serverMessage).toMatch(/ECONNREFUSED/);
+    expect(Date.now() - t0).toBeLessThan(30_000);
+  });
+
   it('reports a refused connection as network, after retrying', async () => {
     const port = await closedPort();
     const client = new SeafileClient({ baseUrl: `http://127.0.0.1:${port}`, retryBaseMs: 5, maxRetries: 2 });
