@@ -29,6 +29,8 @@ export interface MountSettings {
   cacheMaxSize?: number;
   /** kernel readahead, KiB (0: the kernel's default) */
   readAhead?: number;
+  /** seconds a server request may wait for an answer (the client's timeoutMs) */
+  timeout?: number;
   debug?: boolean;
 }
 
@@ -74,17 +76,18 @@ export function uploadSwitches(): Pick<ClientOptions, 'streamUploads' | 'rawUplo
 }
 
 /** Log in (or check the token); returns a client holding a token and the account's e-mail. */
-export async function connect(url: string, user: string | undefined, secrets: Secrets, otp?: string): Promise<{ client: SeafileClient; token: string; email: string }> {
+export async function connect(url: string, user: string | undefined, secrets: Secrets, otp?: string, timeoutSec?: number): Promise<{ client: SeafileClient; token: string; email: string }> {
   const baseUrl = url.replace(/\/+$/, '');
   if (!/^https?:\/\//.test(baseUrl)) throw new UserError(`the server URL must start with http:// or https:// (got ${url})`);
   let client: SeafileClient;
   let token: string;
+  const opts = { baseUrl, timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined };
   try {
     if (secrets.token) {
       token = secrets.token;
-      client = new SeafileClient({ baseUrl, token, ...uploadSwitches() });
+      client = new SeafileClient({ ...opts, token, ...uploadSwitches() });
     } else {
-      ({ client, token } = await SeafileClient.login({ baseUrl, ...uploadSwitches() }, user!, secrets.password!, otp));
+      ({ client, token } = await SeafileClient.login({ ...opts, ...uploadSwitches() }, user!, secrets.password!, otp));
     }
   } catch (e) {
     throw explain(e, baseUrl, false);

@@ -44,7 +44,7 @@ function notifyReady(line: string): void {
 async function daemonize(argv: MountArgv): Promise<never> {
   const { connect } = await mountRun();
   const secrets = await readSecrets(argv);
-  const { client, token } = await connect(argv.url, argv.user, secrets, argv.otp);
+  const { client, token } = await connect(argv.url, argv.user, secrets, argv.otp, argv.timeout);
   await client.close();
   const mnt = resolve(argv.mountpoint);
   mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
@@ -60,6 +60,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.dirCacheTime !== undefined) args.push('--dir-cache-time', String(argv.dirCacheTime));
   if (argv.cacheMaxSize !== undefined) args.push('--cache-max-size', String(argv.cacheMaxSize));
   if (argv.readAhead !== undefined) args.push('--read-ahead', String(argv.readAhead));
+  if (argv.timeout !== undefined) args.push('--timeout', String(argv.timeout));
   if (argv.debug) args.push('--debug');
   const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
   delete env.SEAFS_PASSWORD;
@@ -111,6 +112,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('dir-cache-time', { type: 'number', default: 10, describe: 'seconds before a folder listing is revalidated' })
       .option('cache-max-size', { type: 'number', default: 4096, describe: 'MiB of downloaded data kept on disk in the cache dir (0: none)' })
       .option('read-ahead', { type: 'number', default: 512, describe: 'KiB the kernel reads ahead in a file (needs root; 0: the kernel default, 128)' })
+      .option('timeout', { type: 'number', default: 30, describe: 'seconds a server request may wait for an answer (or between two chunks), retries included' })
       .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
       .option('debug', { type: 'boolean', default: false, hidden: true })
       .check((a) => {
@@ -118,6 +120,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
           const v = a[k] as number | undefined;
           if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new UserError(`--${k} takes a number of 0 or more`);
         }
+        if (!(Number.isFinite(a.timeout) && (a.timeout as number) > 0)) throw new UserError('--timeout takes a number of seconds above 0');
         return true;
       }) as never,
   handler: async (argv) => {
@@ -125,7 +128,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       if (argv.daemon && !process.env.SEAFS_READY_FD) await daemonize(argv);
       const { connect, handleSignals, startMount } = await mountRun();
       const secrets = await readSecrets(argv);
-      const { client, email } = await connect(argv.url, argv.user, secrets, argv.otp);
+      const { client, email } = await connect(argv.url, argv.user, secrets, argv.otp, argv.timeout);
       const m = await startMount(argv, client, email);
       handleSignals(m);
       const line = `seafs: mounted ${m.label} at ${m.mountpoint}`;

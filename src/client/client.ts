@@ -4,13 +4,14 @@
 // exception is streamGet, the reader's sequential stream, over a bare socket
 // (raw-get.ts) unless the rawStreams option is off.
 import { Readable } from 'node:stream';
+import { ApiError, StreamUnsupported } from './errors.js';
 import { HttpCore, header, protocolError, transportError, type Call, type HttpOptions } from './http.js';
 import { multipartFromFile } from './multipart.js';
 import { streamUploadFor } from './stream-upload.js';
 import { parseUploadAnswer } from './upload-answer.js';
 import { uploadManyFor } from './upload-many.js';
 import { rawGet } from './raw-get.js';
-import { StreamUnsupported } from './errors.js';
+import { backoffDelay, decide, notSent, sleep, type RetryClass } from './retry.js';
 import type {
   AccountInfo,
   CommitRecord,
@@ -42,11 +43,16 @@ import type {
 export interface ClientOptions {
   baseUrl: string;
   token?: string;
-  /** headers and body timeout of API calls; default 30 s */
+  /**
+   * headers and body timeout of API calls, and the time after which no retry
+   * of a call starts; default 30 s
+   */
   timeoutMs?: number;
-  /** idle timeout of upload/download bodies and wait for an upload's answer; default 2 min */
+  /** idle timeout of upload/download bodies and wait for an upload's answer; default timeoutMs */
   transferTimeoutMs?: number;
-  /** retries of a retriable failure; default 3 */
+  /** how long the first login retries a server that resets, fails or throttles; default 30 s */
+  loginRetryMs?: number;
+  /** retries of a retriable failure (all within timeoutMs); default 5 */
   maxRetries?: number;
   /** first backoff step (ms, doubled each retry, with jitter); default 250 */
   retryBaseMs?: number;
@@ -92,6 +98,35 @@ function expectObject<T>(op: string, v: unknown, field?: string): T {
   return v as T;
 }
 
+/** The parent folder and the last name of a library path ('/a/b' -> ['/a', 'b']). */
+function splitLast(path: string): [string, string] {
+  const p = normalizeDir(path);
+  const i = p.lastIndexOf('/');
+  return [i <= 0 ? '/' : p.slice(0, i), p.slice(i + 1)];
+}
+
+/** `name` itself and the names the server gives a clash: 'a.txt' -> 'a.txt', 'a (1).txt', ... */
+function sameOrAutoRenamed(name: string, candidate: string): boolean {
+  if (candidate === name) return true;
+  const dot = name.lastIndexOf('.');
+  const base = dot > 0 ? name.slice(0, dot) : name;
+  const ext = dot > 0 ? name.slice(dot) : '';
+  if (!candidate.startsWith(`${base} (`) || !candidate.endsWith(`)${ext}`)) return false;
+  return /^\d+$/.test(candidate.slice(base.length + 2, candidate.length - ext.length - 1));
+}
+
+/**
+ * Failures of a first login worth waiting out: a server that is there but
+ * reset, failed or throttled. A server that cannot be reached at all
+ * (refused, unknown host) is only retried by the call's own retries, so a
+ * wrong URL is reported within seconds.
+ */
+function transientLoginFailure(e: unknown): boolean {
+  if (!(e instanceof ApiError)) return false;
+  if (e.kind === 'network') return !notSent((e as ApiError & { code?: string }).code);
+  return e.kind === 'timeout' || e.kind === 'server' || e.kind === 'throttled';
+}
+
 /** '/a/b/' -> '/a/b', 'a' -> '/a', '' -> '/' (servers disagree about the trailing slash of parent_dir). */
 export function normalizeDir(p: string): string {
   let s = p.startsWith('/') ? p : `/${p}`;
@@ -111,8 +146,8 @@ export class SeafileClient implements SeafileApi {
       baseUrl: opts.baseUrl,
       token: opts.token,
       timeoutMs: opts.timeoutMs ?? 30_000,
-      transferTimeoutMs: opts.transferTimeoutMs ?? 2 * 60_000,
-      maxRetries: opts.maxRetries ?? 3,
+      transferTimeoutMs: opts.transferTimeoutMs ?? opts.timeoutMs ?? 30_000,
+      maxRetries: opts.maxRetries ?? 5,
       connections: opts.connections ?? 16,
       userAgent: opts.userAgent ?? DEFAULT_UA,
       backoff: {
@@ -157,7 +192,12 @@ export class SeafileClient implements SeafileApi {
 
   // ---- session and account ----
 
-  /** Logs in and returns a client holding the token. */
+  /**
+   * Logs in and returns a client holding the token. A server that resets,
+   * times out or fails (5xx, 429) is asked again with backoff for up to
+   * loginRetryMs (a mount must not die at start on one lost answer);
+   * a login with a one-time code is not repeated (the code may be spent).
+   */
   static async login(
     opts: ClientOptions,
     username: string,
@@ -165,12 +205,20 @@ export class SeafileClient implements SeafileApi {
     otp?: string,
   ): Promise<{ client: SeafileClient; token: string }> {
     const client = new SeafileClient({ ...opts, token: undefined });
-    try {
-      const token = await client.login(username, password, otp);
-      return { client, token };
-    } catch (e) {
-      await client.close();
-      throw e;
+    const deadline = Date.now() + (opts.loginRetryMs ?? 30_000);
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const token = await client.login(username, password, otp);
+        return { client, token };
+      } catch (e) {
+        const delay = backoffDelay(attempt, e instanceof ApiError ? e.retryAfterMs : null, client.http.opts.backoff);
+        if (otp === undefined && transientLoginFailure(e) && Date.now() + delay < deadline) {
+          await sleep(delay);
+          continue;
+        }
+        await client.close();
+        throw e;
+      }
     }
   }
 
@@ -186,7 +234,8 @@ export class SeafileClient implements SeafileApi {
       form: { username, password },
       headers,
       auth: false,
-      retry: 'write', // a one-time code must not be sent twice
+      // the same credentials give the same token; a one-time code must not be sent twice
+      retry: otp === undefined ? 'idempotent' : 'write',
       ctx: 'auth',
     });
     const o = expectObject<{ token?: unknown }>(op, r.value, 'token');
@@ -374,16 +423,42 @@ export class SeafileClient implements SeafileApi {
     return { uptodate: false, oid, entries };
   }
 
-  /** POST .../dir/?p= operation=mkdir. Without createParents an existing name is auto-renamed by the server. */
+  /** The entries of a folder, fresh (for the checks after a lost answer). */
+  private async entriesOf(repoId: string, dir: string): Promise<DirEntry[]> {
+    const l = await this.listDir(repoId, dir);
+    return l.uptodate ? [] : l.entries;
+  }
+
+  /** Whether folder `dir` holds an entry `name` of `type` (`absent`: holds none). */
+  private async holds(repoId: string, dir: string, name: string, type: 'file' | 'dir'): Promise<boolean> {
+    return (await this.entriesOf(repoId, dir)).some((e) => e.name === name && e.type === type);
+  }
+
+  /**
+   * POST .../dir/?p= operation=mkdir. Without createParents an existing name
+   * is auto-renamed by the server, so after a lost answer the folder is
+   * looked for before the request is sent again (found: done).
+   */
   async mkdir(repoId: string, path: string, opts: { createParents?: boolean } = {}): Promise<void> {
+    const [dir, name] = splitLast(path);
     await this.http.done({
       op: 'mkdir',
       method: 'POST',
       repo: repoId, url: repoPath(repoId, 'dir/'),
       query: { p: q(path) },
       form: { operation: 'mkdir', create_parents: opts.createParents ? 'true' : undefined },
-      retry: opts.createParents ? 'idempotent' : 'write',
+      retry: opts.createParents ? 'idempotent' : 'checked',
+      check: () => this.holds(repoId, dir, name, 'dir'),
     });
+  }
+
+  /** After a lost answer of a rename: done when the old name is gone and the new one is there. */
+  private renamed(repoId: string, path: string, newName: string, type: 'file' | 'dir'): () => Promise<boolean> {
+    const [dir, name] = splitLast(path);
+    return async () => {
+      const entries = await this.entriesOf(repoId, dir);
+      return !entries.some((e) => e.name === name && e.type === type) && entries.some((e) => e.name === newName && e.type === type);
+    };
   }
 
   async renameDir(repoId: string, path: string, newName: string): Promise<void> {
@@ -393,7 +468,8 @@ export class SeafileClient implements SeafileApi {
       repo: repoId, url: repoPath(repoId, 'dir/'),
       query: { p: q(path) },
       form: { operation: 'rename', newname: newName },
-      retry: 'write',
+      retry: 'checked',
+      check: this.renamed(repoId, path, newName, 'dir'),
       accept: [301],
     });
   }
@@ -473,9 +549,18 @@ export class SeafileClient implements SeafileApi {
     return { status: res.status, start, totalSize, etag, body: wrapBody(res.body, op) };
   }
 
-  /** POST .../file/?p= operation=create (201); a clash is auto-renamed by the server. */
+  /** POST .../file/?p= operation=create (201); a clash is auto-renamed by the server, so a lost answer is checked before a resend. */
   async createFile(repoId: string, path: string): Promise<void> {
-    await this.http.done({ op: 'create file', method: 'POST', repo: repoId, url: repoPath(repoId, 'file/'), query: { p: q(path) }, form: { operation: 'create' }, retry: 'write' });
+    const [dir, name] = splitLast(path);
+    await this.http.done({
+      op: 'create file',
+      method: 'POST',
+      repo: repoId, url: repoPath(repoId, 'file/'),
+      query: { p: q(path) },
+      form: { operation: 'create' },
+      retry: 'checked',
+      check: () => this.holds(repoId, dir, name, 'file'),
+    });
   }
 
   /** 301 is success and is not followed; an existing target name is auto-renamed by the server. */
@@ -486,7 +571,8 @@ export class SeafileClient implements SeafileApi {
       repo: repoId, url: repoPath(repoId, 'file/'),
       query: { p: q(path) },
       form: { operation: 'rename', newname: newName },
-      retry: 'write',
+      retry: 'checked',
+      check: this.renamed(repoId, path, newName, 'file'),
       accept: [301],
     });
   }
@@ -498,7 +584,13 @@ export class SeafileClient implements SeafileApi {
       repo: repoId, url: repoPath(repoId, 'file/'),
       query: { p: q(path) },
       form: { operation: 'move', dst_repo: dstRepo, dst_dir: q(dstDir) },
-      retry: 'write',
+      retry: 'checked',
+      // done when the file left its folder and is in the target one
+      check: async () => {
+        const [dir, name] = splitLast(path);
+        const [src, dst] = await Promise.all([this.holds(repoId, dir, name, 'file'), this.holds(dstRepo, dstDir, name, 'file')]);
+        return !src && dst;
+      },
       accept: [301],
     });
   }
@@ -589,22 +681,47 @@ export class SeafileClient implements SeafileApi {
   }
 
   /**
-   * Streams `localFile` to an upload link. Never retried here (the body is a
-   * one-shot stream and a repeated upload would create "name (1)"): the
-   * caller decides, using the error's kind and retryAfterMs.
+   * Streams `localFile` to an upload link, retried by the retry policy with
+   * a fresh body each time. With replace a resend is harmless; without it a
+   * resend after a lost answer would make "name (1)", so the folder is looked
+   * at first: a file of this name (or the server's renaming of it) with this
+   * size, stored since the first attempt began, means the upload is done.
+   * `repoId` enables that check; without it a lost answer is not resent.
    */
-  async upload(link: string, parentDir: string, localFile: string, name: string, opts: { replace?: boolean; relativePath?: string } = {}): Promise<UploadedFile[]> {
+  async upload(
+    link: string,
+    parentDir: string,
+    localFile: string,
+    name: string,
+    opts: { replace?: boolean; relativePath?: string; repoId?: string } = {},
+  ): Promise<UploadedFile[]> {
     const op = 'upload';
     const fields: [string, string][] = [['parent_dir', q(parentDir)]];
     if (opts.replace) fields.push(['replace', '1']);
     if (opts.relativePath) fields.push(['relative_path', opts.relativePath]);
     fields.push(['filename', name]);
-    const body = await this.localBody(op, fields, localFile, name);
-    const r = await this.postUpload(op, link, body);
-    return parseUploadAnswer(op, r.text, { name, size: body.fileSize });
+    const startedSec = Math.floor(Date.now() / 1000) - 1;
+    let size = 0;
+    const dir = opts.relativePath ? `${normalizeDir(parentDir)}/${opts.relativePath}`.replace(/\/+/g, '/') : parentDir;
+    const repoId = opts.repoId;
+    const check =
+      repoId === undefined
+        ? undefined
+        : async (): Promise<UploadedFile[] | null> => {
+            const found = (await this.entriesOf(repoId, normalizeDir(dir))).find(
+              (e) => e.type === 'file' && sameOrAutoRenamed(name, e.name) && e.size === size && e.mtime >= startedSec,
+            );
+            return found ? [{ name: found.name, id: found.id, size }] : null;
+          };
+    const text = await this.postUploadRetried(op, link, opts.replace ? 'idempotent' : check ? 'checked' : 'write', check, async () => {
+      const body = await this.localBody(op, fields, localFile, name);
+      size = body.fileSize;
+      return body;
+    });
+    return typeof text === 'string' ? parseUploadAnswer(op, text, { name, size }) : text;
   }
 
-  /** Replaces the content of `targetFile` (a full library path) with `localFile`; returns the new file id. */
+  /** Replaces the content of `targetFile` (a full library path) with `localFile`; returns the new file id. A resend is harmless. */
   async update(link: string, targetFile: string, localFile: string): Promise<string> {
     const op = 'update';
     const name = q(targetFile).split('/').pop() || 'file';
@@ -612,9 +729,58 @@ export class SeafileClient implements SeafileApi {
       ['target_file', q(targetFile)],
       ['filename', name],
     ];
-    const body = await this.localBody(op, fields, localFile, name);
-    const r = await this.postUpload(op, link, body);
-    return parseUploadAnswer(op, r.text, { name, size: body.fileSize })[0]!.id;
+    let size = 0;
+    const text = await this.postUploadRetried(op, link, 'idempotent', undefined, async () => {
+      const body = await this.localBody(op, fields, localFile, name);
+      size = body.fileSize;
+      return body;
+    });
+    return parseUploadAnswer(op, text as string, { name, size })[0]!.id;
+  }
+
+  /**
+   * An upload POST under the retry policy: each attempt gets a new body. A
+   * timed-out upload is not sent again (its budget is spent); other waits
+   * count against the client's timeout. `check` answers, after a lost answer
+   * of a 'checked' upload, what the server already stored (null: nothing).
+   */
+  private async postUploadRetried<T>(
+    op: string,
+    link: string,
+    cls: RetryClass,
+    check: (() => Promise<T | null>) | undefined,
+    makeBody: () => Promise<NonNullable<Call['body']>>,
+  ): Promise<string | T> {
+    let waited = 0;
+    for (let attempt = 0; ; attempt++) {
+      const body = await makeBody();
+      let failure: ApiError;
+      try {
+        return (await this.postUpload(op, link, body)).text;
+      } catch (e) {
+        if (!(e instanceof ApiError)) throw e;
+        body.stream.destroy();
+        failure = e;
+      }
+      if (failure.kind === 'quota' || failure.kind === 'timeout') throw failure;
+      const delayMs = backoffDelay(attempt, failure.retryAfterMs, this.http.opts.backoff);
+      const code = (failure as ApiError & { code?: string }).code;
+      const next = decide(cls, { status: failure.status, code }, {
+        attempt,
+        maxRetries: this.http.opts.maxRetries,
+        elapsedMs: waited,
+        delayMs,
+        budgetMs: this.http.opts.timeoutMs,
+      });
+      if (next === 'stop') throw failure;
+      await sleep(delayMs);
+      waited += delayMs;
+      if (next === 'check') {
+        const done = await check!().catch(() => undefined);
+        if (done === undefined) throw failure;
+        if (done !== null) return done;
+      }
+    }
   }
 
   /**

@@ -7,7 +7,7 @@ import type { Readable } from 'node:stream';
 import { ApiError, type ApiErrorKind } from './errors.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor, type CallContext } from './status-map.js';
-import { backoffDelay, mayRetry, parseRetryAfter, sleep, type BackoffOptions, type RetryClass } from './retry.js';
+import { backoffDelay, decide, parseRetryAfter, sleep, TIMEOUT_CODES, type BackoffOptions, type RetryClass } from './retry.js';
 
 export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
 export type Query = Record<string, string | number | boolean | undefined | null>;
@@ -16,7 +16,7 @@ export type Form = Record<string, string | number | boolean | string[] | undefin
 export interface HttpOptions {
   baseUrl: string;
   token?: string;
-  /** headers and body timeout of API calls (ms) */
+  /** headers and body timeout of API calls (ms); also each call's retry budget */
   timeoutMs: number;
   /** idle timeout of upload and download bodies, and the wait for an upload's answer (ms) */
   transferTimeoutMs: number;
@@ -52,6 +52,11 @@ export interface Call {
   repo?: string;
   /** a retry that gets 404 means an earlier attempt already did it (idempotent deletes) */
   retriedNotFoundIsSuccess?: boolean;
+  /**
+   * retry class 'checked': whether the server did the work of an attempt
+   * whose answer was lost; true ends the call as done, false re-sends it
+   */
+  check?: () => Promise<boolean>;
 }
 
 export interface RawResponse {
@@ -64,8 +69,6 @@ export interface RawResponse {
 const ALREADY_DONE = Symbol('already done');
 
 const MAX_ERROR_BODY = 64 * 1024;
-
-const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
 
 export function header(h: RawResponse['headers'], name: string): string | null {
   const v = h[name.toLowerCase()];
@@ -155,7 +158,7 @@ export class HttpCore {
    */
   async send(call: Call): Promise<RawResponse> {
     const r = await this.sendOrDone(call);
-    if (r === ALREADY_DONE) throw new Error(`${call.op}: retriedNotFoundIsSuccess is only for done()`);
+    if (r === ALREADY_DONE) throw new Error(`${call.op}: retriedNotFoundIsSuccess and check are only for done()`);
     return r;
   }
 
@@ -184,6 +187,7 @@ export class HttpCore {
     const bodyTimeout = call.transfer ? this.opts.transferTimeoutMs : this.opts.timeoutMs;
     let reunlocked = false;
     const accept = call.accept ?? [];
+    const started = Date.now();
 
     for (let attempt = 0; ; attempt++) {
       let failure: ApiError;
@@ -221,8 +225,23 @@ export class HttpCore {
         }
       }
       if (failure.kind === 'quota' || failure.kind === 'otp_required') throw failure; // asking again cannot help
-      if (attempt >= this.opts.maxRetries || !mayRetry(call.retry, { status: failure.status, code })) throw failure;
-      await sleep(backoffDelay(attempt, failure.retryAfterMs, this.opts.backoff));
+      const delayMs = backoffDelay(attempt, failure.retryAfterMs, this.opts.backoff);
+      const next = decide(call.retry, { status: failure.status, code }, {
+        attempt,
+        maxRetries: this.opts.maxRetries,
+        elapsedMs: Date.now() - started,
+        delayMs,
+        budgetMs: this.opts.timeoutMs,
+      });
+      if (next === 'stop') throw failure;
+      await sleep(delayMs);
+      if (next === 'check') {
+        if (!call.check) throw failure;
+        // a check that fails itself leaves the outcome unknown: report the original failure
+        const done = await call.check().catch(() => null);
+        if (done === null) throw failure;
+        if (done) return ALREADY_DONE;
+      }
     }
   }
 

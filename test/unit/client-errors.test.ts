@@ -1,8 +1,8 @@
 // Error bodies in every shape parse without crashing; statuses map to kinds by context.
+// (The retry policy has its own file: client-retry.test.ts.)
 import { describe, expect, it } from 'vitest';
 import { errorMessageOf } from '../../src/client/error-body.js';
 import { kindFor } from '../../src/client/status-map.js';
-import { backoffDelay, mayRetry, parseRetryAfter } from '../../src/client/retry.js';
 
 describe('errorMessageOf', () => {
   it('reads every JSON error shape', () => {
@@ -75,47 +75,5 @@ describe('kindFor', () => {
     expect(kindFor(500, 'Internal Server Error', 'transfer-link')).toBe('server');
     expect(kindFor(502, '', 'api')).toBe('server');
     expect(kindFor(520, '', 'api')).toBe('server');
-  });
-});
-
-describe('retry policy', () => {
-  it('retries reads and idempotent writes on 5xx, resets and timeouts', () => {
-    for (const cls of ['read', 'idempotent'] as const) {
-      expect(mayRetry(cls, { status: 500 })).toBe(true);
-      expect(mayRetry(cls, { status: 520 })).toBe(true);
-      expect(mayRetry(cls, { status: 0, code: 'ECONNRESET' })).toBe(true);
-      expect(mayRetry(cls, { status: 0, code: 'UND_ERR_HEADERS_TIMEOUT' })).toBe(true);
-      expect(mayRetry(cls, { status: 404 })).toBe(false);
-      expect(mayRetry(cls, { status: 403 })).toBe(false);
-    }
-  });
-
-  it('retries non-idempotent writes only when the server cannot have acted', () => {
-    expect(mayRetry('write', { status: 500 })).toBe(false);
-    expect(mayRetry('write', { status: 0, code: 'ECONNRESET' })).toBe(false);
-    expect(mayRetry('write', { status: 0, code: 'UND_ERR_HEADERS_TIMEOUT' })).toBe(false);
-    expect(mayRetry('write', { status: 429 })).toBe(true);
-    expect(mayRetry('write', { status: 0, code: 'ECONNREFUSED' })).toBe(true);
-    for (const f of [{ status: 429 }, { status: 500 }, { status: 0, code: 'ECONNREFUSED' }]) expect(mayRetry('never', f)).toBe(false);
-  });
-
-  it('reads Retry-After as seconds or a date', () => {
-    expect(parseRetryAfter('3')).toBe(3000);
-    expect(parseRetryAfter(['2'])).toBe(2000);
-    expect(parseRetryAfter(undefined)).toBeNull();
-    expect(parseRetryAfter('soon')).toBeNull();
-    const now = Date.parse('2026-01-01T00:00:00Z');
-    expect(parseRetryAfter('Thu, 01 Jan 2026 00:00:05 GMT', now)).toBe(5000);
-  });
-
-  it('backs off exponentially with jitter, capped, and honours Retry-After up to a cap', () => {
-    const o = { baseMs: 100, maxMs: 1000, maxRetryAfterMs: 5000 };
-    expect(backoffDelay(0, null, o, () => 0)).toBe(50);
-    expect(backoffDelay(0, null, o, () => 1)).toBe(100);
-    expect(backoffDelay(2, null, o, () => 1)).toBe(400);
-    expect(backoffDelay(10, null, o, () => 1)).toBe(1000);
-    expect(backoffDelay(10, null, o, () => 0)).toBe(500);
-    expect(backoffDelay(0, 3000, o)).toBe(3000);
-    expect(backoffDelay(0, 3_600_000, o)).toBe(5000);
   });
 });

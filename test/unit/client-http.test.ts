@@ -1,6 +1,9 @@
 // The client against tiny misbehaving servers: retries where safe and only
 // there, timeouts, refused connections, unfollowed 301s, error bodies of
 // every shape, ranged downloads.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/errors.js';
@@ -50,20 +53,51 @@ describe('retries', () => {
     expect(srv.seen).toHaveLength(3);
   });
 
-  it('never retries a rename that failed with 500', async () => {
-    const { srv, client } = await setup((_req, res) => json(res, 500, { error_msg: 'Internal error' }));
-    const e = await failure(client.renameFile('r1', '/a.txt', 'b.txt'));
-    expect(e.kind).toBe('server');
-    expect(e.serverMessage).toBe('Internal error');
-    expect(srv.seen).toHaveLength(1);
-    expect(srv.seen[0]!.method).toBe('POST');
-    expect(srv.seen[0]!.url).toBe('/api2/repos/r1/file/?p=%2Fa.txt');
-    expect(srv.seen[0]!.body.toString()).toBe('operation=rename&newname=b.txt');
+  it('re-sends a rename that failed with 500 only after the folder shows it was not done', async () => {
+    const { srv, client } = await setup((req, res, _b, n) => {
+      if (req.method === 'GET') return json(res, 200, [{ type: 'file', name: 'a.txt', id: 'x', size: 1, mtime: 1 }]);
+      if (n === 1) return json(res, 500, { error_msg: 'Internal error' });
+      res.writeHead(301, { location: '/x/' });
+      res.end('"success"');
+    });
+    await client.renameFile('r1', '/a.txt', 'b.txt');
+    expect(srv.seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      'POST /api2/repos/r1/file/?p=%2Fa.txt',
+      'GET /api2/repos/r1/dir/?p=%2F',
+      'POST /api2/repos/r1/file/?p=%2Fa.txt',
+    ]);
+    expect(srv.seen[2]!.body.toString()).toBe('operation=rename&newname=b.txt');
   });
 
-  it('never retries a non-idempotent POST whose connection was reset', async () => {
+  it('takes a rename whose answer was lost as done when the folder shows the new name and not the old', async () => {
+    const { srv, client } = await setup((req, res) => {
+      if (req.method === 'GET') return json(res, 200, [{ type: 'file', name: 'b.txt', id: 'x', size: 1, mtime: 1 }]);
+      req.socket.destroy(); // the server renamed, the answer is lost
+    });
+    await client.renameFile('r1', '/d/a.txt', 'b.txt');
+    expect(srv.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /api2/repos/r1/file/?p=%2Fd%2Fa.txt', 'GET /api2/repos/r1/dir/?p=%2Fd']);
+  });
+
+  it('reports the first failure of a checked write when the look at the folder fails too', async () => {
+    const { srv, client } = await setup((req, res) => (req.method === 'GET' ? text(res, 404, 'gone') : json(res, 500, { error_msg: 'Internal error' })));
+    const e = await failure(client.mkdir('r1', '/new'));
+    expect(e.kind).toBe('server');
+    expect(e.serverMessage).toBe('Internal error');
+    expect(srv.seen.map((s) => s.method)).toEqual(['POST', 'GET']);
+  });
+
+  it('takes a mkdir whose answer was lost as done when the folder is there (no "new (1)")', async () => {
+    const { srv, client } = await setup((req, res) => {
+      if (req.method === 'GET') return json(res, 200, [{ type: 'dir', name: 'new', id: '0'.repeat(40), mtime: 1 }]);
+      req.socket.destroy();
+    });
+    await client.mkdir('r1', '/new');
+    expect(srv.seen.map((s) => s.method)).toEqual(['POST', 'GET']);
+  });
+
+  it('never retries a copy (an unchecked non-idempotent POST) whose connection was reset', async () => {
     const { srv, client } = await setup((req) => req.socket.destroy());
-    const e = await failure(client.createFile('r1', '/new.txt'));
+    const e = await failure(client.copyFile('r1', '/a.txt', 'r1', '/dst'));
     expect(e.kind).toBe('network');
     expect(e.status).toBe(0);
     expect(srv.seen).toHaveLength(1);
@@ -145,18 +179,57 @@ describe('retries', () => {
     expect((await failure(client.downloadLink('enc', '/f'))).kind).toBe('password_required');
   });
 
-  it('does not retry uploads at all, even on 429', async () => {
-    const { srv, client } = await setup((_req, res) => json(res, 429, { detail: 'slow' }, { 'retry-after': '0' }));
-    const { writeFileSync, mkdtempSync, rmSync } = await import('node:fs');
-    const { join } = await import('node:path');
-    const { tmpdir } = await import('node:os');
+  it('re-sends an upload refused with 429, with the whole body again', async () => {
+    const { srv, client } = await setup((_req, res, _b, n) =>
+      n === 1 ? json(res, 429, { detail: 'slow' }, { 'retry-after': '0' }) : json(res, 200, [{ name: 'f', id: 'a'.repeat(40), size: 5 }]),
+    );
     const dir = mkdtempSync(join(tmpdir(), 'seafs-up-'));
     try {
-      writeFileSync(join(dir, 'f'), 'x');
-      const e = await failure(client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), 'f'));
-      expect(e.kind).toBe('throttled');
-      expect(e.retryAfterMs).toBe(0);
-      expect(srv.seen).toHaveLength(1);
+      writeFileSync(join(dir, 'f'), 'hello');
+      expect(await client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), 'f')).toEqual([{ name: 'f', id: 'a'.repeat(40), size: 5 }]);
+      expect(srv.seen).toHaveLength(2);
+      expect(srv.seen[1]!.body.toString()).toContain('hello');
+      expect(srv.seen[1]!.body.length).toBe(srv.seen[0]!.body.length);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('does not re-send a new upload whose answer was lost when the folder shows it arrived', async () => {
+    const now = Math.floor(Date.now() / 1000);
+    const { srv, client } = await setup((req, res) => {
+      if (req.method === 'GET') return json(res, 200, [{ type: 'file', name: 'f.txt', id: 'b'.repeat(40), size: 5, mtime: now }]);
+      req.socket.destroy();
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'seafs-up-'));
+    try {
+      writeFileSync(join(dir, 'f'), 'hello');
+      expect(await client.upload(`${srv.url}/upload-api/t`, '/d', join(dir, 'f'), 'f.txt', { repoId: 'r1' })).toEqual([
+        { name: 'f.txt', id: 'b'.repeat(40), size: 5 },
+      ]);
+      expect(srv.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /upload-api/t?ret-json=1', 'GET /api2/repos/r1/dir/?p=%2Fd']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('re-sends a new upload whose answer was lost when the folder does not show it, and never one it cannot check', async () => {
+    const { srv, client } = await setup((req, res) => {
+      if (req.method === 'GET') return json(res, 200, [{ type: 'file', name: 'f.txt', id: 'c'.repeat(40), size: 5, mtime: 1000 }]); // an older file
+      if (srv.seen.filter((s) => s.method === 'POST').length === 1) return req.socket.destroy();
+      json(res, 200, [{ name: 'f (1).txt', id: 'd'.repeat(40), size: 5 }]);
+    });
+    const dir = mkdtempSync(join(tmpdir(), 'seafs-up-'));
+    try {
+      writeFileSync(join(dir, 'f'), 'hello');
+      const up = await client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), 'f.txt', { repoId: 'r1' });
+      expect(up[0]!.name).toBe('f (1).txt');
+      expect(srv.seen.map((s) => s.method)).toEqual(['POST', 'GET', 'POST']);
+      // without the library id there is no way to look: the lost answer is reported
+      srv.seen.length = 0;
+      const e = await failure(client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), 'f.txt'));
+      expect(e.kind).toBe('network');
+      expect(srv.seen.map((s) => s.method)).toEqual(['POST']);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -164,14 +237,14 @@ describe('retries', () => {
 });
 
 describe('timeouts and connections', () => {
-  it('times out on a server that never answers, without hanging', async () => {
-    const { srv, client } = await setup(() => undefined, { timeoutMs: 300, maxRetries: 1 });
+  it('times out on a server that never answers, and starts no second wait past the timeout', async () => {
+    const { srv, client } = await setup(() => undefined, { timeoutMs: 300, maxRetries: 3 });
     const t0 = Date.now();
     const e = await failure(client.listLibraries());
     expect(e.kind).toBe('timeout');
     expect(e.status).toBe(0);
     expect(Date.now() - t0).toBeLessThan(5000);
-    expect(srv.seen).toHaveLength(2); // a GET is retried once
+    expect(srv.seen).toHaveLength(1); // the call's budget is spent: a read is not sent again
   });
 
   it('times out a body that stalls half-way', async () => {
@@ -218,6 +291,15 @@ describe('timeouts and connections', () => {
     const e = await failure(client.mkdir('r', '/x'));
     expect(e.kind).toBe('timeout');
     expect(srv.seen).toHaveLength(1);
+  });
+
+  it('gives up a first login to a port that refuses connections after its own retries, not after loginRetryMs', async () => {
+    const port = await closedPort();
+    const t0 = Date.now();
+    const e = await failure(SeafileClient.login({ baseUrl: `http://127.0.0.1:${port}`, retryBaseMs: 5, loginRetryMs: 60_000 }, 'a@b.c', 'pw'));
+    expect(e.kind).toBe('network');
+    expect(e.serverMessage).toMatch(/ECONNREFUSED/);
+    expect(Date.now() - t0).toBeLessThan(30_000);
   });
 
   it('reports a refused connection as network, after retrying', async () => {

@@ -1,0 +1,189 @@
+// A fault-injecting HTTP proxy for tests: it sits between a client and
+// `seafs serve` and, per request, from a seeded random sequence, answers 500
+// or 429 itself (the server never sees the request), forwards the request and
+// then resets the client's connection instead of answering (the server did
+// the work, the answer is lost), or stalls before forwarding. It can also
+// freeze (hold every request without answering, as a SIGSTOPped server) or
+// refuse (close every connection at once).
+//
+// Links: the server builds download and upload URLs from the Host header it
+// receives, and the proxy forwards the client's Host unchanged, so the links
+// a client gets through the proxy point at the proxy too and the file server
+// paths get the same faults.
+import http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+
+export interface FaultRates {
+  /** probability of answering 500 without forwarding */
+  error500?: number;
+  /** probability of answering 429 with Retry-After without forwarding */
+  throttle429?: number;
+  /** probability of forwarding, reading the server's whole answer, then resetting the client's connection */
+  resetAfter?: number;
+  /** probability of waiting stallMs before forwarding */
+  stall?: number;
+}
+
+export interface FaultProxyOptions extends FaultRates {
+  /** where requests go, e.g. http://127.0.0.1:PORT */
+  target: string;
+  seed: number;
+  /** Retry-After of the injected 429s, seconds (default 1) */
+  retryAfterSec?: number;
+  /** length of an injected stall (default 4000 ms) */
+  stallMs?: number;
+  /** requests the faults may hit (default: all) */
+  only?: (method: string, url: string) => boolean;
+}
+
+export interface FaultCounts {
+  requests: number;
+  forwarded: number;
+  error500: number;
+  throttle429: number;
+  resetAfter: number;
+  stall: number;
+  frozen: number;
+  refused: number;
+}
+
+export type ProxyMode = 'faults' | 'freeze' | 'refuse' | 'clean';
+
+export interface FaultProxy {
+  /** the proxy's base URL */
+  url: string;
+  counts: FaultCounts;
+  /** 'faults' (the rates), 'clean' (forward all), 'freeze' (hold all), 'refuse' (close all connections) */
+  setMode(mode: ProxyMode): void;
+  close(): Promise<void>;
+}
+
+/** mulberry32: a small seeded generator, the same sequence for the same seed. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+type Fault = 'error500' | 'throttle429' | 'resetAfter' | 'stall' | null;
+
+/** The fault for one draw: the rates stacked on [0, 1) in a fixed order. */
+export function pickFault(r: number, rates: FaultRates): Fault {
+  let edge = 0;
+  for (const k of ['error500', 'throttle429', 'resetAfter', 'stall'] as const) {
+    edge += rates[k] ?? 0;
+    if (r < edge) return k;
+  }
+  return null;
+}
+
+export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
+  const target = new URL(opts.target);
+  const rnd = seededRandom(opts.seed);
+  const counts: FaultCounts = { requests: 0, forwarded: 0, error500: 0, throttle429: 0, resetAfter: 0, stall: 0, frozen: 0, refused: 0 };
+  let mode: ProxyMode = 'faults';
+  const sockets = new Set<Socket>();
+  const timers = new Set<NodeJS.Timeout>();
+  const upstream = new http.Agent({ keepAlive: true, maxSockets: 64 });
+
+  const later = (ms: number, fn: () => void) => {
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
+    timers.add(t);
+  };
+
+  /** Sends the request on; `lose` reads the server's whole answer and then resets the client instead. */
+  const forward = (req: http.IncomingMessage, res: http.ServerResponse, lose: boolean) => {
+    counts.forwarded++;
+    const up = http.request(
+      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: upstream },
+      (ans) => {
+        if (lose) {
+          ans.resume();
+          ans.on('end', () => req.socket.resetAndDestroy());
+          ans.on('error', () => req.socket.resetAndDestroy());
+          return;
+        }
+        res.writeHead(ans.statusCode ?? 502, ans.headers);
+        ans.pipe(res);
+        ans.on('error', () => res.destroy());
+      },
+    );
+    up.on('error', () => res.destroy());
+    req.pipe(up);
+  };
+
+  const answer = (req: http.IncomingMessage, res: http.ServerResponse, status: number, headers: Record<string, string>) => {
+    // read the request body first, so the client is not cut off mid-upload
+    req.resume();
+    req.on('end', () => {
+      const body = JSON.stringify({ error_msg: `injected ${status}` });
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers });
+      res.end(body);
+    });
+  };
+
+  const server = http.createServer((req, res) => {
+    counts.requests++;
+    if (mode === 'freeze') {
+      counts.frozen++;
+      return; // held until the client gives up or the proxy closes
+    }
+    if (mode === 'refuse') {
+      counts.refused++;
+      req.socket.destroy();
+      return;
+    }
+    const draw = rnd(); // one draw per request, whatever the mode, keeps the sequence seeded
+    const fault = mode === 'faults' && (!opts.only || opts.only(req.method ?? '', req.url ?? '')) ? pickFault(draw, opts) : null;
+    if (fault) counts[fault]++;
+    switch (fault) {
+      case 'error500':
+        return answer(req, res, 500, {});
+      case 'throttle429':
+        return answer(req, res, 429, { 'retry-after': String(opts.retryAfterSec ?? 1) });
+      case 'resetAfter':
+        return forward(req, res, true);
+      case 'stall':
+        req.pause();
+        return later(opts.stallMs ?? 4000, () => {
+          req.resume();
+          forward(req, res, false);
+        });
+      default:
+        return forward(req, res, false);
+    }
+  });
+  server.keepAliveTimeout = 60_000;
+  server.on('connection', (s: Socket) => {
+    if (mode === 'refuse') {
+      counts.refused++;
+      s.destroy();
+      return;
+    }
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://127.0.0.1:${port}`,
+    counts,
+    setMode(m) {
+      mode = m;
+    },
+    async close() {
+      for (const t of timers) clearTimeout(t);
+      for (const s of sockets) s.destroy();
+      upstream.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
