@@ -1,6 +1,7 @@
 // `seafs serve`: a local server of the web API storing data on disk.
 import type { CommandModule } from 'yargs';
 import { startServer } from '../server/index.js';
+import { LOG_LEVELS, logger, printOut, type LogLevel } from './log.js';
 import { firstLine } from './mount-secrets.js';
 
 interface ServeArgs {
@@ -15,6 +16,8 @@ interface ServeArgs {
   'max-upload-mb'?: number;
   'throttle-per-min'?: number;
   verbose: boolean;
+  'log-level'?: LogLevel;
+  'log-file'?: string;
 }
 
 export const serveCommand: CommandModule<object, ServeArgs> = {
@@ -35,7 +38,9 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('link-ttl', { type: 'number', default: 3600, describe: 'Seconds download/upload links stay valid (for tests)' })
       .option('max-upload-mb', { type: 'number', describe: 'Largest accepted upload in MB, 442 above it (for tests; default unlimited)' })
       .option('throttle-per-min', { type: 'number', describe: 'Answer 429 + Retry-After above N web API requests a minute per user (for tests; default off)' })
-      .option('verbose', { type: 'boolean', default: false, describe: 'Log each request on stderr' })
+      .option('verbose', { type: 'boolean', default: false, describe: 'Log each request' })
+      .option('log-level', { choices: LOG_LEVELS, describe: 'Least important messages logged (default info)' })
+      .option('log-file', { type: 'string', describe: 'Append timestamped log lines to this file instead of stderr' })
       .epilog(
         'Accounts: the administrator creates users with PUT /api2/accounts/{email}/ (password, name, ' +
           'storage = quota in MB, negative = unlimited, totp_secret = base32 secret that turns on two-factor auth).',
@@ -43,6 +48,13 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
   handler: async (argv) => {
     const password = argv['admin-password-file'] ? await firstLine(argv['admin-password-file'], 'password') : process.env.SEAFS_ADMIN_PASSWORD;
     if (!password) throw new Error('give the administrator password in SEAFS_ADMIN_PASSWORD or with --admin-password-file');
+    try {
+      // stderr lines stay bare (tests and scripts read the request lines as they are)
+      logger.configure({ level: argv['log-level'] ?? 'info', file: argv['log-file'], prefix: '' });
+    } catch (e) {
+      throw new Error(`cannot open the log file ${argv['log-file']}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    logger.addSecret(password);
     const server = await startServer({
       dataDir: argv.data,
       host: argv.host,
@@ -53,11 +65,11 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       unlockTtlSec: argv['unlock-ttl'],
       linkTtlSec: argv['link-ttl'],
       maxUploadBytes: argv['max-upload-mb'] !== undefined ? argv['max-upload-mb'] * 1_000_000 : undefined,
-      log: (line) => process.stderr.write(line + '\n'),
+      log: (line) => (line.startsWith('error: ') ? logger.error(line.slice(7)) : logger.info(line)),
       logRequests: argv.verbose,
       throttlePerMin: argv['throttle-per-min'],
     });
-    process.stdout.write(`listening on ${server.url}\n`);
+    printOut(`listening on ${server.url}\n`);
     let stopping = false;
     const stop = () => {
       if (stopping) return;
@@ -65,7 +77,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       server.close().then(
         () => process.exit(0),
         (e) => {
-          process.stderr.write(`seafs serve: ${(e as Error).message}\n`);
+          logger.error(`seafs serve: ${(e as Error).message}`);
           process.exit(1);
         },
       );
