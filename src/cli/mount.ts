@@ -2,7 +2,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { Argv, CommandModule } from 'yargs';
+import type { CommandModule, Options } from 'yargs';
 import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
 import type { MountSettings } from './mount-run.js';
@@ -20,12 +20,11 @@ interface LogArgv {
   verbose?: boolean;
 }
 
-function logOptions<T>(y: Argv<T>) {
-  return y
-    .option('log-level', { choices: LOG_LEVELS, describe: 'least important messages logged (default info)' })
-    .option('log-file', { type: 'string', describe: 'append timestamped log lines to this file instead of stderr (kept under 10 MiB, then F.1)' })
-    .option('verbose', { alias: 'v', type: 'boolean', describe: 'the same as --log-level debug' });
-}
+const LOG_OPTIONS = {
+  'log-level': { choices: LOG_LEVELS, describe: 'least important messages logged (default info)' },
+  'log-file': { type: 'string', describe: 'append timestamped log lines to this file instead of stderr (kept under 10 MiB, then F.1)' },
+  verbose: { alias: 'v', type: 'boolean', describe: 'the same as --log-level debug' },
+} satisfies Record<string, Options>;
 
 /** Sends the log where the options say; a log file that cannot be opened is a clear error. */
 function setupLog(argv: LogArgv): void {
@@ -125,7 +124,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
   command: 'mount <url> <mountpoint>',
   describe: 'Mount a library (or every library) of a server as a local folder',
   builder: (y) =>
-    logOptions(y)
+    y
       .positional('url', { type: 'string', demandOption: true, describe: 'server URL, e.g. https://cloud.example.com' })
       .positional('mountpoint', { type: 'string', demandOption: true, describe: 'an existing empty folder' })
       .option('library', { type: 'string', describe: 'library name or id (default: the root lists every library)' })
@@ -142,6 +141,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('read-ahead', { type: 'number', default: 512, describe: 'KiB the kernel reads ahead in a file (needs root; 0: the kernel default, 128)' })
       .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
       .option('debug', { type: 'boolean', default: false, hidden: true })
+      .options(LOG_OPTIONS)
       .check((a) => {
         for (const k of ['attr-timeout', 'dir-cache-time', 'cache-max-size', 'read-ahead'] as const) {
           const v = a[k] as number | undefined;
@@ -152,7 +152,9 @@ export const mountCommand: CommandModule<object, MountArgv> = {
   handler: async (argv) => {
     try {
       setupLog(argv);
-      if (argv.daemon && !process.env.SEAFS_READY_FD) await daemonize(argv);
+      // a --daemon child: its stdout is the log file, the parent prints the "mounted" line
+      const daemonChild = !!process.env.SEAFS_READY_FD;
+      if (argv.daemon && !daemonChild) await daemonize(argv);
       const { connect, handleSignals, startMount } = await mountRun();
       const secrets = await readSecrets(argv);
       logger.addSecret(secrets.password);
@@ -163,7 +165,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       const m = await startMount(argv, client, email);
       handleSignals(m);
       const line = `seafs: mounted ${m.label} at ${m.mountpoint}`;
-      printOut(line + '\n');
+      if (!daemonChild) printOut(line + '\n');
       if (logger.file) logger.info(`mounted ${m.label} at ${m.mountpoint} (pid ${process.pid})`);
       notifyReady(`ok ${line}`);
       process.exit(await m.finished);
@@ -195,7 +197,7 @@ export const unmountCommand: CommandModule<object, { mountpoint: string }> = {
 export const demoCommand: CommandModule<object, { mountpoint: string } & LogArgv> = {
   command: 'demo [mountpoint]',
   describe: 'Start a local server with a sample library and mount it (default ./seafs-demo)',
-  builder: (y) => logOptions(y).positional('mountpoint', { type: 'string', default: 'seafs-demo' }) as never,
+  builder: (y) => y.positional('mountpoint', { type: 'string', default: 'seafs-demo' }).options(LOG_OPTIONS) as never,
   handler: async (argv) => {
     try {
       setupLog(argv);

@@ -5,14 +5,31 @@
 // never hang; its CPU time is read from /proc/PID/stat.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { controlPaths } from '../../src/cli/mount-control.js';
 import { SeafileClient } from '../../src/client/client.js';
 import { expectRemoteFile, remoteBytes, waitRemoteFile } from '../helpers/api-check.js';
 import { CLI, isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep, testEnv, trackMountProcess } from '../helpers/mount.js';
 import { setupE2E, writeRandom } from './fixture.js';
 
-const ctx = setupE2E(['Pipe', 'Tty']);
+// latency: an upload started by a close is still pending when the terminal closes
+const ctx = setupE2E(['Pipe', 'Tty'], { latencyMs: 100 });
+
+/** The paths a running mount has yet to upload, from its control socket. */
+function pendingUploads(mnt: string): Promise<string[]> {
+  process.env.SEAFS_RUNTIME_DIR = testEnv().SEAFS_RUNTIME_DIR; // where the mounts of these tests listen
+  return new Promise((resolve, reject) => {
+    const c = net.connect(controlPaths(mnt).socket);
+    let buf = '';
+    c.setEncoding('utf8');
+    c.on('connect', () => c.write('status\n'));
+    c.on('data', (d: string) => (buf += d));
+    c.on('end', () => resolve((JSON.parse(buf) as { pending: { path: string }[] }).pending.map((p) => p.path)));
+    c.on('error', reject);
+  });
+}
 
 /** CPU seconds (user + system) the process has used so far. */
 async function cpuSeconds(pid: number): Promise<number> {
@@ -169,6 +186,7 @@ describe('a mount whose output goes nowhere', () => {
     const late = path.join(ctx.src, 'tty-late.bin');
     await writeRandom(late, 3 * 1024 * 1024);
     await sh(`cp ${q(late)} ${q(mnt)}/t/late.bin`, { timeoutMs: 60_000 });
+    expect(await pendingUploads(mnt), 'an upload pending when the terminal closes (else the test proves less)').toContain('/t/late.bin');
 
     term.kill('SIGKILL');
     const t1 = Date.now();
