@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { FileSink, Logger, fdSink, guessLevel, redact, unexpectedErrorHandler, type LogSink } from '../../src/cli/log.js';
+import { FakeApi, apiError, makeVfs, writeWhole } from './fake-api.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-log-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -247,6 +248,26 @@ describe('logger: a failure repeated by a retry loop is logged once', () => {
     now = 700_000;
     hook('upload of /a.bin failed (attempt 3): the server answered 500');
     expect(sink.lines[3]).toBe('seafs: warning: upload of /a.bin failed (attempt 3): the server answered 500 (and 5 time(s) more since 1970-01-01T00:00:00.000Z)\n');
+  });
+
+  it('an upload that fails five times in the vfs retry loop is one warning in the log, with its path', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const sink = recorder();
+    const log = new Logger({ stderr: sink });
+    const m = await makeVfs(api, { library: 'lib', log: log.hook() });
+    try {
+      api.failNext.set('upload', Array.from({ length: 5 }, () => apiError('server', 500, 'upload')));
+      await writeWhole(m.vfs, '/r.txt', 'retried');
+      expect(await m.vfs.drain()).toEqual([]);
+      expect(api.content(repo, '/r.txt')!.toString()).toBe('retried');
+      expect(api.calls.upload, 'five failed attempts and the one that worked').toBe(6);
+      const failures = sink.lines.filter((l) => l.includes('/r.txt'));
+      expect(failures).toHaveLength(1);
+      expect(failures[0]).toMatch(/^seafs: warning: upload of \/r\.txt failed \(attempt 1\)/);
+    } finally {
+      await m.cleanup();
+    }
   });
 
   it('direct calls are never collapsed (progress lines repeat on purpose)', () => {
