@@ -4,7 +4,7 @@
 // must keep answering (or, after SIGHUP, upload and unmount), never spin and
 // never hang; its CPU time is read from /proc/PID/stat.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -15,7 +15,7 @@ import { CLI, isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep, testEnv
 import { setupE2E, writeRandom } from './fixture.js';
 
 // latency: an upload started by a close is still pending when the terminal closes
-const ctx = setupE2E(['Pipe', 'Tty'], { latencyMs: 100 });
+const ctx = setupE2E(['Pipe', 'Tty', 'Logged'], { latencyMs: 100 });
 
 /** The paths a running mount has yet to upload, from its control socket. */
 function pendingUploads(mnt: string): Promise<string[]> {
@@ -203,5 +203,39 @@ describe('a mount whose output goes nowhere', () => {
     await expectRemoteFile(ctx.api, repo, '/t/big.bin', big);
     await expectRemoteFile(ctx.api, repo, '/t/late.bin', late);
     expect((await remoteBytes(ctx.api, repo, '/t/note.txt')).equals(small)).toBe(true);
+  });
+
+  it('seafs mount --daemon --log-file F: the background mount writes timestamped lines to F (mode 0600, no password), and seafs unmount ends it with the file on the server', async () => {
+    const repo = ctx.repos.Logged;
+    const mnt = mkdtempSync(path.join(scratchDir(), 'logged-mnt-'));
+    const cacheDir = mkdtempSync(path.join(scratchDir(), 'logged-cache-'));
+    const logFile = path.join(scratchDir(), 'logged.log');
+    const r = await run(
+      process.execPath,
+      [CLI, 'mount', ctx.server.url, mnt, '--library', 'Logged', '--user', ctx.server.adminEmail, '--cache-dir', cacheDir, '--daemon', '--log-file', logFile],
+      { env: testEnv({ SEAFS_PASSWORD: ctx.server.adminPassword }), timeoutMs: 120_000 },
+    );
+    const pid = Number(/\(pid (\d+), log ([^)]+)\)/.exec(r.out)?.[1]);
+    expect(r.out, r.err).toContain(`seafs: mounted Logged at ${mnt} (pid ${pid}, log ${logFile})`);
+    orphans.add(pid);
+    const big = path.join(ctx.src, 'logged-big.bin');
+    await writeRandom(big, 12 * 1024 * 1024);
+    const small = await fileOps(mnt, 'l', big);
+    const un = await run(process.execPath, [CLI, 'unmount', mnt], { env: testEnv(), timeoutMs: 120_000 });
+    expect(un.out).toContain('every upload is on the server');
+    const t0 = Date.now();
+    while (alive(pid) && Date.now() - t0 < 30_000) await sleep(100);
+    expect(alive(pid), 'the daemon exits after seafs unmount').toBe(false);
+    await expectRemoteFile(ctx.api, repo, '/l/big.bin', big);
+    expect((await remoteBytes(ctx.api, repo, '/l/note.txt')).equals(small)).toBe(true);
+
+    const log = readFileSync(logFile, 'utf8');
+    const esc = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    const stamp = '\\d{4}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\d\\.\\d{3}Z';
+    expect(log).toMatch(new RegExp(`^${stamp} INFO  mounted Logged at ${esc(mnt)} \\(pid ${pid}\\)$`, 'm'));
+    expect(log).toMatch(new RegExp(`^${stamp} INFO  /l/big\\.bin: uploaded while it was written`, 'm'));
+    expect(log).toMatch(new RegExp(`^${stamp} INFO  unmounted ${esc(mnt)}; every upload is on the server$`, 'm'));
+    expect(log).not.toContain(ctx.server.adminPassword);
+    expect(statSync(logFile).mode & 0o777).toBe(0o600);
   });
 });
