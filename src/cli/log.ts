@@ -144,7 +144,7 @@ export function redact(text: string, secrets: Iterable<string> = []): string {
 
 /** The level of a message from a hook that has none (the vfs, fuse and server hooks). */
 export function guessLevel(msg: string): LogLevel {
-  if (/\b(fail(s|ed|ure)?|cannot|could not|refused|error|lost|unreachable|timed out)\b/i.test(msg)) return 'warn';
+  if (/\b(fail(s|ed|ure)?|cannot|could not|refused|error|lost|unreachable|timed out|conflict|deleted or moved|is gone)\b/i.test(msg)) return 'warn';
   if (/\bE(IO|NOSPC|ACCES|TIMEDOUT|CONNREFUSED|CONNRESET|NOTCONN|DQUOT|ROFS|PIPE)\b/.test(msg)) return 'warn';
   return 'info';
 }

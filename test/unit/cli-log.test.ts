@@ -282,6 +282,8 @@ describe('logger: a failure repeated by a retry loop is logged once', () => {
     expect(guessLevel('upload of /a failed (attempt 1): reset')).toBe('warn');
     expect(guessLevel('readdir /x: EIO (the server did not answer)')).toBe('warn');
     expect(guessLevel('cannot reach the server')).toBe('warn');
+    expect(guessLevel("conflict: /a.txt: changed on the server; the server's version keeps the name, the local version is saved as x")).toBe('warn');
+    expect(guessLevel('/a.txt was deleted or moved on the server; saving the local version under its name')).toBe('warn');
     expect(guessLevel('recovering /a.bin (3 bytes) from the journal')).toBe('info');
     expect(guessLevel('/a.bin: uploaded while it was written (12 bytes, one streamed request)')).toBe('info');
   });
