@@ -4,10 +4,9 @@
 // A log line must never take a mount down. Writing to a closed terminal (EIO),
 // to a pipe whose reader is gone (EPIPE), to a closed descriptor (EBADF) or to
 // a full disk (ENOSPC) only silences the sink that failed: nothing is thrown,
-// nothing is emitted, nothing is retried in a loop. Lines are written with
-// writeSync, so a failure is seen where it happens instead of as an 'error'
-// event that nobody handles (that event, logged by the uncaughtException
-// handler onto the same dead stream, was a loop at full CPU).
+// nothing is retried in a loop. The 'error' event of a dead stderr is heard by
+// the sink's own listener (unheard, it was an uncaught exception that the
+// handler logged onto the same dead stream: a loop at full CPU).
 import { closeSync, fstatSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
@@ -20,15 +19,38 @@ export interface LogSink {
   close?(): void;
 }
 
-/** Write all of `text` to a descriptor (a pipe or a terminal may take part of it). */
+/** Write all of `text` to a file descriptor. */
 function writeAll(fd: number, text: string): void {
   const buf = Buffer.from(text);
   for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off);
 }
 
-/** A sink over an inherited descriptor (2 for stderr). */
-export function fdSink(fd: number): LogSink {
-  return { write: (text) => writeAll(fd, text) };
+const failure = (code: string) => Object.assign(new Error(`log output: ${code}`), { code });
+
+/**
+ * A sink over a stream (process.stderr): a slow reader gets Node's queue, up
+ * to `maxQueued` bytes, then lines are dropped (a stalled reader never stalls
+ * the mount nor grows its memory); after an 'error' (EPIPE, EIO) every write
+ * throws, and the logger stops writing.
+ */
+export function streamSink(stream: NodeJS.WritableStream & { writableLength: number; destroyed: boolean }, maxQueued = 1 << 20): LogSink {
+  let failed: string | null = null;
+  stream.on('error', (e) => {
+    failed = (e as NodeJS.ErrnoException)?.code ?? 'EIO';
+  });
+  return {
+    write(text) {
+      if (failed || stream.destroyed) throw failure(failed ?? 'EPIPE');
+      if (stream.writableLength > maxQueued) throw failure('EAGAIN');
+      stream.write(text);
+    },
+  };
+}
+
+let stderr: LogSink | null = null;
+/** The one sink over process.stderr (one 'error' listener however often the logger is configured). */
+function stderrSink(): LogSink {
+  return (stderr ??= streamSink(process.stderr));
 }
 
 /**
@@ -100,7 +122,7 @@ export class FileSink implements LogSink {
 }
 
 // Errors after which a sink is tried again later (the disk may be freed), and
-// errors that lose one line but leave the sink alive (a full non-blocking pipe).
+// errors that lose one line but leave the sink alive (a reader too slow).
 // Anything else (EPIPE, EIO, EBADF, ENXIO...) means the reader is gone for good.
 const PAUSE = new Set(['ENOSPC', 'EDQUOT', 'EFBIG', 'ENOMEM']);
 const DROP = new Set(['EAGAIN', 'EWOULDBLOCK', 'EINTR']);
@@ -195,7 +217,7 @@ export class Logger {
     this.repeatWindow = opts.repeatWindowMs ?? 10 * 60_000;
     this.now = opts.now ?? Date.now;
     const fresh = (sink: LogSink, stamped: boolean): Output => ({ sink, stamped, dead: false, pausedUntil: 0, lost: 0, lastError: '' });
-    this.outputs = [file ? fresh(file, true) : fresh(opts.stderr ?? fdSink(2), false)];
+    this.outputs = [file ? fresh(file, true) : fresh(opts.stderr ?? stderrSink(), false)];
   }
 
   /** A value (password, token) never to be written, wherever it appears. */
@@ -306,26 +328,28 @@ export class Logger {
 export const logger = new Logger();
 
 let stdoutDead = false;
+let stderrDead = false;
 
 /**
  * Output meant for the user's eyes on stdout (the "mounted" line, the demo's
- * banner): written once, dropped silently when stdout is gone.
+ * banner, unmount progress): dropped silently once stdout is gone.
  */
 export function printOut(text: string): void {
-  if (stdoutDead) return;
+  if (stdoutDead || process.stdout.destroyed) return;
   try {
-    writeAll(1, text);
-  } catch (e) {
-    if (!DROP.has((e as NodeJS.ErrnoException)?.code ?? '')) stdoutDead = true;
+    process.stdout.write(text);
+  } catch {
+    stdoutDead = true;
   }
 }
 
-/** A line on stderr for a command's final error (before or outside the logger's file). */
+/** A command's final error on stderr (also when the log goes to a file); dropped once stderr is gone. */
 export function printErr(text: string): void {
+  if (stderrDead || process.stderr.destroyed) return;
   try {
-    writeAll(2, text);
+    process.stderr.write(text);
   } catch {
-    // nobody to tell
+    stderrDead = true;
   }
 }
 
@@ -343,7 +367,9 @@ export function guardStdio(): void {
   process.stdout.on('error', () => {
     stdoutDead = true;
   });
-  process.stderr.on('error', () => {});
+  process.stderr.on('error', () => {
+    stderrDead = true;
+  });
   process.on('SIGPIPE', () => {});
 }
 

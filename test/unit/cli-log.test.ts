@@ -3,7 +3,9 @@ import { closeSync, constants, mkdtempSync, openSync, readFileSync, renameSync, 
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { FileSink, Logger, fdSink, guessLevel, redact, unexpectedErrorHandler, type LogSink } from '../../src/cli/log.js';
+import { EventEmitter } from 'node:events';
+import net from 'node:net';
+import { FileSink, Logger, guessLevel, redact, streamSink, unexpectedErrorHandler, type LogSink } from '../../src/cli/log.js';
 import { FakeApi, apiError, makeVfs, writeWhole } from './fake-api.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-log-'));
@@ -50,16 +52,47 @@ describe('logger: a failing sink never fails the caller', () => {
     }
   });
 
-  it('a real pipe whose reader is gone: EPIPE from the kernel is swallowed', () => {
+  it('a real pipe whose reader is gone: the EPIPE error event is heard, and the sink is dropped at the next line', async () => {
     const fifo = path.join(dir, 'fifo');
     execFileSync('mkfifo', [fifo]);
     const reader = openSync(fifo, constants.O_RDONLY | constants.O_NONBLOCK);
     const writer = openSync(fifo, constants.O_WRONLY);
     closeSync(reader);
-    const log = new Logger({ stderr: fdSink(writer) });
+    const stream = new net.Socket({ fd: writer, readable: false, writable: true });
+    const errors: string[] = [];
+    stream.on('error', (e: NodeJS.ErrnoException) => errors.push(e.code ?? ''));
+    const log = new Logger({ stderr: streamSink(stream) });
     expect(() => log.error('nobody reads this')).not.toThrow();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(errors).toEqual(['EPIPE']);
+    expect(() => {
+      for (let i = 0; i < 1000; i++) log.error(`and nobody reads this ${i}`);
+    }).not.toThrow();
     expect(log.silent).toBe(true);
-    closeSync(writer);
+    stream.destroy();
+  });
+
+  it('a reader too slow: lines queue up to the cap, then are dropped and counted, and the sink lives on', () => {
+    class SlowReader extends EventEmitter {
+      destroyed = false;
+      queued = 0;
+      written: string[] = [];
+      get writableLength() {
+        return this.queued;
+      }
+      write(text: string) {
+        this.queued += text.length;
+        this.written.push(text);
+        return false;
+      }
+    }
+    const slow = new SlowReader();
+    const log = new Logger({ stderr: streamSink(slow as never, 100) });
+    for (let i = 0; i < 10; i++) log.info(`line ${i} ${'x'.repeat(20)}`);
+    expect(slow.written.length).toBe(3); // lines of 35 bytes: written while at most 100 bytes are queued
+    slow.queued = 0; // the reader caught up
+    log.info('caught up');
+    expect(slow.written.slice(3)).toEqual(['seafs: warning: 7 log line(s) were lost (EAGAIN)\n', 'seafs: caught up\n']);
   });
 
   it('ENOSPC pauses the sink for a minute, then says how many lines were lost', () => {
