@@ -2,8 +2,12 @@
 // seafs command line: yargs wiring only; each command lives in its own module.
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { guardStdio, printErr } from './log.js';
 import { serveCommand } from './serve.js';
 import { mountCommand, unmountCommand, demoCommand } from './mount.js';
+
+// a closed terminal or a broken pipe must never become an uncaught exception
+guardStdio();
 
 await yargs(hideBin(process.argv))
   .scriptName('seafs')
@@ -20,9 +24,9 @@ await yargs(hideBin(process.argv))
   .wrap(Math.min(100, process.stdout.columns || 100))
   .fail((msg, err) => {
     if (err) {
-      process.stderr.write(`seafs: ${err.message}\n`);
+      printErr(`seafs: ${err.message}\n`);
     } else {
-      process.stderr.write(`seafs: ${msg}\nRun 'seafs --help' for usage.\n`);
+      printErr(`seafs: ${msg}\nRun 'seafs --help' for usage.\n`);
     }
     process.exit(2);
   })

@@ -6,7 +6,8 @@ import { join, resolve } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { SeafileClient } from '../client/client.js';
 import { startServer } from '../server/index.js';
-import { handleSignals, log, startMount, uploadSwitches } from './mount-run.js';
+import { logger, printOut } from './log.js';
+import { handleSignals, startMount, uploadSwitches } from './mount-run.js';
 
 const CRC_TABLE = (() => {
   const t = new Uint32Array(256);
@@ -82,6 +83,7 @@ export async function runDemo(mountpoint: string): Promise<number> {
   const data = await mkdtemp(join(tmpdir(), 'seafs-demo-'));
   const email = 'demo@seafs.local';
   const password = randomBytes(9).toString('base64url');
+  logger.addSecret(password);
   const server = await startServer({ dataDir: join(data, 'server'), host: '127.0.0.1', port: 0, adminEmail: email, adminPassword: password });
   const cleanup = async () => {
     await server.close().catch(() => {});
@@ -101,7 +103,7 @@ export async function runDemo(mountpoint: string): Promise<number> {
     }
     const m = await startMount({ url: server.url, mountpoint: mnt, library: 'Demo', cacheDir: join(data, 'cache'), dirCacheTime: 5 }, client, email);
     handleSignals(m);
-    process.stdout.write(
+    printOut(
       [
         `seafs: mounted ${m.label} at ${m.mountpoint}`,
         '',
@@ -121,7 +123,7 @@ export async function runDemo(mountpoint: string): Promise<number> {
     await cleanup();
     return code;
   } catch (e) {
-    log(`demo failed: ${(e as Error).message}`);
+    logger.error(`demo failed: ${(e as Error).message}`);
     await cleanup();
     throw e;
   }

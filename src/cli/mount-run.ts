@@ -13,6 +13,7 @@ import type { OpCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
 import { controlAlive, listenControl } from './mount-control.js';
+import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
 import type { Secrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
 
@@ -44,9 +45,13 @@ export function fmtBytes(n: number): string {
   return `${(n / 1024 ** 3).toFixed(2)} GiB`;
 }
 
+/** One line in the mount's log (stderr or --log-file), at the level its words suggest; never throws. */
 export function log(msg: string): void {
-  process.stderr.write(`seafs: ${msg}\n`);
+  logger.write(guessLevel(msg), msg);
 }
+
+/** The log hook of the vfs and fuse layers: repeats from their retry loops are collapsed. */
+const layerLog = logger.hook();
 
 function explain(e: unknown, url: string, usingToken: boolean): Error {
   if (e instanceof ApiError) {
@@ -152,7 +157,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
-      log,
+      log: layerLog,
     });
   } catch (e) {
     if (e instanceof VfsError && e.code === 'ENOENT' && s.library) {
@@ -173,7 +178,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       readAheadKb: s.readAhead,
       counts: opCounts,
       debug: s.debug,
-      log,
+      log: layerLog,
     });
   } catch (e) {
     vfs.close();
@@ -230,7 +235,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       await client.close().catch(() => {});
       return code;
     })().catch((e) => {
-      log(`unmount failed: ${(e as Error).message}`);
+      logger.error(`unmount failed: ${(e as Error).message}`);
       return 1;
     });
     void stopping.then(finish);
@@ -247,7 +252,12 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   return { vfs, label, mountpoint: mnt, shutdown, finished };
 }
 
-/** Exit on SIGINT/SIGTERM/unmount after uploads; never leave a dead mount on an unexpected error. */
+/**
+ * Exit on SIGINT/SIGTERM/SIGHUP/unmount after uploads; never leave a dead mount
+ * on an unexpected error. SIGHUP (the terminal of a foreground mount closed) is
+ * a SIGTERM, as in libfuse: upload, unmount, exit; the dead terminal only
+ * silences the log. A mount meant to outlive its terminal runs with --daemon.
+ */
 export function handleSignals(m: RunningMount): void {
   let signals = 0;
   const onSignal = (sig: string) => {
@@ -258,6 +268,6 @@ export function handleSignals(m: RunningMount): void {
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
   process.on('SIGHUP', () => onSignal('SIGHUP'));
-  process.on('uncaughtException', (e) => log(`unexpected error (the mount keeps running): ${e.stack ?? e}`));
-  process.on('unhandledRejection', (e) => log(`unexpected rejection (the mount keeps running): ${(e as Error)?.stack ?? e}`));
+  process.on('uncaughtException', unexpectedErrorHandler(logger, 'unexpected error (the mount keeps running)'));
+  process.on('unhandledRejection', unexpectedErrorHandler(logger, 'unexpected rejection (the mount keeps running)'));
 }

@@ -2,7 +2,8 @@
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
-import type { CommandModule } from 'yargs';
+import type { CommandModule, Options } from 'yargs';
+import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
 import type { MountSettings } from './mount-run.js';
 import { readSecrets } from './mount-secrets.js';
@@ -12,7 +13,30 @@ import { UserError } from './user-error.js';
 // by the command that needs it, so `seafs serve` and `--help` stay light.
 const mountRun = () => import('./mount-run.js');
 
-interface MountArgv extends MountSettings {
+/** The log options of mount and demo. */
+interface LogArgv {
+  logLevel?: LogLevel;
+  logFile?: string;
+  verbose?: boolean;
+}
+
+const LOG_OPTIONS = {
+  'log-level': { choices: LOG_LEVELS, describe: 'least important messages logged (default info)' },
+  'log-file': { type: 'string', describe: 'append timestamped log lines to this file instead of stderr (kept under 10 MiB, then F.1)' },
+  verbose: { alias: 'v', type: 'boolean', describe: 'the same as --log-level debug' },
+} satisfies Record<string, Options>;
+
+/** Sends the log where the options say; a log file that cannot be opened is a clear error. */
+function setupLog(argv: LogArgv): void {
+  const file = argv.logFile ? resolve(argv.logFile) : undefined;
+  try {
+    logger.configure({ level: argv.logLevel ?? (argv.verbose ? 'debug' : 'info'), file });
+  } catch (e) {
+    throw new UserError(`cannot open the log file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+  }
+}
+
+interface MountArgv extends MountSettings, LogArgv {
   user?: string;
   passwordFile?: string;
   tokenFile?: string;
@@ -22,7 +46,8 @@ interface MountArgv extends MountSettings {
 
 function fail(e: unknown): never {
   const msg = e instanceof UserError ? e.message : ((e as Error)?.stack ?? String(e));
-  process.stderr.write(`seafs: ${msg}\n`);
+  if (logger.file) logger.error(msg);
+  printErr(`seafs: ${msg}\n`);
   notifyReady(`err ${e instanceof Error ? e.message : String(e)}`);
   process.exit(1);
 }
@@ -48,8 +73,10 @@ async function daemonize(argv: MountArgv): Promise<never> {
   await client.close();
   const mnt = resolve(argv.mountpoint);
   mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
-  const logFile = controlPaths(mnt).log;
-  const out = openSync(logFile, 'a');
+  // the child logs with timestamps to the user's log file, or to one beside its control socket;
+  // what it prints outside the log (a crash) goes to the same file
+  const logFile = argv.logFile ? resolve(argv.logFile) : controlPaths(mnt).log;
+  const out = openSync(logFile, 'a', 0o600);
   const args = [process.argv[1], 'mount', argv.url, mnt];
   if (argv.library !== undefined) args.push('--library', argv.library);
   if (argv.user) args.push('--user', argv.user);
@@ -62,6 +89,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.readAhead !== undefined) args.push('--read-ahead', String(argv.readAhead));
   if (argv.timeout !== undefined) args.push('--timeout', String(argv.timeout));
   if (argv.debug) args.push('--debug');
+  args.push('--log-file', logFile, '--log-level', logger.level);
   const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
   delete env.SEAFS_PASSWORD;
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out, 'pipe'], env });
@@ -78,7 +106,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
     setTimeout(() => res('err the mount was not ready within 120 s'), 120_000).unref();
   });
   if (answer.startsWith('ok ')) {
-    process.stdout.write(`${answer.slice(3)} (pid ${child.pid}, log ${logFile})\n`);
+    printOut(`${answer.slice(3)} (pid ${child.pid}, log ${logFile})\n`);
     child.unref();
     (pipe as unknown as { destroy(): void }).destroy();
     process.exit(0);
@@ -115,6 +143,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('timeout', { type: 'number', default: 30, describe: 'seconds a server request may wait for an answer (or between two chunks), retries included' })
       .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
       .option('debug', { type: 'boolean', default: false, hidden: true })
+      .options(LOG_OPTIONS)
       .check((a) => {
         for (const k of ['attr-timeout', 'dir-cache-time', 'cache-max-size', 'read-ahead'] as const) {
           const v = a[k] as number | undefined;
@@ -125,14 +154,22 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       }) as never,
   handler: async (argv) => {
     try {
-      if (argv.daemon && !process.env.SEAFS_READY_FD) await daemonize(argv);
+      setupLog(argv);
+      // a --daemon child: its stdout is the log file, the parent prints the "mounted" line
+      const daemonChild = !!process.env.SEAFS_READY_FD;
+      if (argv.daemon && !daemonChild) await daemonize(argv);
       const { connect, handleSignals, startMount } = await mountRun();
       const secrets = await readSecrets(argv);
-      const { client, email } = await connect(argv.url, argv.user, secrets, argv.otp, argv.timeout);
+      logger.addSecret(secrets.password);
+      logger.addSecret(secrets.token);
+      logger.addSecret(argv.otp);
+      const { client, email, token } = await connect(argv.url, argv.user, secrets, argv.otp, argv.timeout);
+      logger.addSecret(token);
       const m = await startMount(argv, client, email);
       handleSignals(m);
       const line = `seafs: mounted ${m.label} at ${m.mountpoint}`;
-      process.stdout.write(line + '\n');
+      if (!daemonChild) printOut(line + '\n');
+      if (logger.file) logger.info(`mounted ${m.label} at ${m.mountpoint} (pid ${process.pid})`);
       notifyReady(`ok ${line}`);
       process.exit(await m.finished);
     } catch (e) {
@@ -147,25 +184,26 @@ export const unmountCommand: CommandModule<object, { mountpoint: string }> = {
   builder: (y) => y.positional('mountpoint', { type: 'string', demandOption: true }) as never,
   handler: async (argv) => {
     const mnt = resolve(argv.mountpoint);
-    const r = await requestUnmount(mnt, (l) => process.stdout.write(`${l.startsWith('seafs:') ? '' : 'seafs: '}${l}\n`));
+    const r = await requestUnmount(mnt, (l) => printOut(`${l.startsWith('seafs:') ? '' : 'seafs: '}${l}\n`));
     if (r === true) process.exit(0);
     if (r === false) fail(new UserError(`unmounting ${mnt} did not complete: some files are not on the server (kept for the next mount)`));
     const { clearStaleMount, isMounted } = await import('../fuse/mount.js');
     if (await isMounted(mnt)) {
       await clearStaleMount(mnt);
-      process.stdout.write(`seafs: cleared a stale mount at ${mnt} (its process was gone)\n`);
+      printOut(`seafs: cleared a stale mount at ${mnt} (its process was gone)\n`);
       process.exit(0);
     }
     fail(new UserError(`nothing is mounted at ${mnt}`));
   },
 };
 
-export const demoCommand: CommandModule<object, { mountpoint: string }> = {
+export const demoCommand: CommandModule<object, { mountpoint: string } & LogArgv> = {
   command: 'demo [mountpoint]',
   describe: 'Start a local server with a sample library and mount it (default ./seafs-demo)',
-  builder: (y) => y.positional('mountpoint', { type: 'string', default: 'seafs-demo' }) as never,
+  builder: (y) => y.positional('mountpoint', { type: 'string', default: 'seafs-demo' }).options(LOG_OPTIONS) as never,
   handler: async (argv) => {
     try {
+      setupLog(argv);
       const { runDemo } = await import('./mount-demo.js');
       process.exit(await runDemo(argv.mountpoint));
     } catch (e) {

@@ -1,6 +1,7 @@
 // `seafs serve`: a local server of the web API storing data on disk.
 import type { CommandModule } from 'yargs';
 import { startServer } from '../server/index.js';
+import { LOG_LEVELS, logger, printOut, type LogLevel } from './log.js';
 import { firstLine } from './mount-secrets.js';
 
 interface ServeArgs {
@@ -18,6 +19,8 @@ interface ServeArgs {
   'login-fail-limit': number;
   'login-fail-window': number;
   verbose: boolean;
+  'log-level'?: LogLevel;
+  'log-file'?: string;
 }
 
 export const serveCommand: CommandModule<object, ServeArgs> = {
@@ -41,7 +44,9 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('body-idle-timeout', { type: 'number', default: 30, describe: 'Seconds a request body may stall before the connection is closed' })
       .option('login-fail-limit', { type: 'number', default: 10, describe: 'Wrong logins per account (5x per address) in a window before 429' })
       .option('login-fail-window', { type: 'number', default: 300, describe: 'That window in seconds' })
-      .option('verbose', { type: 'boolean', default: false, describe: 'Log each request on stderr (link tokens and passwords redacted)' })
+      .option('verbose', { type: 'boolean', default: false, describe: 'Log each request (link tokens and passwords redacted)' })
+      .option('log-level', { choices: LOG_LEVELS, describe: 'Least important messages logged (default info)' })
+      .option('log-file', { type: 'string', describe: 'Append timestamped log lines to this file instead of stderr' })
       .epilog(
         'Accounts: the administrator creates users with PUT /api2/accounts/{email}/ (password, name, ' +
           'storage = quota in MB, negative = unlimited, totp_secret = base32 secret that turns on two-factor auth).',
@@ -49,6 +54,13 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
   handler: async (argv) => {
     const password = argv['admin-password-file'] ? await firstLine(argv['admin-password-file'], 'password') : process.env.SEAFS_ADMIN_PASSWORD;
     if (!password) throw new Error('give the administrator password in SEAFS_ADMIN_PASSWORD or with --admin-password-file');
+    try {
+      // stderr lines stay bare (tests and scripts read the request lines as they are)
+      logger.configure({ level: argv['log-level'] ?? 'info', file: argv['log-file'], prefix: '' });
+    } catch (e) {
+      throw new Error(`cannot open the log file ${argv['log-file']}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+    logger.addSecret(password);
     const server = await startServer({
       dataDir: argv.data,
       host: argv.host,
@@ -59,14 +71,14 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       unlockTtlSec: argv['unlock-ttl'],
       linkTtlSec: argv['link-ttl'],
       maxUploadBytes: argv['max-upload-mb'] !== undefined ? argv['max-upload-mb'] * 1_000_000 : undefined,
-      log: (line) => process.stderr.write(line + '\n'),
+      log: (line) => (line.startsWith('error: ') ? logger.error(line.slice(7)) : logger.info(line)),
       logRequests: argv.verbose,
       throttlePerMin: argv['throttle-per-min'],
       bodyIdleSec: argv['body-idle-timeout'],
       loginFailLimit: argv['login-fail-limit'],
       loginFailWindowSec: argv['login-fail-window'],
     });
-    process.stdout.write(`listening on ${server.url}\n`);
+    printOut(`listening on ${server.url}\n`);
     let stopping = false;
     const stop = () => {
       if (stopping) return;
@@ -74,7 +86,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       server.close().then(
         () => process.exit(0),
         (e) => {
-          process.stderr.write(`seafs serve: ${(e as Error).message}\n`);
+          logger.error(`seafs serve: ${(e as Error).message}`);
           process.exit(1);
         },
       );
