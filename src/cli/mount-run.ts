@@ -13,6 +13,7 @@ import type { OpCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
 import { controlAlive, listenControl } from './mount-control.js';
+import { UnreachableError } from './mount-retry.js';
 import type { Secrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
 
@@ -29,6 +30,8 @@ export interface MountSettings {
   cacheMaxSize?: number;
   /** kernel readahead, KiB (0: the kernel's default) */
   readAhead?: number;
+  /** generic mount options for the kernel mount (nosuid, noexec, ro, ...) */
+  kernelOptions?: string[];
   debug?: boolean;
 }
 
@@ -51,7 +54,10 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
     switch (e.kind) {
       case 'network':
       case 'timeout':
-        return new UserError(`cannot reach the server at ${url}: ${e.message}`);
+        return new UnreachableError(`cannot reach the server at ${url}: ${e.message}`);
+      case 'server':
+        // a proxy in front of a server that is still starting answers 502/503
+        return new UnreachableError(`the server at ${url} answered: ${e.message}`);
       case 'otp_required':
         return new UserError('the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)');
       case 'unauthorized':
@@ -118,6 +124,17 @@ async function prepareMountpoint(mnt: string): Promise<void> {
   if (await clearStaleMount(mnt).catch(() => false)) log(`cleared a stale mount at ${mnt}`);
 }
 
+export interface UploadQueueEntry {
+  path: string;
+  size: number;
+  /** failed: the last attempt failed (it is tried again unless the failure is permanent) */
+  state: 'uploading' | 'waiting' | 'failed';
+  attempts: number;
+  /** bytes handed to a streaming upload so far */
+  sent?: number;
+  error?: string;
+}
+
 export interface RunningMount {
   vfs: Vfs;
   label: string;
@@ -169,6 +186,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       allowOther: s.allowOther,
       readAheadKb: s.readAhead,
       counts: opCounts,
+      extraOptions: s.kernelOptions,
       debug: s.debug,
       log,
     });
@@ -177,6 +195,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     throw new UserError(`cannot mount at ${mnt}: ${(e as Error).message}`);
   }
 
+  const startedAt = Date.now();
   let stopping: Promise<number> | null = null;
   let finish!: (code: number) => void;
   const finished = new Promise<number>((r) => (finish = r));
@@ -186,7 +205,14 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     () =>
       JSON.stringify({
         pid: process.pid,
+        mountpoint: mnt,
+        server: s.url,
+        account: email,
         library: label,
+        startedAt,
+        cacheDir,
+        cacheMaxBytes: vfs.disk ? Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024) : 0,
+        queue: uploadQueue(vfs),
         ops: opCounts,
         readAheadKb: fuse.readAheadKb,
         ...vfs.status(),
@@ -242,6 +268,15 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   watch.unref();
   void finished.then(() => clearInterval(watch));
   return { vfs, label, mountpoint: mnt, shutdown, finished };
+}
+
+/** Each file not yet on the server, for `seafs status`: what it is doing and how far a streamed upload got. */
+function uploadQueue(vfs: Vfs): UploadQueueEntry[] {
+  return vfs.wb.pending().map((f) => {
+    const e: UploadQueueEntry = { path: f.path, size: f.size, state: f.running ? 'uploading' : f.lastError ? 'failed' : 'waiting', attempts: f.failures };
+    if (f.lastError) e.error = f.lastError instanceof Error ? f.lastError.message : String(f.lastError);
+    return e;
+  });
 }
 
 /** Exit on SIGINT/SIGTERM/unmount after uploads; never leave a dead mount on an unexpected error. */
