@@ -4,15 +4,17 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { serveCommand } from './serve.js';
 import { mountCommand, unmountCommand, demoCommand } from './mount.js';
+import { statusCommand } from './status.js';
 
 await yargs(hideBin(process.argv))
   .scriptName('seafs')
   .usage('$0 <command> [options]')
   .command(mountCommand)
   .command(unmountCommand)
+  .command(statusCommand)
   .command(demoCommand)
   .command(serveCommand)
-  .demandCommand(1, 'Name a command: mount, unmount, demo or serve.')
+  .demandCommand(1, 'Name a command: mount, unmount, status, demo or serve.')
   .strict()
   .help()
   .alias('h', 'help')

@@ -123,3 +123,27 @@ export function controlAlive(mountpoint: string): Promise<boolean> {
     }, 3000).unref();
   });
 }
+
+/** The mount's `status` answer (JSON text), or null when no mount process answers within `timeoutMs`. */
+export function queryStatus(mountpoint: string, timeoutMs = 5000): Promise<string | null> {
+  const { socket } = controlPaths(mountpoint);
+  return new Promise((resolve) => {
+    const c = net.connect(socket);
+    let buf = '';
+    const timer = setTimeout(() => {
+      c.destroy();
+      resolve(null);
+    }, timeoutMs);
+    c.setEncoding('utf8');
+    c.on('connect', () => c.write('status\n'));
+    c.on('data', (d: string) => (buf += d));
+    c.on('error', () => {
+      clearTimeout(timer);
+      resolve(null);
+    });
+    c.on('close', () => {
+      clearTimeout(timer);
+      resolve(buf.trim() ? buf.trim() : null);
+    });
+  });
+}

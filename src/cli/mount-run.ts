@@ -14,6 +14,7 @@ import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import { UnreachableError } from './mount-retry.js';
+import { fmtBytes, type UploadQueueEntry } from './status-format.js';
 import type { Secrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
 
@@ -38,12 +39,6 @@ export interface MountSettings {
 /** A failure to explain in one line, without a stack. */
 export { UserError };
 
-export function fmtBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
-}
 
 export function log(msg: string): void {
   process.stderr.write(`seafs: ${msg}\n`);
@@ -122,17 +117,6 @@ async function prepareMountpoint(mnt: string): Promise<void> {
   }
   // a dead seafs mount can still answer stat (cached root attributes): clear it too
   if (await clearStaleMount(mnt).catch(() => false)) log(`cleared a stale mount at ${mnt}`);
-}
-
-export interface UploadQueueEntry {
-  path: string;
-  size: number;
-  /** failed: the last attempt failed (it is tried again unless the failure is permanent) */
-  state: 'uploading' | 'waiting' | 'failed';
-  attempts: number;
-  /** bytes handed to a streaming upload so far */
-  sent?: number;
-  error?: string;
 }
 
 export interface RunningMount {
