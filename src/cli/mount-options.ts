@@ -73,9 +73,9 @@ const IGNORED = new Set([
   'silent',
 ]);
 
-/** options given with a value that mount(8) or systemd own: `user=<login>`, `x-systemd.*`, `comment=` */
-function ignoredWithValue(name: string): boolean {
-  return name === 'user' || name === 'comment' || /^x-/i.test(name);
+/** options that mount(8) or systemd own: `user=<login>`, `comment=`, and `x-*` with or without a value */
+function ownedByMount(name: string, hasValue: boolean): boolean {
+  return /^x-/i.test(name) || (hasValue && (name === 'user' || name === 'comment'));
 }
 
 const ALL_NAMES = [...Object.keys(VALUED).map((k) => `${k}=`), ...Object.keys(SWITCHES), 'ro'];
@@ -116,7 +116,7 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
         if (KERNEL.has(name) && !kernel.includes(name)) kernel.push(name);
         continue;
       }
-      if (value !== undefined && ignoredWithValue(given)) continue;
+      if (ownedByMount(given, value !== undefined)) continue;
       if (name === 'ro' && value === undefined) {
         settings.readOnly = true;
         if (!kernel.includes('ro')) kernel.push('ro');
