@@ -10,8 +10,8 @@
 // holds only `mount.fuse.seafs` -> bin/mount.seafs. The mount and its process
 // live in that namespace: the writes and the umount run there too, and the
 // files are checked through the API from here.
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -22,7 +22,9 @@ import { CLI, isMountpoint, q, run, scratchDir, sh, sleep, testEnv } from '../he
 import { startTestServer } from '../helpers/server.js';
 import { setupE2E, writeRandom } from './fixture.js';
 
-const HELPER = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../bin/mount.seafs');
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const HELPER = path.join(ROOT, 'bin/mount.seafs');
+const UNIT = path.join(ROOT, 'contrib/systemd/seafs@.service');
 const LIB = 'My Drive';
 
 const ctx = setupE2E([LIB], { latencyMs: 150 });
@@ -249,5 +251,58 @@ describe('--retry-for', () => {
     expect(r.err.trim()).toBe('seafs: login refused: wrong user or password');
     // bounded, generously: far below the 60 s it would wait for an unreachable server
     expect(Date.now() - t0).toBeLessThan(30_000);
+  });
+});
+
+/** The unit's Exec line, its ${VAR}s replaced as systemd does (one argument each, spaces kept). */
+function execArgs(unit: string, key: string, env: Record<string, string>): string[] {
+  const line = unit.split('\n').find((l) => l.startsWith(`${key}=`))!;
+  return line
+    .slice(key.length + 1)
+    .split(' ')
+    .map((w) => w.replace(/\$\{(\w+)\}/g, (_, k: string) => env[k] ?? ''));
+}
+
+describe('the systemd unit (contrib/systemd/seafs@.service)', () => {
+  const hasAnalyze = spawnSync('systemd-analyze', ['--version']).status === 0;
+  if (!hasAnalyze) console.warn('systemd-analyze is not installed: the unit file is not verified');
+
+  it.skipIf(!hasAnalyze)('passes systemd-analyze verify with seafs on PATH where the unit expects it', async () => {
+    const dir = mkdtempSync(path.join(scratchDir(), 'unit-'));
+    copyFileSync(UNIT, path.join(dir, 'seafs@drive.service'));
+    // /usr/local/bin/seafs as scripts/setup links it, in a private mount namespace
+    const r = await run(
+      'unshare',
+      ['-m', 'bash', '-c', `mount -t tmpfs seafs-test-bin /usr/local/bin && ln -s ${q(CLI)} /usr/local/bin/seafs && systemd-analyze verify ${q(path.join(dir, 'seafs@drive.service'))}`],
+      { allowFail: true },
+    );
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toBe('');
+  });
+
+  it("its ExecStart returns once the drive is mounted, and its ExecStop returns once the files are on the server", async () => {
+    const unit = readFileSync(UNIT, 'utf8');
+    const mnt = mkdtempSync(path.join(scratchDir(), 'unit-mnt-'));
+    const pw = path.join(scratchDir(), 'unit.pw');
+    writeFileSync(pw, ctx.server.adminPassword + '\n', { mode: 0o600 });
+    const env = {
+      SEAFS_SOURCE: `${ctx.server.url}#${LIB}`,
+      SEAFS_MOUNTPOINT: mnt,
+      SEAFS_OPTIONS: `username=${ctx.server.adminEmail},password_file=${pw},cache_dir=${mkdtempSync(path.join(scratchDir(), 'cache-'))}`,
+    };
+    const start = execArgs(unit, 'ExecStart', env);
+    const stop = execArgs(unit, 'ExecStop', env);
+    expect(start[0]).toBe('/usr/local/bin/seafs');
+    expect(start).toContain(`${ctx.server.url}#${LIB}`);
+    const up = await run(process.execPath, [CLI, ...start.slice(1)], { env: testEnv() });
+    daemonOf(up.out);
+    expect(await isMountpoint(mnt)).toBe(true);
+    const f = path.join(ctx.src, 'unit.bin');
+    await writeRandom(f, 2 * 1024 * 1024);
+    await sh(`cp ${q(f)} ${q(mnt)}/unit.bin`);
+    const down = await run(process.execPath, [CLI, ...stop.slice(1)], { env: testEnv(), allowFail: true });
+    expect(down.code, down.out + down.err).toBe(0);
+    expect(await isMountpoint(mnt)).toBe(false);
+    await expectRemoteFile(ctx.api, ctx.repos[LIB], '/unit.bin', f);
   });
 });
