@@ -9,6 +9,8 @@ export interface UploadQueueEntry {
   attempts: number;
   /** bytes handed to a streaming upload so far */
   sent?: number;
+  /** still open for writing: its size is not final */
+  writing?: boolean;
   error?: string;
 }
 
@@ -79,7 +81,9 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
     let speed = '';
     if (opts.rate !== undefined) {
       const left = pendingBytes - sentBytes(st);
-      speed = opts.rate > 0 ? `; ${fmtBytes(opts.rate)}/s, about ${fmtDuration(left / opts.rate)} left` : '; no progress in the last sample';
+      // while a file is still written its size is not final: no time left to tell
+      const eta = queue.some((f) => f.writing) ? '' : `, about ${fmtDuration(left / opts.rate)} left`;
+      speed = opts.rate > 0 ? `; ${fmtBytes(Math.round(opts.rate))}/s${eta}` : '; no progress in the last sample';
     }
     lines.push(
       `  uploads: ${queue.length} pending (${fmtBytes(pendingBytes)}): ${count('uploading')} uploading, ${count('waiting')} waiting, ${count('failed')} failed${done}${speed}`,
@@ -91,6 +95,7 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
       const name = f.path.length > width ? `...${f.path.slice(-(width - 3))}` : f.path.padEnd(width);
       let detail = fmtBytes(f.size);
       if (f.sent !== undefined) detail = `${bar(f.sent, f.size)}  ${fmtBytes(f.sent)} of ${fmtBytes(f.size)}`;
+      if (f.writing) detail += ' (still being written)';
       if (f.state === 'failed') detail += `  (attempt ${f.attempts}: ${f.error ?? 'unknown error'})`;
       lines.push(`    ${f.state.padEnd(9)}  ${name}  ${detail}`);
     }

@@ -66,7 +66,9 @@ function render(now: Sample[], before: Sample[] | null): string {
       if (!s.status) return `${s.mountpoint}: mounted, but no seafs process answers (another user's mount, or its process is gone: seafs unmount ${s.mountpoint})`;
       const prev = before?.find((b) => b.mountpoint === s.mountpoint)?.status;
       const dt = (s.at - (before?.find((b) => b.mountpoint === s.mountpoint)?.at ?? s.at)) / 1000;
-      const rate = prev && dt > 0 ? Math.max(0, (progressBytes(s.status) - progressBytes(prev)) / dt) : undefined;
+      // a stream that ended between the samples leaves the count until its upload is acknowledged: no rate then
+      const delta = prev ? progressBytes(s.status) - progressBytes(prev) : -1;
+      const rate = dt > 0 && delta >= 0 ? delta / dt : undefined;
       return formatStatus(s.status, { rate });
     })
     .join('\n\n');

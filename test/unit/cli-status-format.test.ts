@@ -53,6 +53,11 @@ describe('seafs status text', () => {
     expect(lines[4]).toBe('    waiting    /small.txt    2.0 KiB');
   });
 
+  it('says when a file is still being written, so its size is not final', () => {
+    const st = status({ queue: [{ path: '/rec.mkv', size: 40 * MiB, state: 'uploading', attempts: 0, sent: 40 * MiB, writing: true }] });
+    expect(formatStatus(st).split('\n')[2]).toBe('    uploading  /rec.mkv  [####################] 100%  40.0 MiB of 40.0 MiB (still being written)');
+  });
+
   it('shows at most maxFiles files and counts the rest', () => {
     const queue = Array.from({ length: 30 }, (_, i) => ({ path: `/f${i}`, size: 1000 + i, state: 'waiting' as const, attempts: 0 }));
     const lines = formatStatus(status({ queue }), { maxFiles: 5 }).split('\n');
