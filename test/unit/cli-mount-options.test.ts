@@ -1,4 +1,6 @@
+import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { CLI } from '../helpers/server.js';
 import { parseMountOptions, splitSource, unescapeOctal } from '../../src/cli/mount-options.js';
 import { parseDuration, retryUnreachable, UnreachableError } from '../../src/cli/mount-retry.js';
 import { UserError } from '../../src/cli/user-error.js';
@@ -110,5 +112,22 @@ describe('--retry-for', () => {
     );
     await expect(p).rejects.toThrowError(/^cannot reach the server at http:\/\/x$/);
     expect(calls).toBe(1);
+  });
+});
+
+describe('seafs mount refuses bad -o options before it reaches the server', () => {
+  const mount = (...args: string[]) => spawnSync(process.execPath, [CLI, 'mount', ...args], { encoding: 'utf8', env: { ...process.env, SEAFS_PASSWORD: 'x' } });
+
+  it('names the library twice, differently: one line, exit 1', () => {
+    const r = mount('http://127.0.0.1:9#Photos', '/tmp', '--user', 'a@b.c', '-o', 'library=Music');
+    expect(r.status).toBe(1);
+    expect(r.stderr).toBe('seafs: the library is named twice, differently: "Photos" and "Music"\n');
+  });
+
+  it('a password in -o: one line that points to password_file=, exit 1', () => {
+    const r = mount('http://127.0.0.1:9#Photos', '/tmp', '-o', 'username=a@b.c,password=hunter2');
+    expect(r.status).toBe(1);
+    expect(r.stderr.split('\n')).toHaveLength(2);
+    expect(r.stderr).toMatch(/^seafs: -o password= is refused: .*use password_file=FILE/);
   });
 });
