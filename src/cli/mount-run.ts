@@ -208,23 +208,16 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     log(line);
     control.broadcast(line);
   };
-  // the unmount's progress lines: how far streamed files got, the rate since the unmount began, the time left
+  // the unmount's progress lines: the rate since the unmount began and the time left
   let since: { at: number; bytes: number } | null = null;
   const describe = (list: { path: string; size: number }[]) => {
-    const queue = uploadQueue(vfs);
-    const sent = new Map(queue.map((f) => [f.path, f.sent ?? 0]));
     const bytes = list.reduce((a, f) => a + f.size, 0);
-    const names = list
-      .slice(0, 5)
-      .map((f) => (sent.get(f.path) && f.size ? `${f.path} (${Math.floor((100 * sent.get(f.path)!) / f.size)}%)` : f.path))
-      .join(', ');
-    const done = vfs.wb.stats.uploadedBytes + queue.reduce((a, f) => a + (f.sent ?? 0), 0);
-    // a stream that ended drops out of the count until the server acknowledges it: start over from there
-    if (!since || done < since.bytes) since = { at: Date.now(), bytes: done };
+    const names = list.slice(0, 5).map((f) => f.path).join(', ');
+    const done = vfs.wb.stats.uploadedBytes;
+    since ??= { at: Date.now(), bytes: done };
     const secs = (Date.now() - since.at) / 1000;
     const rate = secs >= 2 ? (done - since.bytes) / secs : 0;
-    const left = bytes - queue.reduce((a, f) => a + (f.sent ?? 0), 0);
-    const speed = rate > 0 ? `; ${fmtBytes(Math.round(rate))}/s, about ${fmtDuration(left / rate)} left` : '';
+    const speed = rate > 0 ? `; ${fmtBytes(Math.round(rate))}/s, about ${fmtDuration(bytes / rate)} left` : '';
     return `${list.length} upload(s), ${fmtBytes(bytes)}: ${names}${list.length > 5 ? ', ...' : ''}${speed}`;
   };
 
@@ -268,10 +261,11 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   return { vfs, label, mountpoint: mnt, shutdown, finished };
 }
 
-/** Each file not yet on the server, for `seafs status`: what it is doing and how far a streamed upload got. */
+/** Each file not yet on the server, for `seafs status`: uploading, waiting or failed, and whether it is still written. */
 function uploadQueue(vfs: Vfs): UploadQueueEntry[] {
   return vfs.wb.pending().map((f) => {
-    const e: UploadQueueEntry = { path: f.path, size: f.size, state: f.running ? 'uploading' : f.lastError ? 'failed' : 'waiting', attempts: f.failures };
+    const state = f.running ? 'uploading' : f.lastError ? 'failed' : f.writers > 0 ? 'writing' : 'waiting';
+    const e: UploadQueueEntry = { path: f.path, size: f.size, state, attempts: f.failures };
     if (f.writers > 0) e.writing = true;
     if (f.lastError) e.error = f.lastError instanceof Error ? f.lastError.message : String(f.lastError);
     return e;

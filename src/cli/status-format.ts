@@ -4,10 +4,13 @@
 export interface UploadQueueEntry {
   path: string;
   size: number;
-  /** failed: the last attempt failed (it is tried again unless the failure is permanent) */
-  state: 'uploading' | 'waiting' | 'failed';
+  /**
+   * writing: still open for writing (a large one may already be streaming);
+   * failed: the last attempt failed (it is tried again unless the failure is permanent)
+   */
+  state: 'uploading' | 'writing' | 'waiting' | 'failed';
   attempts: number;
-  /** bytes handed to a streaming upload so far */
+  /** bytes of it already sent (absent: the write path does not report it) */
   sent?: number;
   /** still open for writing: its size is not final */
   writing?: boolean;
@@ -82,20 +85,23 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
     if (opts.rate !== undefined) {
       const left = pendingBytes - sentBytes(st);
       // while a file is still written its size is not final: no time left to tell
-      const eta = queue.some((f) => f.writing) ? '' : `, about ${fmtDuration(left / opts.rate)} left`;
-      speed = opts.rate > 0 ? `; ${fmtBytes(Math.round(opts.rate))}/s${eta}` : '; no progress in the last sample';
+      const writing = queue.some((f) => f.writing || f.state === 'writing');
+      const eta = writing ? '' : `, about ${fmtDuration(left / opts.rate)} left`;
+      // the rate counts finished uploads (and bytes sent, where reported): a file still written shows none yet
+      if (opts.rate > 0) speed = `; ${fmtBytes(Math.round(opts.rate))}/s${eta}`;
+      else if (!writing) speed = '; no upload finished since the last sample';
     }
     lines.push(
-      `  uploads: ${queue.length} pending (${fmtBytes(pendingBytes)}): ${count('uploading')} uploading, ${count('waiting')} waiting, ${count('failed')} failed${done}${speed}`,
+      `  uploads: ${queue.length} pending (${fmtBytes(pendingBytes)}): ${count('uploading')} uploading, ${count('writing') ? `${count('writing')} being written, ` : ''}${count('waiting')} waiting, ${count('failed')} failed${done}${speed}`,
     );
-    const order = { uploading: 0, failed: 1, waiting: 2 } as const;
+    const order = { uploading: 0, writing: 1, failed: 2, waiting: 3 } as const;
     const shown = [...queue].sort((a, b) => order[a.state] - order[b.state] || b.size - a.size).slice(0, opts.maxFiles ?? 20);
     const width = Math.min(50, Math.max(...shown.map((f) => f.path.length)));
     for (const f of shown) {
       const name = f.path.length > width ? `...${f.path.slice(-(width - 3))}` : f.path.padEnd(width);
       let detail = fmtBytes(f.size);
       if (f.sent !== undefined) detail = `${bar(f.sent, f.size)}  ${fmtBytes(f.sent)} of ${fmtBytes(f.size)}`;
-      if (f.writing) detail += ' (still being written)';
+      if (f.writing && f.state !== 'writing') detail += ' (still being written)';
       if (f.state === 'failed') detail += `  (attempt ${f.attempts}: ${f.error ?? 'unknown error'})`;
       lines.push(`    ${f.state.padEnd(9)}  ${name}  ${detail}`);
     }

@@ -58,6 +58,18 @@ describe('seafs status text', () => {
     expect(formatStatus(st).split('\n')[2]).toBe('    uploading  /rec.mkv  [####################] 100%  40.0 MiB of 40.0 MiB (still being written)');
   });
 
+  it('counts files still open for writing apart, and tells no time left while one is', () => {
+    const st = status({
+      queue: [
+        { path: '/movie.mkv', size: 400 * MiB, state: 'writing', attempts: 0 },
+        { path: '/a.txt', size: 10, state: 'waiting', attempts: 0 },
+      ],
+    });
+    const lines = formatStatus(st, { rate: MiB }).split('\n');
+    expect(lines[1]).toBe('  uploads: 2 pending (400.0 MiB): 0 uploading, 1 being written, 1 waiting, 0 failed; 7 uploaded (70.0 MiB) since the mount; 1.0 MiB/s');
+    expect(lines[2]).toBe('    writing    /movie.mkv  400.0 MiB');
+  });
+
   it('shows at most maxFiles files and counts the rest', () => {
     const queue = Array.from({ length: 30 }, (_, i) => ({ path: `/f${i}`, size: 1000 + i, state: 'waiting' as const, attempts: 0 }));
     const lines = formatStatus(status({ queue }), { maxFiles: 5 }).split('\n');
