@@ -5,6 +5,7 @@ import { hideBin } from 'yargs/helpers';
 import { guardStdio, printErr } from './log.js';
 import { serveCommand } from './serve.js';
 import { mountCommand, unmountCommand, demoCommand } from './mount.js';
+import { statusCommand } from './status.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();
@@ -14,9 +15,10 @@ await yargs(hideBin(process.argv))
   .usage('$0 <command> [options]')
   .command(mountCommand)
   .command(unmountCommand)
+  .command(statusCommand)
   .command(demoCommand)
   .command(serveCommand)
-  .demandCommand(1, 'Name a command: mount, unmount, demo or serve.')
+  .demandCommand(1, 'Name a command: mount, unmount, status, demo or serve.')
   .strict()
   .help()
   .alias('h', 'help')

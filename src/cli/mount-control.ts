@@ -7,11 +7,17 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
+/**
+ * Where control sockets live. root: always /run/seafs, so that a mount started
+ * at boot (no XDG_RUNTIME_DIR) and `seafs status`/`unmount` from a login shell
+ * (XDG_RUNTIME_DIR=/run/user/0, removed at logout) meet at the same socket.
+ */
 export function runtimeDir(): string {
   if (process.env.SEAFS_RUNTIME_DIR) return process.env.SEAFS_RUNTIME_DIR;
-  if (process.env.XDG_RUNTIME_DIR) return join(process.env.XDG_RUNTIME_DIR, 'seafs');
   const uid = process.getuid?.() ?? 0;
-  return uid === 0 ? '/run/seafs' : join(tmpdir(), `seafs-${uid}`);
+  if (uid === 0) return '/run/seafs';
+  if (process.env.XDG_RUNTIME_DIR) return join(process.env.XDG_RUNTIME_DIR, 'seafs');
+  return join(tmpdir(), `seafs-${uid}`);
 }
 
 export function controlPaths(mountpoint: string): { socket: string; log: string } {
@@ -121,5 +127,29 @@ export function controlAlive(mountpoint: string): Promise<boolean> {
       c.destroy();
       resolve(false);
     }, 3000).unref();
+  });
+}
+
+/** The mount's `status` answer (JSON text), or null when no mount process answers within `timeoutMs`. */
+export function queryStatus(mountpoint: string, timeoutMs = 5000): Promise<string | null> {
+  const { socket } = controlPaths(mountpoint);
+  return new Promise((resolve) => {
+    const c = net.connect(socket);
+    let buf = '';
+    const timer = setTimeout(() => {
+      c.destroy();
+      resolve(null);
+    }, timeoutMs);
+    c.setEncoding('utf8');
+    c.on('connect', () => c.write('status\n'));
+    c.on('data', (d: string) => (buf += d));
+    c.on('error', () => {
+      clearTimeout(timer);
+      resolve(null);
+    });
+    c.on('close', () => {
+      clearTimeout(timer);
+      resolve(buf.trim() ? buf.trim() : null);
+    });
   });
 }

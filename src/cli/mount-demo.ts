@@ -115,6 +115,7 @@ export async function runDemo(mountpoint: string): Promise<number> {
         `    cp /etc/hostname ${mnt}/Documents/ && mv ${mnt}/Documents/hostname ${mnt}/Data/`,
         `    sha256sum ${mnt}/Data/sample-8MiB.bin`,
         `    df -h ${mnt}; mount | grep seafs`,
+        `    seafs status ${mnt}`,
         `    seafs unmount ${mnt}    (or Ctrl-C here)`,
         '',
       ].join('\n'),

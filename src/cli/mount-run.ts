@@ -14,6 +14,8 @@ import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
+import { UnreachableError } from './mount-retry.js';
+import { fmtBytes, fmtDuration, type UploadQueueEntry } from './status-format.js';
 import type { Secrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
 
@@ -32,18 +34,14 @@ export interface MountSettings {
   readAhead?: number;
   /** seconds a server request may wait for an answer (the client's timeoutMs) */
   timeout?: number;
+  /** generic mount options for the kernel mount (nosuid, noexec, ro, ...) */
+  kernelOptions?: string[];
   debug?: boolean;
 }
 
 /** A failure to explain in one line, without a stack. */
 export { UserError };
 
-export function fmtBytes(n: number): string {
-  if (n < 1024) return `${n} B`;
-  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
-  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
-  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
-}
 
 /** One line in the mount's log (stderr or --log-file), at the level its words suggest; never throws. */
 export function log(msg: string): void {
@@ -58,7 +56,10 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
     switch (e.kind) {
       case 'network':
       case 'timeout':
-        return new UserError(`cannot reach the server at ${url}: ${e.message}`);
+        return new UnreachableError(`cannot reach the server at ${url}: ${e.message}`);
+      case 'server':
+        // a proxy in front of a server that is still starting answers 502/503
+        return new UnreachableError(`the server at ${url} answered: ${e.message}`);
       case 'otp_required':
         return new UserError('the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)');
       case 'unauthorized':
@@ -177,6 +178,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       allowOther: s.allowOther,
       readAheadKb: s.readAhead,
       counts: opCounts,
+      extraOptions: s.kernelOptions,
       debug: s.debug,
       log: layerLog,
     });
@@ -185,6 +187,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     throw new UserError(`cannot mount at ${mnt}: ${(e as Error).message}`);
   }
 
+  const startedAt = Date.now();
   let stopping: Promise<number> | null = null;
   let finish!: (code: number) => void;
   const finished = new Promise<number>((r) => (finish = r));
@@ -194,7 +197,14 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     () =>
       JSON.stringify({
         pid: process.pid,
+        mountpoint: mnt,
+        server: s.url,
+        account: email,
         library: label,
+        startedAt,
+        cacheDir,
+        cacheMaxBytes: vfs.disk ? Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024) : 0,
+        queue: uploadQueue(vfs),
         ops: opCounts,
         readAheadKb: fuse.readAheadKb,
         ...vfs.status(),
@@ -206,10 +216,17 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     log(line);
     control.broadcast(line);
   };
+  // the unmount's progress lines: the rate since the unmount began and the time left
+  let since: { at: number; bytes: number } | null = null;
   const describe = (list: { path: string; size: number }[]) => {
     const bytes = list.reduce((a, f) => a + f.size, 0);
     const names = list.slice(0, 5).map((f) => f.path).join(', ');
-    return `${list.length} upload(s), ${fmtBytes(bytes)}: ${names}${list.length > 5 ? ', ...' : ''}`;
+    const done = vfs.wb.stats.uploadedBytes;
+    since ??= { at: Date.now(), bytes: done };
+    const secs = (Date.now() - since.at) / 1000;
+    const rate = secs >= 2 ? (done - since.bytes) / secs : 0;
+    const speed = rate > 0 ? `; ${fmtBytes(Math.round(rate))}/s, about ${fmtDuration(bytes / rate)} left` : '';
+    return `${list.length} upload(s), ${fmtBytes(bytes)}: ${names}${list.length > 5 ? ', ...' : ''}${speed}`;
   };
 
   function shutdown(reason: string): Promise<number> {
@@ -250,6 +267,17 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   watch.unref();
   void finished.then(() => clearInterval(watch));
   return { vfs, label, mountpoint: mnt, shutdown, finished };
+}
+
+/** Each file not yet on the server, for `seafs status`: uploading, waiting or failed, and whether it is still written. */
+function uploadQueue(vfs: Vfs): UploadQueueEntry[] {
+  return vfs.wb.pending().map((f) => {
+    const state = f.running ? 'uploading' : f.lastError ? 'failed' : f.writers > 0 ? 'writing' : 'waiting';
+    const e: UploadQueueEntry = { path: f.path, size: f.size, state, attempts: f.failures };
+    if (f.writers > 0) e.writing = true;
+    if (f.lastError) e.error = f.lastError instanceof Error ? f.lastError.message : String(f.lastError);
+    return e;
+  });
 }
 
 /**

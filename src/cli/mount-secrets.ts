@@ -54,7 +54,7 @@ export function promptHidden(question: string): Promise<string> {
 export async function readSecrets(opts: { tokenFile?: string; passwordFile?: string; user?: string }): Promise<Secrets> {
   if (opts.tokenFile) return { token: await firstLine(opts.tokenFile, 'token') };
   if (process.env.SEAFS_TOKEN && !opts.passwordFile) return { token: process.env.SEAFS_TOKEN.trim() };
-  if (!opts.user) throw new UserError('name the account with --user EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
+  if (!opts.user) throw new UserError('name the account with --user EMAIL or -o username=EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
   if (opts.passwordFile) return { password: await firstLine(opts.passwordFile, 'password') };
   if (process.env.SEAFS_PASSWORD) return { password: process.env.SEAFS_PASSWORD };
   return { password: await promptHidden(`Password for ${opts.user}: `) };

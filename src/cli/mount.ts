@@ -5,6 +5,8 @@ import { resolve } from 'node:path';
 import type { CommandModule, Options } from 'yargs';
 import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
+import { parseMountOptions, splitSource } from './mount-options.js';
+import { parseDuration, retryUnreachable } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
 import { readSecrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
@@ -42,6 +44,29 @@ interface MountArgv extends MountSettings, LogArgv {
   tokenFile?: string;
   otp?: string;
   daemon?: boolean;
+  /** -o lists, as mount(8) passes them */
+  options?: string[];
+  retryFor?: string;
+  retryForMs?: number;
+}
+
+/** Folds the source's `#Library` and the -o options into the flags they stand for. */
+function applyMountOptions(argv: MountArgv): void {
+  const src = splitSource(argv.url);
+  const { settings, kernel } = parseMountOptions(argv.options ?? []);
+  const names = [argv.library, src.library, settings.library].filter((l): l is string => l !== undefined);
+  if (new Set(names).size > 1) throw new UserError(`the library is named twice, differently: ${names.map((n) => `"${n}"`).join(' and ')}`);
+  Object.assign(argv, settings);
+  argv.url = src.url;
+  argv.library = names[0];
+  argv.kernelOptions = kernel;
+  argv.retryForMs = argv.retryFor ? parseDuration(argv.retryFor) : 0;
+}
+
+/** Log in; with --retry-for, wait for a server that is not reachable yet. */
+async function connectWithRetry(argv: MountArgv, secrets: Awaited<ReturnType<typeof readSecrets>>) {
+  const { connect, log } = await mountRun();
+  return retryUnreachable(() => connect(argv.url, argv.user, secrets, argv.otp, argv.timeout), { forMs: argv.retryForMs ?? 0, log });
 }
 
 function fail(e: unknown): never {
@@ -67,9 +92,8 @@ function notifyReady(line: string): void {
 
 /** Re-spawn detached with the token in the environment; return once the child has mounted. */
 async function daemonize(argv: MountArgv): Promise<never> {
-  const { connect } = await mountRun();
   const secrets = await readSecrets(argv);
-  const { client, token } = await connect(argv.url, argv.user, secrets, argv.otp, argv.timeout);
+  const { client, token } = await connectWithRetry(argv, secrets);
   await client.close();
   const mnt = resolve(argv.mountpoint);
   mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
@@ -88,6 +112,8 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.cacheMaxSize !== undefined) args.push('--cache-max-size', String(argv.cacheMaxSize));
   if (argv.readAhead !== undefined) args.push('--read-ahead', String(argv.readAhead));
   if (argv.timeout !== undefined) args.push('--timeout', String(argv.timeout));
+  if (argv.kernelOptions?.length) args.push('-o', argv.kernelOptions.join(','));
+  if (argv.retryForMs) args.push('--retry-for', `${argv.retryForMs}ms`);
   if (argv.debug) args.push('--debug');
   args.push('--log-file', logFile, '--log-level', logger.level);
   const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
@@ -126,7 +152,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
   describe: 'Mount a library (or every library) of a server as a local folder',
   builder: (y) =>
     y
-      .positional('url', { type: 'string', demandOption: true, describe: 'server URL, e.g. https://cloud.example.com' })
+      .positional('url', { type: 'string', demandOption: true, describe: 'server URL, e.g. https://cloud.example.com; URL#Library names the library' })
       .positional('mountpoint', { type: 'string', demandOption: true, describe: 'an existing empty folder' })
       .option('library', { type: 'string', describe: 'library name or id (default: the root lists every library)' })
       .option('user', { type: 'string', describe: 'account e-mail (password from SEAFS_PASSWORD, --password-file or a prompt)' })
@@ -142,6 +168,14 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('read-ahead', { type: 'number', default: 512, describe: 'KiB the kernel reads ahead in a file (needs root; 0: the kernel default, 128)' })
       .option('timeout', { type: 'number', default: 30, describe: 'seconds a server request may wait for an answer (or between two chunks), retries included' })
       .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
+      .option('options', {
+        alias: 'o',
+        type: 'string',
+        array: true,
+        nargs: 1,
+        describe: 'mount options a=b,c as in fstab: library=, username=, password_file=, token_file=, cache_dir=, allow_other, ro, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
+      })
+      .option('retry-for', { type: 'string', describe: 'keep trying to reach the server this long before giving up (e.g. 60s, 5m; for mounts at boot)' })
       .option('debug', { type: 'boolean', default: false, hidden: true })
       .options(LOG_OPTIONS)
       .check((a) => {
@@ -154,16 +188,17 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       }) as never,
   handler: async (argv) => {
     try {
+      applyMountOptions(argv);
       setupLog(argv);
       // a --daemon child: its stdout is the log file, the parent prints the "mounted" line
       const daemonChild = !!process.env.SEAFS_READY_FD;
       if (argv.daemon && !daemonChild) await daemonize(argv);
-      const { connect, handleSignals, startMount } = await mountRun();
+      const { handleSignals, startMount } = await mountRun();
       const secrets = await readSecrets(argv);
       logger.addSecret(secrets.password);
       logger.addSecret(secrets.token);
       logger.addSecret(argv.otp);
-      const { client, email, token } = await connect(argv.url, argv.user, secrets, argv.otp, argv.timeout);
+      const { client, email, token } = await connectWithRetry(argv, secrets);
       logger.addSecret(token);
       const m = await startMount(argv, client, email);
       handleSignals(m);

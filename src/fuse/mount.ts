@@ -17,6 +17,8 @@ export interface FuseMountOptions {
   allowOther?: boolean;
   /** kernel readahead in KiB, set when the process may (root); 0 leaves the kernel's 128 KiB */
   readAheadKb?: number;
+  /** more kernel mount options libfuse understands (nosuid, noexec, ro, ...) */
+  extraOptions?: string[];
   debug?: boolean;
   /** the FUSE operations count their calls into it */
   counts?: OpCounts;
@@ -97,7 +99,7 @@ export async function mountVfs(vfs: Vfs, opts: FuseMountOptions): Promise<FuseMo
     const o = base();
     // atomic_o_trunc: an open with O_TRUNC arrives as such, not as an open (which would fetch
     // the old content to edit it) followed by a truncate
-    const extra = `big_writes,atomic_o_trunc,negative_timeout=${Math.min(entry, 1)}`;
+    const extra = [...(opts.extraOptions ?? []).map(optSafe), 'big_writes', 'atomic_o_trunc', `negative_timeout=${Math.min(entry, 1)}`].join(',');
     return o ? `${o},${extra}` : `-o${extra}`;
   };
   await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(err) : resolve())));
@@ -109,6 +111,8 @@ export async function mountVfs(vfs: Vfs, opts: FuseMountOptions): Promise<FuseMo
     async unmount() {
       if (unmounted) return;
       unmounted = true;
+      // detached from outside (umount, fusermount -u): nothing left to detach
+      if (!(await isMounted(opts.mountpoint))) return;
       await new Promise<void>((resolve) =>
         fuse.unmount((err) => {
           if (err) log(`unmount: ${err.message}`);

@@ -1,0 +1,118 @@
+// `seafs status` as text: one block per mount, from the mount's `status`
+// answer (see mount-run.ts) and, when measured, the upload rate.
+
+export interface UploadQueueEntry {
+  path: string;
+  size: number;
+  /**
+   * writing: still open for writing (a large one may already be streaming);
+   * failed: the last attempt failed (it is tried again unless the failure is permanent)
+   */
+  state: 'uploading' | 'writing' | 'waiting' | 'failed';
+  attempts: number;
+  /** bytes of it already sent (absent: the write path does not report it) */
+  sent?: number;
+  /** still open for writing: its size is not final */
+  writing?: boolean;
+  error?: string;
+}
+
+/** The fields of a mount's status answer that `seafs status` shows. */
+export interface MountStatus {
+  pid: number;
+  mountpoint: string;
+  server?: string;
+  account?: string;
+  library: string;
+  startedAt?: number;
+  cacheDir?: string;
+  cacheMaxBytes?: number;
+  /** bytes the disk cache holds now (measured by `seafs status`, not the mount) */
+  cacheUsedBytes?: number;
+  queue?: UploadQueueEntry[];
+  pending: { path: string; size: number }[];
+  uploads?: { uploads: number; uploadedBytes: number; failures: number };
+  disk?: { hits: number } | null;
+  rssBytes?: number;
+}
+
+export function fmtBytes(n: number): string {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 / 1024).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
+export function fmtDuration(sec: number): string {
+  const s = Math.max(0, Math.round(sec));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, '0')}s`;
+  return `${Math.floor(s / 3600)}h${String(Math.floor((s % 3600) / 60)).padStart(2, '0')}m`;
+}
+
+/** Bytes of the pending uploads already on their way (streamed uploads report how far they got). */
+export function sentBytes(st: MountStatus): number {
+  return (st.queue ?? []).reduce((a, f) => a + (f.sent ?? 0), 0);
+}
+
+/** What counts as progress between two samples: finished uploads plus what streams have sent. */
+export function progressBytes(st: MountStatus): number {
+  return (st.uploads?.uploadedBytes ?? 0) + sentBytes(st);
+}
+
+function bar(done: number, total: number, width = 20): string {
+  const f = total > 0 ? Math.min(1, done / total) : 0;
+  const n = Math.round(f * width);
+  return `[${'#'.repeat(n)}${'-'.repeat(width - n)}] ${String(Math.floor(f * 100)).padStart(3)}%`;
+}
+
+/** The block `seafs status` prints for one mount; `rate` in bytes/s when it was measured. */
+export function formatStatus(st: MountStatus, opts: { rate?: number; now?: number; maxFiles?: number } = {}): string {
+  const now = opts.now ?? Date.now();
+  const lines: string[] = [];
+  const who = [st.server && `on ${st.server}`, st.account && `as ${st.account}`].filter(Boolean).join(' ');
+  const up = st.startedAt ? `, up ${fmtDuration((now - st.startedAt) / 1000)}` : '';
+  lines.push(`${st.mountpoint}: ${st.library}${who ? ` ${who}` : ''} (pid ${st.pid}${up})`);
+
+  const queue: UploadQueueEntry[] = st.queue ?? st.pending.map((p) => ({ ...p, state: 'waiting' as const, attempts: 0 }));
+  const count = (s: UploadQueueEntry['state']) => queue.filter((f) => f.state === s).length;
+  const pendingBytes = queue.reduce((a, f) => a + f.size, 0);
+  const done = st.uploads ? `; ${st.uploads.uploads} uploaded (${fmtBytes(st.uploads.uploadedBytes)}) since the mount` : '';
+  if (queue.length === 0) {
+    lines.push(`  uploads: none pending, everything is on the server${done}`);
+  } else {
+    let speed = '';
+    if (opts.rate !== undefined) {
+      const left = pendingBytes - sentBytes(st);
+      // while a file is still written its size is not final: no time left to tell
+      const writing = queue.some((f) => f.writing || f.state === 'writing');
+      const eta = writing ? '' : `, about ${fmtDuration(left / opts.rate)} left`;
+      // the rate counts finished uploads (and bytes sent, where reported): a file still written shows none yet
+      if (opts.rate > 0) speed = `; ${fmtBytes(Math.round(opts.rate))}/s${eta}`;
+      else if (!writing) speed = '; no upload finished since the last sample';
+    }
+    lines.push(
+      `  uploads: ${queue.length} pending (${fmtBytes(pendingBytes)}): ${count('uploading')} uploading, ${count('writing') ? `${count('writing')} being written, ` : ''}${count('waiting')} waiting, ${count('failed')} failed${done}${speed}`,
+    );
+    const order = { uploading: 0, writing: 1, failed: 2, waiting: 3 } as const;
+    const shown = [...queue].sort((a, b) => order[a.state] - order[b.state] || b.size - a.size).slice(0, opts.maxFiles ?? 20);
+    const width = Math.min(50, Math.max(...shown.map((f) => f.path.length)));
+    for (const f of shown) {
+      const name = f.path.length > width ? `...${f.path.slice(-(width - 3))}` : f.path.padEnd(width);
+      let detail = fmtBytes(f.size);
+      if (f.sent !== undefined) detail = `${bar(f.sent, f.size)}  ${fmtBytes(f.sent)} of ${fmtBytes(f.size)}`;
+      if (f.writing && f.state !== 'writing') detail += ' (still being written)';
+      if (f.state === 'failed') detail += `  (attempt ${f.attempts}: ${f.error ?? 'unknown error'})`;
+      lines.push(`    ${f.state.padEnd(9)}  ${name}  ${detail}`);
+    }
+    if (queue.length > shown.length) lines.push(`    ... and ${queue.length - shown.length} more`);
+  }
+  if (st.uploads?.failures) lines.push(`  failed attempts since the mount: ${st.uploads.failures} (retried; files that never succeed stay in the cache for the next mount)`);
+  if (st.cacheMaxBytes !== undefined) {
+    const used = st.cacheUsedBytes !== undefined ? `${fmtBytes(st.cacheUsedBytes)} of ` : '';
+    const hits = st.disk ? `, ${st.disk.hits} chunk(s) read from it` : '';
+    lines.push(`  cache: ${st.cacheMaxBytes ? `${used}${fmtBytes(st.cacheMaxBytes)}` : 'off'}${st.cacheDir ? ` in ${st.cacheDir}` : ''}${hits}`);
+  }
+  if (st.rssBytes !== undefined) lines.push(`  memory: ${fmtBytes(st.rssBytes)} resident`);
+  return lines.join('\n');
+}

@@ -1,0 +1,89 @@
+import { describe, expect, it } from 'vitest';
+import { formatStatus, progressBytes, type MountStatus } from '../../src/cli/status-format.js';
+
+const MiB = 1024 * 1024;
+
+function status(over: Partial<MountStatus> = {}): MountStatus {
+  return {
+    pid: 4242,
+    mountpoint: '/mnt/drive',
+    server: 'https://cloud.example.com',
+    account: 'me@example.com',
+    library: 'My Library',
+    startedAt: 1_000_000,
+    cacheDir: '/var/cache/seafs/ab12',
+    cacheMaxBytes: 4096 * MiB,
+    cacheUsedBytes: 300 * MiB,
+    pending: [],
+    queue: [],
+    uploads: { uploads: 7, uploadedBytes: 70 * MiB, failures: 0 },
+    disk: { hits: 12 },
+    rssBytes: 110 * MiB,
+    ...over,
+  };
+}
+
+describe('seafs status text', () => {
+  it('says when everything is on the server, with the mount, server, account, uptime, cache and memory', () => {
+    const text = formatStatus(status(), { now: 1_000_000 + 3725_000 });
+    expect(text.split('\n')).toEqual([
+      '/mnt/drive: My Library on https://cloud.example.com as me@example.com (pid 4242, up 1h02m)',
+      '  uploads: none pending, everything is on the server; 7 uploaded (70.0 MiB) since the mount',
+      '  cache: 300.0 MiB of 4.00 GiB in /var/cache/seafs/ab12, 12 chunk(s) read from it',
+      '  memory: 110.0 MiB resident',
+    ]);
+  });
+
+  it('lists uploading files first with a bar for streamed ones, then failures with their reason, then waiting files, with rate and time left', () => {
+    const st = status({
+      queue: [
+        { path: '/small.txt', size: 2048, state: 'waiting', attempts: 0 },
+        { path: '/over.bin', size: 3 * MiB, state: 'failed', attempts: 6, error: 'upload failed (HTTP 443): quota exceeded' },
+        { path: '/iso/big.iso', size: 100 * MiB, state: 'uploading', attempts: 0, sent: 25 * MiB },
+      ],
+    });
+    const text = formatStatus(st, { rate: 5 * MiB, now: 1_060_000 });
+    const lines = text.split('\n');
+    // 103 MiB pending minus 25 MiB sent, at 5 MiB/s: about 16 s
+    expect(lines[1]).toBe(
+      '  uploads: 3 pending (103.0 MiB): 1 uploading, 1 waiting, 1 failed; 7 uploaded (70.0 MiB) since the mount; 5.0 MiB/s, about 16s left',
+    );
+    expect(lines[2]).toBe('    uploading  /iso/big.iso  [#####---------------]  25%  25.0 MiB of 100.0 MiB');
+    expect(lines[3]).toBe('    failed     /over.bin     3.0 MiB  (attempt 6: upload failed (HTTP 443): quota exceeded)');
+    expect(lines[4]).toBe('    waiting    /small.txt    2.0 KiB');
+  });
+
+  it('says when a file is still being written, so its size is not final', () => {
+    const st = status({ queue: [{ path: '/rec.mkv', size: 40 * MiB, state: 'uploading', attempts: 0, sent: 40 * MiB, writing: true }] });
+    expect(formatStatus(st).split('\n')[2]).toBe('    uploading  /rec.mkv  [####################] 100%  40.0 MiB of 40.0 MiB (still being written)');
+  });
+
+  it('counts files still open for writing apart, and tells no time left while one is', () => {
+    const st = status({
+      queue: [
+        { path: '/movie.mkv', size: 400 * MiB, state: 'writing', attempts: 0 },
+        { path: '/a.txt', size: 10, state: 'waiting', attempts: 0 },
+      ],
+    });
+    const lines = formatStatus(st, { rate: MiB }).split('\n');
+    expect(lines[1]).toBe('  uploads: 2 pending (400.0 MiB): 0 uploading, 1 being written, 1 waiting, 0 failed; 7 uploaded (70.0 MiB) since the mount; 1.0 MiB/s');
+    expect(lines[2]).toBe('    writing    /movie.mkv  400.0 MiB');
+  });
+
+  it('shows at most maxFiles files and counts the rest', () => {
+    const queue = Array.from({ length: 30 }, (_, i) => ({ path: `/f${i}`, size: 1000 + i, state: 'waiting' as const, attempts: 0 }));
+    const lines = formatStatus(status({ queue }), { maxFiles: 5 }).split('\n');
+    expect(lines.filter((l) => l.startsWith('    waiting'))).toHaveLength(5);
+    expect(lines).toContain('    ... and 25 more');
+  });
+
+  it('counts finished uploads and what streams have sent as progress', () => {
+    const st = status({ queue: [{ path: '/a', size: 10, state: 'uploading', attempts: 0, sent: 4 }] });
+    expect(progressBytes(st)).toBe(70 * MiB + 4);
+  });
+
+  it('reads the older status answer, which had only the pending list', () => {
+    const st = status({ queue: undefined, pending: [{ path: '/old.bin', size: 5 }] });
+    expect(formatStatus(st)).toContain('    waiting    /old.bin  5 B');
+  });
+});
