@@ -1,6 +1,8 @@
 // How `seafs unmount` reaches a running mount: a unix socket in a runtime dir,
 // named after the mount point. The mount process streams progress lines back
-// and ends with "done ok" or "done failed".
+// and ends with "done ok" or "done failed". `seafs unlock` sends one line
+// `unlock {"library":..,"password":..}` (the socket's folder is the user's
+// own, mode 700) and gets "ok NAME" or "error MESSAGE".
 import { createHash } from 'node:crypto';
 import { mkdirSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -32,8 +34,11 @@ export interface ControlServer {
   close(): Promise<void>;
 }
 
+/** Unlocks a library of the mount with a password; resolves with its name, rejects with a message for the user. */
+export type UnlockHandler = (library: string, password: string) => Promise<string>;
+
 /** Listen for control commands; `onUnmount` runs once, its lines go to every client. */
-export async function listenControl(mountpoint: string, onUnmount: () => void, status: () => string): Promise<ControlServer> {
+export async function listenControl(mountpoint: string, onUnmount: () => void, status: () => string, onUnlock?: UnlockHandler): Promise<ControlServer> {
   const { socket } = controlPaths(mountpoint);
   mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
   rmSync(socket, { force: true });
@@ -54,6 +59,8 @@ export async function listenControl(mountpoint: string, onUnmount: () => void, s
           onUnmount();
         } else if (cmd === 'status') {
           c.end(status() + '\n');
+        } else if (cmd.startsWith('unlock ') && onUnlock) {
+          answerUnlock(c, cmd.slice('unlock '.length), onUnlock);
         } else {
           c.end(`error unknown command ${cmd}\n`);
         }
@@ -76,6 +83,48 @@ export async function listenControl(mountpoint: string, onUnmount: () => void, s
       rmSync(socket, { force: true });
     },
   };
+}
+
+function answerUnlock(c: net.Socket, json: string, onUnlock: UnlockHandler): void {
+  let req: { library?: unknown; password?: unknown };
+  try {
+    req = JSON.parse(json) as typeof req;
+  } catch {
+    req = {};
+  }
+  if (typeof req.library !== 'string' || typeof req.password !== 'string') {
+    c.end('error a library and a password are needed\n');
+    return;
+  }
+  onUnlock(req.library, req.password).then(
+    (name) => c.end(`ok ${name}\n`),
+    (e: unknown) => c.end(`error ${(e instanceof Error ? e.message : String(e)).replace(/\n/g, ' ')}\n`),
+  );
+}
+
+/**
+ * Hands a library password to the mount at `mountpoint`. Resolves with the
+ * mount's answer ("ok NAME" or "error MESSAGE"), or null when no mount answers.
+ */
+export function requestUnlock(mountpoint: string, library: string, password: string, timeoutMs = 60_000): Promise<string | null> {
+  const { socket } = controlPaths(mountpoint);
+  return new Promise((resolve) => {
+    const c = net.connect(socket);
+    let buf = '';
+    const timer = setTimeout(() => {
+      c.destroy();
+      resolve(buf.trim() || null);
+    }, timeoutMs);
+    c.setEncoding('utf8');
+    c.on('connect', () => c.write(`unlock ${JSON.stringify({ library, password })}\n`));
+    c.on('data', (d: string) => (buf += d));
+    const done = () => {
+      clearTimeout(timer);
+      resolve(buf.trim() || null);
+    };
+    c.on('error', done);
+    c.on('close', done);
+  });
 }
 
 /**

@@ -11,6 +11,7 @@ export interface OptionSettings {
   library?: string;
   user?: string;
   passwordFile?: string;
+  libraryPasswordFile?: string;
   tokenFile?: string;
   cacheDir?: string;
   readOnly?: boolean;
@@ -33,6 +34,7 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
   // `user=` belongs to mount(8): it marks a user mount, and mount rewrites it to `user=<login>`
   username: { key: 'user', kind: 'string' },
   password_file: { key: 'passwordFile', kind: 'string' },
+  library_password_file: { key: 'libraryPasswordFile', kind: 'string' },
   token_file: { key: 'tokenFile', kind: 'string' },
   cache_dir: { key: 'cacheDir', kind: 'string' },
   attr_timeout: { key: 'attrTimeout', kind: 'number' },
@@ -128,7 +130,7 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
         if (!kernel.includes('ro')) kernel.push('ro');
         continue;
       }
-      if (name === 'password' || name === 'token') {
+      if (name === 'password' || name === 'token' || name === 'library_password') {
         throw new UserError(`-o ${name}= is refused: a secret in mount options is visible to every user (ps, /proc); use ${name}_file=FILE (first line, readable by root only)`);
       }
       const sw = SWITCHES[name];

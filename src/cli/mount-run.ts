@@ -16,13 +16,16 @@ import { controlAlive, listenControl } from './mount-control.js';
 import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
 import { UnreachableError } from './mount-retry.js';
 import { fmtBytes, fmtDuration, type UploadQueueEntry } from './status-format.js';
-import type { Secrets } from './mount-secrets.js';
+import { readLibraryPassword, type Secrets } from './mount-secrets.js';
+import { WrongLibraryPassword } from '../vfs/library-unlock.js';
 import { UserError } from './user-error.js';
 
 export interface MountSettings {
   url: string;
   mountpoint: string;
   library?: string;
+  /** the password of an encrypted --library: this file, else SEAFS_LIBRARY_PASSWORD, else a prompt */
+  libraryPasswordFile?: string;
   readOnly?: boolean;
   allowOther?: boolean;
   cacheDir?: string;
@@ -158,9 +161,16 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
+      libraryPassword: async (lib) => {
+        const password = await readLibraryPassword(s, lib.name);
+        logger.addSecret(password);
+        return password;
+      },
+      unlockHint: (lib) => `give its password with: seafs unlock ${mnt} '${lib.name.replace(/'/g, `'\\''`)}'`,
       log: layerLog,
     });
   } catch (e) {
+    if (e instanceof WrongLibraryPassword || e instanceof UserError) throw new UserError(e.message.replace(/^EACCES: /, ''));
     if (e instanceof VfsError && e.code === 'ENOENT' && s.library) {
       const libs = await client.listLibraries().catch(() => []);
       throw new UserError(`no library named or with id "${s.library}"; the account reaches: ${libs.map((l) => l.name).join(', ') || 'none'}`);
@@ -211,6 +221,17 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         rssBytes: process.memoryUsage().rss,
         memory: process.memoryUsage(),
       }),
+    async (library, password) => {
+      logger.addSecret(password);
+      if (vfs.library) throw new Error(`this mount holds one library (${vfs.library.name}); unlock applies to all-libraries mounts`);
+      try {
+        const lib = await vfs.unlockLibrary(library, password);
+        log(`library "${lib.name}" unlocked (seafs unlock)`);
+        return lib.name;
+      } catch (e) {
+        throw new Error(e instanceof VfsError ? e.message.replace(/^[A-Z]+: /, '') : (e as Error).message);
+      }
+    },
   );
   const say = (line: string) => {
     log(line);

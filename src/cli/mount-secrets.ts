@@ -22,9 +22,9 @@ export async function firstLine(file: string, what: string): Promise<string> {
 }
 
 /** Reads a line from the terminal without echoing it. */
-export function promptHidden(question: string): Promise<string> {
+export function promptHidden(question: string, noTty = 'no password: set SEAFS_PASSWORD, or pass --password-file or --token-file'): Promise<string> {
   const stdin = process.stdin;
-  if (!stdin.isTTY) return Promise.reject(new Error('no password: set SEAFS_PASSWORD, or pass --password-file or --token-file'));
+  if (!stdin.isTTY) return Promise.reject(new UserError(noTty));
   process.stderr.write(question);
   return new Promise((resolve, reject) => {
     let value = '';
@@ -58,4 +58,16 @@ export async function readSecrets(opts: { tokenFile?: string; passwordFile?: str
   if (opts.passwordFile) return { password: await firstLine(opts.passwordFile, 'password') };
   if (process.env.SEAFS_PASSWORD) return { password: process.env.SEAFS_PASSWORD };
   return { password: await promptHidden(`Password for ${opts.user}: `) };
+}
+
+/** The password of an encrypted library: --library-password-file, SEAFS_LIBRARY_PASSWORD, or a prompt without echo. */
+export async function readLibraryPassword(opts: { libraryPasswordFile?: string }, library: string): Promise<string> {
+  if (opts.libraryPasswordFile) return firstLine(opts.libraryPasswordFile, 'library password');
+  if (process.env.SEAFS_LIBRARY_PASSWORD) return process.env.SEAFS_LIBRARY_PASSWORD;
+  const password = await promptHidden(
+    `Password of the encrypted library "${library}": `,
+    `the library "${library}" is encrypted: give its password through SEAFS_LIBRARY_PASSWORD or --library-password-file`,
+  );
+  if (!password) throw new UserError(`no password given for the encrypted library "${library}"`);
+  return password;
 }

@@ -8,7 +8,7 @@ import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
 import { parseMountOptions, splitSource } from './mount-options.js';
 import { parseDuration, retryUnreachable } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
-import { readSecrets } from './mount-secrets.js';
+import { readLibraryPassword, readSecrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
 
 // The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
@@ -94,7 +94,21 @@ function notifyReady(line: string): void {
 async function daemonize(argv: MountArgv): Promise<never> {
   const secrets = await readSecrets(argv);
   const { client, token } = await connectWithRetry(argv, secrets);
-  await client.close();
+  // the child has no terminal: an encrypted library's password is asked here and passed in its environment
+  let libraryPassword: string | undefined;
+  try {
+    const lib = argv.library === undefined ? undefined : (await client.listLibraries()).find((l) => l.id === argv.library || l.name === argv.library);
+    if (lib?.encrypted) {
+      libraryPassword = await readLibraryPassword(argv, lib.name);
+      // a wrong password is told here, in one line, rather than by the child's log
+      const { LibraryLocks, WrongLibraryPassword } = await import('../vfs/library-unlock.js');
+      await new LibraryLocks(client, () => {}, null).unlock(lib, libraryPassword).catch((e: unknown) => {
+        throw e instanceof WrongLibraryPassword ? new UserError(e.message.replace(/^EACCES: /, '')) : e;
+      });
+    }
+  } finally {
+    await client.close();
+  }
   const mnt = resolve(argv.mountpoint);
   mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
   // the child logs with timestamps to the user's log file, or to one beside its control socket;
@@ -104,6 +118,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   const args = [process.argv[1], 'mount', argv.url, mnt];
   if (argv.library !== undefined) args.push('--library', argv.library);
   if (argv.user) args.push('--user', argv.user);
+  if (argv.libraryPasswordFile) args.push('--library-password-file', resolve(argv.libraryPasswordFile));
   if (argv.readOnly) args.push('--read-only');
   if (argv.allowOther) args.push('--allow-other');
   if (argv.cacheDir) args.push('--cache-dir', resolve(argv.cacheDir));
@@ -118,6 +133,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   args.push('--log-file', logFile, '--log-level', logger.level);
   const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
   delete env.SEAFS_PASSWORD;
+  if (libraryPassword !== undefined) env.SEAFS_LIBRARY_PASSWORD = libraryPassword;
   const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out, 'pipe'], env });
   closeSync(out);
   const pipe = child.stdio[3] as NodeJS.ReadableStream;
@@ -157,6 +173,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('library', { type: 'string', describe: 'library name or id (default: the root lists every library)' })
       .option('user', { type: 'string', describe: 'account e-mail (password from SEAFS_PASSWORD, --password-file or a prompt)' })
       .option('password-file', { type: 'string', describe: 'file whose first line is the password' })
+      .option('library-password-file', { type: 'string', describe: 'file whose first line is the password of an encrypted --library (or set SEAFS_LIBRARY_PASSWORD; default: a prompt)' })
       .option('token-file', { type: 'string', describe: 'file whose first line is an API token (or set SEAFS_TOKEN)' })
       .option('otp', { type: 'string', describe: 'current two-factor code' })
       .option('read-only', { type: 'boolean', default: false, describe: 'refuse every write (EROFS)' })
@@ -173,7 +190,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         type: 'string',
         array: true,
         nargs: 1,
-        describe: 'mount options a=b,c as in fstab: library=, username=, password_file=, token_file=, cache_dir=, allow_other, ro, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
+        describe: 'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
       })
       .option('retry-for', { type: 'string', describe: 'keep trying to reach the server this long before giving up (e.g. 60s, 5m; for mounts at boot)' })
       .option('debug', { type: 'boolean', default: false, hidden: true })
@@ -198,6 +215,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       logger.addSecret(secrets.password);
       logger.addSecret(secrets.token);
       logger.addSecret(argv.otp);
+      logger.addSecret(process.env.SEAFS_LIBRARY_PASSWORD);
       const { client, email, token } = await connectWithRetry(argv, secrets);
       logger.addSecret(token);
       const m = await startMount(argv, client, email);

@@ -21,6 +21,9 @@ export interface OpsOptions {
   counts?: OpCounts;
 }
 
+/** a failure the vfs has already told the log about (`quiet`: e.g. a locked encrypted library) */
+const told = (e: unknown) => (e as { quiet?: unknown } | null)?.quiet === true;
+
 const QUIET = new Set<ErrnoName>(['ENOENT', 'EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR', 'EROFS', 'EPERM', 'EINVAL', 'ENAMETOOLONG', 'EBADF']);
 
 /** calls per FUSE operation, by name */
@@ -47,7 +50,7 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       };
       const fail = (e: unknown) => {
         const code = errnoOf(e);
-        if (opts.debug || !QUIET.has(code)) log(`${name} ${String(all[0])}: ${code} (${(e as Error)?.message ?? e})`);
+        if (opts.debug || !(QUIET.has(code) || told(e))) log(`${name} ${String(all[0])}: ${code} (${(e as Error)?.message ?? e})`);
         done(errnoNumber(code));
       };
       try {
@@ -60,7 +63,7 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
 
   const readFail = (p: string, e: unknown, cb: Cb) => {
     const code = errnoOf(e);
-    if (opts.debug || !QUIET.has(code)) log(`read ${p}: ${code} (${(e as Error)?.message ?? e})`);
+    if (opts.debug || !(QUIET.has(code) || told(e))) log(`read ${p}: ${code} (${(e as Error)?.message ?? e})`);
     try {
       cb(errnoNumber(code));
     } catch (err) {

@@ -25,6 +25,8 @@ export class Libraries {
     private readonly api: SeafileApi,
     private readonly ttlMs: number,
     private readonly readOnly: boolean,
+    /** all-libraries mode: throws for a library whose content the mount cannot open (a locked encrypted one) */
+    private readonly guard: (lib: Library) => void = () => {},
   ) {}
 
   /** Mount the library named (or with the id) `nameOrId`. */
@@ -60,6 +62,14 @@ export class Libraries {
     return this.cache!.byName;
   }
 
+  /** `guard` for the library folder at `p` itself (listing it; its own attributes stay visible). */
+  async guardRoot(p: string): Promise<void> {
+    if (this.lib) return;
+    const parts = splitPath(p);
+    const lib = parts.length === 1 ? (await this.byName()).get(parts[0]) : undefined;
+    if (lib) this.guard(lib);
+  }
+
   /** The library with this id, when the mount knows it. */
   async byId(repo: string): Promise<Library | undefined> {
     if (this.lib) return this.lib.id === repo ? this.lib : undefined;
@@ -74,6 +84,7 @@ export class Libraries {
     if (change && parts.length === 1) throw new VfsError('EPERM', 'the root holds the libraries');
     const lib = (await this.byName()).get(parts[0]);
     if (!lib) throw new VfsError('ENOENT', p);
+    if (parts.length > 1) this.guard(lib);
     return {
       repo: lib.id,
       path: parts.length > 1 ? '/' + parts.slice(1).join('/') : '/',

@@ -11,6 +11,7 @@ import { Connectivity, unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
 import { HandleTable } from './handles.js';
 import { Libraries, writable } from './libraries.js';
+import { LibraryLocks, watchLocked } from './library-unlock.js';
 import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, checkName, parentOf } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
@@ -32,6 +33,12 @@ export interface VfsOptions {
   gid?: number;
   reader?: ReaderOptions;
   writeBack?: WriteBackOptions;
+  /**
+   * the password of the named library when it is encrypted (asked only then);
+   * all-libraries mode: what the log tells a user to run to unlock one
+   */
+  libraryPassword?: (lib: Library) => Promise<string>;
+  unlockHint?: (lib: Library) => string;
   /** fsync the journal entries (default true) */
   durableJournal?: boolean;
   /** bytes of downloaded data kept on disk (default 4 GiB; 0: none) */
@@ -74,17 +81,20 @@ export class Vfs {
   /** the API as the rest of the vfs uses it: failing at once while offline */
   readonly api: SeafileApi;
   readonly net: Connectivity;
+  readonly locks: LibraryLocks;
 
   private constructor(
     rawApi: SeafileApi,
     readonly opts: VfsOptions,
   ) {
     this.log = opts.log ?? (() => {});
-    this.net = new Connectivity(rawApi, { log: this.log, probeMinMs: opts.probeMinMs, probeMaxMs: opts.probeMaxMs });
-    const api = (this.api = this.net.wrap(rawApi));
+    this.locks = new LibraryLocks(rawApi, this.log, opts.library === undefined ? (opts.unlockHint ?? null) : null);
+    const watched = watchLocked(rawApi, (repo, e) => void this.libraries.byId(repo).then((lib) => this.locks.noteFailure(lib, e), () => {}));
+    this.net = new Connectivity(watched, { log: this.log, probeMinMs: opts.probeMinMs, probeMaxMs: opts.probeMaxMs });
+    const api = (this.api = this.net.wrap(watched));
     const dirTtl = opts.dirCacheTimeMs ?? 10_000;
     this.attrs = new AttrShaper(opts.uid ?? process.getuid?.() ?? 0, opts.gid ?? process.getgid?.() ?? 0);
-    this.libraries = new Libraries(api, dirTtl, !!opts.readOnly);
+    this.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (lib) => this.locks.requireOpen(lib));
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 8);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
@@ -133,11 +143,28 @@ export class Vfs {
   static async create(api: SeafileApi, opts: VfsOptions): Promise<Vfs> {
     const v = new Vfs(api, opts);
     const lib = opts.library !== undefined ? await v.libraries.choose(opts.library) : null;
+    if (lib?.encrypted && opts.libraryPassword) await v.locks.unlock(lib, await opts.libraryPassword(lib));
     await v.wb.init();
     await v.disk?.init();
     const recovered = await v.wb.recover((repo) => (lib ? repo === lib.id : true));
     if (recovered) v.log(`recovered ${recovered} file(s) left by an earlier mount; uploading them`);
     return v;
+  }
+
+  /**
+   * All-libraries mode: unlock the library shown as `name` at the root (or
+   * with that id) with its password, held in memory from then on; uploads
+   * waiting for it go now. Returns the library.
+   */
+  async unlockLibrary(name: string, password: string): Promise<Library> {
+    const libs = await this.libraries.byName();
+    const lib = libs.get(name) ?? [...libs.values()].find((l) => l.id === name || l.name === name);
+    if (!lib) throw new VfsError('ENOENT', `no library "${name}" at the root of this mount`);
+    if (!lib.encrypted) throw new VfsError('EINVAL', `the library "${lib.name}" is not encrypted`);
+    await this.locks.unlock(lib, password);
+    this.meta.invalidateTree(lib.id, '/');
+    this.wb.retryNow();
+    return lib;
   }
 
   get library(): Library | null {
@@ -197,6 +224,7 @@ export class Vfs {
   async readdir(p: string): Promise<string[]> {
     const loc = await this.resolve(p);
     if (loc.repo === null) return [...(await this.libraries.byName()).keys()];
+    if (loc.path === '/') await this.libraries.guardRoot(p);
     const l = await this.dir(loc.repo, loc.path);
     const names = new Set(l.entries.keys());
     for (const n of this.wb.childrenOf(loc.repo, loc.path)) names.add(n);

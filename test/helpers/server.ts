@@ -26,9 +26,9 @@ export const CLI = path.join(ROOT, 'dist/cli/main.js');
 const ADMIN_EMAIL = 'admin@seafs.test';
 const ADMIN_PASSWORD = 'admin-secret-pw';
 
-function spawnServer(dataDir: string, latencyMs: number | undefined, extraArgs: string[]): Promise<{ child: ChildProcess; url: string; log: () => string }> {
+function spawnServer(dataDir: string, latencyMs: number | undefined, extraArgs: string[], port = 0): Promise<{ child: ChildProcess; url: string; log: () => string }> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
-  const args = [CLI, 'serve', '--data', dataDir, '--host', '127.0.0.1', '--port', '0', '--admin-email', ADMIN_EMAIL];
+  const args = [CLI, 'serve', '--data', dataDir, '--host', '127.0.0.1', '--port', String(port), '--admin-email', ADMIN_EMAIL];
   if (latencyMs) args.push('--latency-ms', String(latencyMs));
   args.push(...extraArgs);
   // SEAFS_TEST_SERVER_LOG=1 shows the server's log, one line per request, on the test's stderr
@@ -78,11 +78,12 @@ function waitExit(child: ChildProcess, timeoutMs: number): Promise<void> {
   });
 }
 
-export async function startTestServer(opts: { latencyMs?: number; extraArgs?: string[]; dataDir?: string } = {}): Promise<TestServer> {
+/** `port`: a fixed port, kept across restart() (a mount keeps reaching the server); default: any free port. */
+export async function startTestServer(opts: { latencyMs?: number; extraArgs?: string[]; dataDir?: string; port?: number } = {}): Promise<TestServer> {
   const ownDir = !opts.dataDir;
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'seafs-srv-'));
   const extra = opts.extraArgs ?? [];
-  let { child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra);
+  let { child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra, opts.port);
   const server: TestServer = {
     url,
     adminEmail: ADMIN_EMAIL,
@@ -98,7 +99,7 @@ export async function startTestServer(opts: { latencyMs?: number; extraArgs?: st
     async restart() {
       child.kill('SIGTERM');
       await waitExit(child, 15_000);
-      ({ child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra));
+      ({ child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra, opts.port));
       server.url = url;
       server.pid = child.pid!;
     },

@@ -6,6 +6,7 @@
 import pLimit from 'p-limit';
 import { unreachable } from '../connectivity.js';
 import { mayHaveLanded, permanentUploadFailure } from '../errors.js';
+import { lockedLibrary } from '../library-unlock.js';
 import { baseOf, parentOf } from '../paths.js';
 import { stateKey, type FileState } from './file-state.js';
 import type { FileJournal } from './journal.js';
@@ -205,6 +206,8 @@ export class UploadQueue {
           this.stats.failures++;
           // offline: the mount said so once, and retries the upload when the server is back
           if (unreachable(e) && this.o.offline()) return;
+          // a locked encrypted library: the mount says so once per library, the upload waits for the unlock
+          if (lockedLibrary(e)) return;
           this.log(`upload of ${path} failed (attempt ${s.failures}): ${(e as Error).message}`);
           if (!permanentUploadFailure(e) && s.failures < this.o.maxAttempts) retry = true;
         }

@@ -7,6 +7,7 @@
 // server's version before replacing it.
 import { ApiError } from '../../client/errors.js';
 import { mayHaveLanded } from '../errors.js';
+import { lockedLibrary } from '../library-unlock.js';
 import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { baseOf, joinPath, parentOf } from '../paths.js';
 import type { TransferLinks } from '../transfer-links.js';
@@ -180,7 +181,7 @@ export class Uploader {
           if (!there || there.has(baseOf(ok[i].path))) rest.push(...ok.splice(i, 1));
         }
       } catch (e) {
-        this.hooks.log(`listing ${dir} before a batch upload failed, uploading its files one by one: ${(e as Error).message}`);
+        if (!lockedLibrary(e)) this.hooks.log(`listing ${dir} before a batch upload failed, uploading its files one by one: ${(e as Error).message}`);
         rest.push(...ok.splice(0));
       }
       if (ok.length <= 1) {
@@ -207,7 +208,7 @@ export class Uploader {
         }
         this.stats.batches++;
       } catch (e) {
-        this.hooks.log(`batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`);
+        if (!lockedLibrary(e)) this.hooks.log(`batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`);
         // the POST may have stored them although its answer was lost: the conflict check must know
         if (mayHaveLanded(e)) for (const s of ok) s.unsure(began);
         rest.push(...ok);

@@ -1,0 +1,203 @@
+// Encrypted libraries through the mount: the password of a --library comes
+// from SEAFS_LIBRARY_PASSWORD or --library-password-file (never argv), a wrong
+// one is one error line with nothing mounted, and the mount unlocks again by
+// itself when the server forgets the unlock (a short --unlock-ttl here, and a
+// restart of the server). In all-libraries mode an encrypted library answers
+// EACCES until `seafs unlock MOUNTPOINT LIBRARY` hands its password over.
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SeafileClient } from '../../src/client/client.js';
+import { expectRemoteFile, remoteBytes, waitRemoteFile } from '../helpers/api-check.js';
+import { CLI, cleanupMounts, isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep, testEnv } from '../helpers/mount.js';
+import { createUser, startTestServer, type TestServer } from '../helpers/server.js';
+
+const VAULT_PW = 'vault pass, with spaces';
+const SAFE_PW = 'safe-pass-2';
+const TTL_SEC = 2;
+const CHECKER = 'checker@seafs.test';
+const CHECKER_PW = 'checker-secret-pw';
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as net.AddressInfo).port;
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+let server: TestServer;
+let api: SeafileClient;
+let src: string;
+const repos: Record<string, string> = {};
+
+beforeAll(async () => {
+  // a fixed port: the mount reaches the server again after its restart
+  server = await startTestServer({ port: await freePort(), extraArgs: ['--unlock-ttl', String(TTL_SEC)] });
+  const { client: owner } = await SeafileClient.login({ baseUrl: server.url }, server.adminEmail, server.adminPassword);
+  try {
+    repos.Vault = (await owner.createLibrary('Vault', { password: VAULT_PW })).repo_id;
+    repos.Safe = (await owner.createLibrary('Safe', { password: SAFE_PW })).repo_id;
+    repos.Plain = (await owner.createLibrary('Plain')).repo_id;
+    // unlocks are per account: the checks go through another account, so that
+    // only the mount (the owner's account) unlocks the owner's access
+    await createUser(server, CHECKER, CHECKER_PW);
+    for (const r of [repos.Vault, repos.Safe]) await owner.shareLibrary(r, [CHECKER], 'rw');
+  } finally {
+    await owner.close();
+  }
+  ({ client: api } = await SeafileClient.login({ baseUrl: server.url }, CHECKER, CHECKER_PW));
+  // the checking client unlocks its own access (and again by itself after the expiry or the restart)
+  await api.unlockLibrary(repos.Vault, VAULT_PW);
+  await api.unlockLibrary(repos.Safe, SAFE_PW);
+  src = mkdtempSync(path.join(os.tmpdir(), 'seafs-e2e-enc-'));
+});
+
+afterAll(async () => {
+  try {
+    await cleanupMounts();
+  } finally {
+    await api?.close().catch(() => {});
+    await server?.stop();
+  }
+});
+
+/** `seafs mount URL MNT --library Vault` as a child that is expected to fail before mounting. */
+async function mountExpectingFailure(env: NodeJS.ProcessEnv, extra: string[] = []) {
+  const mnt = mkdtempSync(path.join(scratchDir(), 'enc-fail-'));
+  const r = await run(process.execPath, [CLI, 'mount', server.url, mnt, '--user', server.adminEmail, '--library', 'Vault', ...extra], {
+    env: testEnv({ SEAFS_PASSWORD: server.adminPassword, SEAFS_LIBRARY_PASSWORD: '', ...env }),
+    allowFail: true,
+    timeoutMs: 60_000,
+  });
+  return { ...r, mnt };
+}
+
+describe('encrypted libraries', () => {
+  it('a wrong library password is one error line and a non-zero exit, with nothing mounted', async () => {
+    const r = await mountExpectingFailure({ SEAFS_LIBRARY_PASSWORD: 'not the password' });
+    expect(r.code).toBe(1);
+    expect(r.err.trim()).toBe('seafs: wrong password for the encrypted library "Vault"');
+    expect(r.out).not.toContain('mounted');
+    expect(await isMountpoint(r.mnt)).toBe(false);
+  });
+
+  it('without a terminal and without a password the mount says where the password can come from', async () => {
+    const r = await mountExpectingFailure({});
+    expect(r.code).toBe(1);
+    expect(r.err.trim()).toBe('seafs: the library "Vault" is encrypted: give its password through SEAFS_LIBRARY_PASSWORD or --library-password-file');
+    expect(await isMountpoint(r.mnt)).toBe(false);
+  });
+
+  it('mounts with the password from a file and unlocks again by itself after the expiry and a server restart', async () => {
+    const pwFile = path.join(src, 'vault.pw');
+    writeFileSync(pwFile, `${VAULT_PW}\n`);
+    chmodSync(pwFile, 0o600);
+    const m = await mountLibrary(server, { library: 'Vault', dirCacheTime: 1, attrTimeout: 0, extraArgs: ['--library-password-file', pwFile] });
+    expect(m.output()).toContain('seafs: mounted Vault');
+    const repo = repos.Vault;
+
+    const a = path.join(src, 'a.txt');
+    writeFileSync(a, 'first file, written while unlocked\n');
+    await sh(`cp ${q(a)} ${q(m.mnt)}/a.txt`);
+    await waitRemoteFile(api, repo, '/a.txt', a);
+
+    // the server forgets the unlock after TTL_SEC: reads and writes go on
+    await sleep((TTL_SEC + 1) * 1000);
+    await api.upload(await api.uploadLink(repo, '/'), '/', writeTmp('from-api-1.txt', 'put through the API after the expiry\n'), 'from-api-1.txt');
+    await sleep(1500);
+    expect((await sh(`cat ${q(m.mnt)}/from-api-1.txt`)).out).toBe('put through the API after the expiry\n');
+    const b = path.join(src, 'b.txt');
+    writeFileSync(b, 'second file, written after the expiry\n');
+    await sh(`cp ${q(b)} ${q(m.mnt)}/b.txt`);
+    await waitRemoteFile(api, repo, '/b.txt', b);
+
+    // a restart forgets every unlock (and every upload link)
+    await server.restart();
+    const c = path.join(src, 'c.txt');
+    writeFileSync(c, 'third file, written after the restart\n');
+    await sh(`cp ${q(c)} ${q(m.mnt)}/c.txt`);
+    await sh(`echo appended >> ${q(m.mnt)}/a.txt`);
+    await api.upload(await api.uploadLink(repo, '/'), '/', writeTmp('from-api-2.txt', 'put through the API after the restart\n'), 'from-api-2.txt');
+    await sleep(1500);
+    expect((await sh(`cat ${q(m.mnt)}/from-api-2.txt`)).out).toBe('put through the API after the restart\n');
+
+    const un = await m.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    expect(await m.exited).toBe(0);
+    await expectRemoteFile(api, repo, '/b.txt', b);
+    await expectRemoteFile(api, repo, '/c.txt', c);
+    expect((await remoteBytes(api, repo, '/a.txt')).toString()).toBe('first file, written while unlocked\nappended\n');
+    // unlocking again was silent: no failed upload, no locked library
+    expect(m.output()).not.toMatch(/upload of .* failed|is encrypted and locked/);
+    expect(m.output()).not.toContain(VAULT_PW);
+  });
+
+  it('in all-libraries mode an encrypted library answers EACCES until seafs unlock gives its password', async () => {
+    const m = await mountLibrary(server, { dirCacheTime: 1, attrTimeout: 0 });
+    const safe = path.join(m.mnt, 'Safe');
+    for (let i = 0; i < 2; i++) {
+      const ls = await sh(`ls ${q(safe)}`, { allowFail: true });
+      expect(ls.code).not.toBe(0);
+      expect(ls.err).toMatch(/Permission denied/);
+    }
+    expect((await sh(`ls ${q(m.mnt)}/Plain`)).code).toBe(0);
+
+    const wrong = await run(process.execPath, [CLI, 'unlock', m.mnt, 'Safe'], {
+      env: testEnv({ SEAFS_LIBRARY_PASSWORD: 'wrong' }),
+      allowFail: true,
+    });
+    expect(wrong.code).toBe(1);
+    expect(wrong.err.trim()).toBe('seafs: wrong password for the encrypted library "Safe"');
+    expect((await sh(`ls ${q(safe)}`, { allowFail: true })).code).not.toBe(0);
+
+    const pwFile = path.join(src, 'safe.pw');
+    writeFileSync(pwFile, `${SAFE_PW}\n`);
+    chmodSync(pwFile, 0o600);
+    const ok = await run(process.execPath, [CLI, 'unlock', m.mnt, 'Safe', '--library-password-file', pwFile], { env: testEnv() });
+    expect(ok.out.trim()).toBe(`seafs: unlocked "Safe" at ${m.mnt}`);
+
+    const f = path.join(src, 'safe.txt');
+    writeFileSync(f, 'into the unlocked library\n');
+    await sh(`cp ${q(f)} ${q(safe)}/safe.txt && ls ${q(safe)}`);
+    // past the expiry, the mount unlocks again with the password it holds
+    await sleep((TTL_SEC + 1) * 1000);
+    const g = path.join(src, 'safe2.txt');
+    writeFileSync(g, 'after the expiry\n');
+    await sh(`cp ${q(g)} ${q(safe)}/safe2.txt`);
+    expect((await sh(`cat ${q(safe)}/safe.txt`)).out).toBe('into the unlocked library\n');
+
+    const un = await m.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    await expectRemoteFile(api, repos.Safe, '/safe.txt', f);
+    await expectRemoteFile(api, repos.Safe, '/safe2.txt', g);
+    // the log said once how to unlock it, and never showed the password
+    const told = m.output().split('\n').filter((l) => l.includes('library "Safe" is encrypted and locked'));
+    expect(told, m.output()).toHaveLength(1);
+    expect(told[0]).toContain(`seafs unlock ${m.mnt} 'Safe'`);
+    expect(m.output()).not.toContain(SAFE_PW);
+  });
+
+  it('seafs unlock of a library that is not encrypted, or of a mount that is not there, is one error line', async () => {
+    const m = await mountLibrary(server, {});
+    const plain = await run(process.execPath, [CLI, 'unlock', m.mnt, 'Plain'], { env: testEnv({ SEAFS_LIBRARY_PASSWORD: 'x' }), allowFail: true });
+    expect(plain.code).toBe(1);
+    expect(plain.err.trim()).toBe('seafs: the library "Plain" is not encrypted');
+    const none = mkdtempSync(path.join(scratchDir(), 'none-'));
+    const nobody = await run(process.execPath, [CLI, 'unlock', none, 'Safe'], { env: testEnv({ SEAFS_LIBRARY_PASSWORD: 'x' }), allowFail: true });
+    expect(nobody.code).toBe(1);
+    expect(nobody.err.trim()).toBe(`seafs: no seafs mount answers at ${none}`);
+    expect((await m.unmount()).code).toBe(0);
+  });
+});
+
+function writeTmp(name: string, text: string): string {
+  const f = path.join(src, name);
+  writeFileSync(f, text);
+  return f;
+}
