@@ -42,6 +42,7 @@ describe('mount sources and -o options', () => {
   it('refuses secrets in options, switches with a value, missing values and bad numbers or durations', () => {
     expect(() => parseMountOptions(['password=hunter2'])).toThrowError(/password= is refused.*password_file=FILE/);
     expect(() => parseMountOptions(['token=abc'])).toThrowError(/token_file=FILE/);
+    expect(() => parseMountOptions(['library_password=abc'])).toThrowError(/library_password= is refused.*library_password_file=FILE/);
     expect(() => parseMountOptions(['allow_other=yes'])).toThrowError(/allow_other takes no value/);
     expect(() => parseMountOptions(['library'])).toThrowError(/library needs a value/);
     expect(() => parseMountOptions(['attr_timeout=-1'])).toThrowError(/attr_timeout takes a number of 0 or more \(got -1\)/);
@@ -50,6 +51,10 @@ describe('mount sources and -o options', () => {
 });
 
 describe('--retry-for', () => {
+  it('maps library_password_file= to the encrypted library password file', () => {
+    expect(parseMountOptions(['library=Vault,library-password-file=/etc/seafs/vault.pw']).settings).toEqual({ library: 'Vault', libraryPasswordFile: '/etc/seafs/vault.pw' });
+  });
+
   it('reads durations in ms, s, m, h or bare seconds', () => {
     expect(parseDuration('60s')).toBe(60_000);
     expect(parseDuration('90')).toBe(90_000);

@@ -1,0 +1,94 @@
+// Encrypted libraries in the vfs: the password is asked only for an encrypted
+// library and a refused one is a WrongLibraryPassword before anything starts;
+// in all-libraries mode a library the mount holds no password for answers
+// EACCES inside (its folder itself still shows) and the log says so once;
+// uploads refused for want of the password wait without a line per retry.
+import { afterEach, describe, expect, it } from 'vitest';
+import { WrongLibraryPassword } from '../../src/vfs/library-unlock.js';
+import { VfsError } from '../../src/vfs/errors.js';
+import { FakeApi, apiError, makeVfs, writeWhole } from './fake-api.js';
+
+function encrypted(api: FakeApi, name: string): string {
+  const id = api.addLibrary(name);
+  api.repos.get(id)!.lib.encrypted = true;
+  return id;
+}
+
+describe('encrypted libraries in the vfs', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  it('asks the password of an encrypted library only, and unlocks with it before the mount starts', async () => {
+    const api = new FakeApi();
+    encrypted(api, 'vault');
+    api.addLibrary('plain');
+    const asked: string[] = [];
+    const ask = async (lib: { name: string }) => {
+      asked.push(lib.name);
+      return 'pw';
+    };
+    const plain = await makeVfs(api, { library: 'plain', libraryPassword: ask });
+    cleanups.push(plain.cleanup);
+    expect(asked).toEqual([]);
+    expect(api.calls.unlockLibrary ?? 0).toBe(0);
+    const vault = await makeVfs(api, { library: 'vault', libraryPassword: ask });
+    cleanups.push(vault.cleanup);
+    expect(asked).toEqual(['vault']);
+    expect(api.calls.unlockLibrary).toBe(1);
+  });
+
+  it('turns a refused password into WrongLibraryPassword naming the library', async () => {
+    const api = new FakeApi();
+    encrypted(api, 'vault');
+    api.failNext.set('unlockLibrary', [apiError('password_required', 400, 'unlock library', 'Incorrect password')]);
+    const err = await makeVfs(api, { library: 'vault', libraryPassword: async () => 'wrong' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WrongLibraryPassword);
+    expect((err as Error).message).toBe('EACCES: wrong password for the encrypted library "vault"');
+  });
+
+  it('in all-libraries mode answers EACCES inside a locked library, logs it once, and opens it on unlockLibrary', async () => {
+    const api = new FakeApi();
+    const repo = encrypted(api, 'vault');
+    api.putFile(repo, '/a.txt', 'secret');
+    const lines: string[] = [];
+    const m = await makeVfs(api, { log: (l) => lines.push(l), unlockHint: (lib) => `seafs unlock MNT ${lib.name}` });
+    cleanups.push(m.cleanup);
+    expect(await m.vfs.readdir('/')).toEqual(['vault']);
+    expect((await m.vfs.getattr('/vault')).mode & 0o040000).toBeTruthy();
+    for (const op of [() => m.vfs.readdir('/vault'), () => m.vfs.getattr('/vault/a.txt'), () => m.vfs.mkdir('/vault/d', 0o755)]) {
+      const e = await op().then(() => null, (x: unknown) => x);
+      expect(e).toBeInstanceOf(VfsError);
+      expect((e as VfsError).code).toBe('EACCES');
+    }
+    expect(lines.filter((l) => l.includes('is encrypted and locked'))).toEqual([
+      'library "vault" is encrypted and locked; its files answer EACCES and uploads into it wait: seafs unlock MNT vault',
+    ]);
+    await expect(m.vfs.unlockLibrary('nope', 'pw')).rejects.toThrow('no library "nope"');
+    await m.vfs.unlockLibrary('vault', 'pw');
+    expect(await m.vfs.readdir('/vault')).toEqual(['a.txt']);
+  });
+
+  it('uploads refused for want of the password wait with one log line, and go once the library opens', async () => {
+    const api = new FakeApi();
+    const repo = encrypted(api, 'vault');
+    const lines: string[] = [];
+    const m = await makeVfs(api, { library: 'vault', libraryPassword: async () => 'pw', log: (l) => lines.push(l) });
+    cleanups.push(m.cleanup);
+    const locked = () => apiError('password_required', 400, 'upload link', 'Library is encrypted, please provide the password first.');
+    api.failNext.set('uploadLink', [locked(), locked(), locked(), locked()]);
+    await writeWhole(m.vfs, '/f.txt', 'kept until unlocked');
+    // the first attempt and three rounds of the retry timer
+    for (let i = 0; i < 40 && (api.failNext.get('uploadLink')?.length ?? 0) > 0; i++) {
+      await new Promise((r) => setTimeout(r, 50));
+      if (!m.vfs.wb.pending().some((s) => s.running)) m.vfs.wb.retryNow();
+    }
+    expect(api.failNext.get('uploadLink')).toEqual([]);
+    expect(api.content(repo, '/f.txt')).toBeUndefined();
+    expect(lines.filter((l) => /upload of|batch|listing/.test(l))).toEqual([]);
+    expect(lines.filter((l) => l.includes('is encrypted and locked'))).toHaveLength(1);
+    expect(await m.vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/f.txt')!.toString()).toBe('kept until unlocked');
+  });
+});
