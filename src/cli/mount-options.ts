@@ -24,9 +24,13 @@ export interface OptionSettings {
   timeout?: number;
   logFile?: string;
   logLevel?: string;
+  uid?: number;
+  gid?: number;
+  /** octal text, as on the command line (parseUmask reads it) */
+  umask?: string;
 }
 
-type Kind = 'string' | 'number' | 'duration';
+type Kind = 'string' | 'number' | 'duration' | 'id' | 'octal';
 
 /** -o name (dashes read as underscores) -> flag, for options with a value */
 const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
@@ -45,6 +49,9 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
   timeout: { key: 'timeout', kind: 'number' },
   log_file: { key: 'logFile', kind: 'string' },
   log_level: { key: 'logLevel', kind: 'string' },
+  uid: { key: 'uid', kind: 'id' },
+  gid: { key: 'gid', kind: 'id' },
+  umask: { key: 'umask', kind: 'octal' },
 };
 
 /** -o name -> boolean flag set to true */
@@ -54,7 +61,7 @@ const SWITCHES: Record<string, keyof OptionSettings> = {
 };
 
 /** generic options libfuse 2 passes on to the kernel mount */
-const KERNEL = new Set(['nosuid', 'suid', 'nodev', 'dev', 'noexec', 'exec', 'sync', 'async', 'atime', 'noatime', 'dirsync']);
+const KERNEL = new Set(['nosuid', 'suid', 'nodev', 'dev', 'noexec', 'exec', 'sync', 'async', 'atime', 'noatime', 'dirsync', 'default_permissions']);
 
 /** generic options that only mean something to mount(8), systemd or the kernel's defaults */
 const IGNORED = new Set([
@@ -142,7 +149,12 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
       const v = VALUED[name];
       if (!v) throw new UserError(`unknown mount option "${given}" (seafs takes ${ALL_NAMES.join(', ')} and the generic mount options)`);
       if (value === undefined || value === '') throw new UserError(`-o ${given} needs a value: ${given}=...`);
-      if (v.kind === 'number') {
+      if (v.kind === 'id') {
+        (settings as Record<string, unknown>)[v.key] = parseId(value, `-o ${given}`);
+      } else if (v.kind === 'octal') {
+        parseUmask(value, `-o ${given}`);
+        (settings as Record<string, unknown>)[v.key] = value;
+      } else if (v.kind === 'number') {
         const n = Number(value);
         if (!Number.isFinite(n) || n < 0) throw new UserError(`-o ${given} takes a number of 0 or more (got ${value})`);
         (settings as Record<string, unknown>)[v.key] = n;
@@ -153,4 +165,18 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
     }
   }
   return { settings, kernel };
+}
+
+/** A user or group id: a whole number from 0 to 2^32-2. */
+export function parseId(value: string | number, what: string): number {
+  const n = typeof value === 'number' ? value : /^\d+$/.test(value.trim()) ? Number(value) : NaN;
+  if (!Number.isInteger(n) || n < 0 || n >= 0xffffffff) throw new UserError(`${what} takes a numeric id (got ${value})`);
+  return n;
+}
+
+/** A umask in octal (022, 0027, 7): the permission bits taken away from every entry. */
+export function parseUmask(value: string | number, what: string): number {
+  const text = String(value).trim();
+  if (!/^[0-7]{1,4}$/.test(text)) throw new UserError(`${what} takes an octal mask such as 022 or 077 (got ${value})`);
+  return parseInt(text, 8) & 0o777;
 }

@@ -18,6 +18,7 @@ import { UnreachableError } from './mount-retry.js';
 import { fmtBytes, fmtDuration, type UploadQueueEntry } from './status-format.js';
 import { readLibraryPassword, type Secrets } from './mount-secrets.js';
 import { WrongLibraryPassword } from '../vfs/library-unlock.js';
+import { parseUmask } from './mount-options.js';
 import { UserError } from './user-error.js';
 
 export interface MountSettings {
@@ -27,7 +28,13 @@ export interface MountSettings {
   /** the password of an encrypted --library: this file, else SEAFS_LIBRARY_PASSWORD, else a prompt */
   libraryPasswordFile?: string;
   readOnly?: boolean;
+  /** with allowOther the kernel checks the shown owners and modes (default_permissions) */
   allowOther?: boolean;
+  /** owner and group shown for every entry */
+  uid?: number;
+  gid?: number;
+  /** octal text (or a number read as octal digits): bits taken from 777 and 666 */
+  umask?: string;
   cacheDir?: string;
   attrTimeout?: number;
   dirCacheTime?: number;
@@ -158,6 +165,9 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     vfs = await Vfs.create(client, {
       library: s.library,
       readOnly: s.readOnly,
+      uid: s.uid,
+      gid: s.gid,
+      umask: s.umask !== undefined ? parseUmask(s.umask, '--umask') : undefined,
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
@@ -188,7 +198,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       allowOther: s.allowOther,
       readAheadKb: s.readAhead,
       counts: opCounts,
-      extraOptions: s.kernelOptions,
+      // other users are held to the owners and modes shown, as on a local disk
+      extraOptions: s.allowOther && !s.kernelOptions?.includes('default_permissions') ? [...(s.kernelOptions ?? []), 'default_permissions'] : s.kernelOptions,
       debug: s.debug,
       log: layerLog,
     });

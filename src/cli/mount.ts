@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import type { CommandModule, Options } from 'yargs';
 import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
-import { parseMountOptions, splitSource } from './mount-options.js';
+import { parseId, parseMountOptions, parseUmask, splitSource } from './mount-options.js';
 import { parseDuration, retryUnreachable } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
 import { readLibraryPassword, readSecrets } from './mount-secrets.js';
@@ -121,6 +121,9 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.libraryPasswordFile) args.push('--library-password-file', resolve(argv.libraryPasswordFile));
   if (argv.readOnly) args.push('--read-only');
   if (argv.allowOther) args.push('--allow-other');
+  if (argv.uid !== undefined) args.push('--uid', String(argv.uid));
+  if (argv.gid !== undefined) args.push('--gid', String(argv.gid));
+  if (argv.umask !== undefined) args.push('--umask', String(argv.umask));
   if (argv.cacheDir) args.push('--cache-dir', resolve(argv.cacheDir));
   if (argv.attrTimeout !== undefined) args.push('--attr-timeout', String(argv.attrTimeout));
   if (argv.dirCacheTime !== undefined) args.push('--dir-cache-time', String(argv.dirCacheTime));
@@ -178,6 +181,9 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('otp', { type: 'string', describe: 'current two-factor code' })
       .option('read-only', { type: 'boolean', default: false, describe: 'refuse every write (EROFS)' })
       .option('allow-other', { type: 'boolean', default: false, describe: 'let other users access the mount' })
+      .option('uid', { type: 'number', describe: 'owner shown for every file and folder (default: the mounting user)' })
+      .option('gid', { type: 'number', describe: 'group shown for every file and folder (default: the mounting user\'s group)' })
+      .option('umask', { type: 'string', describe: 'octal mask taken from 777 (folders) and 666 (files) (default 022)' })
       .option('cache-dir', { type: 'string', describe: 'cache dir (default ~/.cache/seafs)' })
       .option('attr-timeout', { type: 'number', default: 2, describe: 'seconds the kernel keeps attributes' })
       .option('dir-cache-time', { type: 'number', default: 10, describe: 'seconds before a folder listing is revalidated' })
@@ -190,7 +196,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         type: 'string',
         array: true,
         nargs: 1,
-        describe: 'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
+        describe: 'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
       })
       .option('retry-for', { type: 'string', describe: 'keep trying to reach the server this long before giving up (e.g. 60s, 5m; for mounts at boot)' })
       .option('debug', { type: 'boolean', default: false, hidden: true })
@@ -201,6 +207,9 @@ export const mountCommand: CommandModule<object, MountArgv> = {
           if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new UserError(`--${k} takes a number of 0 or more`);
         }
         if (!(Number.isFinite(a.timeout) && (a.timeout as number) > 0)) throw new UserError('--timeout takes a number of seconds above 0');
+        if (a.uid !== undefined) parseId(a.uid as number, '--uid');
+        if (a.gid !== undefined) parseId(a.gid as number, '--gid');
+        if (a.umask !== undefined) parseUmask(a.umask as string, '--umask');
         return true;
       }) as never,
   handler: async (argv) => {

@@ -139,12 +139,12 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       await vfs.utimens(p);
       return [];
     }),
-    chmod: handler('chmod', async (p: string) => {
-      await vfs.chmod(p);
+    chmod: handler('chmod', async (p: string, mode: number) => {
+      await vfs.chmod(p, mode);
       return [];
     }),
-    chown: handler('chown', async (p: string) => {
-      await vfs.chown(p);
+    chown: handler('chown', async (p: string, uid: number, gid: number) => {
+      await vfs.chown(p, uid, gid);
       return [];
     }),
   };

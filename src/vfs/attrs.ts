@@ -1,6 +1,9 @@
 // What `stat` and `statfs` show: the shapes the FUSE adapter passes on, and how
 // a folder, a file and the account's quota become them. Owners are the
-// mounting user (or --uid/--gid); modes say only what the mount allows.
+// mounting user (or --uid/--gid); modes are 777 for folders and 666 for files
+// less the umask (--umask, default 022), less the write bits where the mount
+// or the library is read-only or the file is locked by someone else. The
+// server keeps no owners or modes, so these are the same for every entry.
 import { constants as C } from 'node:fs';
 import type { AccountInfo } from '../client/types.js';
 
@@ -40,13 +43,19 @@ export class AttrShaper {
   constructor(
     readonly uid: number,
     readonly gid: number,
+    readonly umask = 0o022,
   ) {}
+
+  private perms(full: number, readOnly: boolean): number {
+    const p = full & ~this.umask & 0o777;
+    return readOnly ? p & ~0o222 : p;
+  }
 
   /** a folder; `mtimeSec` 0: unknown (the mount's start time is shown) */
   dir(mtimeSec: number, readOnly: boolean): Attr {
     const t = mtimeSec ? new Date(mtimeSec * 1000) : this.mountTime;
     return {
-      mode: C.S_IFDIR | (readOnly ? 0o555 : 0o755),
+      mode: C.S_IFDIR | this.perms(0o777, readOnly),
       size: 4096,
       nlink: 2,
       uid: this.uid,
@@ -62,7 +71,7 @@ export class AttrShaper {
   file(size: number, mtimeMs: number, readOnly: boolean): Attr {
     const t = new Date(mtimeMs);
     return {
-      mode: C.S_IFREG | (readOnly ? 0o444 : 0o644),
+      mode: C.S_IFREG | this.perms(0o666, readOnly),
       size,
       nlink: 1,
       uid: this.uid,

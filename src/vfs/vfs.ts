@@ -29,8 +29,11 @@ export interface VfsOptions {
   /** cache dir of this account (journal, temp files) */
   cacheDir: string;
   dirCacheTimeMs?: number;
+  /** owner and group shown for every entry (default: the mounting user's) */
   uid?: number;
   gid?: number;
+  /** permission bits taken away from 777 (folders) and 666 (files); default 022 */
+  umask?: number;
   reader?: ReaderOptions;
   writeBack?: WriteBackOptions;
   /**
@@ -93,7 +96,7 @@ export class Vfs {
     this.net = new Connectivity(watched, { log: this.log, probeMinMs: opts.probeMinMs, probeMaxMs: opts.probeMaxMs });
     const api = (this.api = this.net.wrap(watched));
     const dirTtl = opts.dirCacheTimeMs ?? 10_000;
-    this.attrs = new AttrShaper(opts.uid ?? process.getuid?.() ?? 0, opts.gid ?? process.getgid?.() ?? 0);
+    this.attrs = new AttrShaper(opts.uid ?? process.getuid?.() ?? 0, opts.gid ?? process.getgid?.() ?? 0, opts.umask ?? 0o022);
     this.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (lib) => this.locks.requireOpen(lib));
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 8);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
@@ -388,12 +391,19 @@ export class Vfs {
     return this.getattr(p).then(() => {});
   }
 
-  chmod(p: string): Promise<void> {
-    return this.getattr(p).then(() => {});
+  /**
+   * The server keeps no modes or owners, and the mount shows fixed ones
+   * (--uid, --gid, --umask). chmod and chown succeed and change nothing, as
+   * in rclone mount, so that cp -p, rsync -a and tar x (which set modes and,
+   * as root, owners on every file) work; the README says so. Only a path that
+   * does not exist fails.
+   */
+  async chmod(p: string, _mode: number): Promise<void> {
+    await this.getattr(p);
   }
 
-  chown(p: string): Promise<void> {
-    return this.getattr(p).then(() => {});
+  async chown(p: string, _uid: number, _gid: number): Promise<void> {
+    await this.getattr(p);
   }
 
   // ---- namespace changes ----

@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '../helpers/server.js';
-import { parseMountOptions, splitSource, unescapeOctal } from '../../src/cli/mount-options.js';
+import { parseMountOptions, parseUmask, splitSource, unescapeOctal } from '../../src/cli/mount-options.js';
 import { parseDuration, retryUnreachable, UnreachableError } from '../../src/cli/mount-retry.js';
 import { UserError } from '../../src/cli/user-error.js';
 
@@ -36,7 +36,7 @@ describe('mount sources and -o options', () => {
   it('refuses an unknown option with one error that names it and the known ones', () => {
     expect(() => parseMountOptions(['username=a,colour=blue'])).toThrowError(UserError);
     expect(() => parseMountOptions(['username=a,colour=blue'])).toThrowError(/unknown mount option "colour" \(seafs takes library=, username=.*allow_other/);
-    expect(() => parseMountOptions(['default_permissions'])).toThrowError(/unknown mount option "default_permissions"/);
+    expect(() => parseMountOptions(['kernel_cache'])).toThrowError(/unknown mount option "kernel_cache"/);
   });
 
   it('refuses secrets in options, switches with a value, missing values and bad numbers or durations', () => {
@@ -53,6 +53,15 @@ describe('mount sources and -o options', () => {
 describe('--retry-for', () => {
   it('maps library_password_file= to the encrypted library password file', () => {
     expect(parseMountOptions(['library=Vault,library-password-file=/etc/seafs/vault.pw']).settings).toEqual({ library: 'Vault', libraryPasswordFile: '/etc/seafs/vault.pw' });
+  });
+
+  it('reads uid=, gid= as numeric ids and umask= as an octal mask', () => {
+    expect(parseMountOptions(['uid=1000,gid=100,umask=0027']).settings).toEqual({ uid: 1000, gid: 100, umask: '0027' });
+    expect(parseUmask('022', '--umask')).toBe(0o022);
+    expect(parseUmask('7', '--umask')).toBe(0o007);
+    expect(() => parseMountOptions(['uid=alice'])).toThrowError(/-o uid takes a numeric id \(got alice\)/);
+    expect(() => parseMountOptions(['umask=999'])).toThrowError(/-o umask takes an octal mask such as 022 or 077 \(got 999\)/);
+    expect(parseMountOptions(['default_permissions']).kernel).toEqual(['default_permissions']);
   });
 
   it('reads durations in ms, s, m, h or bare seconds', () => {
