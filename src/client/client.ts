@@ -722,13 +722,15 @@ export class SeafileClient implements SeafileApi {
   }
 
   /** Replaces the content of `targetFile` (a full library path) with `localFile`; returns the new file id. A resend is harmless. */
-  async update(link: string, targetFile: string, localFile: string): Promise<string> {
+  /** `opts.lastModify` (ms): the modification time the server records (last_modify) */
+  async update(link: string, targetFile: string, localFile: string, opts: { lastModify?: number } = {}): Promise<string> {
     const op = 'update';
     const name = q(targetFile).split('/').pop() || 'file';
     const fields: [string, string][] = [
       ['target_file', q(targetFile)],
       ['filename', name],
     ];
+    if (opts.lastModify) fields.push(['last_modify', new Date(Math.floor(opts.lastModify / 1000) * 1000).toISOString()]);
     let size = 0;
     const text = await this.postUploadRetried(op, link, 'idempotent', undefined, async () => {
       const body = await this.localBody(op, fields, localFile, name);

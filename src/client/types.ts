@@ -251,7 +251,7 @@ export interface SeafileApi {
   upload(link: string, parentDir: string, localFile: string, name: string, opts?: { replace?: boolean; relativePath?: string }): Promise<UploadedFile[]>;
   updateLink(repoId: string, dir: string): Promise<string>;
   /** replaces the content of an existing file; returns the new file id */
-  update(link: string, targetFile: string, localFile: string): Promise<string>;
+  update(link: string, targetFile: string, localFile: string, opts?: { lastModify?: number }): Promise<string>;
 
   // --- optional capabilities: multi-file and streaming uploads (write path) ---
   // Like rclone's Features: absent when the implementation (or its options)

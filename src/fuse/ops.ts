@@ -135,8 +135,8 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       await vfs.rename(src, dst);
       return [];
     }),
-    utimens: handler('utimens', async (p: string) => {
-      await vfs.utimens(p);
+    utimens: handler('utimens', async (p: string, _atime: number, mtime: number) => {
+      await vfs.utimens(p, mtime);
       return [];
     }),
     chmod: handler('chmod', async (p: string, mode: number) => {

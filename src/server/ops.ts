@@ -351,7 +351,8 @@ async function updateFileNow(
     const ent = await lookup(ctx.store, root, comps);
     if (!ent || ent.type !== 'file') return { root, desc: '', result: null };
     ctx.checkNotLocked(user, repoId, '/' + comps.join('/'));
-    if (ent.id === file.id) return { root, desc: '', result: file.id };
+    // the same content: nothing to commit, unless the client sent another time (touch -d of a clean file)
+    if (ent.id === file.id && (file.mtime === undefined || file.mtime === ent.mtime)) return { root, desc: '', result: file.id };
     const newRoot = await updateDir(
       ctx.store,
       root,

@@ -386,9 +386,42 @@ export class Vfs {
     else this.wb.maybeDispose(s);
   }
 
-  utimens(p: string): Promise<void> {
-    // fuse-native hands over atime twice and never the real mtime: accept and keep ours
-    return this.getattr(p).then(() => {});
+  /**
+   * A new modification time for a file (touch -d, cp -p, rsync -a, tar x;
+   * needs the fuse-native fix of scripts/fix-fuse-native, without which the
+   * atime arrives here). The server stores a time only with content, so the
+   * file is uploaded (again) with it as last_modify: a clean file is fetched
+   * and sent back unchanged (the server keeps its blocks once). A time equal
+   * to the shown one changes nothing (a second rsync -a sends nothing), and
+   * folders keep the server's times. `mtimeMs` under 10 s: UTIME_NOW or
+   * UTIME_OMIT as libfuse 2 passes them, which leave the time as it is.
+   */
+  async utimens(p: string, mtimeMs: number): Promise<void> {
+    const loc = await this.resolve(p);
+    if (loc.repo === null || loc.path === '/') return;
+    const { repo, path } = loc;
+    const ms = Math.floor(mtimeMs / 1000) * 1000;
+    const s = this.wb.get(repo, path);
+    if (s) {
+      if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return;
+      writable(loc);
+      s.setTime(ms);
+      if (s.writers === 0) this.wb.scheduleAfterClose(s);
+      return;
+    }
+    const hid = this.hidden.get(`${repo}\u0000${path}`);
+    if (hid) return;
+    const e = await this.lookup(repo, path);
+    if (!e) throw new VfsError('ENOENT', p);
+    if (e.type === 'dir' || ms < 10_000 || (e.mtime || 0) * 1000 === ms) return;
+    writable(loc);
+    refuseLocked(p, e);
+    const remote = this.remoteOf(repo, path, e);
+    const st = await this.wb.openExisting(repo, path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, false, (dest) =>
+      this.reader.downloadWhole(remote, dest),
+    );
+    st.setTime(ms);
+    if (st.writers === 0) this.wb.scheduleAfterClose(st);
   }
 
   /**

@@ -138,6 +138,18 @@ export class FileState {
     this._dirty = true;
     this._version++;
     this.mtime = Date.now();
+    this.timeSet = false;
+  }
+
+  /** true while the modification time is one set by utimens (touch -d, cp -p), not the last write's */
+  timeSet = false;
+
+  /** utimens: the file takes `mtimeMs` and is uploaded (again) to carry it to the server; a later write overrides it */
+  setTime(mtimeMs: number): void {
+    this._dirty = true;
+    this._version++;
+    this.mtime = mtimeMs;
+    this.timeSet = true;
   }
 
   /**

@@ -123,7 +123,8 @@ export class UploadQueue {
   }
 
   private batchable(s: FileState): boolean {
-    if (!this.uploader.batches || s.remotePath !== null || s.writers > 0) return false;
+    // a batch carries one last_modify for all its files: a file with a time of its own (utimens) goes alone
+    if (!this.uploader.batches || s.remotePath !== null || s.writers > 0 || s.timeSet) return false;
     return s.size <= this.o.batchFileMax && !NEEDS_QUOTING.test(baseOf(s.path));
   }
 

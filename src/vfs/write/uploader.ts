@@ -85,7 +85,7 @@ export class Uploader {
     const size = s.size;
     if (v.kind === 'base' && s.uploadKind(path) === 'update') {
       try {
-        const id = await this.links.use('update', repo, dir, (url) => this.api.update(url, path, s.tmp));
+        const id = await this.links.use('update', repo, dir, (url) => this.api.update(url, path, s.tmp, { lastModify: s.mtime }));
         return { id, size };
       } catch (e) {
         if (!(e instanceof ApiError && (e.kind === 'target_missing' || e.kind === 'not_found'))) throw e;
