@@ -525,7 +525,11 @@ export class FakeApi implements SeafileApi {
     return `fake-update://${repoId}${dir}`;
   }
 
-  async update(link: string, targetFile: string, localFile: string): Promise<string> {
+  /** the lastModify (ms) of each update call, in order */
+  readonly updateTimes: (number | undefined)[] = [];
+
+  async update(link: string, targetFile: string, localFile: string, opts: { lastModify?: number } = {}): Promise<string> {
+    this.updateTimes.push(opts.lastModify);
     this.hit('update');
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-update://'.length, 'fake-update://'.length + 36);
@@ -533,7 +537,7 @@ export class FakeApi implements SeafileApi {
     const n = this.nodeAt(repoId, targetFile);
     if (!n || n.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
     n.id = this.store(await readFile(localFile));
-    n.mtime = now();
+    n.mtime = opts.lastModify !== undefined ? Math.floor(opts.lastModify / 1000) : now();
     this.touch(repoId, parentOf(targetFile));
     return n.id;
   }

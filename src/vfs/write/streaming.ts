@@ -222,7 +222,8 @@ export class Streams {
     }
     try {
       const mtime = new Date(Math.floor(s.mtime / 1000) * 1000).toISOString();
-      const trailing: [string, string][] = kind === 'upload' ? [['last_modify', mtime]] : [];
+      // an update keeps the server's time unless the file has one of its own (utimens while it was written)
+      const trailing: [string, string][] = kind === 'upload' || s.timeSet ? [['last_modify', mtime]] : [];
       const res = await st.finish(trailing);
       this.stats.streamed++;
       this.log(`${path}: uploaded while it was written (${res.size} bytes, one streamed request)`);

@@ -1,0 +1,75 @@
+// Modification times set through the mount (utimens): a written file keeps the
+// time set after its writes and is uploaded with it; a file already on the
+// server is sent again with its new time; an equal time, UTIME_NOW/OMIT (under
+// 10 s as libfuse 2 passes them) and folders change nothing; a write after
+// the time was set makes the time the write's again.
+import { constants as FC } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { FakeApi, makeVfs, writeWhole } from './fake-api.js';
+
+const T1 = Date.UTC(2001, 1, 3, 4, 5, 6);
+const T2 = Date.UTC(2010, 6, 7, 8, 9, 10);
+
+describe('modification times', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function setup() {
+    // the multi-file body, as the real client offers it: it carries last_modify for new files
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 0 } });
+    cleanups.push(m.cleanup);
+    const remoteMtime = (p: string) => (api.nodeAt(repo, p) as { mtime: number } | undefined)?.mtime;
+    return { api, repo, vfs: m.vfs, remoteMtime };
+  }
+
+  it('a new file written then given a time (cp -p) shows it and is uploaded with it', async () => {
+    const { vfs, remoteMtime } = await setup();
+    const fh = await vfs.create('/kept.txt', 0o644);
+    await vfs.write('/kept.txt', fh, Buffer.from('data'), 4, 0);
+    await vfs.utimens('/kept.txt', T1 + 999);
+    await vfs.release('/kept.txt', fh);
+    expect((await vfs.getattr('/kept.txt')).mtime.getTime()).toBe(T1);
+    expect(await vfs.drain()).toEqual([]);
+    expect(remoteMtime('/kept.txt')).toBe(T1 / 1000);
+    expect((await vfs.getattr('/kept.txt')).mtime.getTime()).toBe(T1);
+  });
+
+  it('a file on the server whose time alone changes is sent again, unchanged, with the new time', async () => {
+    const { api, repo, vfs, remoteMtime } = await setup();
+    api.putFile(repo, '/old.txt', 'same bytes');
+    await vfs.utimens('/old.txt', T2);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.updateTimes).toEqual([T2]);
+    expect(remoteMtime('/old.txt')).toBe(T2 / 1000);
+    expect(api.content(repo, '/old.txt')!.toString()).toBe('same bytes');
+    // the same time again, UTIME_NOW/OMIT and a folder: nothing is sent
+    await vfs.utimens('/old.txt', T2);
+    await vfs.utimens('/old.txt', 1073);
+    await vfs.mkdir('/d', 0o755);
+    await vfs.utimens('/d', T1);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.updateTimes).toEqual([T2]);
+  });
+
+  it('a write after the time was set makes the time the write\'s again', async () => {
+    const { vfs, remoteMtime } = await setup();
+    await writeWhole(vfs, '/w.txt', 'one');
+    await vfs.utimens('/w.txt', T1);
+    const fh = await vfs.open('/w.txt', FC.O_WRONLY | FC.O_APPEND);
+    await vfs.write('/w.txt', fh, Buffer.from('two'), 3, 3);
+    await vfs.release('/w.txt', fh);
+    const shown = (await vfs.getattr('/w.txt')).mtime.getTime();
+    expect(shown).toBeGreaterThan(Date.now() - 60_000);
+    expect(await vfs.drain()).toEqual([]);
+    expect(remoteMtime('/w.txt')).toBeGreaterThan(T1 / 1000);
+  });
+
+  it('utimens of a missing file is ENOENT', async () => {
+    const { vfs } = await setup();
+    await expect(vfs.utimens('/nope', T1)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+});
