@@ -25,10 +25,11 @@ export async function firstLine(file: string, what: string): Promise<string> {
 export function promptHidden(question: string, noTty = 'no password: set SEAFS_PASSWORD, or pass --password-file or --token-file'): Promise<string> {
   const stdin = process.stdin;
   if (!stdin.isTTY) return Promise.reject(new UserError(noTty));
-  process.stderr.write(question);
   return new Promise((resolve, reject) => {
     let value = '';
+    // echo off before the question shows: nothing typed after it is echoed
     stdin.setRawMode(true);
+    process.stderr.write(question);
     stdin.resume();
     stdin.setEncoding('utf8');
     const finish = (err?: Error) => {

@@ -4,6 +4,7 @@
 // itself when the server forgets the unlock (a short --unlock-ttl here, and a
 // restart of the server). In all-libraries mode an encrypted library answers
 // EACCES until `seafs unlock MOUNTPOINT LIBRARY` hands its password over.
+import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -58,7 +59,17 @@ beforeAll(async () => {
   src = mkdtempSync(path.join(os.tmpdir(), 'seafs-e2e-enc-'));
 });
 
+/** background mount processes (--daemon) this file started: killed by PID if a test leaves one */
+const daemons = new Set<number>();
+
 afterAll(async () => {
+  for (const pid of daemons) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
   try {
     await cleanupMounts();
   } finally {
@@ -193,6 +204,59 @@ describe('encrypted libraries', () => {
     expect(nobody.code).toBe(1);
     expect(nobody.err.trim()).toBe(`seafs: no seafs mount answers at ${none}`);
     expect((await m.unmount()).code).toBe(0);
+  });
+});
+
+describe('encrypted libraries: --daemon and the prompt', () => {
+  it('--daemon asks the password before detaching: a wrong one is one line, the right one mounts', async () => {
+    const mnt = mkdtempSync(path.join(scratchDir(), 'enc-daemon-'));
+    const cache = mkdtempSync(path.join(scratchDir(), 'cache-'));
+    const args = [CLI, 'mount', `${server.url}#Vault`, mnt, '--user', server.adminEmail, '--cache-dir', cache, '--daemon'];
+    const wrong = await run(process.execPath, args, { env: testEnv({ SEAFS_PASSWORD: server.adminPassword, SEAFS_LIBRARY_PASSWORD: 'nope' }), allowFail: true });
+    expect(wrong.code).toBe(1);
+    expect(wrong.err.trim()).toBe('seafs: wrong password for the encrypted library "Vault"');
+    expect(await isMountpoint(mnt)).toBe(false);
+
+    const up = await run(process.execPath, args, { env: testEnv({ SEAFS_PASSWORD: server.adminPassword, SEAFS_LIBRARY_PASSWORD: VAULT_PW }) });
+    const pid = Number(/\(pid (\d+),/.exec(up.out)?.[1]);
+    daemons.add(pid);
+    expect(up.out).toContain(`seafs: mounted Vault at ${mnt}`);
+    try {
+      await sh(`echo 'from the daemon' > ${q(mnt)}/daemon.txt`);
+      const un = await run(process.execPath, [CLI, 'unmount', mnt], { env: testEnv(), allowFail: true });
+      expect(un.code, un.out + un.err).toBe(0);
+      await expectRemoteFile(api, repos.Vault, '/daemon.txt', Buffer.from('from the daemon\n'));
+    } finally {
+      if (await isMountpoint(mnt)) await run('fusermount', ['-uz', mnt], { allowFail: true });
+    }
+  });
+
+  it('seafs unlock asks for the password on a terminal when no other source gives it', async () => {
+    const m = await mountLibrary(server, {});
+    // `script` gives the command a terminal; the password is typed on it once the prompt shows
+    const cmd = [process.execPath, CLI, 'unlock', m.mnt, 'Safe'].map(q).join(' ');
+    const term = spawn('script', ['-q', '-e', '-c', cmd, '/dev/null'], { env: testEnv({ SEAFS_LIBRARY_PASSWORD: '' }), stdio: ['pipe', 'pipe', 'pipe'] });
+    let out = '';
+    let typed = false;
+    term.stdout!.setEncoding('utf8');
+    term.stdout!.on('data', (d: string) => {
+      out += d;
+      if (!typed && out.includes('Password of the encrypted library "Safe": ')) {
+        typed = true;
+        // the prompt turned echo off before it showed
+        term.stdin!.write(`${SAFE_PW}\r`);
+      }
+    });
+    const timer = setTimeout(() => term.kill('SIGKILL'), 60_000);
+    const code = await new Promise<number | null>((r) => term.once('exit', (c) => r(c)));
+    clearTimeout(timer);
+    expect(code, out).toBe(0);
+    expect(out).toContain(`seafs: unlocked "Safe" at ${m.mnt}`);
+    // typed without echo
+    expect(out).not.toContain(SAFE_PW);
+    await sh(`echo typed > ${q(m.mnt)}/Safe/typed.txt`);
+    expect((await m.unmount()).code).toBe(0);
+    await expectRemoteFile(api, repos.Safe, '/typed.txt', Buffer.from('typed\n'));
   });
 });
 
