@@ -31,8 +31,10 @@ export interface MountStatus {
   cacheUsedBytes?: number;
   queue?: UploadQueueEntry[];
   pending: { path: string; size: number }[];
-  uploads?: { uploads: number; uploadedBytes: number; failures: number };
+  uploads?: { uploads: number; uploadedBytes: number; failures: number; conflicts?: number };
   disk?: { hits: number } | null;
+  /** null or absent: online */
+  offline?: { offlineSince: string; cause: string } | null;
   rssBytes?: number;
 }
 
@@ -73,6 +75,10 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
   const who = [st.server && `on ${st.server}`, st.account && `as ${st.account}`].filter(Boolean).join(' ');
   const up = st.startedAt ? `, up ${fmtDuration((now - st.startedAt) / 1000)}` : '';
   lines.push(`${st.mountpoint}: ${st.library}${who ? ` ${who}` : ''} (pid ${st.pid}${up})`);
+  if (st.offline) {
+    const since = fmtDuration((now - Date.parse(st.offline.offlineSince)) / 1000);
+    lines.push(`  OFFLINE for ${since}: ${st.offline.cause}; known folders and cached files are served, writes wait for the server`);
+  }
 
   const queue: UploadQueueEntry[] = st.queue ?? st.pending.map((p) => ({ ...p, state: 'waiting' as const, attempts: 0 }));
   const count = (s: UploadQueueEntry['state']) => queue.filter((f) => f.state === s).length;
@@ -106,6 +112,9 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
       lines.push(`    ${f.state.padEnd(9)}  ${name}  ${detail}`);
     }
     if (queue.length > shown.length) lines.push(`    ... and ${queue.length - shown.length} more`);
+  }
+  if (st.uploads?.conflicts) {
+    lines.push(`  conflicts since the mount: ${st.uploads.conflicts} (the server's version kept the name; the local one was saved as "name (SFConflict ...)")`);
   }
   if (st.uploads?.failures) lines.push(`  failed attempts since the mount: ${st.uploads.failures} (retried; files that never succeed stay in the cache for the next mount)`);
   if (st.cacheMaxBytes !== undefined) {

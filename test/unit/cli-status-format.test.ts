@@ -86,4 +86,16 @@ describe('seafs status text', () => {
     const st = status({ queue: undefined, pending: [{ path: '/old.bin', size: 5 }] });
     expect(formatStatus(st)).toContain('    waiting    /old.bin  5 B');
   });
+
+  it('says when the mount is offline and how many conflicts it saved', () => {
+    const st = status({
+      offline: { offlineSince: new Date(1_000_000).toISOString(), cause: 'listDir failed: connect ECONNREFUSED' },
+      uploads: { uploads: 7, uploadedBytes: 70 * MiB, failures: 0, conflicts: 2 },
+    });
+    const lines = formatStatus(st, { now: 1_000_000 + 95_000 }).split('\n');
+    expect(lines[1]).toBe(
+      '  OFFLINE for 1m35s: listDir failed: connect ECONNREFUSED; known folders and cached files are served, writes wait for the server',
+    );
+    expect(lines).toContain(`  conflicts since the mount: 2 (the server's version kept the name; the local one was saved as "name (SFConflict ...)")`);
+  });
 });
