@@ -4,7 +4,7 @@
 // names through VfsError. The FUSE adapter is a thin layer over this.
 import { constants as C } from 'node:fs';
 import { join } from 'node:path';
-import type { DirEntry, Library, SeafileApi } from '../client/types.js';
+import type { AccountInfo, DirEntry, Library, SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, statfsOf, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
@@ -66,7 +66,7 @@ export class Vfs {
   private readonly handles = new HandleTable();
   private readonly attrs: AttrShaper;
   private readonly renamer: Renamer;
-  private statfsCache: { at: number; v: StatFs } | null = null;
+  private accountCache: { at: number; info: AccountInfo } | null = null;
   private readonly log: (msg: string) => void;
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
   private readonly hidden = new Map<string, { size: number; mtimeMs: number }>();
@@ -211,12 +211,37 @@ export class Vfs {
     if (mode & C.W_OK && (attr.mode & 0o222) === 0) throw new VfsError('EACCES', `${p} is locked`);
   }
 
+  /** the account's usage and quota, asked at most every 30 s (or afresh when older than `maxAgeMs`) */
+  private async account(maxAgeMs = 30_000): Promise<AccountInfo> {
+    const c = this.accountCache;
+    if (c && Date.now() - c.at < maxAgeMs) return c.info;
+    const info = await this.api.accountInfo();
+    this.accountCache = { at: Date.now(), info };
+    return info;
+  }
+
   async statfs(_p: string): Promise<StatFs> {
-    const c = this.statfsCache;
-    if (c && Date.now() - c.at < 30_000) return c.v;
-    const v = statfsOf(await this.api.accountInfo());
-    this.statfsCache = { at: Date.now(), v };
-    return v;
+    return statfsOf(await this.account());
+  }
+
+  /**
+   * ENOSPC at close when the quota says the file cannot fit (the data stays
+   * in the journal and is uploaded once there is room), rather than a failed
+   * upload later. A stale answer that says no is checked afresh first.
+   */
+  private async checkRoom(s: FileState): Promise<void> {
+    const fits = (info: AccountInfo) => {
+      if (!(info.total > 0)) return true;
+      const where = s.remotePath;
+      const old = where ? (this.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
+      return info.usage - old + s.size <= info.total;
+    };
+    try {
+      if (fits(await this.account()) || fits(await this.account(2000))) return;
+    } catch {
+      return; // not known (offline): the upload will tell
+    }
+    throw new VfsError('ENOSPC', `${s.path} (${s.size} bytes) does not fit in the account's quota`);
   }
 
   // ---- open files ----
@@ -330,6 +355,7 @@ export class Vfs {
     if (h.kind !== 'local' || !h.write) return;
     const s = h.state;
     await this.wb.persist(s);
+    if (s.dirty && !s.lastError) await this.checkRoom(s);
     // offline: the data waits in the journal, nothing to report
     if (s.lastError && s.dirty && !unreachable(s.lastError)) {
       const e = s.lastError;
@@ -379,6 +405,7 @@ export class Vfs {
   }
 
   async unlink(p: string): Promise<void> {
+    this.accountCache = null; // space is freed: the next quota check asks afresh
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM');
     writable(loc);
