@@ -66,7 +66,8 @@ describe('share links', () => {
     expect(readFileSync(path.join(server.dataDir, 'db.json'), 'utf8')).not.toContain('link-pw-123');
     // --verbose names the request without the link's token or the password
     const log = await logShowing('POST /f/<token>/');
-    expect(log).toContain('GET /f/<token>/?password=%3Credacted%3E');
+    // the server's own redaction, or the logger's on top of it
+    expect(log).toMatch(/GET \/f\/<token>\/\?password=(%3Credacted%3E|<redacted>)/);
     expect(log).not.toContain(link.json.token);
     expect(log).not.toContain('link-pw-123');
   });
