@@ -15,7 +15,7 @@ import type { FileJournal } from './journal.js';
 import { freeConflictName } from './conflict-name.js';
 import type { Streams } from './streaming.js';
 import { NEEDS_QUOTING, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
-import type { VersionCheck } from './version-check.js';
+import type { Verdict, VersionCheck } from './version-check.js';
 
 /** Runs fn holding the locks of every state. */
 function lockAll<T>(states: FileState[], fn: () => Promise<T>): Promise<T> {
@@ -61,9 +61,23 @@ export class Uploader {
    * version is saved beside it as a conflict copy, and `landed` names it.
    */
   async once(s: FileState, repo: string, path: string): Promise<UploadResult> {
+    const v = await this.check.verdict(s, repo, path);
+    const checked = Date.now();
+    const res = await this.afterCheck(s, repo, path, v);
+    this.noteWindow(Date.now() - checked);
+    return res;
+  }
+
+  /** how long a change by someone else could still be replaced: from the check to the upload's answer */
+  private noteWindow(ms: number): void {
+    this.stats.checkWindows++;
+    this.stats.checkWindowTotalMs += ms;
+    this.stats.checkWindowMaxMs = Math.max(this.stats.checkWindowMaxMs, ms);
+  }
+
+  private async afterCheck(s: FileState, repo: string, path: string, v: Verdict): Promise<UploadResult> {
     const dir = parentOf(path);
     const name = baseOf(path);
-    const v = await this.check.verdict(s, repo, path);
     if (v.kind === 'changed') {
       this.streams.stop(s, 'conflict');
       return this.conflictCopy(s, repo, path, v.entry, v.names);
@@ -173,9 +187,11 @@ export class Uploader {
         rest.push(...ok);
         return;
       }
+      let checkedAt = Date.now();
       try {
         // the batch replaces nothing: a name the server holds now goes on its own (conflict check)
         const there = await this.check.folder(repo, dir);
+        checkedAt = Date.now();
         for (let i = ok.length - 1; i >= 0; i--) {
           if (!there || there.has(baseOf(ok[i].path))) rest.push(...ok.splice(i, 1));
         }
@@ -194,6 +210,7 @@ export class Uploader {
         await Promise.all(ok.map((s) => this.journal.persist(s)));
         const files = ok.map((s) => ({ path: s.tmp, name: baseOf(s.path) }));
         const res = await this.links.use('upload', repo, dir, (url) => uploadBatch(url, dir, files, { replace: true }));
+        this.noteWindow(Date.now() - checkedAt);
         const byName = new Map(res.map((r) => [r.name, r]));
         for (let i = 0; i < ok.length; i++) {
           const s = ok[i];
