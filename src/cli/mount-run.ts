@@ -273,7 +273,9 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
 function uploadQueue(vfs: Vfs): UploadQueueEntry[] {
   return vfs.wb.pending().map((f) => {
     const state = f.running ? 'uploading' : f.lastError ? 'failed' : f.writers > 0 ? 'writing' : 'waiting';
-    const e: UploadQueueEntry = { path: f.path, size: f.size, state, attempts: f.failures };
+    const streaming = vfs.wb.streamedBytes(f);
+    const e: UploadQueueEntry = { path: f.path, size: f.size, state: streaming === null ? state : 'uploading', attempts: f.failures };
+    if (streaming !== null) e.sent = streaming;
     if (f.writers > 0) e.writing = true;
     if (f.lastError) e.error = f.lastError instanceof Error ? f.lastError.message : String(f.lastError);
     return e;

@@ -183,6 +183,12 @@ export class Streams {
     void feed.ended.then(() => this.live--);
   }
 
+  /** bytes of `s` its running stream has handed to the connection (null: not streaming) */
+  sent(s: FileState): number | null {
+    const st = this.feeds.get(s);
+    return st && !st.dead ? st.claimed : null;
+  }
+
   /** Abort the file's stream (the pure-append assumption broke, or the file moved). */
   stop(s: FileState, why: string): void {
     const st = this.feeds.get(s);

@@ -80,6 +80,11 @@ export class WriteBack {
     this.queue.close();
   }
 
+  /** bytes of `s` already sent by the upload that runs while it is written (null: none runs) */
+  streamedBytes(s: FileState): number | null {
+    return this.streams.sent(s);
+  }
+
   /** Retry now every upload that failed (the server is back). */
   retryNow(): void {
     this.queue.retryFailed();
