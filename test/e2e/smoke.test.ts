@@ -234,7 +234,7 @@ describe('seafs mount (e2e smoke)', () => {
     }
     const noUser = await sh(`env -u SEAFS_TOKEN ${base}`, { allowFail: true });
     expect(noUser.code).toBe(1);
-    expect(noUser.err.trim()).toBe('seafs: name the account with --user EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
+    expect(noUser.err.trim()).toBe('seafs: name the account with --user EMAIL or -o username=EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
   });
 
   it('with --read-ahead 0 the kernel keeps its own readahead', async () => {
