@@ -1,5 +1,6 @@
 // The client's public surface.
-export { SeafileClient, normalizeDir, type ClientOptions } from './client.js';
+export { SeafileClient, type ClientOptions } from './client.js';
+export { normalizeDir } from './endpoints/paths.js';
 export { parseUploadAnswer } from './upload-answer.js';
 export { ApiError, isApiError, type ApiErrorKind } from './errors.js';
 export { errorMessageOf } from './error-body.js';
