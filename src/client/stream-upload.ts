@@ -26,8 +26,6 @@ export interface UploadStream {
   readonly sent: number;
 }
 
-export type OpenUploadStream = (link: string, leading: [string, string][], filename: string) => Promise<UploadStream>;
-
 const CRLF = Buffer.from('\r\n');
 const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 

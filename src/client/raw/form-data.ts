@@ -6,7 +6,7 @@
 import { randomBytes } from 'node:crypto';
 
 /** Quotes a value for a Content-Disposition parameter the way browsers do (HTML spec). */
-export function quoteParam(v: string): string {
+function quoteParam(v: string): string {
   return v.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
 }
 
