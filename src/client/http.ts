@@ -111,7 +111,7 @@ function encodeQuery(q: Query | undefined): string {
   return parts.length ? `?${parts.join('&')}` : '';
 }
 
-export function encodeForm(f: Form): string {
+function encodeForm(f: Form): string {
   const p = new URLSearchParams();
   for (const [k, v] of Object.entries(f)) {
     if (v === undefined || v === null) continue;

@@ -8,6 +8,7 @@
 // API client instead.
 import net from 'node:net';
 import { ApiError, StreamUnsupported } from './errors.js';
+import { USER_AGENT } from './raw/request-head.js';
 import { kindFor } from './status-map.js';
 import type { StreamControl, StreamSink } from './types.js';
 
@@ -112,7 +113,7 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
   sock.on('connect', () => {
     sock.write(
       `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nRange: bytes=${start}-\r\n` +
-        'User-Agent: seafs/0.1\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n',
+        `User-Agent: ${USER_AGENT}\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n`,
     );
   });
   return {

@@ -31,6 +31,9 @@ export interface LibraryInfo {
   [extra: string]: unknown;
 }
 
+/** The id the service gives every empty file and empty folder (no content object behind it). */
+export const ZERO_ID = '0000000000000000000000000000000000000000';
+
 export interface DirEntry {
   type: 'file' | 'dir';
   name: string;

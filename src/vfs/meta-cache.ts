@@ -3,7 +3,7 @@
 // A listing older than the cache time is revalidated with its `oid`: an
 // "uptodate" answer renews it without transferring the entries again.
 import { LRUCache } from 'lru-cache';
-import type { DirEntry, SeafileApi } from '../client/types.js';
+import { ZERO_ID, type DirEntry, type SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { isNotFound, VfsError } from './errors.js';
 import { baseOf, isWithin, parentOf } from './paths.js';
@@ -32,7 +32,6 @@ export interface MetaStats {
   renewed: number;
 }
 
-const ZERO_ID = '0000000000000000000000000000000000000000';
 const joinDir = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`);
 
 const key = (repo: string, dir: string) => `${repo}\u0000${dir}`;

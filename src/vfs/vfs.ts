@@ -4,7 +4,7 @@
 // names through VfsError. The FUSE adapter is a thin layer over this.
 import { constants as C } from 'node:fs';
 import { join } from 'node:path';
-import type { AccountInfo, DirEntry, Library, SeafileApi } from '../client/types.js';
+import { ZERO_ID, type AccountInfo, type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, statfsOf, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
@@ -44,7 +44,6 @@ export interface VfsOptions {
   log?: (msg: string) => void;
 }
 
-const ZERO_ID = '0000000000000000000000000000000000000000';
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
 
 /** A file locked on the server by another account: this mount shows it read-only and refuses to write it. */

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminToken, startTestServer } from '../helpers/server.js';
 import { Rclone, type LsJsonItem } from '../helpers/rclone.js';
-import { generateTree, sha256File, walk, type Tree } from './tree.js';
+import { sha256File } from '../helpers/api-check.js';
+import { generateTree, walk, type Tree } from './tree.js';
 
 const MiB = 1024 * 1024;
 const SMALL_FILES = 220;

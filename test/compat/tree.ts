@@ -103,15 +103,8 @@ export function generateTree(root: string, seed: number, count: number, bigSize:
   return { root, files, dirs: [...dirs].sort(), big };
 }
 
-export function sha256File(file: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const h = createHash('sha256');
-    createReadStream(file)
-      .on('data', (b) => h.update(b))
-      .on('error', reject)
-      .on('end', () => resolve(h.digest('hex')));
-  });
-}
+// one definition, in the shared helpers; re-exported for the tests that import it from here
+export { sha256File } from '../helpers/api-check.js';
 
 /** Files and folders found under `root` (relative paths), for comparing a download. */
 export function walk(root: string): { files: Map<string, number>; dirs: Set<string> } {
