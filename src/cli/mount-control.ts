@@ -33,7 +33,13 @@ export interface ControlServer {
 }
 
 /** Listen for control commands; `onUnmount` runs once, its lines go to every client. */
-export async function listenControl(mountpoint: string, onUnmount: () => void, status: () => string): Promise<ControlServer> {
+export async function listenControl(
+  mountpoint: string,
+  onUnmount: () => void,
+  status: () => string,
+  /** further one-line commands, each answered with one line */
+  commands: Record<string, () => string> = {},
+): Promise<ControlServer> {
   const { socket } = controlPaths(mountpoint);
   mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
   rmSync(socket, { force: true });
@@ -54,6 +60,8 @@ export async function listenControl(mountpoint: string, onUnmount: () => void, s
           onUnmount();
         } else if (cmd === 'status') {
           c.end(status() + '\n');
+        } else if (Object.hasOwn(commands, cmd)) {
+          c.end(commands[cmd]() + '\n');
         } else {
           c.end(`error unknown command ${cmd}\n`);
         }
@@ -132,6 +140,11 @@ export function controlAlive(mountpoint: string): Promise<boolean> {
 
 /** The mount's `status` answer (JSON text), or null when no mount process answers within `timeoutMs`. */
 export function queryStatus(mountpoint: string, timeoutMs = 5000): Promise<string | null> {
+  return queryControl(mountpoint, 'status', timeoutMs);
+}
+
+/** The mount's one-line answer to `cmd`, or null when no mount process answers within `timeoutMs`. */
+export function queryControl(mountpoint: string, cmd: string, timeoutMs = 5000): Promise<string | null> {
   const { socket } = controlPaths(mountpoint);
   return new Promise((resolve) => {
     const c = net.connect(socket);
@@ -141,7 +154,7 @@ export function queryStatus(mountpoint: string, timeoutMs = 5000): Promise<strin
       resolve(null);
     }, timeoutMs);
     c.setEncoding('utf8');
-    c.on('connect', () => c.write('status\n'));
+    c.on('connect', () => c.write(`${cmd}\n`));
     c.on('data', (d: string) => (buf += d));
     c.on('error', () => {
       clearTimeout(timer);

@@ -211,6 +211,13 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         rssBytes: process.memoryUsage().rss,
         memory: process.memoryUsage(),
       }),
+    {
+      'cache-clear': () => {
+        const freed = vfs.clearCache();
+        log(`cache cleared: ${freed} bytes of downloaded data dropped (files waiting for upload are kept)`);
+        return JSON.stringify({ freed });
+      },
+    },
   );
   const say = (line: string) => {
     log(line);

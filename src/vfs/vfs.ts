@@ -499,6 +499,11 @@ export class Vfs {
     };
   }
 
+  /** Drop the downloaded data kept on disk (never data waiting for upload); returns the bytes freed. */
+  clearCache(): number {
+    return this.disk?.clear() ?? 0;
+  }
+
   close(): void {
     this.net.close();
     this.wb.close();

@@ -148,6 +148,13 @@ export class BlockCache {
     void e.fh.then((fh) => fh.close()).catch(() => {}).then(() => rm(name, { force: true }));
   }
 
+  /** Drop every cached chunk now (`seafs cache clear`); returns the bytes freed. */
+  clear(): number {
+    const freed = this.total;
+    for (const [v, e] of [...this.entries]) this.drop(v, e);
+    return freed;
+  }
+
   async close(): Promise<void> {
     for (const [v, e] of [...this.entries]) this.drop(v, e);
   }
