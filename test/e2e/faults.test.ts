@@ -5,6 +5,7 @@
 // what reached the server is checked through the API, directly against it.
 // Each case prints what its operations took: these are the figures of the
 // issue's closing note.
+import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
@@ -57,6 +58,31 @@ async function readerStats(m: Mount): Promise<{ diskChunks: number; bytesFetched
   const r = await run(process.execPath, [CLI, 'status', m.mnt, '--json'], { env: testEnv(), timeoutMs: 10_000 });
   return (JSON.parse(r.out) as { reader: { diskChunks: number; bytesFetched: number } }[])[0].reader;
 }
+
+const SLOW_READER = `
+const fs = require('fs');
+const fd = fs.openSync(process.argv[1], 'r');
+const b = Buffer.alloc(1 << 20);
+let off = 0;
+while (off < 2 * b.length) off += fs.readSync(fd, b, 0, b.length, off);
+process.stdout.write('ready\\n');
+process.stdin.once('data', () => {
+  const t0 = Date.now();
+  let res;
+  try {
+    for (;;) {
+      const n = fs.readSync(fd, b, 0, b.length, off);
+      if (!n) break;
+      off += n;
+    }
+    res = { ok: true, off, ms: Date.now() - t0 };
+  } catch (e) {
+    res = { ok: false, code: e.code, off, ms: Date.now() - t0 };
+  }
+  process.stdout.write(JSON.stringify(res) + '\\n');
+  process.exit(0);
+});
+`;
 
 const OFFLINE = /offline: the server is unreachable/;
 const ONLINE = /online: the server answers again/;
@@ -201,6 +227,53 @@ describe('faults through the mount', () => {
     expect(logLines(m, OFFLINE), m.output()).toHaveLength(1);
     expect(logLines(m, ONLINE), m.output()).toHaveLength(1);
   }, 300_000);
+
+  it('a server frozen in the middle of a sequential read: the read fails within the bound after the stream and a ranged GET time out, and works again after SIGCONT', async () => {
+    const repo = ctx.repos.Frozen;
+    const big = randomBytes(40 * MiB);
+    await seed(repo, '/', { 'big.bin': big });
+    const m = await mountLibrary(ctx.server, { library: 'Frozen', extraArgs: ['--timeout', '3'] });
+    const file = path.join(m.mnt, 'big.bin');
+    // reads 2 MiB, says so, waits for a line on stdin, then reads on to the end (or the first error)
+    const reader = spawn(process.execPath, ['-e', SLOW_READER, file], { stdio: ['pipe', 'pipe', 'inherit'] });
+    let out = '';
+    reader.stdout!.setEncoding('utf8');
+    reader.stdout!.on('data', (d: string) => (out += d));
+    const pid = ctx.server.pid;
+    let result: { ok: boolean; code?: string; off: number; ms: number };
+    try {
+      for (let t = 0; !out.includes('ready'); t++) {
+        expect(t, 'the reader reads its first 2 MiB').toBeLessThan(300);
+        await sleep(100);
+      }
+      process.kill(pid, 'SIGSTOP');
+      reader.stdin!.write('go\n');
+      await new Promise<void>((r) => reader.once('exit', () => r()));
+      result = JSON.parse(out.split('\n')[1]);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      if (reader.exitCode === null) reader.kill('SIGKILL');
+    }
+    console.log(
+      `frozen mid-stream (--timeout 3): the read went on to byte ${result.off} of ${big.length} (what the mount had read ahead) and ` +
+        `${result.ok ? 'completed' : `failed with ${result.code}`} ${result.ms} ms after the freeze`,
+    );
+    expect(result.ok, 'a read past what was read ahead cannot succeed while the server is frozen').toBe(false);
+    expect(result.code).toBe('EIO');
+    expect(result.ms).toBeLessThan(20_000);
+    // the server back: the file reads whole again through the same mount
+    for (let t = 0; ; t++) {
+      const r = await timed(`sha256sum < ${q(file)}`);
+      if (r.code === 0) {
+        expect(r.out.split(' ')[0]).toBe(sha256(big));
+        break;
+      }
+      expect(t, 'the mount reads again once the server is back').toBeLessThan(30);
+      await sleep(1000);
+    }
+    const un = await m.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+  }, 180_000);
 
   it('a stopped server: a file read before comes from the disk cache, known folders list, unknown content fails fast with EIO, a file written meanwhile is uploaded once the server is back, before unmount returns', async () => {
     const repo = ctx.repos.Stopped;
