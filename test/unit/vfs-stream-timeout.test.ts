@@ -127,6 +127,7 @@ describe('the sequential stream under a stalling or resetting server', () => {
     expect(['ETIMEDOUT', 'EIO']).toContain(errnoOf(err));
     // the stream, then a ranged GET or two on new connections: a handful of requests, a few timeouts
     expect(srv.starts.length).toBeGreaterThan(1);
+    console.log(`silent server: ${srv.starts.length} requests (from ${srv.starts.join(', ')}), read failed after ${took} ms`);
     expect(srv.starts.length).toBeLessThanOrEqual(12);
     expect(took).toBeLessThan(15_000);
   });
