@@ -294,12 +294,18 @@ export class SeafileClient implements SeafileApi {
 
   /**
    * SeafileApi's streaming GET: over a bare socket, straight into the sink's
-   * buffers (raw-get.ts). Throws StreamUnsupported for what it cannot read
+   * buffers (raw-get.ts); a socket silent for `idleMs` (default: the call
+   * timeout) ends the stream with a timeout error. Throws StreamUnsupported for what it cannot read
    * (https) and when the `rawStreams` option is off.
    */
   streamGet(url: string, start: number, sink: StreamSink, opts: { idleMs?: number } = {}): StreamControl {
     if (!this.rawStreams) throw new StreamUnsupported('raw streams are off');
-    return rawGet(url, start, sink, opts.idleMs);
+    return rawGet(url, start, sink, opts.idleMs ?? this.timeoutMs);
+  }
+
+  /** how long a call may wait for an answer (the mount's --timeout); also a stream's idle limit */
+  get timeoutMs(): number {
+    return this.http.opts.timeoutMs;
   }
 
   /** GET of a download URL with an optional single range; the body streams. */

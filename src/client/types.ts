@@ -271,7 +271,8 @@ export interface SeafileApi {
   // The reader's sequential stream uses it when present, and `download()` otherwise.
   // Refusals are ApiError (through sink.end); a URL or answer it cannot read is
   // StreamUnsupported (thrown, or through sink.end before head()): the caller then uses
-  // `download()`. `idleMs`: give up (ApiError 'timeout') when nothing arrives this long.
+  // `download()`. `idleMs`: give up (ApiError 'timeout') when nothing arrives this long
+  // (default: the client's call timeout, the mount's --timeout).
   // SeafileClient: over a bare socket for plain-http URLs (its `rawStreams` option).
   streamGet?(url: string, start: number, sink: StreamSink, opts?: { idleMs?: number }): StreamControl;
 }

@@ -30,8 +30,8 @@ export interface FaultProxyOptions extends FaultRates {
   seed: number;
   /** Retry-After of the injected 429s, seconds (default 1) */
   retryAfterSec?: number;
-  /** length of an injected stall (default 4000 ms) */
-  stallMs?: number;
+  /** length of an injected stall (default 4000 ms); [min, max]: drawn from the seeded sequence */
+  stallMs?: number | [number, number];
   /** requests the faults may hit (default: all) */
   only?: (method: string, url: string) => boolean;
 }
@@ -91,6 +91,11 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   const timers = new Set<NodeJS.Timeout>();
   const upstream = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
+  /** a fixed stall takes no draw, so the sequences of existing seeds stay as they were */
+  const stallLength = (): number => {
+    const s = opts.stallMs ?? 4000;
+    return typeof s === 'number' ? s : s[0] + Math.floor(rnd() * (s[1] - s[0]));
+  };
   const later = (ms: number, fn: () => void) => {
     const t = setTimeout(() => {
       timers.delete(t);
@@ -153,7 +158,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
         return forward(req, res, true);
       case 'stall':
         req.pause();
-        return later(opts.stallMs ?? 4000, () => {
+        return later(stallLength(), () => {
           req.resume();
           forward(req, res, false);
         });

@@ -36,7 +36,7 @@ export function readConfig(opts: ReaderOptions = {}): ReadConfig {
     jumpAhead: 8 * 1024 * 1024,
     fillMax: opts.fillMaxBytes ?? 2 * 1024 ** 3,
     streamIdle: opts.streamIdleMs ?? 5_000,
-    stall: opts.stallMs ?? 30_000,
+    stall: opts.stallMs,
   };
 }
 

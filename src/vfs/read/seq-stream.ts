@@ -204,7 +204,7 @@ export class SeqStreams {
               resolve('done');
             },
           },
-          { idleMs: this.cfg.stall },
+          this.cfg.stall !== undefined ? { idleMs: this.cfg.stall } : {},
         );
       } catch {
         resolve('unsupported');
