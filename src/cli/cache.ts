@@ -17,7 +17,8 @@ interface CacheArgv {
 
 export const cacheCommand: CommandModule<object, CacheArgv> = {
   command: 'cache <action> [mountpoint]',
-  describe: 'clear: drop the downloaded data a running mount (or every one, --all) keeps on disk; uploads waiting are kept',
+  describe:
+    'clear: drop the downloaded data a running mount (or every one, --all) keeps on disk; uploads waiting are kept',
   builder: (y) =>
     y
       .positional('action', { type: 'string', choices: ['clear'], describe: 'what to do with the cache' })

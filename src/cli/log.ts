@@ -33,7 +33,10 @@ const failure = (code: string) => Object.assign(new Error(`log output: ${code}`)
  * the mount nor grows its memory); after an 'error' (EPIPE, EIO) every write
  * throws, and the logger stops writing.
  */
-export function streamSink(stream: NodeJS.WritableStream & { writableLength: number; destroyed: boolean }, maxQueued = 1 << 20): LogSink {
+export function streamSink(
+  stream: NodeJS.WritableStream & { writableLength: number; destroyed: boolean },
+  maxQueued = 1 << 20,
+): LogSink {
   let failed: string | null = null;
   stream.on('error', (e) => {
     failed = (e as NodeJS.ErrnoException)?.code ?? 'EIO';
@@ -166,7 +169,12 @@ export function redact(text: string, secrets: Iterable<string> = []): string {
 
 /** The level of a message from a hook that has none (the vfs, fuse and server hooks). */
 export function guessLevel(msg: string): LogLevel {
-  if (/\b(fail(s|ed|ure)?|cannot|could not|refused|error|lost|unreachable|timed out|conflict|deleted or moved|is gone)\b/i.test(msg)) return 'warn';
+  if (
+    /\b(fail(s|ed|ure)?|cannot|could not|refused|error|lost|unreachable|timed out|conflict|deleted or moved|is gone)\b/i.test(
+      msg,
+    )
+  )
+    return 'warn';
   if (/\bE(IO|NOSPC|ACCES|TIMEDOUT|CONNREFUSED|CONNRESET|NOTCONN|DQUOT|ROFS|PIPE)\b/.test(msg)) return 'warn';
   return 'info';
 }
@@ -216,7 +224,14 @@ export class Logger {
     this.prefix = opts.prefix ?? 'seafs: ';
     this.repeatWindow = opts.repeatWindowMs ?? 10 * 60_000;
     this.now = opts.now ?? Date.now;
-    const fresh = (sink: LogSink, stamped: boolean): Output => ({ sink, stamped, dead: false, pausedUntil: 0, lost: 0, lastError: '' });
+    const fresh = (sink: LogSink, stamped: boolean): Output => ({
+      sink,
+      stamped,
+      dead: false,
+      pausedUntil: 0,
+      lost: 0,
+      lastError: '',
+    });
     this.outputs = [file ? fresh(file, true) : fresh(opts.stderr ?? stderrSink(), false)];
   }
 

@@ -77,9 +77,7 @@ export async function listenControl(
       for (const c of clients) if (!c.destroyed) c.write(line + '\n');
     },
     async close() {
-      await Promise.all(
-        [...clients].map((c) => new Promise<void>((r) => (c.destroyed ? r() : c.end(() => r())))),
-      );
+      await Promise.all([...clients].map((c) => new Promise<void>((r) => (c.destroyed ? r() : c.end(() => r())))));
       await new Promise<void>((r) => server.close(() => r()));
       rmSync(socket, { force: true });
     },
@@ -114,8 +112,8 @@ export function requestUnmount(mountpoint: string, onLine: (l: string) => void):
         else onLine(line);
       }
     });
-    c.on('error', () => resolve(connected ? result ?? false : null));
-    c.on('close', () => resolve(connected ? result ?? false : null));
+    c.on('error', () => resolve(connected ? (result ?? false) : null));
+    c.on('close', () => resolve(connected ? (result ?? false) : null));
   });
 }
 

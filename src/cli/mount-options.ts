@@ -52,7 +52,19 @@ const SWITCHES: Record<string, keyof OptionSettings> = {
 };
 
 /** generic options libfuse 2 passes on to the kernel mount */
-const KERNEL = new Set(['nosuid', 'suid', 'nodev', 'dev', 'noexec', 'exec', 'sync', 'async', 'atime', 'noatime', 'dirsync']);
+const KERNEL = new Set([
+  'nosuid',
+  'suid',
+  'nodev',
+  'dev',
+  'noexec',
+  'exec',
+  'sync',
+  'async',
+  'atime',
+  'noatime',
+  'dirsync',
+]);
 
 /** generic options that only mean something to mount(8), systemd or the kernel's defaults */
 const IGNORED = new Set([
@@ -129,7 +141,9 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
         continue;
       }
       if (name === 'password' || name === 'token') {
-        throw new UserError(`-o ${name}= is refused: a secret in mount options is visible to every user (ps, /proc); use ${name}_file=FILE (first line, readable by root only)`);
+        throw new UserError(
+          `-o ${name}= is refused: a secret in mount options is visible to every user (ps, /proc); use ${name}_file=FILE (first line, readable by root only)`,
+        );
       }
       const sw = SWITCHES[name];
       if (sw) {
@@ -138,7 +152,10 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
         continue;
       }
       const v = VALUED[name];
-      if (!v) throw new UserError(`unknown mount option "${given}" (seafs takes ${ALL_NAMES.join(', ')} and the generic mount options)`);
+      if (!v)
+        throw new UserError(
+          `unknown mount option "${given}" (seafs takes ${ALL_NAMES.join(', ')} and the generic mount options)`,
+        );
       if (value === undefined || value === '') throw new UserError(`-o ${given} needs a value: ${given}=...`);
       if (v.kind === 'number') {
         const n = Number(value);

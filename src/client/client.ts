@@ -109,7 +109,13 @@ export class SeafileClient implements SeafileApi {
   ): Promise<{ client: SeafileClient; token: string }> {
     const client = new SeafileClient({ ...opts, token: undefined });
     const attempt = () => client.login(username, password, otp);
-    const token = await session.loginPatiently(client.http, attempt, otp !== undefined, opts.loginRetryMs ?? 30_000, () => client.close());
+    const token = await session.loginPatiently(
+      client.http,
+      attempt,
+      otp !== undefined,
+      opts.loginRetryMs ?? 30_000,
+      () => client.close(),
+    );
     return { client, token };
   }
 
@@ -199,7 +205,10 @@ export class SeafileClient implements SeafileApi {
   }
 
   /** One page of the trash; pass the previous page's `scan_stat` to continue. */
-  libraryTrash(repoId: string, opts: { path?: string; perPage?: number; scanStat?: string | null } = {}): Promise<TrashPage> {
+  libraryTrash(
+    repoId: string,
+    opts: { path?: string; perPage?: number; scanStat?: string | null } = {},
+  ): Promise<TrashPage> {
     return history.libraryTrash(this.http, repoId, opts);
   }
 
@@ -214,7 +223,11 @@ export class SeafileClient implements SeafileApi {
 
   // ---- folders (endpoints/folders.ts) ----
 
-  listDir(repoId: string, path: string, opts: { oid?: string; type?: 'f' | 'd'; recursive?: boolean } = {}): Promise<DirListing> {
+  listDir(
+    repoId: string,
+    path: string,
+    opts: { oid?: string; type?: 'f' | 'd'; recursive?: boolean } = {},
+  ): Promise<DirListing> {
     return folders.listDir(this.http, repoId, path, opts);
   }
 
@@ -357,7 +370,11 @@ export class SeafileClient implements SeafileApi {
 
   // ---- share links and upload links, V2.1 (endpoints/share-links.ts) ----
 
-  createShareLink(repoId: string, path: string, opts: { password?: string; expireDays?: number } = {}): Promise<ShareLink> {
+  createShareLink(
+    repoId: string,
+    path: string,
+    opts: { password?: string; expireDays?: number } = {},
+  ): Promise<ShareLink> {
     return links.createShareLink(this.http, repoId, path, opts);
   }
 

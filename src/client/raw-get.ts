@@ -42,7 +42,12 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
     }
     if (status !== 200 && status !== 206) {
       const message = `HTTP ${status}`;
-      throw new ApiError({ kind: kindFor(status, message, 'download'), status, operation: 'download', serverMessage: message });
+      throw new ApiError({
+        kind: kindFor(status, message, 'download'),
+        status,
+        operation: 'download',
+        serverMessage: message,
+      });
     }
     if (h.has('transfer-encoding') || !h.has('content-length')) throw new StreamUnsupported('no content-length');
     const length = Number(h.get('content-length'));
@@ -108,8 +113,16 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
   });
   sock.setNoDelay(true);
   sock.setTimeout(idleMs, () => finish(new ApiError({ kind: 'timeout', status: 0, operation: 'download' })));
-  sock.on('error', (e) => finish(new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: e.message, cause: e })));
-  sock.on('end', () => finish(remaining === 0 ? null : new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: 'connection closed early' })));
+  sock.on('error', (e) =>
+    finish(new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: e.message, cause: e })),
+  );
+  sock.on('end', () =>
+    finish(
+      remaining === 0
+        ? null
+        : new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: 'connection closed early' }),
+    ),
+  );
   sock.on('connect', () => {
     sock.write(
       `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nRange: bytes=${start}-\r\n` +

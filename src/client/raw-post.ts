@@ -16,12 +16,19 @@ const BUF = 256 * 1024;
 
 function parseResponse(raw: Buffer): { status: number; text: string } {
   const a = parseAnswer(raw);
-  if (!a) throw new ApiError({ kind: 'protocol', status: 0, operation: 'upload', serverMessage: 'no valid answer header' });
+  if (!a)
+    throw new ApiError({ kind: 'protocol', status: 0, operation: 'upload', serverMessage: 'no valid answer header' });
   return a;
 }
 
 /** POST files to an upload link; resolves with the answer body of a 2xx, throws ApiError otherwise. */
-export async function rawUpload(url: string, token: string | undefined, fields: [string, string][], files: BatchFile[], idleMs = 5 * 60_000): Promise<{ text: string; sizes: number[] }> {
+export async function rawUpload(
+  url: string,
+  token: string | undefined,
+  fields: [string, string][],
+  files: BatchFile[],
+  idleMs = 5 * 60_000,
+): Promise<{ text: string; sizes: number[] }> {
   const u = new URL(url);
   if (u.protocol !== 'http:') throw new Error('rawUpload: http only');
   const frame = await batchFraming(fields, files);
@@ -43,7 +50,11 @@ export async function rawUpload(url: string, token: string | undefined, fields: 
   });
   const write = (b: Buffer) =>
     new Promise<void>((resolve, reject) => {
-      if (sock.destroyed) return reject(failed ?? new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'connection closed' }));
+      if (sock.destroyed)
+        return reject(
+          failed ??
+            new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'connection closed' }),
+        );
       sock.write(b, (err) => (err ? reject(failed ?? err) : resolve()));
     });
   try {

@@ -46,7 +46,9 @@ export async function openUploadStream(
   if (!secure && u.protocol !== 'http:') throw new Error(`stream upload: unsupported protocol ${u.protocol}`);
   const port = Number(u.port || (secure ? 443 : 80));
   const host = u.hostname.replace(/^\[|\]$/g, '');
-  const sock: net.Socket = secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+  const sock: net.Socket = secure
+    ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host })
+    : net.connect({ host, port });
   sock.setNoDelay(true);
   const answer: Buffer[] = [];
   let failed: ApiError | null = null;
@@ -74,10 +76,21 @@ export async function openUploadStream(
     const a = parseAnswer(Buffer.concat(answer));
     if (a) {
       const msg = errorMessageOf(a.text);
-      return new EarlyAnswer({ kind: kindFor(a.status, msg, 'upload'), status: a.status, operation: 'upload', serverMessage: msg || `answered ${a.status} before the body ended` });
+      return new EarlyAnswer({
+        kind: kindFor(a.status, msg, 'upload'),
+        status: a.status,
+        operation: 'upload',
+        serverMessage: msg || `answered ${a.status} before the body ended`,
+      });
     }
     const why = failed ? `${failed.kind}: ${failed.serverMessage}` : 'connection closed during the upload';
-    return new EarlyAnswer({ kind: failed?.kind ?? 'network', status: 0, operation: 'upload', serverMessage: why, cause: failed ?? undefined });
+    return new EarlyAnswer({
+      kind: failed?.kind ?? 'network',
+      status: 0,
+      operation: 'upload',
+      serverMessage: why,
+      cause: failed ?? undefined,
+    });
   };
 
   const send = (pieces: Buffer[]) =>
@@ -95,7 +108,13 @@ export async function openUploadStream(
     sock.once('error', reject);
   }).catch((e) => {
     sock.destroy();
-    throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: (e as Error).message, cause: e });
+    throw new ApiError({
+      kind: 'network',
+      status: 0,
+      operation: 'upload',
+      serverMessage: (e as Error).message,
+      cause: e,
+    });
   });
 
   const boundary = newBoundary();
@@ -136,10 +155,16 @@ export async function openUploadStream(
       }
       await closedP;
       const a = parseAnswer(Buffer.concat(answer));
-      if (!a) throw failed ?? new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'no answer' });
+      if (!a)
+        throw failed ?? new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'no answer' });
       if (a.status < 200 || a.status >= 300) {
         const msg = errorMessageOf(a.text);
-        throw new ApiError({ kind: kindFor(a.status, msg, 'upload'), status: a.status, operation: 'upload', serverMessage: msg });
+        throw new ApiError({
+          kind: kindFor(a.status, msg, 'upload'),
+          status: a.status,
+          operation: 'upload',
+          serverMessage: msg,
+        });
       }
       return a.text;
     },

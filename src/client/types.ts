@@ -50,9 +50,7 @@ export interface DirEntry {
 }
 
 /** Result of a folder listing. `uptodate` means the `oid` passed in is still current. */
-export type DirListing =
-  | { uptodate: false; oid: string | null; entries: DirEntry[] }
-  | { uptodate: true; oid: string };
+export type DirListing = { uptodate: false; oid: string | null; entries: DirEntry[] } | { uptodate: true; oid: string };
 
 export interface FileDetail {
   type: 'file';
@@ -121,7 +119,11 @@ export interface FileUploadStream {
  * A server that does not take chunked bodies fails it with an error that
  * `refusesChunked` (errors.ts) recognises.
  */
-export type StartUploadStream = (link: string, leading: [string, string][], filename: string) => Promise<FileUploadStream>;
+export type StartUploadStream = (
+  link: string,
+  leading: [string, string][],
+  filename: string,
+) => Promise<FileUploadStream>;
 
 export interface DownloadLink {
   url: string;
@@ -229,7 +231,11 @@ export interface SeafileApi {
   getLibrary(repoId: string): Promise<LibraryInfo>;
   unlockLibrary(repoId: string, password: string): Promise<void>;
 
-  listDir(repoId: string, path: string, opts?: { oid?: string; type?: 'f' | 'd'; recursive?: boolean }): Promise<DirListing>;
+  listDir(
+    repoId: string,
+    path: string,
+    opts?: { oid?: string; type?: 'f' | 'd'; recursive?: boolean },
+  ): Promise<DirListing>;
   /** creates the folder; returns the path actually created (the server may auto-rename) */
   mkdir(repoId: string, path: string, opts?: { createParents?: boolean }): Promise<void>;
   renameDir(repoId: string, path: string, newName: string): Promise<void>;
@@ -251,7 +257,13 @@ export interface SeafileApi {
 
   uploadLink(repoId: string, dir: string): Promise<string>;
   /** multipart upload of a local file, streamed from disk; returns what the server says it stored */
-  upload(link: string, parentDir: string, localFile: string, name: string, opts?: { replace?: boolean; relativePath?: string }): Promise<UploadedFile[]>;
+  upload(
+    link: string,
+    parentDir: string,
+    localFile: string,
+    name: string,
+    opts?: { replace?: boolean; relativePath?: string },
+  ): Promise<UploadedFile[]>;
   updateLink(repoId: string, dir: string): Promise<string>;
   /** replaces the content of an existing file; returns the new file id */
   update(link: string, targetFile: string, localFile: string): Promise<string>;

@@ -14,7 +14,9 @@ export async function batchFraming(
   const boundary = newBoundary();
   const sizes = await Promise.all(files.map(async (f) => (await fsp.stat(f.path)).size));
   const head = fieldParts(boundary, fields);
-  const heads = files.map((f, i) => Buffer.from(`${i === 0 ? head : '\r\n'}${filePartHead(boundary, 'file', f.name)}`, 'utf8'));
+  const heads = files.map((f, i) =>
+    Buffer.from(`${i === 0 ? head : '\r\n'}${filePartHead(boundary, 'file', f.name)}`, 'utf8'),
+  );
   const tail = Buffer.from(`\r\n${closingBoundary(boundary)}`, 'utf8');
   const length = heads.reduce((a, h) => a + h.length, 0) + sizes.reduce((a, s) => a + s, 0) + tail.length;
   return { contentType: formDataType(boundary), heads, tail, sizes, length };
@@ -30,7 +32,11 @@ export async function multipartOfFiles(
       yield heads[i];
       if (sizes[i] > 0) {
         let sent = 0;
-        for await (const c of createReadStream(files[i].path, { start: 0, end: sizes[i] - 1, highWaterMark: 256 * 1024 })) {
+        for await (const c of createReadStream(files[i].path, {
+          start: 0,
+          end: sizes[i] - 1,
+          highWaterMark: 256 * 1024,
+        })) {
           sent += (c as Buffer).length;
           yield c as Buffer;
         }

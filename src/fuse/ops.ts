@@ -21,7 +21,18 @@ export interface OpsOptions {
   counts?: OpCounts;
 }
 
-const QUIET = new Set<ErrnoName>(['ENOENT', 'EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR', 'EROFS', 'EPERM', 'EINVAL', 'ENAMETOOLONG', 'EBADF']);
+const QUIET = new Set<ErrnoName>([
+  'ENOENT',
+  'EEXIST',
+  'ENOTEMPTY',
+  'ENOTDIR',
+  'EISDIR',
+  'EROFS',
+  'EPERM',
+  'EINVAL',
+  'ENAMETOOLONG',
+  'EBADF',
+]);
 
 /** calls per FUSE operation, by name */
 export type OpCounts = Record<string, number>;
@@ -89,7 +100,10 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
         return readFail(p, e, cb);
       }
       if (typeof r === 'number') return cb(r);
-      r.then((n) => cb(n), (e) => readFail(p, e, cb));
+      r.then(
+        (n) => cb(n),
+        (e) => readFail(p, e, cb),
+      );
     },
     write: handler(
       'write',

@@ -30,7 +30,12 @@ function paging(r: Req, defPer: number): { page: number; per: number } {
   return { page, per };
 }
 
-async function pageOfCommits(ctx: Ctx, repoId: string, page: number, per: number): Promise<{ list: Commit[]; more: boolean }> {
+async function pageOfCommits(
+  ctx: Ctx,
+  repoId: string,
+  page: number,
+  per: number,
+): Promise<{ list: Commit[]; more: boolean }> {
   const head = await ctx.heads.get(repoId);
   const list: Commit[] = [];
   let i = 0;
@@ -94,11 +99,18 @@ async function revert(ctx: Ctx, r: Req): Promise<void> {
   const comps = splitPath(p);
   const e = await lookup(ctx.store, c.root_id, comps);
   if (!e || e.type !== 'file') throw new HttpError(404, 'File not found in that revision.');
-  await putFiles(ctx, r.user!, repo.id, '/' + comps.slice(0, -1).join('/'), [{ name: e.name, id: e.id, size: e.size }], {
-    replace: true,
-    createParents: true,
-    desc: `Reverted file "${e.name}"`,
-  });
+  await putFiles(
+    ctx,
+    r.user!,
+    repo.id,
+    '/' + comps.slice(0, -1).join('/'),
+    [{ name: e.name, id: e.id, size: e.size }],
+    {
+      replace: true,
+      createParents: true,
+      desc: `Reverted file "${e.name}"`,
+    },
+  );
   sendJson(r.res, 200, { ret: 0 });
 }
 
@@ -116,7 +128,13 @@ async function revertDir(ctx: Ctx, r: Req): Promise<void> {
 }
 
 /** Entries present under `oldId` and gone under `newId`, recursing into changed folders. */
-async function removed(ctx: Ctx, oldId: string, newId: string, parent: string[], out: { e: DirEnt; parent: string[] }[]) {
+async function removed(
+  ctx: Ctx,
+  oldId: string,
+  newId: string,
+  parent: string[],
+  out: { e: DirEnt; parent: string[] }[],
+) {
   if (oldId === newId) return;
   const now = new Map((await readDir(ctx.store, newId)).map((e) => [e.name, e]));
   for (const e of await readDir(ctx.store, oldId)) {
@@ -215,4 +233,3 @@ export const historyRoutes: Route[] = [
     },
   },
 ];
-

@@ -16,7 +16,13 @@ async function issue(ctx: Ctx, r: Req, kind: 'upload' | 'update'): Promise<void>
   if ((await ctx.quotaLeft(repo)) <= 0) throw new HttpError(443, 'Out of quota.');
   ctx.sweepTokens();
   const token = ctx.newToken();
-  ctx.uploads.set(token, { kind, repoId: repo.id, dir: '/' + comps.join('/'), user: user.email, expires: Date.now() + ctx.linkTtlMs });
+  ctx.uploads.set(token, {
+    kind,
+    repoId: repo.id,
+    dir: '/' + comps.join('/'),
+    user: user.email,
+    expires: Date.now() + ctx.linkTtlMs,
+  });
   sendJson(r.res, 200, `${r.base}/seafhttp/${kind}-api/${token}`);
 }
 

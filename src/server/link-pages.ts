@@ -55,7 +55,13 @@ async function listFolderLink(ctx: Ctx, r: Req): Promise<void> {
   sendJson(
     r.res,
     200,
-    entries.map((x) => ({ type: x.type, name: x.name, id: x.id, mtime: x.mtime, ...(x.type === 'file' ? { size: x.size } : {}) })),
+    entries.map((x) => ({
+      type: x.type,
+      name: x.name,
+      id: x.id,
+      mtime: x.mtime,
+      ...(x.type === 'file' ? { size: x.size } : {}),
+    })),
   );
 }
 
@@ -73,7 +79,8 @@ async function uploadThroughLink(ctx: Ctx, r: Req): Promise<void> {
   const l = ctx.db.uploadLink(r.params[0]);
   const repo = l ? ctx.db.repo(l.repoId) : undefined;
   const creator = l ? ctx.db.user(l.username) : undefined;
-  if (!l || !repo || !creator || !creator.isActive || ctx.permission(creator, repo) !== 'rw') throw new HttpError(404, 'Link not found.');
+  if (!l || !repo || !creator || !creator.isActive || ctx.permission(creator, repo) !== 'rw')
+    throw new HttpError(404, 'Link not found.');
   if (l.password) {
     const given = r.query.get('password');
     if (!given) throw new HttpError(403, 'Password is required.');
@@ -84,7 +91,13 @@ async function uploadThroughLink(ctx: Ctx, r: Req): Promise<void> {
   if (!folder || folder.type !== 'dir') throw new HttpError(404, 'Folder not found.');
   ctx.sweepTokens();
   const token = ctx.newToken();
-  ctx.uploads.set(token, { kind: 'upload', repoId: repo.id, dir, user: creator.email, expires: Date.now() + ctx.linkTtlMs });
+  ctx.uploads.set(token, {
+    kind: 'upload',
+    repoId: repo.id,
+    dir,
+    user: creator.email,
+    expires: Date.now() + ctx.linkTtlMs,
+  });
   sendJson(r.res, 200, { upload_link: `${r.base}/seafhttp/upload-api/${token}` });
 }
 

@@ -81,7 +81,9 @@ export class Connectivity {
     if (this.offlineSince !== null) return;
     this.offlineSince = Date.now();
     this.outages++;
-    this.o.log(`offline: the server is unreachable (${this.lastCause}); serving what the mount knows, writes wait for the server`);
+    this.o.log(
+      `offline: the server is unreachable (${this.lastCause}); serving what the mount knows, writes wait for the server`,
+    );
     this.probeDelay = this.o.probeMinMs ?? 1000;
     this.scheduleProbe();
   }
@@ -144,10 +146,11 @@ export class Connectivity {
             this.noteFailure(e);
             throw e;
           }
-          if (out instanceof Promise) return out.catch((e: unknown) => {
-            this.noteFailure(e);
-            throw e;
-          });
+          if (out instanceof Promise)
+            return out.catch((e: unknown) => {
+              this.noteFailure(e);
+              throw e;
+            });
           return out;
         };
       },

@@ -203,7 +203,8 @@ export class MetaCache {
     if (!l.oid || dir === '/') return false;
     const parentDir = parentOf(dir);
     const parent = this.lru.peek(key(repo, parentDir));
-    if (!parent || parent.entries.get(baseOf(dir))?.id !== l.oid || !this.current(repo, parentDir, parent)) return false;
+    if (!parent || parent.entries.get(baseOf(dir))?.id !== l.oid || !this.current(repo, parentDir, parent))
+      return false;
     l.fetchedAt = parent.fetchedAt;
     // as after a revalidation: the next real look refreshes the sub-folders ahead again
     l.used = false;

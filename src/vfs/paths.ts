@@ -26,7 +26,14 @@ export function splitPath(p: string): string[] {
 /** Names the service refuses, checked locally for a precise errno. */
 export function checkName(name: string): void {
   if (Buffer.byteLength(name, 'utf8') > 255) throw new VfsError('ENAMETOOLONG', name.slice(0, 40));
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\\') || name.includes('\0')) {
+  if (
+    name === '' ||
+    name === '.' ||
+    name === '..' ||
+    name.includes('/') ||
+    name.includes('\\') ||
+    name.includes('\0')
+  ) {
     throw new VfsError('EINVAL', `name refused: ${name}`);
   }
 }

@@ -87,32 +87,39 @@ export class Vfs {
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 8);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
-    this.disk = diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks', String(process.pid)), chunk, diskBytes) : null;
+    this.disk =
+      diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks', String(process.pid)), chunk, diskBytes) : null;
     this.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, this.disk, (f) => {
       this.log(`${f.path} changed on the server; refreshing its folder`);
       this.meta.invalidate(f.repo, parentOf(f.path));
     });
     const journal = new Journal(join(opts.cacheDir, 'journal'), opts.durableJournal ?? true);
-    this.wb = new WriteBack(api, journal, join(opts.cacheDir, 'dirty'), {
-      log: this.log,
-      onUploaded: (s, res, repo, path) => {
-        if (s.deleted) return;
-        this.meta.upsert(repo, parentOf(path), {
-          type: 'file',
-          name: baseOf(path),
-          id: res.id,
-          size: res.size,
-          mtime: Math.floor(s.mtime / 1000),
-        });
+    this.wb = new WriteBack(
+      api,
+      journal,
+      join(opts.cacheDir, 'dirty'),
+      {
+        log: this.log,
+        onUploaded: (s, res, repo, path) => {
+          if (s.deleted) return;
+          this.meta.upsert(repo, parentOf(path), {
+            type: 'file',
+            name: baseOf(path),
+            id: res.id,
+            size: res.size,
+            mtime: Math.floor(s.mtime / 1000),
+          });
+        },
+        offline: () => !this.net.online,
+        // the server's version keeps the name: list the folder afresh to show it (and the copy)
+        onConflict: (repo, path) => this.meta.invalidate(repo, parentOf(path)),
+        folderRecreated: (repo, dir) => {
+          this.meta.invalidate(repo, parentOf(dir));
+          this.meta.invalidateTree(repo, dir);
+        },
       },
-      offline: () => !this.net.online,
-      // the server's version keeps the name: list the folder afresh to show it (and the copy)
-      onConflict: (repo, path) => this.meta.invalidate(repo, parentOf(path)),
-      folderRecreated: (repo, dir) => {
-        this.meta.invalidate(repo, parentOf(dir));
-        this.meta.invalidateTree(repo, dir);
-      },
-    }, opts.writeBack);
+      opts.writeBack,
+    );
     // back online: what waited for the server goes now
     this.net.onBack = () => this.wb.retryNow();
     this.renamer = new Renamer({
@@ -269,7 +276,13 @@ export class Vfs {
       const e = await this.lookup(repo, path);
       if (!e) throw new VfsError('ENOENT', p);
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
-      return this.handles.add({ kind: 'remote', repo, path, remote: this.remoteOf(repo, path, e), pattern: NEW_PATTERN() });
+      return this.handles.add({
+        kind: 'remote',
+        repo,
+        path,
+        remote: this.remoteOf(repo, path, e),
+        pattern: NEW_PATTERN(),
+      });
     }
     if (!s) {
       const e = await this.lookup(repo, path);
@@ -277,8 +290,12 @@ export class Vfs {
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
       refuseLocked(p, e);
       const remote = this.remoteOf(repo, path, e);
-      s = await this.wb.openExisting(repo, path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, trunc, (dest) =>
-        this.reader.downloadWhole(remote, dest),
+      s = await this.wb.openExisting(
+        repo,
+        path,
+        { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
+        trunc,
+        (dest) => this.reader.downloadWhole(remote, dest),
       );
     }
     if (trunc && s.size > 0) await this.wb.truncate(s, 0);
@@ -335,8 +352,12 @@ export class Vfs {
       refuseLocked(p, e);
       if ((e.size ?? 0) === size) return;
       const remote = this.remoteOf(loc.repo, loc.path, e);
-      s = await this.wb.openExisting(loc.repo, loc.path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, size === 0, (dest) =>
-        this.reader.downloadWhole(remote, dest),
+      s = await this.wb.openExisting(
+        loc.repo,
+        loc.path,
+        { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
+        size === 0,
+        (dest) => this.reader.downloadWhole(remote, dest),
       );
     }
     if (s.size !== size || size === 0) await this.wb.truncate(s, size);
@@ -358,7 +379,9 @@ export class Vfs {
     // offline: the data waits in the journal, nothing to report
     if (s.lastError && s.dirty && !unreachable(s.lastError)) {
       const e = s.lastError;
-      throw new VfsError(e instanceof ApiError && e.kind === 'quota' ? 'ENOSPC' : 'EIO', 'earlier upload failed', { cause: e });
+      throw new VfsError(e instanceof ApiError && e.kind === 'quota' ? 'ENOSPC' : 'EIO', 'earlier upload failed', {
+        cause: e,
+      });
     }
   }
 
@@ -477,8 +500,15 @@ export class Vfs {
 
   /** Upload everything pending; returns the files that could not be uploaded. */
   async drain(onStatus: (pending: { path: string; size: number }[]) => void = () => {}, timeoutMs = 0) {
-    const failed = await this.wb.drain((list) => onStatus(list.map((s) => ({ path: s.path, size: s.size }))), timeoutMs);
-    return failed.map((s) => ({ path: s.path, size: s.size, error: s.lastError instanceof Error ? s.lastError.message : String(s.lastError) }));
+    const failed = await this.wb.drain(
+      (list) => onStatus(list.map((s) => ({ path: s.path, size: s.size }))),
+      timeoutMs,
+    );
+    return failed.map((s) => ({
+      path: s.path,
+      size: s.size,
+      error: s.lastError instanceof Error ? s.lastError.message : String(s.lastError),
+    }));
   }
 
   pendingUploads(): { path: string; size: number }[] {
@@ -510,4 +540,3 @@ export class Vfs {
     void this.disk?.close();
   }
 }
-

@@ -94,7 +94,11 @@ export function generateTree(root: string, seed: number, count: number, bigSize:
     used.add(rel);
     const r = rnd();
     const size =
-      dir === 'zeros' || r < 0.11 ? 0 : r < 0.95 ? 1 + Math.floor(rnd() * 32 * 1024) : 100_000 + Math.floor(rnd() * 2 * 1024 * 1024);
+      dir === 'zeros' || r < 0.11
+        ? 0
+        : r < 0.95
+          ? 1 + Math.floor(rnd() * 32 * 1024)
+          : 100_000 + Math.floor(rnd() * 2 * 1024 * 1024);
     files.push({ path: rel, size, sha256: writeSeeded(join(root, rel), size, seed, rel) });
   }
   const bigRel = 'big/big file é 日本.bin';

@@ -26,7 +26,10 @@ describe('seafs cache clear', () => {
     // a file still open for writing is not touched, and still arrives whole
     const big = path.join(ctx.src, 'pending.bin');
     await writeRandom(big, 3 * 1024 * 1024);
-    await sh(`exec 3>${q(m.mnt)}/pending.bin; cat ${q(big)} >&3; ${q(process.execPath)} ${q(CLI)} cache clear ${q(m.mnt)} >/dev/null; exec 3>&-`, { env: env() });
+    await sh(
+      `exec 3>${q(m.mnt)}/pending.bin; cat ${q(big)} >&3; ${q(process.execPath)} ${q(CLI)} cache clear ${q(m.mnt)} >/dev/null; exec 3>&-`,
+      { env: env() },
+    );
     const un = await m.unmount();
     expect(un.code, un.out + un.err).toBe(0);
     expect((await remoteBytes(ctx.api, ctx.repos.Cached, '/pending.bin')).length).toBe(3 * 1024 * 1024);

@@ -50,7 +50,10 @@ async function seed(repo: string, dir: string, files: Record<string, string | Bu
 
 /** Lines of the mount's log that match `re`. */
 function logLines(m: Mount, re: RegExp): string[] {
-  return m.output().split('\n').filter((l) => re.test(l));
+  return m
+    .output()
+    .split('\n')
+    .filter((l) => re.test(l));
 }
 
 /** The read engine's counters of a mount, from `seafs status --json`. */
@@ -97,7 +100,8 @@ describe('faults through the mount', () => {
     for (let d = 0; d < 10; d++) {
       const dir = path.join(src, 'docs', `d${d}`);
       mkdirSync(dir, { recursive: true });
-      for (let i = 0; i < 19; i++, n++) writeFileSync(path.join(dir, `f${String(i).padStart(3, '0')}.txt`), randomBytes((n * 7919) % (48 * 1024)));
+      for (let i = 0; i < 19; i++, n++)
+        writeFileSync(path.join(dir, `f${String(i).padStart(3, '0')}.txt`), randomBytes((n * 7919) % (48 * 1024)));
     }
     mkdirSync(path.join(src, 'misc'));
     for (let i = 0; i < 7; i++, n++) writeFileSync(path.join(src, 'misc', `m${i}.dat`), randomBytes(100 + i * 5000));
@@ -109,7 +113,11 @@ describe('faults through the mount', () => {
     const tarSrc = path.join(ctx.src, 'a-tar');
     for (const sub of ['lib', 'src', 'test', 'doc']) {
       mkdirSync(path.join(tarSrc, 'pkg', sub), { recursive: true });
-      for (let i = 0; i < 25; i++) writeFileSync(path.join(tarSrc, 'pkg', sub, `${sub}${String(i).padStart(3, '0')}.js`), randomBytes(200 + i * 300));
+      for (let i = 0; i < 25; i++)
+        writeFileSync(
+          path.join(tarSrc, 'pkg', sub, `${sub}${String(i).padStart(3, '0')}.js`),
+          randomBytes(200 + i * 300),
+        );
     }
     const tar = path.join(ctx.src, 'a.tar');
     await sh(`tar cf ${q(tar)} -C ${q(tarSrc)} pkg`);
@@ -123,8 +131,14 @@ describe('faults through the mount', () => {
       ['cp -r of 200 files (40 MiB)', `cp -r ${q(src)} ${q(root)}/tree`],
       ['tar x of 100 files', `tar xf ${q(tar)} -C ${q(root)}`],
       ['mv of a folder of 19 files', `mv ${q(root)}/tree/docs/d3 ${q(root)}/tree/docs/d3-renamed`],
-      ['rm of 3 files', `rm ${q(root)}/tree/docs/d1/f000.txt ${q(root)}/tree/docs/d3-renamed/f005.txt ${q(root)}/pkg/lib/lib003.js`],
-      ['overwrite of 3 files', `cp ${q(over[0])} ${q(root)}/tree/docs/d0/f001.txt && cp ${q(over[1])} ${q(root)}/pkg/src/src002.js && cat ${q(over[2])} > ${q(root)}/tree/misc/m4.dat`],
+      [
+        'rm of 3 files',
+        `rm ${q(root)}/tree/docs/d1/f000.txt ${q(root)}/tree/docs/d3-renamed/f005.txt ${q(root)}/pkg/lib/lib003.js`,
+      ],
+      [
+        'overwrite of 3 files',
+        `cp ${q(over[0])} ${q(root)}/tree/docs/d0/f001.txt && cp ${q(over[1])} ${q(root)}/pkg/src/src002.js && cat ${q(over[2])} > ${q(root)}/tree/misc/m4.dat`,
+      ],
     ];
     const expected = path.join(ctx.src, 'a-expected');
     mkdirSync(expected);
@@ -146,7 +160,9 @@ describe('faults through the mount', () => {
       const m = await mountLibrary(viaProxy, opts);
       for (const [what, script] of steps(m.mnt)) await ok(what, script, figures);
       const un = await m.unmount();
-      figures.push(`unmount (waits for the uploads): exit ${un.code} after the steps, ${Date.now() - t0} ms from the mount's start`);
+      figures.push(
+        `unmount (waits for the uploads): exit ${un.code} after the steps, ${Date.now() - t0} ms from the mount's start`,
+      );
       expect(un.code, un.out + un.err).toBe(0);
       const written = { ...proxy.counts };
       figures.push(`faults while writing: ${JSON.stringify(written)}`);
@@ -162,7 +178,11 @@ describe('faults through the mount', () => {
       const list = `find . -type f -print0 | xargs -0 -P 4 -n 16 sha256sum | sort -k 2`;
       const want = (await sh(`cd ${q(expected)} && ${list}`)).out;
       const m2 = await mountLibrary(viaProxy, opts);
-      const back = await ok('read-back of 297 files by sha256sum through a fresh mount', `cd ${q(m2.mnt)} && ${list}`, figures);
+      const back = await ok(
+        'read-back of 297 files by sha256sum through a fresh mount',
+        `cd ${q(m2.mnt)} && ${list}`,
+        figures,
+      );
       expect(back.out.split('\n').length).toBe(want.split('\n').length);
       expect(back.out).toBe(want);
       const un2 = await m2.unmount();
@@ -174,7 +194,9 @@ describe('faults through the mount', () => {
       // the run proves something only if every kind of fault happened
       for (const k of ['error500', 'throttle429', 'resetAfter', 'stall'] as const) expect(c[k], k).toBeGreaterThan(0);
     } finally {
-      console.log(`seeded faults (5% 500, 3% 429, 4% reset after the answer, 2% stall 2-4 s; --timeout 10):\n  ${figures.join('\n  ')}`);
+      console.log(
+        `seeded faults (5% 500, 3% 429, 4% reset after the answer, 2% stall 2-4 s; --timeout 10):\n  ${figures.join('\n  ')}`,
+      );
       await proxy.close();
     }
   }, 600_000);
@@ -189,7 +211,12 @@ describe('faults through the mount', () => {
     await seed(repo, '/b', { 'cold.bin': cold });
     await seed(repo, '/b/known', { 'k.txt': 'known\n' });
     await seed(repo, '/b/far/a/never', { 'n.txt': 'never listed\n' });
-    const m = await mountLibrary(ctx.server, { library: 'Frozen', dirCacheTime: 1, attrTimeout: 1, extraArgs: ['--timeout', '3'] });
+    const m = await mountLibrary(ctx.server, {
+      library: 'Frozen',
+      dirCacheTime: 1,
+      attrTimeout: 1,
+      extraArgs: ['--timeout', '3'],
+    });
     const M = (p: string) => q(path.join(m.mnt, p));
     await sh(`ls ${M('b')} ${M('b/known')}`);
     await sleep(1500); // past the listing cache time: what follows is served stale, not fresh
@@ -208,7 +235,9 @@ describe('faults through the mount', () => {
       await fails('ls of a folder never listed', `ls ${M('b/far/a/never')}`);
       await fails('stat of a file in a folder never listed', `stat ${M('b/far/a/never/n.txt')}`);
       const st = await timed(`stat -c %s ${M('b/cold.bin')}`);
-      figures.push(`stat of a file in a listed folder: exit ${st.code} after ${st.ms} ms (${(st.out || st.err).trim()})`);
+      figures.push(
+        `stat of a file in a listed folder: exit ${st.code} after ${st.ms} ms (${(st.out || st.err).trim()})`,
+      );
       expect(st.ms).toBeLessThan(BOUND);
       const ls = await ok('ls of a folder listed before (stale)', `ls ${M('b/known')}`, figures);
       expect(ls.out.split('\n')).toContain('k.txt');
@@ -284,7 +313,12 @@ describe('faults through the mount', () => {
     await seed(repo, '/c', { 'warm.bin': warm, 'cold.bin': randomBytes(MiB), 'filler.bin': randomBytes(40 * MiB) });
     await seed(repo, '/c/sub', { 's.txt': 'sub\n' });
     await seed(repo, '/c/far/a/never', { 'n.txt': 'never listed\n' });
-    const m = await mountLibrary(ctx.server, { library: 'Stopped', dirCacheTime: 1, attrTimeout: 1, extraArgs: ['--timeout', '3'] });
+    const m = await mountLibrary(ctx.server, {
+      library: 'Stopped',
+      dirCacheTime: 1,
+      attrTimeout: 1,
+      extraArgs: ['--timeout', '3'],
+    });
     const M = (p: string) => q(path.join(m.mnt, p));
     await sh(`ls ${M('c')} ${M('c/sub')}`);
     expect((await sh(`sha256sum < ${M('c/warm.bin')}`)).out.split(' ')[0]).toBe(sha256(warm));
@@ -320,7 +354,9 @@ describe('faults through the mount', () => {
       // a large file read front to back earlier went through the stream, which keeps no copy on disk:
       // what memory no longer holds cannot be served, but the answer comes at once
       const bigCat = await timed(`cat ${M('c/filler.bin')} > /dev/null`);
-      figures.push(`cat of a 40 MiB file read sequentially before (not kept on disk): exit ${bigCat.code} after ${bigCat.ms} ms (${bigCat.err.trim().split('\n')[0]})`);
+      figures.push(
+        `cat of a 40 MiB file read sequentially before (not kept on disk): exit ${bigCat.code} after ${bigCat.ms} ms (${bigCat.err.trim().split('\n')[0]})`,
+      );
       expect(bigCat.ms).toBeLessThan(10_000);
       await ok('cp of a new file', `cp ${q(during)} ${M('c/sub/during.bin')}`, figures);
       await ctx.server.restart({ samePort: true });

@@ -62,14 +62,18 @@ describe('seafs mount (e2e smoke)', () => {
     expect((await sh(`stat -c %s ${mnt}/big.bin`)).out.trim()).toBe(String(big.length));
     expect((await sh(`sha256sum < ${mnt}/big.bin`)).out.split(' ')[0]).toBe(sha(big));
 
-    await sh(`mkdir -p ${mnt}/dir/sub && mv ${mnt}/small.txt ${mnt}/dir/sub/moved.txt && mv ${mnt}/empty ${mnt}/empty-renamed`);
+    await sh(
+      `mkdir -p ${mnt}/dir/sub && mv ${mnt}/small.txt ${mnt}/dir/sub/moved.txt && mv ${mnt}/empty ${mnt}/empty-renamed`,
+    );
     const rm = await sh(`rmdir ${mnt}/dir`, { allowFail: true });
     expect(rm.code).not.toBe(0);
     expect(rm.err).toMatch(/not empty/i);
     await sh(`cp ${src}/big.bin ${mnt}/dir/gone.bin && rm ${mnt}/dir/gone.bin`);
     expect((await sh(`ls -R ${mnt}`)).out).not.toContain('gone.bin');
     // an append and an overwrite in place
-    await sh(`echo more >> ${mnt}/dir/sub/moved.txt && printf 'HELLO' | dd of=${mnt}/dir/sub/moved.txt conv=notrunc status=none`);
+    await sh(
+      `echo more >> ${mnt}/dir/sub/moved.txt && printf 'HELLO' | dd of=${mnt}/dir/sub/moved.txt conv=notrunc status=none`,
+    );
     expect((await sh(`cat ${mnt}/dir/sub/moved.txt`)).out).toBe('HELLO seafs\nmore\n');
 
     // one more large file right before unmounting: unmount must wait for it
@@ -152,23 +156,38 @@ describe('seafs mount (e2e smoke)', () => {
 
   it('explains a wrong password, an unknown library and a missing mount point', async () => {
     const base = `node ${CLI} mount ${server.url}`;
-    const wrong = await sh(`SEAFS_PASSWORD=nope ${base} ${work} --user ${server.adminEmail} --cache-dir ${work}/c4`, { allowFail: true });
+    const wrong = await sh(`SEAFS_PASSWORD=nope ${base} ${work} --user ${server.adminEmail} --cache-dir ${work}/c4`, {
+      allowFail: true,
+    });
     expect(wrong.code).toBe(1);
     expect(wrong.err).toContain('wrong user or password');
-    const lib = await sh(`SEAFS_PASSWORD=${server.adminPassword} ${base} ${work} --user ${server.adminEmail} --library Nope --cache-dir ${work}/c4`, { allowFail: true });
+    const lib = await sh(
+      `SEAFS_PASSWORD=${server.adminPassword} ${base} ${work} --user ${server.adminEmail} --library Nope --cache-dir ${work}/c4`,
+      { allowFail: true },
+    );
     expect(lib.code).toBe(1);
     expect(lib.err).toContain('no library named or with id "Nope"');
-    const missing = await sh(`SEAFS_PASSWORD=${server.adminPassword} ${base} ${work}/does-not-exist --user ${server.adminEmail} --cache-dir ${work}/c4`, { allowFail: true });
+    const missing = await sh(
+      `SEAFS_PASSWORD=${server.adminPassword} ${base} ${work}/does-not-exist --user ${server.adminEmail} --cache-dir ${work}/c4`,
+      { allowFail: true },
+    );
     expect(missing.code).toBe(1);
     expect(missing.err).toContain('does not exist');
-    const down = await sh(`SEAFS_PASSWORD=x node ${CLI} mount http://127.0.0.1:1 ${work} --user a@b.c --cache-dir ${work}/c4`, { allowFail: true });
+    const down = await sh(
+      `SEAFS_PASSWORD=x node ${CLI} mount http://127.0.0.1:1 ${work} --user a@b.c --cache-dir ${work}/c4`,
+      { allowFail: true },
+    );
     expect(down.code).toBe(1);
     expect(down.err).toContain('cannot reach the server');
   });
 
   it('refuses bad option values and a missing account with one clear line, no stack', async () => {
     const base = `SEAFS_PASSWORD=x node ${CLI} mount ${server.url} ${work} --cache-dir ${work}/c5`;
-    for (const [flag, value] of [['--attr-timeout', 'abc'], ['--read-ahead', '-1'], ['--cache-max-size', 'lots']]) {
+    for (const [flag, value] of [
+      ['--attr-timeout', 'abc'],
+      ['--read-ahead', '-1'],
+      ['--cache-max-size', 'lots'],
+    ]) {
       const r = await sh(`${base} --user a@b.c ${flag} ${value}`, { allowFail: true });
       expect(r.code).toBe(2);
       expect(r.err).toContain(`${flag} takes a number of 0 or more`);
@@ -176,7 +195,9 @@ describe('seafs mount (e2e smoke)', () => {
     }
     const noUser = await sh(`env -u SEAFS_TOKEN ${base}`, { allowFail: true });
     expect(noUser.code).toBe(1);
-    expect(noUser.err.trim()).toBe('seafs: name the account with --user EMAIL or -o username=EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
+    expect(noUser.err.trim()).toBe(
+      'seafs: name the account with --user EMAIL or -o username=EMAIL (or give a token through SEAFS_TOKEN or --token-file)',
+    );
   });
 
   it('with --read-ahead 0 the kernel keeps its own readahead', async () => {

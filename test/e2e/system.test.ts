@@ -57,7 +57,11 @@ function inMountNamespace(script: string, opts: { allowFail?: boolean } = {}) {
 mount -t tmpfs seafs-test-sbin /usr/sbin
 ln -s ${q(HELPER)} /usr/sbin/mount.fuse.seafs
 `;
-  return run('unshare', ['-m', 'bash', '-c', prelude + script], { env: testEnv(), allowFail: opts.allowFail, timeoutMs: 300_000 });
+  return run('unshare', ['-m', 'bash', '-c', prelude + script], {
+    env: testEnv(),
+    allowFail: opts.allowFail,
+    timeoutMs: 300_000,
+  });
 }
 
 /** The pid and log file a background mount names in its ready line. */
@@ -122,7 +126,8 @@ findmnt ${q(mnt)} || echo "not mounted any more"
     expect(logText).toContain('the mount was detached');
     expect(logText).toContain('every upload is on the server');
     // no polling: every file must already be there
-    for (const [i, f] of files.entries()) await expectRemoteFile(ctx.api, repo, `/${i % 2 ? 'sub/' : ''}${path.basename(f)}`, f);
+    for (const [i, f] of files.entries())
+      await expectRemoteFile(ctx.api, repo, `/${i % 2 ? 'sub/' : ''}${path.basename(f)}`, f);
   });
 
   it('mount -t fuse.seafs with an unknown -o option fails with one clear line and mounts nothing', async () => {
@@ -131,7 +136,9 @@ findmnt ${q(mnt)} || echo "not mounted any more"
       `mount -t fuse.seafs ${q(`${ctx.server.url}#${LIB}`)} ${q(mnt)} -o username=${ctx.server.adminEmail},password_file=${q(pwFile)},colour=blue || echo "mount exit $?"; findmnt ${q(mnt)} || echo "nothing mounted"`,
       { allowFail: true },
     );
-    expect(r.err.trim()).toBe('seafs: unknown mount option "colour" (seafs takes library=, username=, password_file=, token_file=, cache_dir=, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, timeout=, log_file=, log_level=, allow_other, read_only, ro and the generic mount options)');
+    expect(r.err.trim()).toBe(
+      'seafs: unknown mount option "colour" (seafs takes library=, username=, password_file=, token_file=, cache_dir=, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, timeout=, log_file=, log_level=, allow_other, read_only, ro and the generic mount options)',
+    );
     expect(r.out).toMatch(/mount exit [1-9]/);
     expect(r.out).toContain('nothing mounted');
   });
@@ -139,14 +146,28 @@ findmnt ${q(mnt)} || echo "not mounted any more"
   it('seafs status shows the files still uploading while the server is stalled, as text and JSON, and unmount then delivers them', async () => {
     const mnt = mkdtempSync(path.join(scratchDir(), 'status-'));
     const cache = mkdtempSync(path.join(scratchDir(), 'cache-'));
-    const up = await run(process.execPath, [CLI, 'mount', `${ctx.server.url}#${LIB}`, mnt, '--daemon', '-o', `username=${ctx.server.adminEmail},password_file=${pwFile},cache_dir=${cache}`], {
-      env: testEnv(),
-    });
+    const up = await run(
+      process.execPath,
+      [
+        CLI,
+        'mount',
+        `${ctx.server.url}#${LIB}`,
+        mnt,
+        '--daemon',
+        '-o',
+        `username=${ctx.server.adminEmail},password_file=${pwFile},cache_dir=${cache}`,
+      ],
+      {
+        env: testEnv(),
+      },
+    );
     daemonOf(up.out);
     const big = path.join(ctx.src, 'status-big.bin');
     await writeRandom(big, 3 * 1024 * 1024);
     // the server is stopped right after the last close: its upload cannot have finished
-    await sh(`mkdir ${q(mnt)}/st && for i in 1 2 3; do cp ${q(big)} ${q(mnt)}/st/copy$i.bin; done; kill -STOP ${ctx.server.pid}`);
+    await sh(
+      `mkdir ${q(mnt)}/st && for i in 1 2 3; do cp ${q(big)} ${q(mnt)}/st/copy$i.bin; done; kill -STOP ${ctx.server.pid}`,
+    );
     let text: string;
     let json: string;
     try {
@@ -197,10 +218,14 @@ describe('--retry-for', () => {
     const url = `http://127.0.0.1:${port}`;
     const mnt = mkdtempSync(path.join(scratchDir(), 'late-'));
     const cache = mkdtempSync(path.join(scratchDir(), 'cache-'));
-    const mount = spawn(process.execPath, [CLI, 'mount', `${url}#Late`, mnt, '--user', first.adminEmail, '--cache-dir', cache, '--retry-for', '60s'], {
-      env: testEnv({ SEAFS_PASSWORD: first.adminPassword }),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const mount = spawn(
+      process.execPath,
+      [CLI, 'mount', `${url}#Late`, mnt, '--user', first.adminEmail, '--cache-dir', cache, '--retry-for', '60s'],
+      {
+        env: testEnv({ SEAFS_PASSWORD: first.adminPassword }),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     daemons.add(mount.pid!);
     let out = '';
     mount.stdout!.on('data', (d) => (out += d));
@@ -213,10 +238,25 @@ describe('--retry-for', () => {
     expect(out).toMatch(said);
     expect(mount.exitCode).toBe(null);
 
-    const server = spawn(process.execPath, [CLI, 'serve', '--data', dataDir, '--host', '127.0.0.1', '--port', String(port), '--admin-email', first.adminEmail], {
-      env: { ...process.env, SEAFS_ADMIN_PASSWORD: first.adminPassword },
-      stdio: 'ignore',
-    });
+    const server = spawn(
+      process.execPath,
+      [
+        CLI,
+        'serve',
+        '--data',
+        dataDir,
+        '--host',
+        '127.0.0.1',
+        '--port',
+        String(port),
+        '--admin-email',
+        first.adminEmail,
+      ],
+      {
+        env: { ...process.env, SEAFS_ADMIN_PASSWORD: first.adminPassword },
+        stdio: 'ignore',
+      },
+    );
     try {
       const end = Date.now() + 60_000;
       while (!out.includes('seafs: mounted Late') && Date.now() < end && mount.exitCode === null) await sleep(200);
@@ -244,11 +284,15 @@ describe('--retry-for', () => {
   it('a wrong password fails at once even with --retry-for', async () => {
     const mnt = mkdtempSync(path.join(scratchDir(), 'wrongpw-'));
     const t0 = Date.now();
-    const r = await run(process.execPath, [CLI, 'mount', `${ctx.server.url}#${LIB}`, mnt, '--user', ctx.server.adminEmail, '--retry-for', '60s'], {
-      env: testEnv({ SEAFS_PASSWORD: 'not-the-password' }),
-      allowFail: true,
-      timeoutMs: 60_000,
-    });
+    const r = await run(
+      process.execPath,
+      [CLI, 'mount', `${ctx.server.url}#${LIB}`, mnt, '--user', ctx.server.adminEmail, '--retry-for', '60s'],
+      {
+        env: testEnv({ SEAFS_PASSWORD: 'not-the-password' }),
+        allowFail: true,
+        timeoutMs: 60_000,
+      },
+    );
     expect(r.code).toBe(1);
     expect(r.err.trim()).toBe('seafs: login refused: wrong user or password');
     // bounded, generously: far below the 60 s it would wait for an unreachable server
@@ -275,14 +319,19 @@ describe('the systemd unit (contrib/systemd/seafs@.service)', () => {
     // /usr/local/bin/seafs as scripts/setup links it, in a private mount namespace
     const r = await run(
       'unshare',
-      ['-m', 'bash', '-c', `mount -t tmpfs seafs-test-bin /usr/local/bin && ln -s ${q(CLI)} /usr/local/bin/seafs && systemd-analyze verify ${q(path.join(dir, 'seafs@drive.service'))}`],
+      [
+        '-m',
+        'bash',
+        '-c',
+        `mount -t tmpfs seafs-test-bin /usr/local/bin && ln -s ${q(CLI)} /usr/local/bin/seafs && systemd-analyze verify ${q(path.join(dir, 'seafs@drive.service'))}`,
+      ],
       { allowFail: true },
     );
     expect(r.code, r.err).toBe(0);
     expect(r.err).toBe('');
   });
 
-  it("its ExecStart returns once the drive is mounted, and its ExecStop returns once the files are on the server", async () => {
+  it('its ExecStart returns once the drive is mounted, and its ExecStop returns once the files are on the server', async () => {
     const unit = readFileSync(UNIT, 'utf8');
     const mnt = mkdtempSync(path.join(scratchDir(), 'unit-mnt-'));
     const pw = path.join(scratchDir(), 'unit.pw');

@@ -85,7 +85,16 @@ export function pickFault(r: number, rates: FaultRates): Fault {
 export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
   const target = new URL(opts.target);
   const rnd = seededRandom(opts.seed);
-  const counts: FaultCounts = { requests: 0, forwarded: 0, error500: 0, throttle429: 0, resetAfter: 0, stall: 0, frozen: 0, refused: 0 };
+  const counts: FaultCounts = {
+    requests: 0,
+    forwarded: 0,
+    error500: 0,
+    throttle429: 0,
+    resetAfter: 0,
+    stall: 0,
+    frozen: 0,
+    refused: 0,
+  };
   let mode: ProxyMode = 'faults';
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
@@ -108,7 +117,14 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   const forward = (req: http.IncomingMessage, res: http.ServerResponse, lose: boolean) => {
     counts.forwarded++;
     const up = http.request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: upstream },
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+        agent: upstream,
+      },
       (ans) => {
         if (lose) {
           ans.resume();
@@ -125,12 +141,21 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     req.pipe(up);
   };
 
-  const answer = (req: http.IncomingMessage, res: http.ServerResponse, status: number, headers: Record<string, string>) => {
+  const answer = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    status: number,
+    headers: Record<string, string>,
+  ) => {
     // read the request body first, so the client is not cut off mid-upload
     req.resume();
     req.on('end', () => {
       const body = JSON.stringify({ error_msg: `injected ${status}` });
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers });
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        ...headers,
+      });
       res.end(body);
     });
   };
@@ -147,7 +172,8 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       return;
     }
     const draw = rnd(); // one draw per request, whatever the mode, keeps the sequence seeded
-    const fault = mode === 'faults' && (!opts.only || opts.only(req.method ?? '', req.url ?? '')) ? pickFault(draw, opts) : null;
+    const fault =
+      mode === 'faults' && (!opts.only || opts.only(req.method ?? '', req.url ?? '')) ? pickFault(draw, opts) : null;
     if (fault) counts[fault]++;
     switch (fault) {
       case 'error500':

@@ -31,9 +31,25 @@ export const CLI = path.join(ROOT, 'dist/cli/main.js');
 const ADMIN_EMAIL = 'admin@seafs.test';
 const ADMIN_PASSWORD = 'admin-secret-pw';
 
-function spawnServer(dataDir: string, latencyMs: number | undefined, extraArgs: string[], port = 0): Promise<{ child: ChildProcess; url: string; log: () => string }> {
+function spawnServer(
+  dataDir: string,
+  latencyMs: number | undefined,
+  extraArgs: string[],
+  port = 0,
+): Promise<{ child: ChildProcess; url: string; log: () => string }> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
-  const args = [CLI, 'serve', '--data', dataDir, '--host', '127.0.0.1', '--port', String(port), '--admin-email', ADMIN_EMAIL];
+  const args = [
+    CLI,
+    'serve',
+    '--data',
+    dataDir,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--admin-email',
+    ADMIN_EMAIL,
+  ];
   if (latencyMs) args.push('--latency-ms', String(latencyMs));
   args.push(...extraArgs);
   // SEAFS_TEST_SERVER_LOG=1 shows the server's log, one line per request, on the test's stderr
@@ -83,7 +99,9 @@ function waitExit(child: ChildProcess, timeoutMs: number): Promise<void> {
   });
 }
 
-export async function startTestServer(opts: { latencyMs?: number; extraArgs?: string[]; dataDir?: string } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: { latencyMs?: number; extraArgs?: string[]; dataDir?: string } = {},
+): Promise<TestServer> {
   const ownDir = !opts.dataDir;
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'seafs-srv-'));
   const extra = opts.extraArgs ?? [];
@@ -140,10 +158,14 @@ export async function createUser(
 ): Promise<void> {
   const res = await fetch(`${server.url}/api2/accounts/${encodeURIComponent(email)}/`, {
     method: 'PUT',
-    headers: { Authorization: `Token ${await adminToken(server)}`, 'Content-Type': 'application/x-www-form-urlencoded' },
+    headers: {
+      Authorization: `Token ${await adminToken(server)}`,
+      'Content-Type': 'application/x-www-form-urlencoded',
+    },
     body: new URLSearchParams({ password, ...extra }),
   });
-  if (res.status !== 201 && res.status !== 200) throw new Error(`create user failed: ${res.status} ${await res.text()}`);
+  if (res.status !== 201 && res.status !== 200)
+    throw new Error(`create user failed: ${res.status} ${await res.text()}`);
 }
 
 export interface ApiResponse {
@@ -163,7 +185,12 @@ export function apiAs(url: string, token: string | null) {
   return async function call(
     method: string,
     pathOrUrl: string,
-    opts: { form?: Record<string, string | string[]>; query?: Record<string, string>; json?: unknown; headers?: Record<string, string> } = {},
+    opts: {
+      form?: Record<string, string | string[]>;
+      query?: Record<string, string>;
+      json?: unknown;
+      headers?: Record<string, string>;
+    } = {},
   ): Promise<ApiResponse> {
     const u = new URL(pathOrUrl.startsWith('http') ? pathOrUrl : url + pathOrUrl);
     for (const [k, v] of Object.entries(opts.query ?? {})) u.searchParams.set(k, v);

@@ -7,7 +7,10 @@ import { UserError } from '../../src/cli/user-error.js';
 
 describe('mount sources and -o options', () => {
   it('splits URL#Library at the first #, and decodes fstab escapes such as \\040 for a space', () => {
-    expect(splitSource('https://cloud.example.com#My\\040Library')).toEqual({ url: 'https://cloud.example.com', library: 'My Library' });
+    expect(splitSource('https://cloud.example.com#My\\040Library')).toEqual({
+      url: 'https://cloud.example.com',
+      library: 'My Library',
+    });
     expect(splitSource('https://h#A#B')).toEqual({ url: 'https://h', library: 'A#B' });
     expect(splitSource('https://h')).toEqual({ url: 'https://h' });
     expect(splitSource('https://h#')).toEqual({ url: 'https://h' });
@@ -18,24 +21,44 @@ describe('mount sources and -o options', () => {
     const r = parseMountOptions([
       'username=me@example.com,password_file=/etc/seafs/me.pw,cache_dir=/var/cache/seafs,allow_other,_netdev,noauto,x-systemd.automount',
     ]);
-    expect(r.settings).toEqual({ user: 'me@example.com', passwordFile: '/etc/seafs/me.pw', cacheDir: '/var/cache/seafs', allowOther: true });
+    expect(r.settings).toEqual({
+      user: 'me@example.com',
+      passwordFile: '/etc/seafs/me.pw',
+      cacheDir: '/var/cache/seafs',
+      allowOther: true,
+    });
     expect(r.kernel).toEqual([]);
   });
 
   it('accepts dashes for underscores, numbers, durations and several -o lists', () => {
-    const r = parseMountOptions(['attr-timeout=5,dir_cache_time=30', 'cache_max_size=0,read_ahead=1024,retry_for=90s,library=Work\\040Files']);
-    expect(r.settings).toEqual({ attrTimeout: 5, dirCacheTime: 30, cacheMaxSize: 0, readAhead: 1024, retryFor: '90s', library: 'Work Files' });
+    const r = parseMountOptions([
+      'attr-timeout=5,dir_cache_time=30',
+      'cache_max_size=0,read_ahead=1024,retry_for=90s,library=Work\\040Files',
+    ]);
+    expect(r.settings).toEqual({
+      attrTimeout: 5,
+      dirCacheTime: 30,
+      cacheMaxSize: 0,
+      readAhead: 1024,
+      retryFor: '90s',
+      library: 'Work Files',
+    });
   });
 
   it('passes the generic options libfuse knows to the kernel, treats ro as read-only, and ignores what belongs to mount and systemd', () => {
-    const r = parseMountOptions(['rw,nosuid,nodev,noexec,relatime,user=alice,users,defaults,auto,nofail,comment=x,x-systemd.mount-timeout=30,X-mount.mkdir', 'ro,noatime,nosuid']);
+    const r = parseMountOptions([
+      'rw,nosuid,nodev,noexec,relatime,user=alice,users,defaults,auto,nofail,comment=x,x-systemd.mount-timeout=30,X-mount.mkdir',
+      'ro,noatime,nosuid',
+    ]);
     expect(r.kernel).toEqual(['nosuid', 'nodev', 'noexec', 'ro', 'noatime']);
     expect(r.settings).toEqual({ readOnly: true });
   });
 
   it('refuses an unknown option with one error that names it and the known ones', () => {
     expect(() => parseMountOptions(['username=a,colour=blue'])).toThrowError(UserError);
-    expect(() => parseMountOptions(['username=a,colour=blue'])).toThrowError(/unknown mount option "colour" \(seafs takes library=, username=.*allow_other/);
+    expect(() => parseMountOptions(['username=a,colour=blue'])).toThrowError(
+      /unknown mount option "colour" \(seafs takes library=, username=.*allow_other/,
+    );
     expect(() => parseMountOptions(['default_permissions'])).toThrowError(/unknown mount option "default_permissions"/);
   });
 
@@ -44,7 +67,9 @@ describe('mount sources and -o options', () => {
     expect(() => parseMountOptions(['token=abc'])).toThrowError(/token_file=FILE/);
     expect(() => parseMountOptions(['allow_other=yes'])).toThrowError(/allow_other takes no value/);
     expect(() => parseMountOptions(['library'])).toThrowError(/library needs a value/);
-    expect(() => parseMountOptions(['attr_timeout=-1'])).toThrowError(/attr_timeout takes a number of 0 or more \(got -1\)/);
+    expect(() => parseMountOptions(['attr_timeout=-1'])).toThrowError(
+      /attr_timeout takes a number of 0 or more \(got -1\)/,
+    );
     expect(() => parseMountOptions(['retry_for=soon'])).toThrowError(/cannot read the duration "soon"/);
   });
 });
@@ -116,7 +141,11 @@ describe('--retry-for', () => {
 });
 
 describe('seafs mount refuses bad -o options before it reaches the server', () => {
-  const mount = (...args: string[]) => spawnSync(process.execPath, [CLI, 'mount', ...args], { encoding: 'utf8', env: { ...process.env, SEAFS_PASSWORD: 'x' } });
+  const mount = (...args: string[]) =>
+    spawnSync(process.execPath, [CLI, 'mount', ...args], {
+      encoding: 'utf8',
+      env: { ...process.env, SEAFS_PASSWORD: 'x' },
+    });
 
   it('names the library twice, differently: one line, exit 1', () => {
     const r = mount('http://127.0.0.1:9#Photos', '/tmp', '--user', 'a@b.c', '-o', 'library=Music');

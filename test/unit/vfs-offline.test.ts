@@ -18,7 +18,13 @@ describe('offline: the server goes away and comes back', () => {
     api.putFile(repo, '/a.txt', 'known content\n');
     api.putFile(repo, '/dir/b.txt', 'never read\n');
     const log: string[] = [];
-    const m = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 50, probeMinMs: 50, probeMaxMs: 200, log: (l) => log.push(l) });
+    const m = await makeVfs(api, {
+      library: 'lib',
+      dirCacheTimeMs: 50,
+      probeMinMs: 50,
+      probeMaxMs: 200,
+      log: (l) => log.push(l),
+    });
     cleanups.push(m.cleanup);
     const { vfs } = m;
     expect((await vfs.readdir('/')).sort()).toEqual(['a.txt', 'dir']);
@@ -58,12 +64,33 @@ describe('offline: the server goes away and comes back', () => {
 });
 
 describe('what takes the mount offline', () => {
-  const reset = () => new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'read ECONNRESET', cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }) });
-  const refused = () => new ApiError({ kind: 'network', status: 0, operation: 'mkdir', serverMessage: 'connect ECONNREFUSED', cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
+  const reset = () =>
+    new ApiError({
+      kind: 'network',
+      status: 0,
+      operation: 'upload',
+      serverMessage: 'read ECONNRESET',
+      cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+    });
+  const refused = () =>
+    new ApiError({
+      kind: 'network',
+      status: 0,
+      operation: 'mkdir',
+      serverMessage: 'connect ECONNREFUSED',
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
 
   it('a connection reset after it reached the server (a lost answer) leaves the mount online; a refused connection or a timeout takes it offline', async () => {
-    const failures: ApiError[] = [reset(), new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'connection closed' }), refused()];
-    const api = { mkdir: async () => Promise.reject(failures.shift()), accountInfo: async () => Promise.reject(refused()) } as unknown as SeafileApi;
+    const failures: ApiError[] = [
+      reset(),
+      new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'connection closed' }),
+      refused(),
+    ];
+    const api = {
+      mkdir: async () => Promise.reject(failures.shift()),
+      accountInfo: async () => Promise.reject(refused()),
+    } as unknown as SeafileApi;
     const log: string[] = [];
     const net = new Connectivity(api, { log: (l) => log.push(l), probeMinMs: 60_000 });
     try {

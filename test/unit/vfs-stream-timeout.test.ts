@@ -83,12 +83,14 @@ describe('the sequential stream under a stalling or resetting server', () => {
     try {
       for (let off = 0; off < f.size; off += 256 * KiB) {
         await Promise.all(
-          [off, off + 128 * KiB].filter((o) => o < f.size).map(async (o) => {
-            const n = Math.min(128 * KiB, f.size - o);
-            const t = Buffer.alloc(n);
-            expect(await reader.read(f, t, n, o, pat)).toBe(n);
-            t.copy(out, o);
-          }),
+          [off, off + 128 * KiB]
+            .filter((o) => o < f.size)
+            .map(async (o) => {
+              const n = Math.min(128 * KiB, f.size - o);
+              const t = Buffer.alloc(n);
+              expect(await reader.read(f, t, n, o, pat)).toBe(n);
+              t.copy(out, o);
+            }),
         );
       }
     } finally {
@@ -127,7 +129,9 @@ describe('the sequential stream under a stalling or resetting server', () => {
     expect(['ETIMEDOUT', 'EIO']).toContain(errnoOf(err));
     // the stream, then a ranged GET or two on new connections: a handful of requests, a few timeouts
     expect(srv.starts.length).toBeGreaterThan(1);
-    console.log(`silent server: ${srv.starts.length} requests (from ${srv.starts.join(', ')}), read failed after ${took} ms`);
+    console.log(
+      `silent server: ${srv.starts.length} requests (from ${srv.starts.join(', ')}), read failed after ${took} ms`,
+    );
     expect(srv.starts.length).toBeLessThanOrEqual(12);
     expect(took).toBeLessThan(15_000);
   });

@@ -9,7 +9,12 @@ import { expectString } from './expect.js';
 import { q, repoPath } from './paths.js';
 
 /** A download URL; with reuse it serves many requests for about an hour, without it only one. */
-export async function downloadLink(http: HttpCore, repoId: string, path: string, opts: { reuse?: boolean }): Promise<DownloadLink> {
+export async function downloadLink(
+  http: HttpCore,
+  repoId: string,
+  path: string,
+  opts: { reuse?: boolean },
+): Promise<DownloadLink> {
   const op = 'download link';
   const r = await http.json({
     op,
@@ -23,7 +28,11 @@ export async function downloadLink(http: HttpCore, repoId: string, path: string,
 }
 
 /** GET of a download URL with an optional single range; the body streams. */
-export async function download(http: HttpCore, url: string, range?: { start: number; end?: number }): Promise<RangeDownload> {
+export async function download(
+  http: HttpCore,
+  url: string,
+  range?: { start: number; end?: number },
+): Promise<RangeDownload> {
   const op = 'download';
   const headers: Record<string, string> = {};
   if (range) headers.range = `bytes=${range.start}-${range.end ?? ''}`;
@@ -37,12 +46,21 @@ export async function download(http: HttpCore, url: string, range?: { start: num
     transfer: 'download',
     accept: [416],
   });
-  const etag = header(res.headers, 'etag')?.replace(/^W\//, '').replace(/^"(.*)"$/, '$1') ?? null;
+  const etag =
+    header(res.headers, 'etag')
+      ?.replace(/^W\//, '')
+      .replace(/^"(.*)"$/, '$1') ?? null;
   const contentRange = header(res.headers, 'content-range');
   if (res.status === 416) {
     await res.body.dump().catch(() => undefined);
     const total = /\/(\d+)\s*$/.exec(contentRange ?? '');
-    return { status: 416, start: range?.start ?? 0, totalSize: total ? Number(total[1]) : null, etag, body: Readable.from([]) };
+    return {
+      status: 416,
+      start: range?.start ?? 0,
+      totalSize: total ? Number(total[1]) : null,
+      etag,
+      body: Readable.from([]),
+    };
   }
   let start = 0;
   let totalSize: number | null = null;

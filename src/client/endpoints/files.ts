@@ -10,7 +10,14 @@ import { q, repoPath, splitLast } from './paths.js';
 
 export async function fileDetail(http: HttpCore, repoId: string, path: string): Promise<FileDetail> {
   const op = 'file detail';
-  const r = await http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'file/detail/'), query: { p: q(path) }, retry: 'read' });
+  const r = await http.json({
+    op,
+    method: 'GET',
+    repo: repoId,
+    url: repoPath(repoId, 'file/detail/'),
+    query: { p: q(path) },
+    retry: 'read',
+  });
   return expectObject<FileDetail>(op, r.value, 'id');
 }
 
@@ -44,7 +51,13 @@ export async function renameFile(http: HttpCore, repoId: string, path: string, n
   });
 }
 
-export async function moveFile(http: HttpCore, repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void> {
+export async function moveFile(
+  http: HttpCore,
+  repoId: string,
+  path: string,
+  dstRepo: string,
+  dstDir: string,
+): Promise<void> {
   await http.done({
     op: 'move file',
     method: 'POST',
@@ -56,14 +69,23 @@ export async function moveFile(http: HttpCore, repoId: string, path: string, dst
     // done when the file left its folder and is in the target one
     check: async () => {
       const [dir, name] = splitLast(path);
-      const [src, dst] = await Promise.all([holds(http, repoId, dir, name, 'file'), holds(http, dstRepo, dstDir, name, 'file')]);
+      const [src, dst] = await Promise.all([
+        holds(http, repoId, dir, name, 'file'),
+        holds(http, dstRepo, dstDir, name, 'file'),
+      ]);
       return !src && dst;
     },
     accept: [301],
   });
 }
 
-export async function copyFile(http: HttpCore, repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void> {
+export async function copyFile(
+  http: HttpCore,
+  repoId: string,
+  path: string,
+  dstRepo: string,
+  dstDir: string,
+): Promise<void> {
   await http.done({
     op: 'copy file',
     method: 'POST',
@@ -78,17 +100,44 @@ export async function copyFile(http: HttpCore, repoId: string, path: string, dst
 
 /** Real servers answer success for a missing file too. */
 export async function deleteFile(http: HttpCore, repoId: string, path: string): Promise<void> {
-  await http.done({ op: 'delete file', method: 'DELETE', repo: repoId, url: repoPath(repoId, 'file/'), query: { p: q(path) }, retry: 'idempotent', retriedNotFoundIsSuccess: true });
+  await http.done({
+    op: 'delete file',
+    method: 'DELETE',
+    repo: repoId,
+    url: repoPath(repoId, 'file/'),
+    query: { p: q(path) },
+    retry: 'idempotent',
+    retriedNotFoundIsSuccess: true,
+  });
 }
 
 /** PUT .../file/ operation=lock or unlock. */
-export async function setFileLock(http: HttpCore, repoId: string, path: string, operation: 'lock' | 'unlock'): Promise<void> {
-  await http.done({ op: `${operation} file`, method: 'PUT', repo: repoId, url: repoPath(repoId, 'file/'), form: { p: q(path), operation }, retry: 'write' });
+export async function setFileLock(
+  http: HttpCore,
+  repoId: string,
+  path: string,
+  operation: 'lock' | 'unlock',
+): Promise<void> {
+  await http.done({
+    op: `${operation} file`,
+    method: 'PUT',
+    repo: repoId,
+    url: repoPath(repoId, 'file/'),
+    form: { p: q(path), operation },
+    retry: 'write',
+  });
 }
 
 /** PUT .../file/revert/: the file's content at `commitId` becomes current again. */
 export async function revertFile(http: HttpCore, repoId: string, path: string, commitId: string): Promise<void> {
-  await http.done({ op: 'revert file', method: 'PUT', repo: repoId, url: repoPath(repoId, 'file/revert/'), form: { p: q(path), commit_id: commitId }, retry: 'write' });
+  await http.done({
+    op: 'revert file',
+    method: 'PUT',
+    repo: repoId,
+    url: repoPath(repoId, 'file/revert/'),
+    form: { p: q(path), commit_id: commitId },
+    retry: 'write',
+  });
 }
 
 /** POST .../fileops/{kind}/: several names of one folder at once. */

@@ -41,16 +41,31 @@ export async function entriesOf(http: HttpCore, repoId: string, dir: string): Pr
 }
 
 /** Whether folder `dir` holds an entry `name` of `type`. */
-export async function holds(http: HttpCore, repoId: string, dir: string, name: string, type: 'file' | 'dir'): Promise<boolean> {
+export async function holds(
+  http: HttpCore,
+  repoId: string,
+  dir: string,
+  name: string,
+  type: 'file' | 'dir',
+): Promise<boolean> {
   return (await entriesOf(http, repoId, dir)).some((e) => e.name === name && e.type === type);
 }
 
 /** After a lost answer of a rename: done when the old name is gone and the new one is there. */
-export function renamed(http: HttpCore, repoId: string, path: string, newName: string, type: 'file' | 'dir'): () => Promise<boolean> {
+export function renamed(
+  http: HttpCore,
+  repoId: string,
+  path: string,
+  newName: string,
+  type: 'file' | 'dir',
+): () => Promise<boolean> {
   const [dir, name] = splitLast(path);
   return async () => {
     const entries = await entriesOf(http, repoId, dir);
-    return !entries.some((e) => e.name === name && e.type === type) && entries.some((e) => e.name === newName && e.type === type);
+    return (
+      !entries.some((e) => e.name === name && e.type === type) &&
+      entries.some((e) => e.name === newName && e.type === type)
+    );
   };
 }
 
@@ -59,7 +74,12 @@ export function renamed(http: HttpCore, repoId: string, path: string, newName: s
  * is auto-renamed by the server, so after a lost answer the folder is
  * looked for before the request is sent again (found: done).
  */
-export async function mkdir(http: HttpCore, repoId: string, path: string, opts: { createParents?: boolean }): Promise<void> {
+export async function mkdir(
+  http: HttpCore,
+  repoId: string,
+  path: string,
+  opts: { createParents?: boolean },
+): Promise<void> {
   const [dir, name] = splitLast(path);
   await http.done({
     op: 'mkdir',
@@ -88,5 +108,13 @@ export async function renameDir(http: HttpCore, repoId: string, path: string, ne
 }
 
 export async function deleteDir(http: HttpCore, repoId: string, path: string): Promise<void> {
-  await http.done({ op: 'delete folder', method: 'DELETE', repo: repoId, url: repoPath(repoId, 'dir/'), query: { p: q(path) }, retry: 'idempotent', retriedNotFoundIsSuccess: true });
+  await http.done({
+    op: 'delete folder',
+    method: 'DELETE',
+    repo: repoId,
+    url: repoPath(repoId, 'dir/'),
+    query: { p: q(path) },
+    retry: 'idempotent',
+    retriedNotFoundIsSuccess: true,
+  });
 }

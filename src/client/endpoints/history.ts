@@ -14,7 +14,11 @@ export async function libraryHistory(http: HttpCore, repoId: string): Promise<Li
   return o;
 }
 
-export async function libraryHistoryV21(http: HttpCore, repoId: string, opts: { page?: number; perPage?: number }): Promise<LibraryHistoryPage> {
+export async function libraryHistoryV21(
+  http: HttpCore,
+  repoId: string,
+  opts: { page?: number; perPage?: number },
+): Promise<LibraryHistoryPage> {
   const op = 'library history (v2.1)';
   const r = await http.json({
     op,
@@ -54,14 +58,33 @@ export async function libraryTrash(
 
 export async function fileHistory(http: HttpCore, repoId: string, path: string): Promise<CommitRecord[]> {
   const op = 'file history';
-  const r = await http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'file/history/'), query: { p: q(path) }, retry: 'read' });
+  const r = await http.json({
+    op,
+    method: 'GET',
+    repo: repoId,
+    url: repoPath(repoId, 'file/history/'),
+    query: { p: q(path) },
+    retry: 'read',
+  });
   const o = expectObject<{ commits: unknown }>(op, r.value, 'commits');
   return expectArray<CommitRecord>(op, o.commits);
 }
 
 /** A download URL of the file as it was at `commitId`. */
-export async function fileRevisionLink(http: HttpCore, repoId: string, path: string, commitId: string): Promise<string> {
+export async function fileRevisionLink(
+  http: HttpCore,
+  repoId: string,
+  path: string,
+  commitId: string,
+): Promise<string> {
   const op = 'file revision link';
-  const r = await http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'file/revision/'), query: { p: q(path), commit_id: commitId }, retry: 'read' });
+  const r = await http.json({
+    op,
+    method: 'GET',
+    repo: repoId,
+    url: repoPath(repoId, 'file/revision/'),
+    query: { p: q(path), commit_id: commitId },
+    retry: 'read',
+  });
   return expectString(op, r.value);
 }

@@ -18,7 +18,11 @@ export async function getLibrary(http: HttpCore, repoId: string): Promise<Librar
 }
 
 /** POST /api2/repos/; with `password` the library is encrypted. */
-export async function createLibrary(http: HttpCore, name: string, opts: { desc?: string; password?: string }): Promise<CreatedLibrary> {
+export async function createLibrary(
+  http: HttpCore,
+  name: string,
+  opts: { desc?: string; password?: string },
+): Promise<CreatedLibrary> {
   const op = 'create library';
   const r = await http.json({
     op,
@@ -31,21 +35,47 @@ export async function createLibrary(http: HttpCore, name: string, opts: { desc?:
 }
 
 export async function deleteLibrary(http: HttpCore, repoId: string): Promise<void> {
-  await http.done({ op: 'delete library', method: 'DELETE', repo: repoId, url: repoPath(repoId), retry: 'idempotent', retriedNotFoundIsSuccess: true });
+  await http.done({
+    op: 'delete library',
+    method: 'DELETE',
+    repo: repoId,
+    url: repoPath(repoId),
+    retry: 'idempotent',
+    retriedNotFoundIsSuccess: true,
+  });
 }
 
 /** POST /api2/repos/{id}/?op=rename: libraries are renamed as asked (no auto-rename), so this is idempotent. */
 export async function renameLibrary(http: HttpCore, repoId: string, newName: string): Promise<void> {
-  await http.done({ op: 'rename library', method: 'POST', repo: repoId, url: repoPath(repoId), query: { op: 'rename' }, form: { repo_name: newName }, retry: 'idempotent' });
+  await http.done({
+    op: 'rename library',
+    method: 'POST',
+    repo: repoId,
+    url: repoPath(repoId),
+    query: { op: 'rename' },
+    form: { repo_name: newName },
+    retry: 'idempotent',
+  });
 }
 
 /** POST /api2/repos/{id}/ with the password (the client remembers it, see SeafileClient.unlockLibrary). */
 export async function unlockLibrary(http: HttpCore, repoId: string, password: string): Promise<void> {
-  await http.done({ op: 'unlock library', method: 'POST', url: repoPath(repoId), form: { password }, retry: 'idempotent' });
+  await http.done({
+    op: 'unlock library',
+    method: 'POST',
+    url: repoPath(repoId),
+    form: { password },
+    retry: 'idempotent',
+  });
 }
 
 /** PUT /api2/shared-repos/{repo}/ with share_type=personal: shares a library with users. */
-export async function shareLibrary(http: HttpCore, repoId: string, users: string[], permission: 'r' | 'rw'): Promise<void> {
+export async function shareLibrary(
+  http: HttpCore,
+  repoId: string,
+  users: string[],
+  permission: 'r' | 'rw',
+): Promise<void> {
   await http.done({
     op: 'share library',
     method: 'PUT',

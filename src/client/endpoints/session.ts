@@ -118,5 +118,11 @@ export async function putAccount(http: HttpCore, email: string, fields: AccountF
 }
 
 export async function deleteAccount(http: HttpCore, email: string): Promise<void> {
-  await http.done({ op: 'delete account', method: 'DELETE', url: `/api2/accounts/${encodeURIComponent(email)}/`, retry: 'idempotent', retriedNotFoundIsSuccess: true });
+  await http.done({
+    op: 'delete account',
+    method: 'DELETE',
+    url: `/api2/accounts/${encodeURIComponent(email)}/`,
+    retry: 'idempotent',
+    retriedNotFoundIsSuccess: true,
+  });
 }

@@ -5,7 +5,12 @@ import type { ShareLink, UploadLinkShare } from '../types.js';
 import { expectArray, expectObject } from './expect.js';
 import { q } from './paths.js';
 
-export async function createShareLink(http: HttpCore, repoId: string, path: string, opts: { password?: string; expireDays?: number }): Promise<ShareLink> {
+export async function createShareLink(
+  http: HttpCore,
+  repoId: string,
+  path: string,
+  opts: { password?: string; expireDays?: number },
+): Promise<ShareLink> {
   const op = 'create share link';
   const r = await http.json({
     op,
@@ -19,15 +24,32 @@ export async function createShareLink(http: HttpCore, repoId: string, path: stri
 
 export async function listShareLinks(http: HttpCore, opts: { repoId?: string; path?: string }): Promise<ShareLink[]> {
   const op = 'list share links';
-  const r = await http.json({ op, method: 'GET', url: '/api/v2.1/share-links/', query: { repo_id: opts.repoId, path: opts.path }, retry: 'read' });
+  const r = await http.json({
+    op,
+    method: 'GET',
+    url: '/api/v2.1/share-links/',
+    query: { repo_id: opts.repoId, path: opts.path },
+    retry: 'read',
+  });
   return expectArray<ShareLink>(op, r.value);
 }
 
 export async function deleteShareLink(http: HttpCore, token: string): Promise<void> {
-  await http.done({ op: 'delete share link', method: 'DELETE', url: `/api/v2.1/share-links/${encodeURIComponent(token)}/`, retry: 'idempotent', retriedNotFoundIsSuccess: true });
+  await http.done({
+    op: 'delete share link',
+    method: 'DELETE',
+    url: `/api/v2.1/share-links/${encodeURIComponent(token)}/`,
+    retry: 'idempotent',
+    retriedNotFoundIsSuccess: true,
+  });
 }
 
-export async function createPublicUploadLink(http: HttpCore, repoId: string, path: string, opts: { password?: string }): Promise<UploadLinkShare> {
+export async function createPublicUploadLink(
+  http: HttpCore,
+  repoId: string,
+  path: string,
+  opts: { password?: string },
+): Promise<UploadLinkShare> {
   const op = 'create upload link share';
   const r = await http.json({
     op,
@@ -46,5 +68,11 @@ export async function listPublicUploadLinks(http: HttpCore): Promise<UploadLinkS
 }
 
 export async function deletePublicUploadLink(http: HttpCore, token: string): Promise<void> {
-  await http.done({ op: 'delete upload link share', method: 'DELETE', url: `/api/v2.1/upload-links/${encodeURIComponent(token)}/`, retry: 'idempotent', retriedNotFoundIsSuccess: true });
+  await http.done({
+    op: 'delete upload link share',
+    method: 'DELETE',
+    url: `/api/v2.1/upload-links/${encodeURIComponent(token)}/`,
+    retry: 'idempotent',
+    retriedNotFoundIsSuccess: true,
+  });
 }

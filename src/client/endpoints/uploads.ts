@@ -16,13 +16,29 @@ import { normalizeDir, q, repoPath } from './paths.js';
 /** An upload URL for folder `dir` (reusable for about an hour). Over quota: `quota`. */
 export async function uploadLink(http: HttpCore, repoId: string, dir: string): Promise<string> {
   const op = 'upload link';
-  const r = await http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'upload-link/'), query: { p: q(dir) }, retry: 'read', ctx: 'transfer-link' });
+  const r = await http.json({
+    op,
+    method: 'GET',
+    repo: repoId,
+    url: repoPath(repoId, 'upload-link/'),
+    query: { p: q(dir) },
+    retry: 'read',
+    ctx: 'transfer-link',
+  });
   return expectString(op, r.value);
 }
 
 export async function updateLink(http: HttpCore, repoId: string, dir: string): Promise<string> {
   const op = 'update link';
-  const r = await http.json({ op, method: 'GET', repo: repoId, url: repoPath(repoId, 'update-link/'), query: { p: q(dir) }, retry: 'read', ctx: 'transfer-link' });
+  const r = await http.json({
+    op,
+    method: 'GET',
+    repo: repoId,
+    url: repoPath(repoId, 'update-link/'),
+    query: { p: q(dir) },
+    retry: 'read',
+    ctx: 'transfer-link',
+  });
   return expectString(op, r.value);
 }
 
@@ -63,11 +79,18 @@ export async function upload(
           );
           return found ? [{ name: found.name, id: found.id, size }] : null;
         };
-  const text = await postUploadRetried(http, op, link, opts.replace ? 'idempotent' : check ? 'checked' : 'write', check, async () => {
-    const body = await localBody(op, fields, localFile, name);
-    size = body.fileSize;
-    return body;
-  });
+  const text = await postUploadRetried(
+    http,
+    op,
+    link,
+    opts.replace ? 'idempotent' : check ? 'checked' : 'write',
+    check,
+    async () => {
+      const body = await localBody(op, fields, localFile, name);
+      size = body.fileSize;
+      return body;
+    },
+  );
   return typeof text === 'string' ? parseUploadAnswer(op, text, { name, size }) : text;
 }
 
@@ -116,13 +139,17 @@ async function postUploadRetried<T>(
     if (failure.kind === 'quota' || failure.kind === 'timeout') throw failure;
     const delayMs = backoffDelay(attempt, failure.retryAfterMs, http.opts.backoff);
     const code = (failure as ApiError & { code?: string }).code;
-    const next = decide(cls, { status: failure.status, code }, {
-      attempt,
-      maxRetries: http.opts.maxRetries,
-      elapsedMs: waited,
-      delayMs,
-      budgetMs: http.opts.timeoutMs,
-    });
+    const next = decide(
+      cls,
+      { status: failure.status, code },
+      {
+        attempt,
+        maxRetries: http.opts.maxRetries,
+        elapsedMs: waited,
+        delayMs,
+        budgetMs: http.opts.timeoutMs,
+      },
+    );
     if (next === 'stop') throw failure;
     await sleep(delayMs);
     waited += delayMs;
@@ -138,8 +165,23 @@ async function postUploadRetried<T>(
  * POSTs a multipart body to an upload or update link and returns the answer's text.
  * Never retried: the body is a one-shot stream and a repeat could create "name (1)".
  */
-export async function postUpload(http: HttpCore, op: string, link: string, body: Call['body']): Promise<{ text: string }> {
-  return http.text({ op, method: 'POST', url: link, query: { 'ret-json': 1 }, body, auth: true, retry: 'never', ctx: 'upload', transfer: 'upload' });
+export async function postUpload(
+  http: HttpCore,
+  op: string,
+  link: string,
+  body: Call['body'],
+): Promise<{ text: string }> {
+  return http.text({
+    op,
+    method: 'POST',
+    url: link,
+    query: { 'ret-json': 1 },
+    body,
+    auth: true,
+    retry: 'never',
+    ctx: 'upload',
+    transfer: 'upload',
+  });
 }
 
 async function localBody(op: string, fields: [string, string][], localFile: string, name: string) {

@@ -10,7 +10,12 @@ export const USER_AGENT = 'seafs/0.1';
  * The head as latin1 bytes; `headers` in order, those with an undefined
  * value left out.
  */
-export function requestHead(method: string, target: string, host: string, headers: [string, string | undefined][]): Buffer {
+export function requestHead(
+  method: string,
+  target: string,
+  host: string,
+  headers: [string, string | undefined][],
+): Buffer {
   let head = `${method} ${target} HTTP/1.1\r\nHost: ${host}\r\n`;
   for (const [name, value] of headers) if (value !== undefined) head += `${name}: ${value}\r\n`;
   head += `User-Agent: ${USER_AGENT}\r\nConnection: close\r\n\r\n`;

@@ -78,7 +78,14 @@ export class BlockCache {
     }
     let e = this.entries.get(version);
     if (!e) {
-      e = { fh: open(this.fileName(version), 'w+'), present: new Set(), writing: new Set(), bytes: 0, used: 0, dead: false };
+      e = {
+        fh: open(this.fileName(version), 'w+'),
+        present: new Set(),
+        writing: new Set(),
+        bytes: 0,
+        used: 0,
+        dead: false,
+      };
       e.fh.catch(() => {});
       this.entries.set(version, e);
     }
@@ -145,7 +152,10 @@ export class BlockCache {
     this.total -= e.bytes;
     this.stats.evictions++;
     const name = this.fileName(version);
-    void e.fh.then((fh) => fh.close()).catch(() => {}).then(() => rm(name, { force: true }));
+    void e.fh
+      .then((fh) => fh.close())
+      .catch(() => {})
+      .then(() => rm(name, { force: true }));
   }
 
   /** Drop every cached chunk now (`seafs cache clear`); returns the bytes freed. */

@@ -16,7 +16,16 @@ import { DownloadLinks } from './download-links.js';
 import { classifyRead } from './pattern.js';
 import { Segments } from './segments.js';
 import { SeqStreams } from './seq-stream.js';
-import type { Chunk, FileChunks, Pending, ReadConfig, ReaderOptions, ReaderStats, ReadPattern, RemoteFile } from './types.js';
+import type {
+  Chunk,
+  FileChunks,
+  Pending,
+  ReadConfig,
+  ReaderOptions,
+  ReaderStats,
+  ReadPattern,
+  RemoteFile,
+} from './types.js';
 
 export type { ReaderOptions, ReadPattern, RemoteFile } from './types.js';
 

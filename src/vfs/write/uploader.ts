@@ -125,12 +125,20 @@ export class Uploader {
   }
 
   /** The server holds another version at `path`: upload ours as a conflict copy beside it. */
-  private async conflictCopy(s: FileState, repo: string, path: string, theirs: DirEntry, names: Set<string>): Promise<UploadResult> {
+  private async conflictCopy(
+    s: FileState,
+    repo: string,
+    path: string,
+    theirs: DirEntry,
+    names: Set<string>,
+  ): Promise<UploadResult> {
     const dir = parentOf(path);
     const author = await this.author();
     const copy = freeConflictName(baseOf(path), author, new Date(s.mtime), (n) => names.has(n));
     const what = theirs.type === 'dir' ? 'a folder now has its name' : 'it was changed on the server';
-    this.hooks.log(`conflict: ${path}: ${what}; the server's version keeps the name, the local version is saved as ${copy}`);
+    this.hooks.log(
+      `conflict: ${path}: ${what}; the server's version keeps the name, the local version is saved as ${copy}`,
+    );
     this.stats.conflicts++;
     const res = await this.fresh(s, repo, dir, copy);
     return { ...res, landed: res.landed ?? joinPath(dir, copy) };
@@ -158,7 +166,9 @@ export class Uploader {
   private async awkward(s: FileState, repo: string, dir: string, name: string, size: number): Promise<UploadResult> {
     const tmpName = `.seafs-upload-${s.id}`;
     const tmpPath = dir === '/' ? `/${tmpName}` : `${dir}/${tmpName}`;
-    const res = await this.links.use('upload', repo, dir, (url) => this.api.upload(url, dir, s.tmp, tmpName, { replace: true }));
+    const res = await this.links.use('upload', repo, dir, (url) =>
+      this.api.upload(url, dir, s.tmp, tmpName, { replace: true }),
+    );
     const path = dir === '/' ? `/${name}` : `${dir}/${name}`;
     await this.api.deleteFile(repo, path); // the write replaces whatever is there
     await this.api.renameFile(repo, tmpPath, name);
@@ -196,7 +206,9 @@ export class Uploader {
           if (!there || there.has(baseOf(ok[i].path))) rest.push(...ok.splice(i, 1));
         }
       } catch (e) {
-        this.hooks.log(`listing ${dir} before a batch upload failed, uploading its files one by one: ${(e as Error).message}`);
+        this.hooks.log(
+          `listing ${dir} before a batch upload failed, uploading its files one by one: ${(e as Error).message}`,
+        );
         rest.push(...ok.splice(0));
       }
       if (ok.length <= 1) {
@@ -224,7 +236,9 @@ export class Uploader {
         }
         this.stats.batches++;
       } catch (e) {
-        this.hooks.log(`batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`);
+        this.hooks.log(
+          `batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`,
+        );
         // the POST may have stored them although its answer was lost: the conflict check must know
         if (mayHaveLanded(e)) for (const s of ok) s.unsure(began);
         rest.push(...ok);
