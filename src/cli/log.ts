@@ -53,7 +53,8 @@ export function streamSink(
 let stderr: LogSink | null = null;
 /** The one sink over process.stderr (one 'error' listener however often the logger is configured). */
 function stderrSink(): LogSink {
-  return (stderr ??= streamSink(process.stderr));
+  stderr ??= streamSink(process.stderr);
+  return stderr;
 }
 
 /**

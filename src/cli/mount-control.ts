@@ -51,8 +51,7 @@ export async function listenControl(
     c.on('close', () => clients.delete(c));
     c.on('data', (d: string) => {
       buf += d;
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
         const cmd = buf.slice(0, i).trim();
         buf = buf.slice(i + 1);
         if (cmd === 'unmount') {
@@ -103,8 +102,7 @@ export function requestUnmount(mountpoint: string, onLine: (l: string) => void):
     });
     c.on('data', (d: string) => {
       buf += d;
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
         const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
         if (line === 'done ok') result = true;

@@ -27,7 +27,7 @@ async function authToken(ctx: Ctx, r: Req): Promise<void> {
   const keys = [accountKey, `ip:${r.raw.socket.remoteAddress}`];
   ctx.loginGuard.check(keys);
   const user = ctx.db.user(username);
-  if (!user || !user.isActive || !checkPassword(password, user.passwordHash)) {
+  if (!user?.isActive || !checkPassword(password, user.passwordHash)) {
     ctx.loginGuard.failed(keys);
     throw new HttpError(400, '', { non_field_errors: ['Unable to login with provided credentials.'] });
   }

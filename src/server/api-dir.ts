@@ -179,7 +179,7 @@ export const dirRoutes: Route[] = [
       const p = r.query.get('path') ?? r.query.get('p') ?? '/';
       const comps = splitPath(p);
       const e = await lookup(ctx.store, await headRoot(ctx, repo.id), comps);
-      if (!e || e.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
+      if (e?.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
       let files = 0;
       let dirs = 0;
       for (const c of await readDir(ctx.store, e.id)) c.type === 'dir' ? dirs++ : files++;

@@ -7,7 +7,6 @@ import { HttpError, isoTime, sendJson } from './http.js';
 import { headRoot } from './ops.js';
 import type { Route } from './router.js';
 import { lookup, splitPath, walkTree } from './tree.js';
-import { downloadUrl } from './api-file.js';
 
 function cleanPath(p: string | undefined | null): string {
   if (!p) throw new HttpError(400, 'path invalid.');
@@ -150,7 +149,7 @@ export const extraRoutes: Route[] = [
       const form = await r.form({ json: true });
       const { repo, path } = starArgs(ctx, r, form.get('repo_id'), form.get('p'));
       const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
-      if (!e || e.type !== 'file') throw new HttpError(400, 'Invalid file path.');
+      if (e?.type !== 'file') throw new HttpError(400, 'Invalid file path.');
       if (ctx.db.star(r.user!.email, repo.id, path)) await ctx.db.save();
       sendJson(r.res, 201, 'success', { Location: `${r.base}/api2/starredfiles/` });
     },
@@ -309,7 +308,7 @@ async function createUploadLink(
   const { repo } = ctx.repoFor(r.user!, repoId, 'rw');
   const path = cleanPath(p ?? '/');
   const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
-  if (!e || e.type !== 'dir') throw new HttpError(404, 'Folder not found.');
+  if (e?.type !== 'dir') throw new HttpError(404, 'Folder not found.');
   const rec: UploadLinkRec = {
     token: ctx.newToken().slice(0, 20),
     username: r.user!.email,

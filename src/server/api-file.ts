@@ -22,7 +22,7 @@ export function normPath(p: string): string {
 
 export async function fileAt(ctx: Ctx, repoId: string, p: string): Promise<DirEnt> {
   const e = await getEntry(ctx, repoId, p);
-  if (!e || e.type !== 'file') throw new HttpError(404, 'File not found');
+  if (e?.type !== 'file') throw new HttpError(404, 'File not found');
   return e;
 }
 

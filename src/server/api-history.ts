@@ -87,7 +87,7 @@ async function revision(ctx: Ctx, r: Req): Promise<void> {
   const p = requireP(r);
   const c = await commitOf(ctx, repo.id, r.query.get('commit_id'));
   const e = await lookup(ctx.store, c.root_id, splitPath(p));
-  if (!e || e.type !== 'file') throw new HttpError(404, 'Revision not found.');
+  if (e?.type !== 'file') throw new HttpError(404, 'Revision not found.');
   sendJson(r.res, 200, downloadUrl(ctx, r, repo, e, r.query.get('reuse') === '1'), { oid: e.id });
 }
 
@@ -98,7 +98,7 @@ async function revert(ctx: Ctx, r: Req): Promise<void> {
   const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? null);
   const comps = splitPath(p);
   const e = await lookup(ctx.store, c.root_id, comps);
-  if (!e || e.type !== 'file') throw new HttpError(404, 'File not found in that revision.');
+  if (e?.type !== 'file') throw new HttpError(404, 'File not found in that revision.');
   await putFiles(
     ctx,
     r.user!,
@@ -122,7 +122,7 @@ async function revertDir(ctx: Ctx, r: Req): Promise<void> {
   const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? r.query.get('commit_id'));
   const comps = splitPath(p);
   const e = await lookup(ctx.store, c.root_id, comps);
-  if (!e || e.type !== 'dir') throw new HttpError(404, 'Folder not found in that revision.');
+  if (e?.type !== 'dir') throw new HttpError(404, 'Folder not found in that revision.');
   await restoreDir(ctx, r.user!, repo.id, '/' + comps.slice(0, -1).join('/'), e);
   sendJson(r.res, 200, { success: true });
 }

@@ -6,7 +6,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from './atomic.js';
 import { KeyedMutex } from './mutex.js';
-import { ObjectStore, ZERO_ID, sha1 } from './objects.js';
+import { type ObjectStore, ZERO_ID, sha1 } from './objects.js';
 import { readDir, totalSize } from './tree.js';
 
 export interface Commit {

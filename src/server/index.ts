@@ -175,7 +175,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (!limit) return;
     const now = Date.now();
     let w = windows.get(key);
-    if (!w || now - w.start >= 60_000) windows.set(key, (w = { start: now, count: 0 }));
+    if (!w || now - w.start >= 60_000) {
+      w = { start: now, count: 0 };
+      windows.set(key, w);
+    }
     if (++w.count > limit) {
       const wait = Math.max(1, Math.ceil((w.start + 60_000 - now) / 1000));
       throw new HttpError(

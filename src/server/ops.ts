@@ -38,7 +38,7 @@ export async function listFolder(
   rawPath: string,
 ): Promise<{ id: string; entries: DirEnt[] }> {
   const ent = await lookup(ctx.store, rootId, comps);
-  if (!ent || ent.type !== 'dir') throw new HttpError(404, `Folder ${rawPath} not found.`);
+  if (ent?.type !== 'dir') throw new HttpError(404, `Folder ${rawPath} not found.`);
   return { id: ent.id, entries: await readDir(ctx.store, ent.id) };
 }
 
@@ -52,7 +52,7 @@ export async function makeDir(
 ): Promise<string> {
   const comps = splitPath(p);
   if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
-  comps.forEach((c) => checkName(c));
+  for (const c of comps) checkName(c);
   const now = nowSec();
   return guard(() =>
     ctx.heads.change(repoId, user.email, async (roots) => {
@@ -152,7 +152,7 @@ export async function deleteEntries(
   return ctx.heads.change(repoId, user.email, async (roots) => {
     const root = roots.get(repoId)!;
     const folder = await lookup(ctx.store, root, parent);
-    if (!folder || folder.type !== 'dir') return { root, desc: '', result: 0 };
+    if (folder?.type !== 'dir') return { root, desc: '', result: 0 };
     const entries = await readDir(ctx.store, folder.id);
     const gone = entries.filter((e) => names.includes(e.name));
     if (gone.length === 0) return { root, desc: '', result: 0 };
@@ -215,7 +215,7 @@ export async function transfer(
           sources.push(ent);
         }
         const dstFolder = await lookup(ctx.store, roots.get(dstRepo)!, dst);
-        if (!dstFolder || dstFolder.type !== 'dir') throw new TreeNotFound(dst);
+        if (dstFolder?.type !== 'dir') throw new TreeNotFound(dst);
         if (srcRepo === dstRepo && op === 'move' && src.join('/') === dst.join('/')) {
           return { root: srcRoot, desc: '', result: sources.map((e) => ({ name: e.name, entry: e })) };
         }
@@ -386,7 +386,7 @@ async function updateFileNow(
   return ctx.heads.change(repoId, user.email, async (roots) => {
     const root = roots.get(repoId)!;
     const ent = await lookup(ctx.store, root, comps);
-    if (!ent || ent.type !== 'file') return { root, desc: '', result: null };
+    if (ent?.type !== 'file') return { root, desc: '', result: null };
     ctx.checkNotLocked(user, repoId, '/' + comps.join('/'));
     if (ent.id === file.id) return { root, desc: '', result: file.id };
     const newRoot = await updateDir(

@@ -3,7 +3,7 @@
 // A listing older than the cache time is revalidated with its `oid`: an
 // "uptodate" answer renews it without transferring the entries again.
 import { LRUCache } from 'lru-cache';
-import { ZERO_ID, type DirEntry, type SeafileApi } from '../client/types.js';
+import { ZERO_ID, type DirEntry, type DirListing, type SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { isNotFound, VfsError } from './errors.js';
 import { baseOf, isWithin, parentOf } from './paths.js';
@@ -233,7 +233,7 @@ export class MetaCache {
   private async fetch(repo: string, dir: string, k: string, cached: Listing | undefined): Promise<Listing> {
     const startEpoch = this.epoch.get(k) ?? 0;
     this.stats.listRequests++;
-    let res;
+    let res: DirListing;
     try {
       res = await this.api.listDir(repo, dir, cached?.oid ? { oid: cached.oid } : undefined);
     } catch (e) {

@@ -17,7 +17,7 @@ import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader.js';
 import { Renamer } from './rename.js';
 import { Journal } from './write/journal.js';
-import { FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
+import { type FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
 
 export type { Attr, StatFs } from './attrs.js';
 
@@ -80,7 +80,8 @@ export class Vfs {
   ) {
     this.log = opts.log ?? (() => {});
     this.net = new Connectivity(rawApi, { log: this.log, probeMinMs: opts.probeMinMs, probeMaxMs: opts.probeMaxMs });
-    const api = (this.api = this.net.wrap(rawApi));
+    this.api = this.net.wrap(rawApi);
+    const api = this.api;
     const dirTtl = opts.dirCacheTimeMs ?? 10_000;
     this.attrs = new AttrShaper(opts.uid ?? process.getuid?.() ?? 0, opts.gid ?? process.getgid?.() ?? 0);
     this.libraries = new Libraries(api, dirTtl, !!opts.readOnly);

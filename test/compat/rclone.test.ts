@@ -166,7 +166,7 @@ async function copyTree(src: string, dst: string, files: string[], shards: numbe
   const common = ['--create-empty-src-dirs', '--transfers', '4', '--stats', '0'];
   if (shards > 1) {
     const lists = Array.from({ length: shards }, () => [] as string[]);
-    files.forEach((f, i) => lists[i % shards]!.push(f));
+    for (const [i, f] of files.entries()) lists[i % shards]!.push(f);
     await Promise.all(
       lists.map((list, i) => {
         const listFile = join(work, `shard-${Date.now()}-${i}.txt`);

@@ -2,7 +2,7 @@
 // layout and sizes; file bytes come from AES-256-CTR keyed by (seed, path),
 // which is a seeded stream too, only fast enough for a 200 MiB file.
 import { createCipheriv, createHash } from 'node:crypto';
-import { createReadStream, mkdirSync, openSync, closeSync, writeSync, readdirSync, statSync } from 'node:fs';
+import { mkdirSync, openSync, closeSync, writeSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface TreeFile {

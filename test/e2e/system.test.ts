@@ -96,7 +96,7 @@ describe('mount(8), fstab and the kernel umount', () => {
       files.push(f);
     }
     // the server is stopped between the last close and the umount: uploads are certainly pending
-    let r;
+    let r: Awaited<ReturnType<typeof inMountNamespace>>;
     try {
       r = await inMountNamespace(`
 mount -T ${q(fstab)} ${q(mnt)}

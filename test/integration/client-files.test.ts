@@ -2,7 +2,7 @@
 // uploads and updates, batch operations, share and upload links, stars,
 // search, and 20 concurrent uploads into one folder.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SeafileClient } from '../../src/client/client.js';
+import type { SeafileClient } from '../../src/client/client.js';
 import type { DirEntry, DirListing } from '../../src/client/types.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { LocalFiles, adminClient, expectApiError, fetchFile, readAll } from './client-setup.js';

@@ -188,7 +188,7 @@ describe('logger: levels and format', () => {
     log.debug('detail\nsecond line');
     log.close();
     const lines = readFileSync(file, 'utf8').split('\n');
-    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z WARN  upload of \/a\.txt failed: 500$/);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z WARN {2}upload of \/a\.txt failed: 500$/);
     expect(lines[1]).toMatch(/^\S+Z DEBUG detail$/);
     expect(lines[2]).toBe('    second line');
     expect(statSync(file).mode & 0o777).toBe(0o600);

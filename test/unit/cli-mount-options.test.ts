@@ -94,7 +94,15 @@ describe('--retry-for', () => {
         if (++calls < 5) throw new UnreachableError('cannot reach the server at http://x: connect ECONNREFUSED');
         return 'in';
       },
-      { forMs: 60_000, log: (l) => lines.push(l), now: () => t, sleep: async (ms) => void (waits.push(ms), (t += ms)) },
+      {
+        forMs: 60_000,
+        log: (l) => lines.push(l),
+        now: () => t,
+        sleep: async (ms) => {
+          waits.push(ms);
+          t += ms;
+        },
+      },
     );
     expect(r).toBe('in');
     expect(waits).toEqual([1000, 2000, 4000, 8000]);
@@ -107,7 +115,14 @@ describe('--retry-for', () => {
       async () => {
         throw new UnreachableError('cannot reach the server at http://x');
       },
-      { forMs: 15_000, log: () => {}, now: () => t, sleep: async (ms) => void (t += ms) },
+      {
+        forMs: 15_000,
+        log: () => {},
+        now: () => t,
+        sleep: async (ms) => {
+          t += ms;
+        },
+      },
     );
     await expect(p).rejects.toThrowError(/cannot reach the server at http:\/\/x \(gave up after 5 attempts in 15 s\)/);
     expect(t).toBe(15_000);

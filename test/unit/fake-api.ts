@@ -90,7 +90,7 @@ export class FakeApi implements SeafileApi {
     this.calls[op] = (this.calls[op] ?? 0) + 1;
     if (this.down) throw apiError('network', 0, op, 'connect ECONNREFUSED');
     const f = this.failNext.get(op);
-    if (f && f.length) throw f.shift()!;
+    if (f?.length) throw f.shift()!;
   }
 
   private repo(id: string) {
@@ -104,7 +104,7 @@ export class FakeApi implements SeafileApi {
     const out: FDir[] = [this.repo(repoId).root];
     for (const part of split(path)) {
       const n = out[out.length - 1].children.get(part);
-      if (!n || n.type !== 'dir') throw apiError('not_found', 404, 'dir', `Folder ${path} not found.`);
+      if (n?.type !== 'dir') throw apiError('not_found', 404, 'dir', `Folder ${path} not found.`);
       out.push(n);
     }
     return out;
@@ -159,7 +159,7 @@ export class FakeApi implements SeafileApi {
   /** lock a file as `owner` would (the fake's own account is me@example.com); null unlocks */
   lockFile(repoId: string, path: string, owner: string | null): void {
     const n = this.nodeAt(repoId, path);
-    if (!n || n.type !== 'file') throw new Error(`no file ${path}`);
+    if (n?.type !== 'file') throw new Error(`no file ${path}`);
     n.lockedBy = owner ?? undefined;
     this.touch(repoId, parentOf(path));
   }
@@ -177,7 +177,7 @@ export class FakeApi implements SeafileApi {
 
   content(repoId: string, path: string): Buffer | undefined {
     const n = this.nodeAt(repoId, path);
-    if (!n || n.type !== 'file') return undefined;
+    if (n?.type !== 'file') return undefined;
     return n.id === ZERO ? Buffer.alloc(0) : this.blobs.get(n.id);
   }
 
@@ -278,14 +278,14 @@ export class FakeApi implements SeafileApi {
   async fileDetail(repoId: string, path: string): Promise<FileDetail> {
     this.hit('fileDetail');
     const n = this.nodeAt(repoId, path);
-    if (!n || n.type !== 'file') throw apiError('not_found', 404, 'fileDetail');
+    if (n?.type !== 'file') throw apiError('not_found', 404, 'fileDetail');
     return { type: 'file', id: n.id, name: baseOf(path), mtime: n.mtime, size: this.content(repoId, path)!.length };
   }
 
   async downloadLink(repoId: string, path: string): Promise<DownloadLink> {
     this.hit('downloadLink');
     const n = this.nodeAt(repoId, path);
-    if (!n || n.type !== 'file') throw apiError('not_found', 404, 'downloadLink');
+    if (n?.type !== 'file') throw apiError('not_found', 404, 'downloadLink');
     return { url: `fake://files/${n.id}/${encodeURIComponent(baseOf(path))}`, oid: n.id };
   }
 
@@ -583,7 +583,7 @@ export class FakeApi implements SeafileApi {
     const repoId = link.slice('fake-update://'.length, 'fake-update://'.length + 36);
     this.checkQuota('update');
     const n = this.nodeAt(repoId, targetFile);
-    if (!n || n.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
+    if (n?.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
     n.id = this.store(await readFile(localFile));
     n.mtime = now();
     this.touch(repoId, parentOf(targetFile));

@@ -118,7 +118,10 @@ describe('vfs random reads', () => {
       const fh = await m.vfs.open('/r.bin', FC.O_RDONLY);
       const buf = Buffer.alloc(4096);
       let seed = 7;
-      const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+      const rnd = () => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed / 2147483648;
+      };
       const readAt = async (off: number) => {
         expect(await m.vfs.read('/r.bin', fh, buf, 4096, off)).toBe(4096);
         expect(buf.equals(data.subarray(off, off + 4096))).toBe(true);

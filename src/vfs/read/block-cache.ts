@@ -123,7 +123,7 @@ export class BlockCache {
   /** the chunk's bytes from disk, or null when it is not (or no longer) there */
   async get(version: string, idx: number, size: number): Promise<Buffer | null> {
     const e = this.entries.get(version);
-    if (!e || !e.present.has(idx)) return null;
+    if (!e?.present.has(idx)) return null;
     e.used = ++this.clock;
     try {
       const fh = await e.fh;
