@@ -1,5 +1,7 @@
 // Library changes shared by the V2 and V2.1 endpoints and the file server:
 // each runs under the library lock and ends in one commit.
+// Over 400 lines: every change of a library's tree (create, rename, move,
+// copy, delete, restore) in one place, so each shares the lock and commit rules.
 import type { Ctx } from './context.js';
 import type { User } from './db.js';
 import { HttpError } from './http.js';
