@@ -7,6 +7,8 @@
 // nothing is retried in a loop. The 'error' event of a dead stderr is heard by
 // the sink's own listener (unheard, it was an uncaught exception that the
 // handler logged onto the same dead stream: a loop at full CPU).
+// Over 400 lines: the sinks' failure handling and the redaction rules are
+// kept together, with the reason for each beside it.
 import { closeSync, fstatSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 
 export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
@@ -33,7 +35,10 @@ const failure = (code: string) => Object.assign(new Error(`log output: ${code}`)
  * the mount nor grows its memory); after an 'error' (EPIPE, EIO) every write
  * throws, and the logger stops writing.
  */
-export function streamSink(stream: NodeJS.WritableStream & { writableLength: number; destroyed: boolean }, maxQueued = 1 << 20): LogSink {
+export function streamSink(
+  stream: NodeJS.WritableStream & { writableLength: number; destroyed: boolean },
+  maxQueued = 1 << 20,
+): LogSink {
   let failed: string | null = null;
   stream.on('error', (e) => {
     failed = (e as NodeJS.ErrnoException)?.code ?? 'EIO';
@@ -50,7 +55,8 @@ export function streamSink(stream: NodeJS.WritableStream & { writableLength: num
 let stderr: LogSink | null = null;
 /** The one sink over process.stderr (one 'error' listener however often the logger is configured). */
 function stderrSink(): LogSink {
-  return (stderr ??= streamSink(process.stderr));
+  stderr ??= streamSink(process.stderr);
+  return stderr;
 }
 
 /**
@@ -166,7 +172,12 @@ export function redact(text: string, secrets: Iterable<string> = []): string {
 
 /** The level of a message from a hook that has none (the vfs, fuse and server hooks). */
 export function guessLevel(msg: string): LogLevel {
-  if (/\b(fail(s|ed|ure)?|cannot|could not|refused|error|lost|unreachable|timed out|conflict|deleted or moved|is gone)\b/i.test(msg)) return 'warn';
+  if (
+    /\b(fail(s|ed|ure)?|cannot|could not|refused|error|lost|unreachable|timed out|conflict|deleted or moved|is gone)\b/i.test(
+      msg,
+    )
+  )
+    return 'warn';
   if (/\bE(IO|NOSPC|ACCES|TIMEDOUT|CONNREFUSED|CONNRESET|NOTCONN|DQUOT|ROFS|PIPE)\b/.test(msg)) return 'warn';
   return 'info';
 }
@@ -216,7 +227,14 @@ export class Logger {
     this.prefix = opts.prefix ?? 'seafs: ';
     this.repeatWindow = opts.repeatWindowMs ?? 10 * 60_000;
     this.now = opts.now ?? Date.now;
-    const fresh = (sink: LogSink, stamped: boolean): Output => ({ sink, stamped, dead: false, pausedUntil: 0, lost: 0, lastError: '' });
+    const fresh = (sink: LogSink, stamped: boolean): Output => ({
+      sink,
+      stamped,
+      dead: false,
+      pausedUntil: 0,
+      lost: 0,
+      lastError: '',
+    });
     this.outputs = [file ? fresh(file, true) : fresh(opts.stderr ?? stderrSink(), false)];
   }
 

@@ -6,6 +6,7 @@ import { guardStdio, printErr } from './log.js';
 import { serveCommand } from './serve.js';
 import { mountCommand, unmountCommand, demoCommand } from './mount.js';
 import { statusCommand } from './status.js';
+import { cacheCommand } from './cache.js';
 import { unlockCommand } from './unlock.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
@@ -17,10 +18,11 @@ await yargs(hideBin(process.argv))
   .command(mountCommand)
   .command(unmountCommand)
   .command(statusCommand)
+  .command(cacheCommand)
   .command(unlockCommand)
   .command(demoCommand)
   .command(serveCommand)
-  .demandCommand(1, 'Name a command: mount, unmount, status, unlock, demo or serve.')
+  .demandCommand(1, 'Name a command: mount, unmount, status, cache, unlock, demo or serve.')
   .strict()
   .help()
   .alias('h', 'help')

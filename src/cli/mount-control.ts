@@ -38,7 +38,14 @@ export interface ControlServer {
 export type UnlockHandler = (library: string, password: string) => Promise<string>;
 
 /** Listen for control commands; `onUnmount` runs once, its lines go to every client. */
-export async function listenControl(mountpoint: string, onUnmount: () => void, status: () => string, onUnlock?: UnlockHandler): Promise<ControlServer> {
+export async function listenControl(
+  mountpoint: string,
+  onUnmount: () => void,
+  status: () => string,
+  /** further one-line commands, each answered with one line */
+  commands: Record<string, () => string> = {},
+  onUnlock?: UnlockHandler,
+): Promise<ControlServer> {
   const { socket } = controlPaths(mountpoint);
   mkdirSync(runtimeDir(), { recursive: true, mode: 0o700 });
   rmSync(socket, { force: true });
@@ -50,8 +57,7 @@ export async function listenControl(mountpoint: string, onUnmount: () => void, s
     c.on('close', () => clients.delete(c));
     c.on('data', (d: string) => {
       buf += d;
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
         const cmd = buf.slice(0, i).trim();
         buf = buf.slice(i + 1);
         if (cmd === 'unmount') {
@@ -61,6 +67,8 @@ export async function listenControl(mountpoint: string, onUnmount: () => void, s
           c.end(status() + '\n');
         } else if (cmd.startsWith('unlock ') && onUnlock) {
           answerUnlock(c, cmd.slice('unlock '.length), onUnlock);
+        } else if (Object.hasOwn(commands, cmd)) {
+          c.end(commands[cmd]() + '\n');
         } else {
           c.end(`error unknown command ${cmd}\n`);
         }
@@ -76,9 +84,7 @@ export async function listenControl(mountpoint: string, onUnmount: () => void, s
       for (const c of clients) if (!c.destroyed) c.write(line + '\n');
     },
     async close() {
-      await Promise.all(
-        [...clients].map((c) => new Promise<void>((r) => (c.destroyed ? r() : c.end(() => r())))),
-      );
+      await Promise.all([...clients].map((c) => new Promise<void>((r) => (c.destroyed ? r() : c.end(() => r())))));
       await new Promise<void>((r) => server.close(() => r()));
       rmSync(socket, { force: true });
     },
@@ -106,7 +112,12 @@ function answerUnlock(c: net.Socket, json: string, onUnlock: UnlockHandler): voi
  * Hands a library password to the mount at `mountpoint`. Resolves with the
  * mount's answer ("ok NAME" or "error MESSAGE"), or null when no mount answers.
  */
-export function requestUnlock(mountpoint: string, library: string, password: string, timeoutMs = 60_000): Promise<string | null> {
+export function requestUnlock(
+  mountpoint: string,
+  library: string,
+  password: string,
+  timeoutMs = 60_000,
+): Promise<string | null> {
   const { socket } = controlPaths(mountpoint);
   return new Promise((resolve) => {
     const c = net.connect(socket);
@@ -146,8 +157,7 @@ export function requestUnmount(mountpoint: string, onLine: (l: string) => void):
     });
     c.on('data', (d: string) => {
       buf += d;
-      let i: number;
-      while ((i = buf.indexOf('\n')) >= 0) {
+      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
         const line = buf.slice(0, i);
         buf = buf.slice(i + 1);
         if (line === 'done ok') result = true;
@@ -155,8 +165,8 @@ export function requestUnmount(mountpoint: string, onLine: (l: string) => void):
         else onLine(line);
       }
     });
-    c.on('error', () => resolve(connected ? result ?? false : null));
-    c.on('close', () => resolve(connected ? result ?? false : null));
+    c.on('error', () => resolve(connected ? (result ?? false) : null));
+    c.on('close', () => resolve(connected ? (result ?? false) : null));
   });
 }
 
@@ -181,6 +191,11 @@ export function controlAlive(mountpoint: string): Promise<boolean> {
 
 /** The mount's `status` answer (JSON text), or null when no mount process answers within `timeoutMs`. */
 export function queryStatus(mountpoint: string, timeoutMs = 5000): Promise<string | null> {
+  return queryControl(mountpoint, 'status', timeoutMs);
+}
+
+/** The mount's one-line answer to `cmd`, or null when no mount process answers within `timeoutMs`. */
+export function queryControl(mountpoint: string, cmd: string, timeoutMs = 5000): Promise<string | null> {
   const { socket } = controlPaths(mountpoint);
   return new Promise((resolve) => {
     const c = net.connect(socket);
@@ -190,7 +205,7 @@ export function queryStatus(mountpoint: string, timeoutMs = 5000): Promise<strin
       resolve(null);
     }, timeoutMs);
     c.setEncoding('utf8');
-    c.on('connect', () => c.write('status\n'));
+    c.on('connect', () => c.write(`${cmd}\n`));
     c.on('data', (d: string) => (buf += d));
     c.on('error', () => {
       clearTimeout(timer);

@@ -62,11 +62,24 @@ export function samplePng(w = 96, h = 64): Buffer {
 async function seed(client: SeafileClient, repo: string, staging: string): Promise<void> {
   for (const d of ['/Documents', '/Pictures', '/Data', '/Documents/Notes']) await client.mkdir(repo, d);
   const files: [string, Buffer][] = [
-    ['/README.txt', Buffer.from('Welcome to the seafs demo.\n\nThis folder is a library on a local server, mounted over FUSE.\nEdit, copy, rename and delete files as on any drive.\n')],
+    [
+      '/README.txt',
+      Buffer.from(
+        'Welcome to the seafs demo.\n\nThis folder is a library on a local server, mounted over FUSE.\nEdit, copy, rename and delete files as on any drive.\n',
+      ),
+    ],
     ['/Documents/hello.md', Buffer.from('# Hello\n\nA markdown file stored on the server.\n')],
-    ['/Documents/Notes/todo.txt', Buffer.from('- try cp, mv, rm\n- open a file in an editor\n- run `seafs unmount` and watch it wait for uploads\n')],
+    [
+      '/Documents/Notes/todo.txt',
+      Buffer.from(
+        '- try cp, mv, rm\n- open a file in an editor\n- run `seafs unmount` and watch it wait for uploads\n',
+      ),
+    ],
     ['/Pictures/gradient.png', samplePng()],
-    ['/Data/numbers.csv', Buffer.from(['n,square', ...Array.from({ length: 100 }, (_, i) => `${i},${i * i}`)].join('\n') + '\n')],
+    [
+      '/Data/numbers.csv',
+      Buffer.from(['n,square', ...Array.from({ length: 100 }, (_, i) => `${i},${i * i}`)].join('\n') + '\n'),
+    ],
     ['/Data/sample-8MiB.bin', randomBytes(8 * 1024 * 1024)],
   ];
   for (const [path, data] of files) {
@@ -84,7 +97,13 @@ export async function runDemo(mountpoint: string): Promise<number> {
   const email = 'demo@seafs.local';
   const password = randomBytes(9).toString('base64url');
   logger.addSecret(password);
-  const server = await startServer({ dataDir: join(data, 'server'), host: '127.0.0.1', port: 0, adminEmail: email, adminPassword: password });
+  const server = await startServer({
+    dataDir: join(data, 'server'),
+    host: '127.0.0.1',
+    port: 0,
+    adminEmail: email,
+    adminPassword: password,
+  });
   const cleanup = async () => {
     await server.close().catch(() => {});
     await rm(data, { recursive: true, force: true });
@@ -101,7 +120,11 @@ export async function runDemo(mountpoint: string): Promise<number> {
     } catch {
       await mkdir(mnt, { recursive: true });
     }
-    const m = await startMount({ url: server.url, mountpoint: mnt, library: 'Demo', cacheDir: join(data, 'cache'), dirCacheTime: 5 }, client, email);
+    const m = await startMount(
+      { url: server.url, mountpoint: mnt, library: 'Demo', cacheDir: join(data, 'cache'), dirCacheTime: 5 },
+      client,
+      email,
+    );
     handleSignals(m);
     printOut(
       [

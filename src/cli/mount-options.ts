@@ -61,7 +61,20 @@ const SWITCHES: Record<string, keyof OptionSettings> = {
 };
 
 /** generic options libfuse 2 passes on to the kernel mount */
-const KERNEL = new Set(['nosuid', 'suid', 'nodev', 'dev', 'noexec', 'exec', 'sync', 'async', 'atime', 'noatime', 'dirsync', 'default_permissions']);
+const KERNEL = new Set([
+  'nosuid',
+  'suid',
+  'nodev',
+  'dev',
+  'noexec',
+  'exec',
+  'sync',
+  'async',
+  'atime',
+  'noatime',
+  'dirsync',
+  'default_permissions',
+]);
 
 /** generic options that only mean something to mount(8), systemd or the kernel's defaults */
 const IGNORED = new Set([
@@ -138,7 +151,9 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
         continue;
       }
       if (name === 'password' || name === 'token' || name === 'library_password') {
-        throw new UserError(`-o ${name}= is refused: a secret in mount options is visible to every user (ps, /proc); use ${name}_file=FILE (first line, readable by root only)`);
+        throw new UserError(
+          `-o ${name}= is refused: a secret in mount options is visible to every user (ps, /proc); use ${name}_file=FILE (first line, readable by root only)`,
+        );
       }
       const sw = SWITCHES[name];
       if (sw) {
@@ -147,7 +162,10 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
         continue;
       }
       const v = VALUED[name];
-      if (!v) throw new UserError(`unknown mount option "${given}" (seafs takes ${ALL_NAMES.join(', ')} and the generic mount options)`);
+      if (!v)
+        throw new UserError(
+          `unknown mount option "${given}" (seafs takes ${ALL_NAMES.join(', ')} and the generic mount options)`,
+        );
       if (value === undefined || value === '') throw new UserError(`-o ${given} needs a value: ${given}=...`);
       if (v.kind === 'id') {
         (settings as Record<string, unknown>)[v.key] = parseId(value, `-o ${given}`);
@@ -170,7 +188,8 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
 /** A user or group id: a whole number from 0 to 2^32-2. */
 export function parseId(value: string | number, what: string): number {
   const n = typeof value === 'number' ? value : /^\d+$/.test(value.trim()) ? Number(value) : NaN;
-  if (!Number.isInteger(n) || n < 0 || n >= 0xffffffff) throw new UserError(`${what} takes a numeric id (got ${value})`);
+  if (!Number.isInteger(n) || n < 0 || n >= 0xffffffff)
+    throw new UserError(`${what} takes a numeric id (got ${value})`);
   return n;
 }
 

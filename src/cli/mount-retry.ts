@@ -41,11 +41,14 @@ export async function retryUnreachable<T>(attempt: () => Promise<T>, o: RetryOpt
       if (!(e instanceof UnreachableError)) throw e;
       const left = deadline - now();
       if (left <= 0) {
-        if (o.forMs > 0) throw new UnreachableError(`${e.message} (gave up after ${n} attempts in ${Math.round(o.forMs / 1000)} s)`);
+        if (o.forMs > 0)
+          throw new UnreachableError(`${e.message} (gave up after ${n} attempts in ${Math.round(o.forMs / 1000)} s)`);
         throw e;
       }
       const wait = Math.min(delay, left);
-      o.log(`${e.message}; trying again in ${(wait / 1000).toFixed(wait < 1000 ? 1 : 0)} s (${Math.ceil(left / 1000)} s of --retry-for left)`);
+      o.log(
+        `${e.message}; trying again in ${(wait / 1000).toFixed(wait < 1000 ? 1 : 0)} s (${Math.ceil(left / 1000)} s of --retry-for left)`,
+      );
       await sleep(wait);
       delay = Math.min(max, delay * 2);
     }

@@ -52,7 +52,6 @@ export interface MountSettings {
 /** A failure to explain in one line, without a stack. */
 export { UserError };
 
-
 /** One line in the mount's log (stderr or --log-file), at the level its words suggest; never throws. */
 export function log(msg: string): void {
   logger.write(guessLevel(msg), msg);
@@ -71,7 +70,9 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
         // a proxy in front of a server that is still starting answers 502/503
         return new UnreachableError(`the server at ${url} answered: ${e.message}`);
       case 'otp_required':
-        return new UserError('the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)');
+        return new UserError(
+          'the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)',
+        );
       case 'unauthorized':
       case 'bad_request':
         return new UserError(usingToken ? 'the server refused the token' : 'login refused: wrong user or password');
@@ -92,9 +93,16 @@ export function uploadSwitches(): Pick<ClientOptions, 'streamUploads' | 'rawUplo
 }
 
 /** Log in (or check the token); returns a client holding a token and the account's e-mail. */
-export async function connect(url: string, user: string | undefined, secrets: Secrets, otp?: string, timeoutSec?: number): Promise<{ client: SeafileClient; token: string; email: string }> {
+export async function connect(
+  url: string,
+  user: string | undefined,
+  secrets: Secrets,
+  otp?: string,
+  timeoutSec?: number,
+): Promise<{ client: SeafileClient; token: string; email: string }> {
   const baseUrl = url.replace(/\/+$/, '');
-  if (!/^https?:\/\//.test(baseUrl)) throw new UserError(`the server URL must start with http:// or https:// (got ${url})`);
+  if (!/^https?:\/\//.test(baseUrl))
+    throw new UserError(`the server URL must start with http:// or https:// (got ${url})`);
   let client: SeafileClient;
   let token: string;
   const opts = { baseUrl, timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined };
@@ -119,7 +127,8 @@ export async function connect(url: string, user: string | undefined, secrets: Se
 
 /** Check the mount point; clear a stale mount left by a dead process. */
 async function prepareMountpoint(mnt: string): Promise<void> {
-  if (await controlAlive(mnt)) throw new UserError(`${mnt} is already mounted by a running seafs (seafs unmount ${mnt})`);
+  if (await controlAlive(mnt))
+    throw new UserError(`${mnt} is already mounted by a running seafs (seafs unmount ${mnt})`);
   try {
     const st = await stat(mnt);
     if (!st.isDirectory()) throw new UserError(`the mount point ${mnt} is not a folder`);
@@ -154,7 +163,10 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   const mnt = resolve(s.mountpoint);
   await prepareMountpoint(mnt);
   const root = s.cacheDir ? resolve(s.cacheDir) : join(homedir(), '.cache', 'seafs');
-  const account = createHash('sha256').update(`${s.url.replace(/\/+$/, '')}\u0000${email}`).digest('hex').slice(0, 16);
+  const account = createHash('sha256')
+    .update(`${s.url.replace(/\/+$/, '')}\u0000${email}`)
+    .digest('hex')
+    .slice(0, 16);
   const cacheDir = join(root, account);
   // the cache holds the user's file contents: readable by its owner only
   await mkdir(cacheDir, { recursive: true, mode: 0o700 });
@@ -180,10 +192,13 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       log: layerLog,
     });
   } catch (e) {
-    if (e instanceof WrongLibraryPassword || e instanceof UserError) throw new UserError(e.message.replace(/^EACCES: /, ''));
+    if (e instanceof WrongLibraryPassword || e instanceof UserError)
+      throw new UserError(e.message.replace(/^EACCES: /, ''));
     if (e instanceof VfsError && e.code === 'ENOENT' && s.library) {
       const libs = await client.listLibraries().catch(() => []);
-      throw new UserError(`no library named or with id "${s.library}"; the account reaches: ${libs.map((l) => l.name).join(', ') || 'none'}`);
+      throw new UserError(
+        `no library named or with id "${s.library}"; the account reaches: ${libs.map((l) => l.name).join(', ') || 'none'}`,
+      );
     }
     throw explain(e, s.url, false);
   }
@@ -199,7 +214,10 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       readAheadKb: s.readAhead,
       counts: opCounts,
       // other users are held to the owners and modes shown, as on a local disk
-      extraOptions: s.allowOther && !s.kernelOptions?.includes('default_permissions') ? [...(s.kernelOptions ?? []), 'default_permissions'] : s.kernelOptions,
+      extraOptions:
+        s.allowOther && !s.kernelOptions?.includes('default_permissions')
+          ? [...(s.kernelOptions ?? []), 'default_permissions']
+          : s.kernelOptions,
       debug: s.debug,
       log: layerLog,
     });
@@ -232,9 +250,17 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         rssBytes: process.memoryUsage().rss,
         memory: process.memoryUsage(),
       }),
+    {
+      'cache-clear': () => {
+        const freed = vfs.clearCache();
+        log(`cache cleared: ${freed} bytes of downloaded data dropped (files waiting for upload are kept)`);
+        return JSON.stringify({ freed });
+      },
+    },
     async (library, password) => {
       logger.addSecret(password);
-      if (vfs.library) throw new Error(`this mount holds one library (${vfs.library.name}); unlock applies to all-libraries mounts`);
+      if (vfs.library)
+        throw new Error(`this mount holds one library (${vfs.library.name}); unlock applies to all-libraries mounts`);
       try {
         const lib = await vfs.unlockLibrary(library, password);
         log(`library "${lib.name}" unlocked (seafs unlock)`);
@@ -252,7 +278,10 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   let since: { at: number; bytes: number } | null = null;
   const describe = (list: { path: string; size: number }[]) => {
     const bytes = list.reduce((a, f) => a + f.size, 0);
-    const names = list.slice(0, 5).map((f) => f.path).join(', ');
+    const names = list
+      .slice(0, 5)
+      .map((f) => f.path)
+      .join(', ');
     const done = vfs.wb.stats.uploadedBytes;
     since ??= { at: Date.now(), bytes: done };
     const secs = (Date.now() - since.at) / 1000;
@@ -272,7 +301,9 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       let code = 0;
       if (failed.length) {
         code = 1;
-        say(`${failed.length} file(s) could not be uploaded; they are kept in ${cacheDir} and the next mount uploads them:`);
+        say(
+          `${failed.length} file(s) could not be uploaded; they are kept in ${cacheDir} and the next mount uploads them:`,
+        );
         for (const f of failed) say(`  ${f.path} (${fmtBytes(f.size)}): ${f.error}`);
         control.broadcast('done failed');
       } else {
@@ -305,7 +336,14 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
 function uploadQueue(vfs: Vfs): UploadQueueEntry[] {
   return vfs.wb.pending().map((f) => {
     const state = f.running ? 'uploading' : f.lastError ? 'failed' : f.writers > 0 ? 'writing' : 'waiting';
-    const e: UploadQueueEntry = { path: f.path, size: f.size, state, attempts: f.failures };
+    const streaming = vfs.wb.streamedBytes(f);
+    const e: UploadQueueEntry = {
+      path: f.path,
+      size: f.size,
+      state: streaming === null ? state : 'uploading',
+      attempts: f.failures,
+    };
+    if (streaming !== null) e.sent = streaming;
     if (f.writers > 0) e.writing = true;
     if (f.lastError) e.error = f.lastError instanceof Error ? f.lastError.message : String(f.lastError);
     return e;
@@ -322,7 +360,8 @@ export function handleSignals(m: RunningMount): void {
   let signals = 0;
   const onSignal = (sig: string) => {
     signals++;
-    if (signals > 1) log('already unmounting: waiting for uploads (the journal keeps unfinished files for the next mount)');
+    if (signals > 1)
+      log('already unmounting: waiting for uploads (the journal keeps unfinished files for the next mount)');
     void m.shutdown(sig);
   };
   process.on('SIGINT', () => onSignal('SIGINT'));

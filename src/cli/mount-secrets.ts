@@ -14,7 +14,9 @@ export async function firstLine(file: string, what: string): Promise<string> {
   try {
     text = await readFile(file, 'utf8');
   } catch (e) {
-    throw new UserError(`cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new UserError(
+      `cannot read the ${what} file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
   const line = text.split(/\r?\n/)[0];
   if (!line) throw new UserError(`the ${what} file ${file} is empty`);
@@ -22,7 +24,10 @@ export async function firstLine(file: string, what: string): Promise<string> {
 }
 
 /** Reads a line from the terminal without echoing it. */
-export function promptHidden(question: string, noTty = 'no password: set SEAFS_PASSWORD, or pass --password-file or --token-file'): Promise<string> {
+export function promptHidden(
+  question: string,
+  noTty = 'no password: set SEAFS_PASSWORD, or pass --password-file or --token-file',
+): Promise<string> {
   const stdin = process.stdin;
   if (!stdin.isTTY) return Promise.reject(new UserError(noTty));
   return new Promise((resolve, reject) => {
@@ -52,10 +57,17 @@ export function promptHidden(question: string, noTty = 'no password: set SEAFS_P
   });
 }
 
-export async function readSecrets(opts: { tokenFile?: string; passwordFile?: string; user?: string }): Promise<Secrets> {
+export async function readSecrets(opts: {
+  tokenFile?: string;
+  passwordFile?: string;
+  user?: string;
+}): Promise<Secrets> {
   if (opts.tokenFile) return { token: await firstLine(opts.tokenFile, 'token') };
   if (process.env.SEAFS_TOKEN && !opts.passwordFile) return { token: process.env.SEAFS_TOKEN.trim() };
-  if (!opts.user) throw new UserError('name the account with --user EMAIL or -o username=EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
+  if (!opts.user)
+    throw new UserError(
+      'name the account with --user EMAIL or -o username=EMAIL (or give a token through SEAFS_TOKEN or --token-file)',
+    );
   if (opts.passwordFile) return { password: await firstLine(opts.passwordFile, 'password') };
   if (process.env.SEAFS_PASSWORD) return { password: process.env.SEAFS_PASSWORD };
   return { password: await promptHidden(`Password for ${opts.user}: `) };

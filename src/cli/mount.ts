@@ -24,7 +24,10 @@ interface LogArgv {
 
 const LOG_OPTIONS = {
   'log-level': { choices: LOG_LEVELS, describe: 'least important messages logged (default info)' },
-  'log-file': { type: 'string', describe: 'append timestamped log lines to this file instead of stderr (kept under 10 MiB, then F.1)' },
+  'log-file': {
+    type: 'string',
+    describe: 'append timestamped log lines to this file instead of stderr (kept under 10 MiB, then F.1)',
+  },
   verbose: { alias: 'v', type: 'boolean', describe: 'the same as --log-level debug' },
 } satisfies Record<string, Options>;
 
@@ -34,7 +37,9 @@ function setupLog(argv: LogArgv): void {
   try {
     logger.configure({ level: argv.logLevel ?? (argv.verbose ? 'debug' : 'info'), file });
   } catch (e) {
-    throw new UserError(`cannot open the log file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    throw new UserError(
+      `cannot open the log file ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+    );
   }
 }
 
@@ -55,7 +60,8 @@ function applyMountOptions(argv: MountArgv): void {
   const src = splitSource(argv.url);
   const { settings, kernel } = parseMountOptions(argv.options ?? []);
   const names = [argv.library, src.library, settings.library].filter((l): l is string => l !== undefined);
-  if (new Set(names).size > 1) throw new UserError(`the library is named twice, differently: ${names.map((n) => `"${n}"`).join(' and ')}`);
+  if (new Set(names).size > 1)
+    throw new UserError(`the library is named twice, differently: ${names.map((n) => `"${n}"`).join(' and ')}`);
   Object.assign(argv, settings);
   argv.url = src.url;
   argv.library = names[0];
@@ -66,7 +72,10 @@ function applyMountOptions(argv: MountArgv): void {
 /** Log in; with --retry-for, wait for a server that is not reachable yet. */
 async function connectWithRetry(argv: MountArgv, secrets: Awaited<ReturnType<typeof readSecrets>>) {
   const { connect, log } = await mountRun();
-  return retryUnreachable(() => connect(argv.url, argv.user, secrets, argv.otp, argv.timeout), { forMs: argv.retryForMs ?? 0, log });
+  return retryUnreachable(() => connect(argv.url, argv.user, secrets, argv.otp, argv.timeout), {
+    forMs: argv.retryForMs ?? 0,
+    log,
+  });
 }
 
 function fail(e: unknown): never {
@@ -97,7 +106,10 @@ async function daemonize(argv: MountArgv): Promise<never> {
   // the child has no terminal: an encrypted library's password is asked here and passed in its environment
   let libraryPassword: string | undefined;
   try {
-    const lib = argv.library === undefined ? undefined : (await client.listLibraries()).find((l) => l.id === argv.library || l.name === argv.library);
+    const lib =
+      argv.library === undefined
+        ? undefined
+        : (await client.listLibraries()).find((l) => l.id === argv.library || l.name === argv.library);
     if (lib?.encrypted) {
       libraryPassword = await readLibraryPassword(argv, lib.name);
       // a wrong password is told here, in one line, rather than by the child's log
@@ -171,42 +183,81 @@ export const mountCommand: CommandModule<object, MountArgv> = {
   describe: 'Mount a library (or every library) of a server as a local folder',
   builder: (y) =>
     y
-      .positional('url', { type: 'string', demandOption: true, describe: 'server URL, e.g. https://cloud.example.com; URL#Library names the library' })
+      .positional('url', {
+        type: 'string',
+        demandOption: true,
+        describe: 'server URL, e.g. https://cloud.example.com; URL#Library names the library',
+      })
       .positional('mountpoint', { type: 'string', demandOption: true, describe: 'an existing empty folder' })
       .option('library', { type: 'string', describe: 'library name or id (default: the root lists every library)' })
-      .option('user', { type: 'string', describe: 'account e-mail (password from SEAFS_PASSWORD, --password-file or a prompt)' })
+      .option('user', {
+        type: 'string',
+        describe: 'account e-mail (password from SEAFS_PASSWORD, --password-file or a prompt)',
+      })
       .option('password-file', { type: 'string', describe: 'file whose first line is the password' })
-      .option('library-password-file', { type: 'string', describe: 'file whose first line is the password of an encrypted --library (or set SEAFS_LIBRARY_PASSWORD; default: a prompt)' })
+      .option('library-password-file', {
+        type: 'string',
+        describe:
+          'file whose first line is the password of an encrypted --library (or set SEAFS_LIBRARY_PASSWORD; default: a prompt)',
+      })
       .option('token-file', { type: 'string', describe: 'file whose first line is an API token (or set SEAFS_TOKEN)' })
       .option('otp', { type: 'string', describe: 'current two-factor code' })
       .option('read-only', { type: 'boolean', default: false, describe: 'refuse every write (EROFS)' })
       .option('allow-other', { type: 'boolean', default: false, describe: 'let other users access the mount' })
       .option('uid', { type: 'number', describe: 'owner shown for every file and folder (default: the mounting user)' })
-      .option('gid', { type: 'number', describe: 'group shown for every file and folder (default: the mounting user\'s group)' })
-      .option('umask', { type: 'string', describe: 'octal mask taken from 777 (folders) and 666 (files) (default 022)' })
+      .option('gid', {
+        type: 'number',
+        describe: "group shown for every file and folder (default: the mounting user's group)",
+      })
+      .option('umask', {
+        type: 'string',
+        describe: 'octal mask taken from 777 (folders) and 666 (files) (default 022)',
+      })
       .option('cache-dir', { type: 'string', describe: 'cache dir (default ~/.cache/seafs)' })
       .option('attr-timeout', { type: 'number', default: 2, describe: 'seconds the kernel keeps attributes' })
-      .option('dir-cache-time', { type: 'number', default: 10, describe: 'seconds before a folder listing is revalidated' })
-      .option('cache-max-size', { type: 'number', default: 4096, describe: 'MiB of downloaded data kept on disk in the cache dir (0: none)' })
-      .option('read-ahead', { type: 'number', default: 512, describe: 'KiB the kernel reads ahead in a file (needs root; 0: the kernel default, 128)' })
-      .option('timeout', { type: 'number', default: 30, describe: 'seconds a server request may wait for an answer (or between two chunks), retries included' })
+      .option('dir-cache-time', {
+        type: 'number',
+        default: 10,
+        describe: 'seconds before a folder listing is revalidated',
+      })
+      .option('cache-max-size', {
+        type: 'number',
+        default: 4096,
+        describe: 'MiB of downloaded data kept on disk in the cache dir (0: none)',
+      })
+      .option('read-ahead', {
+        type: 'number',
+        default: 512,
+        describe: 'KiB the kernel reads ahead in a file (needs root; 0: the kernel default, 128)',
+      })
+      .option('timeout', {
+        type: 'number',
+        default: 30,
+        describe: 'seconds a server request may wait for an answer (or between two chunks), retries included',
+      })
       .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
       .option('options', {
         alias: 'o',
         type: 'string',
         array: true,
         nargs: 1,
-        describe: 'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
+        describe:
+          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
       })
-      .option('retry-for', { type: 'string', describe: 'keep trying to reach the server this long before giving up (e.g. 60s, 5m; for mounts at boot)' })
+      .option('retry-for', {
+        type: 'string',
+        describe: 'keep trying to reach the server this long before giving up (e.g. 60s, 5m; for mounts at boot)',
+      })
       .option('debug', { type: 'boolean', default: false, hidden: true })
       .options(LOG_OPTIONS)
       .check((a) => {
         for (const k of ['attr-timeout', 'dir-cache-time', 'cache-max-size', 'read-ahead'] as const) {
           const v = a[k] as number | undefined;
-          if (v !== undefined && !(Number.isFinite(v) && v >= 0)) throw new UserError(`--${k} takes a number of 0 or more`);
+          if (v !== undefined && !(Number.isFinite(v) && v >= 0))
+            throw new UserError(`--${k} takes a number of 0 or more`);
         }
-        if (!(Number.isFinite(a.timeout) && (a.timeout as number) > 0)) throw new UserError('--timeout takes a number of seconds above 0');
+        if (!(Number.isFinite(a.timeout) && (a.timeout as number) > 0))
+          throw new UserError('--timeout takes a number of seconds above 0');
         if (a.uid !== undefined) parseId(a.uid as number, '--uid');
         if (a.gid !== undefined) parseId(a.gid as number, '--gid');
         if (a.umask !== undefined) parseUmask(a.umask as string, '--umask');
@@ -248,7 +299,10 @@ export const unmountCommand: CommandModule<object, { mountpoint: string }> = {
     const mnt = resolve(argv.mountpoint);
     const r = await requestUnmount(mnt, (l) => printOut(`${l.startsWith('seafs:') ? '' : 'seafs: '}${l}\n`));
     if (r === true) process.exit(0);
-    if (r === false) fail(new UserError(`unmounting ${mnt} did not complete: some files are not on the server (kept for the next mount)`));
+    if (r === false)
+      fail(
+        new UserError(`unmounting ${mnt} did not complete: some files are not on the server (kept for the next mount)`),
+      );
     const { clearStaleMount, isMounted } = await import('../fuse/mount.js');
     if (await isMounted(mnt)) {
       await clearStaleMount(mnt);

@@ -34,17 +34,48 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('admin-email', { type: 'string', demandOption: true, describe: 'E-mail of the administrator account' })
       .option('admin-password-file', {
         type: 'string',
-        describe: 'File whose first line is the administrator password (or set SEAFS_ADMIN_PASSWORD; never on the command line)',
+        describe:
+          'File whose first line is the administrator password (or set SEAFS_ADMIN_PASSWORD; never on the command line)',
       })
-      .option('latency-ms', { type: 'number', default: 0, describe: 'Delay every response by N ms (models a distant server)' })
-      .option('unlock-ttl', { type: 'number', default: 3600, describe: 'Seconds an encrypted-library unlock lasts (for tests)' })
-      .option('link-ttl', { type: 'number', default: 3600, describe: 'Seconds download/upload links stay valid (for tests)' })
-      .option('max-upload-mb', { type: 'number', describe: 'Largest accepted upload in MB, 442 above it (for tests; default unlimited)' })
-      .option('throttle-per-min', { type: 'number', describe: 'Answer 429 + Retry-After above N web API requests a minute per user (for tests; default off)' })
-      .option('body-idle-timeout', { type: 'number', default: 30, describe: 'Seconds a request body may stall before the connection is closed' })
-      .option('login-fail-limit', { type: 'number', default: 10, describe: 'Wrong logins per account (5x per address) in a window before 429' })
+      .option('latency-ms', {
+        type: 'number',
+        default: 0,
+        describe: 'Delay every response by N ms (models a distant server)',
+      })
+      .option('unlock-ttl', {
+        type: 'number',
+        default: 3600,
+        describe: 'Seconds an encrypted-library unlock lasts (for tests)',
+      })
+      .option('link-ttl', {
+        type: 'number',
+        default: 3600,
+        describe: 'Seconds download/upload links stay valid (for tests)',
+      })
+      .option('max-upload-mb', {
+        type: 'number',
+        describe: 'Largest accepted upload in MB, 442 above it (for tests; default unlimited)',
+      })
+      .option('throttle-per-min', {
+        type: 'number',
+        describe: 'Answer 429 + Retry-After above N web API requests a minute per user (for tests; default off)',
+      })
+      .option('body-idle-timeout', {
+        type: 'number',
+        default: 30,
+        describe: 'Seconds a request body may stall before the connection is closed',
+      })
+      .option('login-fail-limit', {
+        type: 'number',
+        default: 10,
+        describe: 'Wrong logins per account (5x per address) in a window before 429',
+      })
       .option('login-fail-window', { type: 'number', default: 300, describe: 'That window in seconds' })
-      .option('verbose', { type: 'boolean', default: false, describe: 'Log each request (link tokens and passwords redacted)' })
+      .option('verbose', {
+        type: 'boolean',
+        default: false,
+        describe: 'Log each request (link tokens and passwords redacted)',
+      })
       .option('log-level', { choices: LOG_LEVELS, describe: 'Least important messages logged (default info)' })
       .option('log-file', { type: 'string', describe: 'Append timestamped log lines to this file instead of stderr' })
       .epilog(
@@ -52,13 +83,18 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
           'storage = quota in MB, negative = unlimited, totp_secret = base32 secret that turns on two-factor auth).',
       ) as never,
   handler: async (argv) => {
-    const password = argv['admin-password-file'] ? await firstLine(argv['admin-password-file'], 'password') : process.env.SEAFS_ADMIN_PASSWORD;
-    if (!password) throw new Error('give the administrator password in SEAFS_ADMIN_PASSWORD or with --admin-password-file');
+    const password = argv['admin-password-file']
+      ? await firstLine(argv['admin-password-file'], 'password')
+      : process.env.SEAFS_ADMIN_PASSWORD;
+    if (!password)
+      throw new Error('give the administrator password in SEAFS_ADMIN_PASSWORD or with --admin-password-file');
     try {
       // stderr lines stay bare (tests and scripts read the request lines as they are)
       logger.configure({ level: argv['log-level'] ?? 'info', file: argv['log-file'], prefix: '' });
     } catch (e) {
-      throw new Error(`cannot open the log file ${argv['log-file']}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+      throw new Error(
+        `cannot open the log file ${argv['log-file']}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`,
+      );
     }
     logger.addSecret(password);
     const server = await startServer({

@@ -31,8 +31,10 @@ export interface MountStatus {
   cacheUsedBytes?: number;
   queue?: UploadQueueEntry[];
   pending: { path: string; size: number }[];
-  uploads?: { uploads: number; uploadedBytes: number; failures: number };
+  uploads?: { uploads: number; uploadedBytes: number; failures: number; conflicts?: number };
   disk?: { hits: number } | null;
+  /** null or absent: online */
+  offline?: { offlineSince: string; cause: string } | null;
   rssBytes?: number;
 }
 
@@ -73,11 +75,20 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
   const who = [st.server && `on ${st.server}`, st.account && `as ${st.account}`].filter(Boolean).join(' ');
   const up = st.startedAt ? `, up ${fmtDuration((now - st.startedAt) / 1000)}` : '';
   lines.push(`${st.mountpoint}: ${st.library}${who ? ` ${who}` : ''} (pid ${st.pid}${up})`);
+  if (st.offline) {
+    const since = fmtDuration((now - Date.parse(st.offline.offlineSince)) / 1000);
+    lines.push(
+      `  OFFLINE for ${since}: ${st.offline.cause}; known folders and cached files are served, writes wait for the server`,
+    );
+  }
 
-  const queue: UploadQueueEntry[] = st.queue ?? st.pending.map((p) => ({ ...p, state: 'waiting' as const, attempts: 0 }));
+  const queue: UploadQueueEntry[] =
+    st.queue ?? st.pending.map((p) => ({ ...p, state: 'waiting' as const, attempts: 0 }));
   const count = (s: UploadQueueEntry['state']) => queue.filter((f) => f.state === s).length;
   const pendingBytes = queue.reduce((a, f) => a + f.size, 0);
-  const done = st.uploads ? `; ${st.uploads.uploads} uploaded (${fmtBytes(st.uploads.uploadedBytes)}) since the mount` : '';
+  const done = st.uploads
+    ? `; ${st.uploads.uploads} uploaded (${fmtBytes(st.uploads.uploadedBytes)}) since the mount`
+    : '';
   if (queue.length === 0) {
     lines.push(`  uploads: none pending, everything is on the server${done}`);
   } else {
@@ -95,7 +106,9 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
       `  uploads: ${queue.length} pending (${fmtBytes(pendingBytes)}): ${count('uploading')} uploading, ${count('writing') ? `${count('writing')} being written, ` : ''}${count('waiting')} waiting, ${count('failed')} failed${done}${speed}`,
     );
     const order = { uploading: 0, writing: 1, failed: 2, waiting: 3 } as const;
-    const shown = [...queue].sort((a, b) => order[a.state] - order[b.state] || b.size - a.size).slice(0, opts.maxFiles ?? 20);
+    const shown = [...queue]
+      .sort((a, b) => order[a.state] - order[b.state] || b.size - a.size)
+      .slice(0, opts.maxFiles ?? 20);
     const width = Math.min(50, Math.max(...shown.map((f) => f.path.length)));
     for (const f of shown) {
       const name = f.path.length > width ? `...${f.path.slice(-(width - 3))}` : f.path.padEnd(width);
@@ -107,11 +120,21 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
     }
     if (queue.length > shown.length) lines.push(`    ... and ${queue.length - shown.length} more`);
   }
-  if (st.uploads?.failures) lines.push(`  failed attempts since the mount: ${st.uploads.failures} (retried; files that never succeed stay in the cache for the next mount)`);
+  if (st.uploads?.conflicts) {
+    lines.push(
+      `  conflicts since the mount: ${st.uploads.conflicts} (the server's version kept the name; the local one was saved as "name (SFConflict ...)")`,
+    );
+  }
+  if (st.uploads?.failures)
+    lines.push(
+      `  failed attempts since the mount: ${st.uploads.failures} (retried; files that never succeed stay in the cache for the next mount)`,
+    );
   if (st.cacheMaxBytes !== undefined) {
     const used = st.cacheUsedBytes !== undefined ? `${fmtBytes(st.cacheUsedBytes)} of ` : '';
     const hits = st.disk ? `, ${st.disk.hits} chunk(s) read from it` : '';
-    lines.push(`  cache: ${st.cacheMaxBytes ? `${used}${fmtBytes(st.cacheMaxBytes)}` : 'off'}${st.cacheDir ? ` in ${st.cacheDir}` : ''}${hits}`);
+    lines.push(
+      `  cache: ${st.cacheMaxBytes ? `${used}${fmtBytes(st.cacheMaxBytes)}` : 'off'}${st.cacheDir ? ` in ${st.cacheDir}` : ''}${hits}`,
+    );
   }
   if (st.rssBytes !== undefined) lines.push(`  memory: ${fmtBytes(st.rssBytes)} resident`);
   return lines.join('\n');

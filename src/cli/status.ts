@@ -53,7 +53,8 @@ async function sample(mountpoints: string[]): Promise<Sample[]> {
       }
       if (status) {
         status.mountpoint ??= mountpoint;
-        if (status.cacheDir && status.cacheMaxBytes) status.cacheUsedBytes = await diskUsage(join(status.cacheDir, 'blocks', String(status.pid)));
+        if (status.cacheDir && status.cacheMaxBytes)
+          status.cacheUsedBytes = await diskUsage(join(status.cacheDir, 'blocks', String(status.pid)));
       }
       return { mountpoint, status, at: Date.now() };
     }),
@@ -63,7 +64,8 @@ async function sample(mountpoints: string[]): Promise<Sample[]> {
 function render(now: Sample[], before: Sample[] | null): string {
   return now
     .map((s) => {
-      if (!s.status) return `${s.mountpoint}: mounted, but no seafs process answers (another user's mount, or its process is gone: seafs unmount ${s.mountpoint})`;
+      if (!s.status)
+        return `${s.mountpoint}: mounted, but no seafs process answers (another user's mount, or its process is gone: seafs unmount ${s.mountpoint})`;
       const prev = before?.find((b) => b.mountpoint === s.mountpoint)?.status;
       const dt = (s.at - (before?.find((b) => b.mountpoint === s.mountpoint)?.at ?? s.at)) / 1000;
       // a stream that ended between the samples leaves the count until its upload is acknowledged: no rate then
@@ -82,7 +84,7 @@ export const statusCommand: CommandModule<object, StatusArgv> = {
   builder: (y) =>
     y
       .positional('mountpoint', { type: 'string', describe: 'a mount point (default: every seafs mount)' })
-      .option('json', { type: 'boolean', default: false, describe: 'print each mount\'s status as JSON (an array)' })
+      .option('json', { type: 'boolean', default: false, describe: "print each mount's status as JSON (an array)" })
       .option('watch', { type: 'boolean', default: false, describe: 'refresh until interrupted' })
       .option('interval', { type: 'number', default: 2, describe: 'seconds between refreshes with --watch' }) as never,
   handler: async (argv) => {
@@ -98,7 +100,13 @@ export const statusCommand: CommandModule<object, StatusArgv> = {
       process.exit(1);
     }
     if (argv.json) {
-      process.stdout.write(JSON.stringify(now.filter((s) => s.status).map((s) => s.status), null, 2) + '\n');
+      process.stdout.write(
+        JSON.stringify(
+          now.filter((s) => s.status).map((s) => s.status),
+          null,
+          2,
+        ) + '\n',
+      );
       process.exit(0);
     }
     // with uploads in flight, a second sample a second later gives the rate
@@ -112,7 +120,9 @@ export const statusCommand: CommandModule<object, StatusArgv> = {
       process.exit(0);
     }
     for (;;) {
-      process.stdout.write(`\x1b[H\x1b[2J${new Date().toLocaleTimeString()}  (every ${argv.interval} s, Ctrl-C ends)\n\n${render(now, prev)}\n`);
+      process.stdout.write(
+        `\x1b[H\x1b[2J${new Date().toLocaleTimeString()}  (every ${argv.interval} s, Ctrl-C ends)\n\n${render(now, prev)}\n`,
+      );
       await sleep(Math.max(0.2, argv.interval) * 1000);
       prev = now;
       now = await sample(argv.mountpoint ? targets : await seafsMounts());

@@ -21,8 +21,15 @@ export const unlockCommand: CommandModule<object, UnlockArgv> = {
   builder: (y) =>
     y
       .positional('mountpoint', { type: 'string', demandOption: true })
-      .positional('library', { type: 'string', demandOption: true, describe: 'the library folder name at the root of the mount (or its id)' })
-      .option('library-password-file', { type: 'string', describe: 'file whose first line is the password (or set SEAFS_LIBRARY_PASSWORD; default: a prompt)' }) as never,
+      .positional('library', {
+        type: 'string',
+        demandOption: true,
+        describe: 'the library folder name at the root of the mount (or its id)',
+      })
+      .option('library-password-file', {
+        type: 'string',
+        describe: 'file whose first line is the password (or set SEAFS_LIBRARY_PASSWORD; default: a prompt)',
+      }) as never,
   handler: async (argv) => {
     try {
       const mnt = resolve(argv.mountpoint);

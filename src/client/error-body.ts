@@ -56,7 +56,11 @@ export function errorMessageOf(text: string): string {
   if (/^\s*<(!doctype|html|head|body|\?xml)/i.test(body) || /<\/(html|body|h1|p)>/i.test(body)) {
     const title = /<title[^>]*>([^<]*)<\/title>/i.exec(body)?.[1];
     const h1 = /<h1[^>]*>([^<]*)<\/h1>/i.exec(body)?.[1];
-    const text = (h1 || title || body.replace(/<script[\s\S]*?<\/script>|<style[\s\S]*?<\/style>/gi, '').replace(/<[^>]*>/g, ' '))
+    const text = (
+      h1 ||
+      title ||
+      body.replace(/<script[\s\S]*?<\/script>|<style[\s\S]*?<\/style>/gi, '').replace(/<[^>]*>/g, ' ')
+    )
       .replace(/&nbsp;/g, ' ')
       .replace(/&lt;/g, '<')
       .replace(/&gt;/g, '>')

@@ -7,7 +7,15 @@ import type { Readable } from 'node:stream';
 import { ApiError, type ApiErrorKind } from './errors.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor, type CallContext } from './status-map.js';
-import { backoffDelay, decide, parseRetryAfter, sleep, TIMEOUT_CODES, type BackoffOptions, type RetryClass } from './retry.js';
+import {
+  backoffDelay,
+  decide,
+  parseRetryAfter,
+  sleep,
+  TIMEOUT_CODES,
+  type BackoffOptions,
+  type RetryClass,
+} from './retry.js';
 
 export type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE';
 export type Query = Record<string, string | number | boolean | undefined | null>;
@@ -111,7 +119,7 @@ function encodeQuery(q: Query | undefined): string {
   return parts.length ? `?${parts.join('&')}` : '';
 }
 
-export function encodeForm(f: Form): string {
+function encodeForm(f: Form): string {
   const p = new URLSearchParams();
   for (const [k, v] of Object.entries(f)) {
     if (v === undefined || v === null) continue;
@@ -226,13 +234,17 @@ export class HttpCore {
       }
       if (failure.kind === 'quota' || failure.kind === 'otp_required') throw failure; // asking again cannot help
       const delayMs = backoffDelay(attempt, failure.retryAfterMs, this.opts.backoff);
-      const next = decide(call.retry, { status: failure.status, code }, {
-        attempt,
-        maxRetries: this.opts.maxRetries,
-        elapsedMs: Date.now() - started,
-        delayMs,
-        budgetMs: this.opts.timeoutMs,
-      });
+      const next = decide(
+        call.retry,
+        { status: failure.status, code },
+        {
+          attempt,
+          maxRetries: this.opts.maxRetries,
+          elapsedMs: Date.now() - started,
+          delayMs,
+          budgetMs: this.opts.timeoutMs,
+        },
+      );
       if (next === 'stop') throw failure;
       await sleep(delayMs);
       if (next === 'check') {

@@ -4,8 +4,8 @@
 // fs.stat, so the request carries a Content-Length and no chunked encoding,
 // and the file is never held in memory.
 import { createReadStream, promises as fsp } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { Readable } from 'node:stream';
+import { closingBoundary, fieldParts, filePartHead, formDataType, newBoundary } from './raw/form-data.js';
 
 export interface MultipartBody {
   contentType: string;
@@ -15,30 +15,14 @@ export interface MultipartBody {
   stream: Readable;
 }
 
-/** Quotes a value for a Content-Disposition parameter the way browsers do (HTML spec). */
-function quoteParam(v: string): string {
-  return v.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
-}
-
-export function newBoundary(): string {
-  return `----seafsFormBoundary${randomBytes(12).toString('hex')}`;
-}
-
 /** The bytes before and after the file content. Fields come first so a streaming server knows them before the file. */
 export function multipartFraming(
   boundary: string,
   fields: [string, string][],
   file: { field: string; filename: string },
 ): { preamble: Buffer; epilogue: Buffer } {
-  let head = '';
-  for (const [name, value] of fields) {
-    head += `--${boundary}\r\nContent-Disposition: form-data; name="${quoteParam(name)}"\r\n\r\n${value}\r\n`;
-  }
-  head +=
-    `--${boundary}\r\n` +
-    `Content-Disposition: form-data; name="${quoteParam(file.field)}"; filename="${quoteParam(file.filename)}"\r\n` +
-    `Content-Type: application/octet-stream\r\n\r\n`;
-  return { preamble: Buffer.from(head, 'utf8'), epilogue: Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8') };
+  const head = fieldParts(boundary, fields) + filePartHead(boundary, file.field, file.filename);
+  return { preamble: Buffer.from(head, 'utf8'), epilogue: Buffer.from(`\r\n${closingBoundary(boundary)}`, 'utf8') };
 }
 
 /**
@@ -69,7 +53,7 @@ export async function multipartFromFile(
     yield epilogue;
   }
   return {
-    contentType: `multipart/form-data; boundary=${boundary}`,
+    contentType: formDataType(boundary),
     length: preamble.length + size + epilogue.length,
     fileSize: size,
     stream: Readable.from(parts(), { objectMode: false }),

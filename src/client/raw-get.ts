@@ -8,6 +8,7 @@
 // API client instead.
 import net from 'node:net';
 import { ApiError, StreamUnsupported } from './errors.js';
+import { USER_AGENT } from './raw/request-head.js';
 import { kindFor } from './status-map.js';
 import type { StreamControl, StreamSink } from './types.js';
 
@@ -41,7 +42,12 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
     }
     if (status !== 200 && status !== 206) {
       const message = `HTTP ${status}`;
-      throw new ApiError({ kind: kindFor(status, message, 'download'), status, operation: 'download', serverMessage: message });
+      throw new ApiError({
+        kind: kindFor(status, message, 'download'),
+        status,
+        operation: 'download',
+        serverMessage: message,
+      });
     }
     if (h.has('transfer-encoding') || !h.has('content-length')) throw new StreamUnsupported('no content-length');
     const length = Number(h.get('content-length'));
@@ -107,12 +113,20 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
   });
   sock.setNoDelay(true);
   sock.setTimeout(idleMs, () => finish(new ApiError({ kind: 'timeout', status: 0, operation: 'download' })));
-  sock.on('error', (e) => finish(new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: e.message, cause: e })));
-  sock.on('end', () => finish(remaining === 0 ? null : new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: 'connection closed early' })));
+  sock.on('error', (e) =>
+    finish(new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: e.message, cause: e })),
+  );
+  sock.on('end', () =>
+    finish(
+      remaining === 0
+        ? null
+        : new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: 'connection closed early' }),
+    ),
+  );
   sock.on('connect', () => {
     sock.write(
       `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nRange: bytes=${start}-\r\n` +
-        'User-Agent: seafs/0.1\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n',
+        `User-Agent: ${USER_AGENT}\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n`,
     );
   });
   return {

@@ -9,21 +9,29 @@ import { parseAnswer } from './http-answer.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
 import type { BatchFile } from './types.js';
-import { multipartFraming } from './upload-batch.js';
+import { requestHead, tokenAuth, uploadTarget } from './raw/request-head.js';
+import { batchFraming } from './upload-batch.js';
 
 const BUF = 256 * 1024;
 
 function parseResponse(raw: Buffer): { status: number; text: string } {
   const a = parseAnswer(raw);
-  if (!a) throw new ApiError({ kind: 'protocol', status: 0, operation: 'upload', serverMessage: 'no valid answer header' });
+  if (!a)
+    throw new ApiError({ kind: 'protocol', status: 0, operation: 'upload', serverMessage: 'no valid answer header' });
   return a;
 }
 
 /** POST files to an upload link; resolves with the answer body of a 2xx, throws ApiError otherwise. */
-export async function rawUpload(url: string, token: string | undefined, fields: [string, string][], files: BatchFile[], idleMs = 5 * 60_000): Promise<{ text: string; sizes: number[] }> {
+export async function rawUpload(
+  url: string,
+  token: string | undefined,
+  fields: [string, string][],
+  files: BatchFile[],
+  idleMs = 5 * 60_000,
+): Promise<{ text: string; sizes: number[] }> {
   const u = new URL(url);
   if (u.protocol !== 'http:') throw new Error('rawUpload: http only');
-  const frame = await multipartFraming(fields, files);
+  const frame = await batchFraming(fields, files);
   const sock = net.connect({ host: u.hostname, port: Number(u.port || 80) });
   sock.setNoDelay(true);
   const answer: Buffer[] = [];
@@ -42,7 +50,11 @@ export async function rawUpload(url: string, token: string | undefined, fields: 
   });
   const write = (b: Buffer) =>
     new Promise<void>((resolve, reject) => {
-      if (sock.destroyed) return reject(failed ?? new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'connection closed' }));
+      if (sock.destroyed)
+        return reject(
+          failed ??
+            new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'connection closed' }),
+        );
       sock.write(b, (err) => (err ? reject(failed ?? err) : resolve()));
     });
   try {
@@ -50,15 +62,12 @@ export async function rawUpload(url: string, token: string | undefined, fields: 
       sock.once('connect', resolve);
       sock.once('error', reject);
     });
-    const q = u.search ? `${u.search}&ret-json=1` : '?ret-json=1';
     await write(
-      Buffer.from(
-        `POST ${u.pathname}${q} HTTP/1.1\r\nHost: ${u.host}\r\n` +
-          (token ? `Authorization: Token ${token}\r\n` : '') +
-          `Content-Type: ${frame.contentType}\r\nContent-Length: ${frame.length}\r\n` +
-          'User-Agent: seafs/0.1\r\nConnection: close\r\n\r\n',
-        'latin1',
-      ),
+      requestHead('POST', uploadTarget(u), u.host, [
+        ['Authorization', tokenAuth(token)],
+        ['Content-Type', frame.contentType],
+        ['Content-Length', String(frame.length)],
+      ]),
     );
     // two buffers: one is read into while the other is being sent
     const bufs = [Buffer.allocUnsafe(BUF), Buffer.allocUnsafe(BUF)];

@@ -23,10 +23,22 @@
 export type RetryClass = 'read' | 'idempotent' | 'checked' | 'write' | 'never';
 
 /** Error codes raised before a single byte of the request reached the server. */
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'UND_ERR_CONNECT_TIMEOUT', 'EHOSTUNREACH', 'ENETUNREACH']);
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+]);
 
 /** Error codes of a request that got no answer within its time. */
-export const TIMEOUT_CODES = new Set(['UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CONNECT_TIMEOUT', 'ETIMEDOUT']);
+export const TIMEOUT_CODES = new Set([
+  'UND_ERR_HEADERS_TIMEOUT',
+  'UND_ERR_BODY_TIMEOUT',
+  'UND_ERR_CONNECT_TIMEOUT',
+  'ETIMEDOUT',
+]);
 
 export function notSent(code: string | undefined): boolean {
   return code !== undefined && NOT_SENT_CODES.has(code);
@@ -103,7 +115,12 @@ export interface BackoffOptions {
 }
 
 /** Delay before retry number `attempt` (0-based): exponential with jitter, or the server's Retry-After. */
-export function backoffDelay(attempt: number, retryAfterMs: number | null, o: BackoffOptions, rnd = Math.random): number {
+export function backoffDelay(
+  attempt: number,
+  retryAfterMs: number | null,
+  o: BackoffOptions,
+  rnd = Math.random,
+): number {
   if (retryAfterMs !== null) return Math.min(retryAfterMs, o.maxRetryAfterMs);
   const ceiling = Math.min(o.maxMs, o.baseMs * 2 ** attempt);
   // "equal jitter": at least half the exponential step, so retries never bunch at 0

@@ -12,7 +12,8 @@ export type CallContext =
   | 'upload' // a POST to an upload or update URL (the file server)
   | 'download'; // a GET of a download URL (the file server)
 
-const TOKEN_MESSAGE = /invalid token|authentication credentials|not authenticated|token (is )?(missing|expired|invalid)/i;
+const TOKEN_MESSAGE =
+  /invalid token|authentication credentials|not authenticated|token (is )?(missing|expired|invalid)/i;
 const NAME_MESSAGE = /(name|filename).*(invalid|too long|not valid)|(invalid|bad).*(name|filename)/i;
 const OTP_MESSAGE = /two[- ]factor|\botp\b/i;
 const ENCRYPTED_MESSAGE = /encrypted|password/i;

@@ -4,11 +4,12 @@
 // tls), so the caller controls backpressure: write() resolves once the socket
 // took the piece. Fields can go before the file part (known at the start) or
 // after it (known only at the end, like the final modification time).
-import { randomBytes } from 'node:crypto';
 import net from 'node:net';
 import tls from 'node:tls';
 import { ApiError, EarlyAnswer } from './errors.js';
 import { parseAnswer } from './http-answer.js';
+import { closingBoundary, fieldParts, filePartHead, formDataType, newBoundary } from './raw/form-data.js';
+import { requestHead, tokenAuth, uploadTarget } from './raw/request-head.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
 import type { StartUploadStream } from './types.js';
@@ -25,15 +26,8 @@ export interface UploadStream {
   readonly sent: number;
 }
 
-export type OpenUploadStream = (link: string, leading: [string, string][], filename: string) => Promise<UploadStream>;
-
-const quote = (v: string) => v.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
 const CRLF = Buffer.from('\r\n');
 const LAST_CHUNK = Buffer.from('0\r\n\r\n');
-
-function fieldText(boundary: string, fields: [string, string][]): string {
-  return fields.map(([k, v]) => `--${boundary}\r\nContent-Disposition: form-data; name="${quote(k)}"\r\n\r\n${v}\r\n`).join('');
-}
 
 /**
  * Opens the request and sends the header, the leading fields and the file
@@ -52,7 +46,9 @@ export async function openUploadStream(
   if (!secure && u.protocol !== 'http:') throw new Error(`stream upload: unsupported protocol ${u.protocol}`);
   const port = Number(u.port || (secure ? 443 : 80));
   const host = u.hostname.replace(/^\[|\]$/g, '');
-  const sock: net.Socket = secure ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host }) : net.connect({ host, port });
+  const sock: net.Socket = secure
+    ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host })
+    : net.connect({ host, port });
   sock.setNoDelay(true);
   const answer: Buffer[] = [];
   let failed: ApiError | null = null;
@@ -80,10 +76,21 @@ export async function openUploadStream(
     const a = parseAnswer(Buffer.concat(answer));
     if (a) {
       const msg = errorMessageOf(a.text);
-      return new EarlyAnswer({ kind: kindFor(a.status, msg, 'upload'), status: a.status, operation: 'upload', serverMessage: msg || `answered ${a.status} before the body ended` });
+      return new EarlyAnswer({
+        kind: kindFor(a.status, msg, 'upload'),
+        status: a.status,
+        operation: 'upload',
+        serverMessage: msg || `answered ${a.status} before the body ended`,
+      });
     }
     const why = failed ? `${failed.kind}: ${failed.serverMessage}` : 'connection closed during the upload';
-    return new EarlyAnswer({ kind: failed?.kind ?? 'network', status: 0, operation: 'upload', serverMessage: why, cause: failed ?? undefined });
+    return new EarlyAnswer({
+      kind: failed?.kind ?? 'network',
+      status: 0,
+      operation: 'upload',
+      serverMessage: why,
+      cause: failed ?? undefined,
+    });
   };
 
   const send = (pieces: Buffer[]) =>
@@ -101,22 +108,24 @@ export async function openUploadStream(
     sock.once('error', reject);
   }).catch((e) => {
     sock.destroy();
-    throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: (e as Error).message, cause: e });
+    throw new ApiError({
+      kind: 'network',
+      status: 0,
+      operation: 'upload',
+      serverMessage: (e as Error).message,
+      cause: e,
+    });
   });
 
-  const boundary = `----seafsStream${randomBytes(12).toString('hex')}`;
-  const q = u.search ? `${u.search}&ret-json=1` : '?ret-json=1';
-  const head =
-    `POST ${u.pathname}${q} HTTP/1.1\r\nHost: ${u.host}\r\n` +
-    (token ? `Authorization: Token ${token}\r\n` : '') +
-    `Content-Type: multipart/form-data; boundary=${boundary}\r\nTransfer-Encoding: chunked\r\n` +
-    'User-Agent: seafs/0.1\r\nConnection: close\r\n\r\n';
-  const preamble =
-    fieldText(boundary, leading) +
-    `--${boundary}\r\nContent-Disposition: form-data; name="${quote(opts.field ?? 'file')}"; filename="${quote(filename)}"\r\n` +
-    'Content-Type: application/octet-stream\r\n\r\n';
+  const boundary = newBoundary();
+  const head = requestHead('POST', uploadTarget(u), u.host, [
+    ['Authorization', tokenAuth(token)],
+    ['Content-Type', formDataType(boundary)],
+    ['Transfer-Encoding', 'chunked'],
+  ]);
+  const preamble = fieldParts(boundary, leading) + filePartHead(boundary, opts.field ?? 'file', filename);
   try {
-    await send([Buffer.from(head, 'latin1'), ...chunk(Buffer.from(preamble, 'utf8'))]);
+    await send([head, ...chunk(Buffer.from(preamble, 'utf8'))]);
   } catch (e) {
     sock.destroy();
     throw e;
@@ -137,7 +146,7 @@ export async function openUploadStream(
     async finish(trailing = []) {
       if (ended) throw new Error('stream upload: finished or aborted already');
       ended = true;
-      const tail = Buffer.from(`\r\n${fieldText(boundary, trailing)}--${boundary}--\r\n`, 'utf8');
+      const tail = Buffer.from(`\r\n${fieldParts(boundary, trailing)}${closingBoundary(boundary)}`, 'utf8');
       try {
         await send([...chunk(tail), LAST_CHUNK]);
       } catch (e) {
@@ -146,10 +155,16 @@ export async function openUploadStream(
       }
       await closedP;
       const a = parseAnswer(Buffer.concat(answer));
-      if (!a) throw failed ?? new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'no answer' });
+      if (!a)
+        throw failed ?? new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'no answer' });
       if (a.status < 200 || a.status >= 300) {
         const msg = errorMessageOf(a.text);
-        throw new ApiError({ kind: kindFor(a.status, msg, 'upload'), status: a.status, operation: 'upload', serverMessage: msg });
+        throw new ApiError({
+          kind: kindFor(a.status, msg, 'upload'),
+          status: a.status,
+          operation: 'upload',
+          serverMessage: msg,
+        });
       }
       return a.text;
     },

@@ -31,6 +31,9 @@ export interface LibraryInfo {
   [extra: string]: unknown;
 }
 
+/** The id the service gives every empty file and empty folder (no content object behind it). */
+export const ZERO_ID = '0000000000000000000000000000000000000000';
+
 export interface DirEntry {
   type: 'file' | 'dir';
   name: string;
@@ -47,9 +50,7 @@ export interface DirEntry {
 }
 
 /** Result of a folder listing. `uptodate` means the `oid` passed in is still current. */
-export type DirListing =
-  | { uptodate: false; oid: string | null; entries: DirEntry[] }
-  | { uptodate: true; oid: string };
+export type DirListing = { uptodate: false; oid: string | null; entries: DirEntry[] } | { uptodate: true; oid: string };
 
 export interface FileDetail {
   type: 'file';
@@ -118,7 +119,11 @@ export interface FileUploadStream {
  * A server that does not take chunked bodies fails it with an error that
  * `refusesChunked` (errors.ts) recognises.
  */
-export type StartUploadStream = (link: string, leading: [string, string][], filename: string) => Promise<FileUploadStream>;
+export type StartUploadStream = (
+  link: string,
+  leading: [string, string][],
+  filename: string,
+) => Promise<FileUploadStream>;
 
 export interface DownloadLink {
   url: string;
@@ -226,7 +231,11 @@ export interface SeafileApi {
   getLibrary(repoId: string): Promise<LibraryInfo>;
   unlockLibrary(repoId: string, password: string): Promise<void>;
 
-  listDir(repoId: string, path: string, opts?: { oid?: string; type?: 'f' | 'd'; recursive?: boolean }): Promise<DirListing>;
+  listDir(
+    repoId: string,
+    path: string,
+    opts?: { oid?: string; type?: 'f' | 'd'; recursive?: boolean },
+  ): Promise<DirListing>;
   /** creates the folder; returns the path actually created (the server may auto-rename) */
   mkdir(repoId: string, path: string, opts?: { createParents?: boolean }): Promise<void>;
   renameDir(repoId: string, path: string, newName: string): Promise<void>;
@@ -248,7 +257,13 @@ export interface SeafileApi {
 
   uploadLink(repoId: string, dir: string): Promise<string>;
   /** multipart upload of a local file, streamed from disk; returns what the server says it stored */
-  upload(link: string, parentDir: string, localFile: string, name: string, opts?: { replace?: boolean; relativePath?: string }): Promise<UploadedFile[]>;
+  upload(
+    link: string,
+    parentDir: string,
+    localFile: string,
+    name: string,
+    opts?: { replace?: boolean; relativePath?: string },
+  ): Promise<UploadedFile[]>;
   updateLink(repoId: string, dir: string): Promise<string>;
   /** replaces the content of an existing file; returns the new file id */
   update(link: string, targetFile: string, localFile: string, opts?: { lastModify?: number }): Promise<string>;
@@ -268,7 +283,8 @@ export interface SeafileApi {
   // The reader's sequential stream uses it when present, and `download()` otherwise.
   // Refusals are ApiError (through sink.end); a URL or answer it cannot read is
   // StreamUnsupported (thrown, or through sink.end before head()): the caller then uses
-  // `download()`. `idleMs`: give up (ApiError 'timeout') when nothing arrives this long.
+  // `download()`. `idleMs`: give up (ApiError 'timeout') when nothing arrives this long
+  // (default: the client's call timeout, the mount's --timeout).
   // SeafileClient: over a bare socket for plain-http URLs (its `rawStreams` option).
   streamGet?(url: string, start: number, sink: StreamSink, opts?: { idleMs?: number }): StreamControl;
 }

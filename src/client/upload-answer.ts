@@ -36,7 +36,13 @@ export function parseUploadAnswer(op: string, text: string, fallback: { name: st
     out = fromIds(v);
   } else if (v && typeof v === 'object' && typeof (v as { id?: unknown }).id === 'string') {
     const o = v as { id: string; name?: unknown; size?: unknown };
-    out = [{ id: o.id, name: typeof o.name === 'string' ? o.name : fallback.name, size: typeof o.size === 'number' ? o.size : fallback.size }];
+    out = [
+      {
+        id: o.id,
+        name: typeof o.name === 'string' ? o.name : fallback.name,
+        size: typeof o.size === 'number' ? o.size : fallback.size,
+      },
+    ];
   } else if (v === undefined && /^[0-9a-f]{40}([\t\r\n]+[0-9a-f]{40})*$/i.test(t)) {
     out = fromIds(t);
   }

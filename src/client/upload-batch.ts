@@ -1,45 +1,42 @@
 // Several small new files of one folder in one multipart POST to the
 // folder's upload link: one request and one server commit instead of one
 // per file. The body streams from the temp files; its length is exact.
-import { randomBytes } from 'node:crypto';
 import { createReadStream, promises as fsp } from 'node:fs';
 import { Readable } from 'node:stream';
+import { closingBoundary, fieldParts, filePartHead, formDataType, newBoundary } from './raw/form-data.js';
 import type { BatchFile } from './types.js';
 
-const quote = (v: string) => v.replace(/\r/g, '%0D').replace(/\n/g, '%0A').replace(/"/g, '%22');
-
 /** The framing of a multipart body for `files` (their sizes read now): part headers, closing boundary, length. */
-export async function multipartFraming(
+export async function batchFraming(
   fields: [string, string][],
   files: BatchFile[],
 ): Promise<{ contentType: string; heads: Buffer[]; tail: Buffer; sizes: number[]; length: number }> {
-  const boundary = `----seafsBatch${randomBytes(12).toString('hex')}`;
+  const boundary = newBoundary();
   const sizes = await Promise.all(files.map(async (f) => (await fsp.stat(f.path)).size));
-  let head = '';
-  for (const [k, v] of fields) head += `--${boundary}\r\nContent-Disposition: form-data; name="${quote(k)}"\r\n\r\n${v}\r\n`;
+  const head = fieldParts(boundary, fields);
   const heads = files.map((f, i) =>
-    Buffer.from(
-      `${i === 0 ? head : '\r\n'}--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="${quote(f.name)}"\r\n` +
-        'Content-Type: application/octet-stream\r\n\r\n',
-      'utf8',
-    ),
+    Buffer.from(`${i === 0 ? head : '\r\n'}${filePartHead(boundary, 'file', f.name)}`, 'utf8'),
   );
-  const tail = Buffer.from(`\r\n--${boundary}--\r\n`, 'utf8');
+  const tail = Buffer.from(`\r\n${closingBoundary(boundary)}`, 'utf8');
   const length = heads.reduce((a, h) => a + h.length, 0) + sizes.reduce((a, s) => a + s, 0) + tail.length;
-  return { contentType: `multipart/form-data; boundary=${boundary}`, heads, tail, sizes, length };
+  return { contentType: formDataType(boundary), heads, tail, sizes, length };
 }
 
 export async function multipartOfFiles(
   fields: [string, string][],
   files: BatchFile[],
 ): Promise<{ contentType: string; length: number; sizes: number[]; stream: Readable }> {
-  const { contentType, heads, tail, sizes, length } = await multipartFraming(fields, files);
+  const { contentType, heads, tail, sizes, length } = await batchFraming(fields, files);
   async function* parts(): AsyncGenerator<Buffer> {
     for (let i = 0; i < files.length; i++) {
       yield heads[i];
       if (sizes[i] > 0) {
         let sent = 0;
-        for await (const c of createReadStream(files[i].path, { start: 0, end: sizes[i] - 1, highWaterMark: 256 * 1024 })) {
+        for await (const c of createReadStream(files[i].path, {
+          start: 0,
+          end: sizes[i] - 1,
+          highWaterMark: 256 * 1024,
+        })) {
           sent += (c as Buffer).length;
           yield c as Buffer;
         }

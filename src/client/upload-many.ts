@@ -30,7 +30,9 @@ export function uploadManyFor(client: Poster, opts: { raw: boolean }): UploadBat
     if (o.replace) fields.push(['replace', '1']);
     if (o.lastModify) fields.push(['last_modify', new Date(Math.floor(o.lastModify / 1000) * 1000).toISOString()]);
     const { text, sizes } =
-      raw && link.startsWith('http:') ? await rawUpload(link, client.token, fields, files) : await viaClient(client, link, fields, files);
+      raw && link.startsWith('http:')
+        ? await rawUpload(link, client.token, fields, files)
+        : await viaClient(client, link, fields, files);
     const out = parseUploadAnswer('upload', text, { name: files[0]?.name ?? '', size: sizes[0] ?? 0 });
     // an answer of bare ids (no ret-json support) carries no names: they come in the order sent
     if (out.length === files.length && out.every((x) => x.name === files[0].name) && files.length > 1) {

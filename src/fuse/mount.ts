@@ -54,7 +54,9 @@ function optSafe(s: string): string {
 
 function fusermountUz(mnt: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile('fusermount', ['-uz', mnt], (err, _out, stderr) => (err ? reject(new Error(stderr.trim() || err.message)) : resolve()));
+    execFile('fusermount', ['-uz', mnt], (err, _out, stderr) =>
+      err ? reject(new Error(stderr.trim() || err.message)) : resolve(),
+    );
   });
 }
 
@@ -99,7 +101,12 @@ export async function mountVfs(vfs: Vfs, opts: FuseMountOptions): Promise<FuseMo
     const o = base();
     // atomic_o_trunc: an open with O_TRUNC arrives as such, not as an open (which would fetch
     // the old content to edit it) followed by a truncate
-    const extra = [...(opts.extraOptions ?? []).map(optSafe), 'big_writes', 'atomic_o_trunc', `negative_timeout=${Math.min(entry, 1)}`].join(',');
+    const extra = [
+      ...(opts.extraOptions ?? []).map(optSafe),
+      'big_writes',
+      'atomic_o_trunc',
+      `negative_timeout=${Math.min(entry, 1)}`,
+    ].join(',');
     return o ? `${o},${extra}` : `-o${extra}`;
   };
   await new Promise<void>((resolve, reject) => fuse.mount((err) => (err ? reject(err) : resolve())));

@@ -24,7 +24,18 @@ export interface OpsOptions {
 /** a failure the vfs has already told the log about (`quiet`: e.g. a locked encrypted library) */
 const told = (e: unknown) => (e as { quiet?: unknown } | null)?.quiet === true;
 
-const QUIET = new Set<ErrnoName>(['ENOENT', 'EEXIST', 'ENOTEMPTY', 'ENOTDIR', 'EISDIR', 'EROFS', 'EPERM', 'EINVAL', 'ENAMETOOLONG', 'EBADF']);
+const QUIET = new Set<ErrnoName>([
+  'ENOENT',
+  'EEXIST',
+  'ENOTEMPTY',
+  'ENOTDIR',
+  'EISDIR',
+  'EROFS',
+  'EPERM',
+  'EINVAL',
+  'ENAMETOOLONG',
+  'EBADF',
+]);
 
 /** calls per FUSE operation, by name */
 export type OpCounts = Record<string, number>;
@@ -50,7 +61,8 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       };
       const fail = (e: unknown) => {
         const code = errnoOf(e);
-        if (opts.debug || !(QUIET.has(code) || told(e))) log(`${name} ${String(all[0])}: ${code} (${(e as Error)?.message ?? e})`);
+        if (opts.debug || !(QUIET.has(code) || told(e)))
+          log(`${name} ${String(all[0])}: ${code} (${(e as Error)?.message ?? e})`);
         done(errnoNumber(code));
       };
       try {
@@ -92,7 +104,10 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
         return readFail(p, e, cb);
       }
       if (typeof r === 'number') return cb(r);
-      r.then((n) => cb(n), (e) => readFail(p, e, cb));
+      r.then(
+        (n) => cb(n),
+        (e) => readFail(p, e, cb),
+      );
     },
     write: handler(
       'write',

@@ -29,7 +29,9 @@ export async function setReadAhead(mountpoint: string, kb: number, log: (m: stri
   try {
     await writeFile(file, `${Math.round(kb)}\n`);
   } catch (e) {
-    log(`kernel readahead left as it is (${(e as NodeJS.ErrnoException).code ?? (e as Error).message} on ${file}; setting it needs root)`);
+    log(
+      `kernel readahead left as it is (${(e as NodeJS.ErrnoException).code ?? (e as Error).message} on ${file}; setting it needs root)`,
+    );
   }
   const now = Number((await readFile(file, 'utf8').catch(() => '')).trim());
   return Number.isFinite(now) && now > 0 ? now : null;

@@ -27,19 +27,29 @@ async function authToken(ctx: Ctx, r: Req): Promise<void> {
   const keys = [accountKey, `ip:${r.raw.socket.remoteAddress}`];
   ctx.loginGuard.check(keys);
   const user = ctx.db.user(username);
-  if (!user || !user.isActive || !checkPassword(password, user.passwordHash)) {
+  if (!user?.isActive || !checkPassword(password, user.passwordHash)) {
     ctx.loginGuard.failed(keys);
     throw new HttpError(400, '', { non_field_errors: ['Unable to login with provided credentials.'] });
   }
   if (user.totpSecret) {
     const otp = (r.raw.headers['x-seafile-otp'] ?? r.raw.headers['x-service-otp']) as string | undefined;
     if (!otp) {
-      throw new HttpError(400, '', { non_field_errors: ['Two factor auth token is missing.'] }, { 'X-Seafile-OTP': 'required' });
+      throw new HttpError(
+        400,
+        '',
+        { non_field_errors: ['Two factor auth token is missing.'] },
+        { 'X-Seafile-OTP': 'required' },
+      );
     }
     const step = verifyTotp(user.totpSecret, otp, Date.now(), user.totpLastStep ?? -1);
     if (step === null) {
       ctx.loginGuard.failed(keys);
-      throw new HttpError(400, '', { non_field_errors: ['Two factor auth token is invalid.'] }, { 'X-Seafile-OTP': 'required' });
+      throw new HttpError(
+        400,
+        '',
+        { non_field_errors: ['Two factor auth token is invalid.'] },
+        { 'X-Seafile-OTP': 'required' },
+      );
     }
     user.totpLastStep = step;
     await ctx.db.save();
@@ -105,7 +115,8 @@ async function putAccount(ctx: Ctx, r: Req): Promise<void> {
     user = ctx.db.createUser(email, pw, bool(form.get('is_staff')) ?? false);
   } else {
     const known = ['password', 'is_staff', 'is_active', 'name', 'note', 'storage', 'totp_secret'];
-    if (!known.some((k) => form.get(k) !== undefined)) throw new HttpError(400, 'password, is_staff, is_active, name, note or storage required');
+    if (!known.some((k) => form.get(k) !== undefined))
+      throw new HttpError(400, 'password, is_staff, is_active, name, note or storage required');
     if (form.get('password')) user.passwordHash = hashPassword(form.get('password')!);
     if (form.get('is_staff') !== undefined) user.isStaff = bool(form.get('is_staff'))!;
   }
@@ -147,7 +158,11 @@ export const accountRoutes: Route[] = [
     path: '/api2/server-info',
     auth: 'none',
     handler: async (_c, r) =>
-      sendJson(r.res, 200, { version: SERVER_VERSION, features: ['service-basic', 'file-search'], encrypted_library_version: 2 }),
+      sendJson(r.res, 200, {
+        version: SERVER_VERSION,
+        features: ['service-basic', 'file-search'],
+        encrypted_library_version: 2,
+      }),
   },
   { method: 'GET', path: '/api2/account/info', auth: 'user', handler: accountInfo },
   {
@@ -167,7 +182,8 @@ export const accountRoutes: Route[] = [
       const start = Number(r.query.get('start') ?? 0);
       const limit = Number(r.query.get('limit') ?? 100);
       let users = ctx.db.allUsers();
-      if (!(start === -1 && limit === -1)) users = users.slice(Math.max(0, start), Math.max(0, start) + Math.max(0, limit));
+      if (!(start === -1 && limit === -1))
+        users = users.slice(Math.max(0, start), Math.max(0, start) + Math.max(0, limit));
       sendJson(
         r.res,
         200,
@@ -193,7 +209,12 @@ export const accountRoutes: Route[] = [
     handler: async (ctx, r) => {
       const form = await r.form({ json: true });
       const email = emailParam(r);
-      if (form.get('op') !== 'migrate' || !form.get('to_user') || !ctx.db.user(form.get('to_user')!) || !ctx.db.user(email)) {
+      if (
+        form.get('op') !== 'migrate' ||
+        !form.get('to_user') ||
+        !ctx.db.user(form.get('to_user')!) ||
+        !ctx.db.user(email)
+      ) {
         throw new HttpError(400, 'Missing or invalid arguments.');
       }
       ctx.db.migrateRepos(email, form.get('to_user')!);

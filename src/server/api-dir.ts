@@ -56,7 +56,15 @@ function listOpts(r: Req): ListOpts {
  * parent_dir mirrors real servers: the requested path as given at the top
  * level, then joined paths without a trailing slash deeper down.
  */
-async function collect(ctx: Ctx, user: User, repoId: string, perm: Permission, rawP: string, dirId: string, o: ListOpts) {
+async function collect(
+  ctx: Ctx,
+  user: User,
+  repoId: string,
+  perm: Permission,
+  rawP: string,
+  dirId: string,
+  o: ListOpts,
+) {
   const comps = splitPath(rawP);
   const norm = '/' + comps.join('/');
   const out: Record<string, unknown>[] = [];
@@ -117,7 +125,9 @@ async function postDir(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   if (!p) throw new HttpError(400, 'p invalid.');
   const op = form.get('operation');
   if (op === 'mkdir') {
-    const parents = ['true', '1'].includes((form.get('create_parents') ?? r.query.get('create_parents') ?? '').toLowerCase());
+    const parents = ['true', '1'].includes(
+      (form.get('create_parents') ?? r.query.get('create_parents') ?? '').toLowerCase(),
+    );
     const made = await makeDir(ctx, user, repo.id, p, parents);
     if (v21) {
       const e = (await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(made)))!;
@@ -169,7 +179,7 @@ export const dirRoutes: Route[] = [
       const p = r.query.get('path') ?? r.query.get('p') ?? '/';
       const comps = splitPath(p);
       const e = await lookup(ctx.store, await headRoot(ctx, repo.id), comps);
-      if (!e || e.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
+      if (e?.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
       let files = 0;
       let dirs = 0;
       for (const c of await readDir(ctx.store, e.id)) c.type === 'dir' ? dirs++ : files++;

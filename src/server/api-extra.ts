@@ -7,7 +7,6 @@ import { HttpError, isoTime, sendJson } from './http.js';
 import { headRoot } from './ops.js';
 import type { Route } from './router.js';
 import { lookup, splitPath, walkTree } from './tree.js';
-import { downloadUrl } from './api-file.js';
 
 function cleanPath(p: string | undefined | null): string {
   if (!p) throw new HttpError(400, 'path invalid.');
@@ -47,7 +46,7 @@ function starArgs(ctx: Ctx, r: Req, repoId: string | undefined, p: string | unde
 function shareLinkShape(ctx: Ctx, r: Req, l: ShareLinkRec, list: boolean) {
   const repo = ctx.db.repo(l.repoId);
   const expired = l.expire !== null && l.expire * 1000 < Date.now();
-  const name = l.path === '/' ? repo?.name ?? '' : l.path.split('/').pop()!;
+  const name = l.path === '/' ? (repo?.name ?? '') : l.path.split('/').pop()!;
   return {
     username: l.username,
     repo_id: l.repoId,
@@ -62,7 +61,14 @@ function shareLinkShape(ctx: Ctx, r: Req, l: ShareLinkRec, list: boolean) {
   };
 }
 
-async function createShareLink(ctx: Ctx, r: Req, repoId: string | undefined, p: string | undefined, password?: string, days?: number) {
+async function createShareLink(
+  ctx: Ctx,
+  r: Req,
+  repoId: string | undefined,
+  p: string | undefined,
+  password?: string,
+  days?: number,
+) {
   if (!repoId) throw new HttpError(400, 'repo_id invalid.');
   const { repo } = ctx.repoFor(r.user!, repoId);
   const path = cleanPath(p ?? '/');
@@ -91,7 +97,14 @@ async function createShareLink(ctx: Ctx, r: Req, repoId: string | undefined, p: 
 // ---- upload links ----
 
 function uploadLinkShape(r: Req, l: UploadLinkRec) {
-  return { username: l.username, repo_id: l.repoId, ctime: isoTime(l.ctime), token: l.token, link: `${r.base}/u/d/${l.token}/`, path: l.path };
+  return {
+    username: l.username,
+    repo_id: l.repoId,
+    ctime: isoTime(l.ctime),
+    token: l.token,
+    link: `${r.base}/u/d/${l.token}/`,
+    path: l.path,
+  };
 }
 
 // ---- search ----
@@ -136,7 +149,7 @@ export const extraRoutes: Route[] = [
       const form = await r.form({ json: true });
       const { repo, path } = starArgs(ctx, r, form.get('repo_id'), form.get('p'));
       const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
-      if (!e || e.type !== 'file') throw new HttpError(400, 'Invalid file path.');
+      if (e?.type !== 'file') throw new HttpError(400, 'Invalid file path.');
       if (ctx.db.star(r.user!.email, repo.id, path)) await ctx.db.save();
       sendJson(r.res, 201, 'success', { Location: `${r.base}/api2/starredfiles/` });
     },
@@ -162,8 +175,14 @@ export const extraRoutes: Route[] = [
       const p = r.query.get('path');
       if (repoId) ctx.repoFor(r.user!, repoId);
       const path = p ? cleanPath(p) : null;
-      const list = ctx.db.shareLinksOf(r.user!.email).filter((l) => (!repoId || l.repoId === repoId) && (!path || l.path === path));
-      sendJson(r.res, 200, list.map((l) => shareLinkShape(ctx, r, l, true)));
+      const list = ctx.db
+        .shareLinksOf(r.user!.email)
+        .filter((l) => (!repoId || l.repoId === repoId) && (!path || l.path === path));
+      sendJson(
+        r.res,
+        200,
+        list.map((l) => shareLinkShape(ctx, r, l, true)),
+      );
     },
   },
   {
@@ -243,7 +262,11 @@ export const extraRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const list = ctx.db.uploadLinksOf(r.user!.email);
-      sendJson(r.res, 200, list.map((l) => uploadLinkShape(r, l)));
+      sendJson(
+        r.res,
+        200,
+        list.map((l) => uploadLinkShape(r, l)),
+      );
     },
   },
   {
@@ -274,12 +297,18 @@ export const extraRoutes: Route[] = [
   },
 ];
 
-async function createUploadLink(ctx: Ctx, r: Req, repoId: string | undefined, p: string | undefined, password?: string) {
+async function createUploadLink(
+  ctx: Ctx,
+  r: Req,
+  repoId: string | undefined,
+  p: string | undefined,
+  password?: string,
+) {
   if (!repoId) throw new HttpError(400, 'repo_id invalid.');
   const { repo } = ctx.repoFor(r.user!, repoId, 'rw');
   const path = cleanPath(p ?? '/');
   const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
-  if (!e || e.type !== 'dir') throw new HttpError(404, 'Folder not found.');
+  if (e?.type !== 'dir') throw new HttpError(404, 'Folder not found.');
   const rec: UploadLinkRec = {
     token: ctx.newToken().slice(0, 20),
     username: r.user!.email,

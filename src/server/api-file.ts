@@ -22,12 +22,18 @@ export function normPath(p: string): string {
 
 export async function fileAt(ctx: Ctx, repoId: string, p: string): Promise<DirEnt> {
   const e = await getEntry(ctx, repoId, p);
-  if (!e || e.type !== 'file') throw new HttpError(404, 'File not found');
+  if (e?.type !== 'file') throw new HttpError(404, 'File not found');
   return e;
 }
 
 /** Issues a download token for a file object and returns the link. */
-export function downloadUrl(ctx: Ctx, r: Req, repo: RepoMeta, e: { id: string; size: number; name: string }, reuse: boolean): string {
+export function downloadUrl(
+  ctx: Ctx,
+  r: Req,
+  repo: RepoMeta,
+  e: { id: string; size: number; name: string },
+  reuse: boolean,
+): string {
   ctx.sweepTokens();
   const token = ctx.newToken();
   ctx.downloads.set(token, {
@@ -101,7 +107,9 @@ async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
     });
     const finalPath = (parent === '/' ? '' : parent) + '/' + made.name;
     if (v21) return sendJson(r.res, 200, fileInfoV21(ctx, repo.id, finalPath, await fileAt(ctx, repo.id, finalPath)));
-    return sendJson(r.res, 201, 'success', { Location: `${r.base}/api2/repos/${repo.id}/file/?p=${encodeURIComponent(finalPath)}` });
+    return sendJson(r.res, 201, 'success', {
+      Location: `${r.base}/api2/repos/${repo.id}/file/?p=${encodeURIComponent(finalPath)}`,
+    });
   }
   if (op === 'rename') {
     const { repo } = ctx.repoFor(user, r.params[0], 'rw');
@@ -110,7 +118,9 @@ async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
     if (!res && !v21) throw new HttpError(409, 'The new name is the same to the old');
     const finalPath = (parent === '/' ? '' : parent) + '/' + (res ? res.name : name);
     if (v21) return sendJson(r.res, 200, fileInfoV21(ctx, repo.id, finalPath, await fileAt(ctx, repo.id, finalPath)));
-    return sendJson(r.res, 301, 'success', { Location: `${r.base}/api2/repos/${repo.id}/file/?p=${encodeURIComponent(finalPath)}` });
+    return sendJson(r.res, 301, 'success', {
+      Location: `${r.base}/api2/repos/${repo.id}/file/?p=${encodeURIComponent(finalPath)}`,
+    });
   }
   if (op === 'move' || op === 'copy') {
     const { repo } = ctx.repoFor(user, r.params[0], op === 'move' ? 'rw' : 'r');
@@ -187,7 +197,8 @@ async function batch(ctx: Ctx, r: Req, op: 'copy' | 'move' | 'delete'): Promise<
   try {
     await transfer(ctx, user, op, repo.id, p, names, dst.id, dstDir);
   } catch (e) {
-    if (e instanceof HttpError && e.status === 404) throw new HttpError(502, `Failed to ${op} ${names.join(', ')}: ${e.message}`);
+    if (e instanceof HttpError && e.status === 404)
+      throw new HttpError(502, `Failed to ${op} ${names.join(', ')}: ${e.message}`);
     throw e;
   }
   sendJson(r.res, 200, 'success');
@@ -230,7 +241,16 @@ export const fileRoutes: Route[] = [
   { method: 'POST', path: '/api2/repos/:repo/fileops/copy', auth: 'user', handler: (c, r) => batch(c, r, 'copy') },
   { method: 'POST', path: '/api2/repos/:repo/fileops/move', auth: 'user', handler: (c, r) => batch(c, r, 'move') },
   { method: 'POST', path: '/api2/repos/:repo/fileops/delete', auth: 'user', handler: (c, r) => batch(c, r, 'delete') },
-  { method: 'POST', path: '/api/v2.1/repos/sync-batch-move-item', auth: 'user', handler: (c, r) => syncBatch(c, r, 'move') },
-  { method: 'POST', path: '/api/v2.1/repos/sync-batch-copy-item', auth: 'user', handler: (c, r) => syncBatch(c, r, 'copy') },
+  {
+    method: 'POST',
+    path: '/api/v2.1/repos/sync-batch-move-item',
+    auth: 'user',
+    handler: (c, r) => syncBatch(c, r, 'move'),
+  },
+  {
+    method: 'POST',
+    path: '/api/v2.1/repos/sync-batch-copy-item',
+    auth: 'user',
+    handler: (c, r) => syncBatch(c, r, 'copy'),
+  },
 ];
-

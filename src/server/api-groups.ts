@@ -150,15 +150,26 @@ export const groupRoutes: Route[] = [
     method: 'GET',
     path: '/api/v2.1/groups',
     auth: 'user',
-    handler: async (ctx, r) => sendJson(r.res, 200, ctx.db.groups.of(r.user!.email).map((g) => groupV21(r, g))),
+    handler: async (ctx, r) =>
+      sendJson(
+        r.res,
+        200,
+        ctx.db.groups.of(r.user!.email).map((g) => groupV21(r, g)),
+      ),
   },
   {
     method: 'POST',
     path: '/api/v2.1/groups',
     auth: 'user',
-    handler: async (ctx, r) => sendJson(r.res, 200, groupV21(r, await createGroup(ctx, r, (await r.form({ json: true })).get('name')))),
+    handler: async (ctx, r) =>
+      sendJson(r.res, 200, groupV21(r, await createGroup(ctx, r, (await r.form({ json: true })).get('name')))),
   },
-  { method: 'GET', path: '/api/v2.1/groups/:group', auth: 'user', handler: async (ctx, r) => sendJson(r.res, 200, groupV21(r, groupParam(ctx, r))) },
+  {
+    method: 'GET',
+    path: '/api/v2.1/groups/:group',
+    auth: 'user',
+    handler: async (ctx, r) => sendJson(r.res, 200, groupV21(r, groupParam(ctx, r))),
+  },
   {
     method: 'PUT',
     path: '/api/v2.1/groups/:group',
@@ -196,7 +207,11 @@ export const groupRoutes: Route[] = [
     handler: async (ctx, r) => {
       const g = groupParam(ctx, r);
       const admins = r.query.get('is_admin') === 'true';
-      sendJson(r.res, 200, g.members.filter((m) => !admins || m.isAdmin).map((m) => member(ctx, r, g, m.email)));
+      sendJson(
+        r.res,
+        200,
+        g.members.filter((m) => !admins || m.isAdmin).map((m) => member(ctx, r, g, m.email)),
+      );
     },
   },
   {

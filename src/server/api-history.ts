@@ -30,7 +30,12 @@ function paging(r: Req, defPer: number): { page: number; per: number } {
   return { page, per };
 }
 
-async function pageOfCommits(ctx: Ctx, repoId: string, page: number, per: number): Promise<{ list: Commit[]; more: boolean }> {
+async function pageOfCommits(
+  ctx: Ctx,
+  repoId: string,
+  page: number,
+  per: number,
+): Promise<{ list: Commit[]; more: boolean }> {
   const head = await ctx.heads.get(repoId);
   const list: Commit[] = [];
   let i = 0;
@@ -82,7 +87,7 @@ async function revision(ctx: Ctx, r: Req): Promise<void> {
   const p = requireP(r);
   const c = await commitOf(ctx, repo.id, r.query.get('commit_id'));
   const e = await lookup(ctx.store, c.root_id, splitPath(p));
-  if (!e || e.type !== 'file') throw new HttpError(404, 'Revision not found.');
+  if (e?.type !== 'file') throw new HttpError(404, 'Revision not found.');
   sendJson(r.res, 200, downloadUrl(ctx, r, repo, e, r.query.get('reuse') === '1'), { oid: e.id });
 }
 
@@ -93,12 +98,19 @@ async function revert(ctx: Ctx, r: Req): Promise<void> {
   const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? null);
   const comps = splitPath(p);
   const e = await lookup(ctx.store, c.root_id, comps);
-  if (!e || e.type !== 'file') throw new HttpError(404, 'File not found in that revision.');
-  await putFiles(ctx, r.user!, repo.id, '/' + comps.slice(0, -1).join('/'), [{ name: e.name, id: e.id, size: e.size }], {
-    replace: true,
-    createParents: true,
-    desc: `Reverted file "${e.name}"`,
-  });
+  if (e?.type !== 'file') throw new HttpError(404, 'File not found in that revision.');
+  await putFiles(
+    ctx,
+    r.user!,
+    repo.id,
+    '/' + comps.slice(0, -1).join('/'),
+    [{ name: e.name, id: e.id, size: e.size }],
+    {
+      replace: true,
+      createParents: true,
+      desc: `Reverted file "${e.name}"`,
+    },
+  );
   sendJson(r.res, 200, { ret: 0 });
 }
 
@@ -110,13 +122,19 @@ async function revertDir(ctx: Ctx, r: Req): Promise<void> {
   const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? r.query.get('commit_id'));
   const comps = splitPath(p);
   const e = await lookup(ctx.store, c.root_id, comps);
-  if (!e || e.type !== 'dir') throw new HttpError(404, 'Folder not found in that revision.');
+  if (e?.type !== 'dir') throw new HttpError(404, 'Folder not found in that revision.');
   await restoreDir(ctx, r.user!, repo.id, '/' + comps.slice(0, -1).join('/'), e);
   sendJson(r.res, 200, { success: true });
 }
 
 /** Entries present under `oldId` and gone under `newId`, recursing into changed folders. */
-async function removed(ctx: Ctx, oldId: string, newId: string, parent: string[], out: { e: DirEnt; parent: string[] }[]) {
+async function removed(
+  ctx: Ctx,
+  oldId: string,
+  newId: string,
+  parent: string[],
+  out: { e: DirEnt; parent: string[] }[],
+) {
   if (oldId === newId) return;
   const now = new Map((await readDir(ctx.store, newId)).map((e) => [e.name, e]));
   for (const e of await readDir(ctx.store, oldId)) {
@@ -215,4 +233,3 @@ export const historyRoutes: Route[] = [
     },
   },
 ];
-

@@ -12,11 +12,17 @@ async function issue(ctx: Ctx, r: Req, kind: 'upload' | 'update'): Promise<void>
   ctx.requireUnlocked(user, repo);
   const comps = splitPath(r.query.get('p') || '/');
   const folder = await lookup(ctx.store, await headRoot(ctx, repo.id), comps);
-  if (!folder || folder.type !== 'dir') throw new HttpError(404, 'Folder not found.');
+  if (folder?.type !== 'dir') throw new HttpError(404, 'Folder not found.');
   if ((await ctx.quotaLeft(repo)) <= 0) throw new HttpError(443, 'Out of quota.');
   ctx.sweepTokens();
   const token = ctx.newToken();
-  ctx.uploads.set(token, { kind, repoId: repo.id, dir: '/' + comps.join('/'), user: user.email, expires: Date.now() + ctx.linkTtlMs });
+  ctx.uploads.set(token, {
+    kind,
+    repoId: repo.id,
+    dir: '/' + comps.join('/'),
+    user: user.email,
+    expires: Date.now() + ctx.linkTtlMs,
+  });
   sendJson(r.res, 200, `${r.base}/seafhttp/${kind}-api/${token}`);
 }
 

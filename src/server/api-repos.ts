@@ -51,7 +51,11 @@ export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Pe
   return item;
 }
 
-export function visibleRepos(ctx: Ctx, user: User, type?: string): { repo: RepoMeta; perm: Permission; group?: Group }[] {
+export function visibleRepos(
+  ctx: Ctx,
+  user: User,
+  type?: string,
+): { repo: RepoMeta; perm: Permission; group?: Group }[] {
   const out: { repo: RepoMeta; perm: Permission; group?: Group }[] = [];
   if (!type || type === 'mine') for (const r of ctx.db.reposOwnedBy(user.email)) out.push({ repo: r, perm: 'rw' });
   if (!type || type === 'shared') {
@@ -76,16 +80,30 @@ async function listRepos(ctx: Ctx, r: Req): Promise<void> {
   const type = r.query.get('type') ?? undefined;
   if (type && !['mine', 'shared', 'group', 'org'].includes(type)) throw new HttpError(400, 'type invalid.');
   const items = [];
-  for (const { repo, perm, group } of visibleRepos(ctx, r.user!, type)) items.push(await libraryItem(ctx, r.user!, repo, perm, group));
+  for (const { repo, perm, group } of visibleRepos(ctx, r.user!, type))
+    items.push(await libraryItem(ctx, r.user!, repo, perm, group));
   sendJson(r.res, 200, items);
 }
 
-async function createRepo(ctx: Ctx, r: Req, name: string | undefined, desc: string | undefined, passwd: string | undefined) {
+async function createRepo(
+  ctx: Ctx,
+  r: Req,
+  name: string | undefined,
+  desc: string | undefined,
+  passwd: string | undefined,
+) {
   if (!name) throw new HttpError(400, 'Library name is required.');
   if (!isValidName(name)) throw new HttpError(400, 'name invalid.');
   const user = r.user!;
   const id = randomUUID();
-  const repo: RepoMeta = { id, name, desc: desc ?? 'new repo', owner: user.email, ...encryptionFields(id, passwd), ctime: Date.now() };
+  const repo: RepoMeta = {
+    id,
+    name,
+    desc: desc ?? 'new repo',
+    owner: user.email,
+    ...encryptionFields(id, passwd),
+    ctime: Date.now(),
+  };
   await ctx.heads.create(id, user.email);
   ctx.db.addRepo(repo);
   await ctx.db.save();

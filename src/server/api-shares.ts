@@ -81,10 +81,17 @@ function ownRepo(ctx: Ctx, owner: User, repoId: string): RepoMeta {
   return repo;
 }
 
-const groupItem = (g: Group, permission: string) => ({ share_type: 'group', group_info: { id: g.id, name: g.name }, permission });
+const groupItem = (g: Group, permission: string) => ({
+  share_type: 'group',
+  group_info: { id: g.id, name: g.name },
+  permission,
+});
 
 function splitUsers(values: string[]): string[] {
-  return values.flatMap((v) => v.split(',')).map((v) => v.trim()).filter(Boolean);
+  return values
+    .flatMap((v) => v.split(','))
+    .map((v) => v.trim())
+    .filter(Boolean);
 }
 
 /** Only the library root (`p=/`) can be shared on this server; sub-folder shares are refused. */
@@ -143,11 +150,18 @@ export const shareRoutes: Route[] = [
       const get = (k: string) => r.query.getAll(k).concat(form.getAll(k));
       const shareType = get('share_type')[0];
       if (shareType === 'group') {
-        const { failed } = await shareWithGroups(ctx, r.user!, r.params[0], get('group_id'), get('permission')[0] ?? 'r');
+        const { failed } = await shareWithGroups(
+          ctx,
+          r.user!,
+          r.params[0],
+          get('group_id'),
+          get('permission')[0] ?? 'r',
+        );
         if (failed.length) throw new HttpError(400, failed[0].error_msg);
         return sendJson(r.res, 200, 'success');
       }
-      if (shareType !== 'personal') throw new HttpError(400, 'share_type invalid (personal and group shares are supported).');
+      if (shareType !== 'personal')
+        throw new HttpError(400, 'share_type invalid (personal and group shares are supported).');
       const users = splitUsers([...get('user'), ...get('users')]);
       if (users.length === 0) throw new HttpError(400, 'user is required.');
       const { failed } = await shareWithUsers(ctx, r.user!, r.params[0], users, get('permission')[0] ?? 'r');
@@ -190,10 +204,10 @@ export const shareRoutes: Route[] = [
         type === 'group'
           ? ctx.db.groups.sharesOfRepo(repo.id).map((s) => groupItem(ctx.db.groups.get(s.groupId)!, s.permission))
           : ctx.db.sharesOfRepo(repo.id).map((s) => ({
-                share_type: 'user',
-                user_info: { name: s.to, nickname: ctx.db.user(s.to)?.name ?? s.to },
-                permission: s.permission,
-              }));
+              share_type: 'user',
+              user_info: { name: s.to, nickname: ctx.db.user(s.to)?.name ?? s.to },
+              permission: s.permission,
+            }));
       sendJson(r.res, 200, items);
     },
   },
@@ -236,7 +250,8 @@ export const shareRoutes: Route[] = [
       if (r.query.get('share_type') === 'group') {
         const id = r.query.get('group_id') ?? '';
         ownRepo(ctx, r.user!, r.params[0]);
-        if (!ctx.db.groups.sharesOfRepo(r.params[0]).some((s) => String(s.groupId) === id)) throw new HttpError(400, 'group_id invalid.');
+        if (!ctx.db.groups.sharesOfRepo(r.params[0]).some((s) => String(s.groupId) === id))
+          throw new HttpError(400, 'group_id invalid.');
         await shareWithGroups(ctx, r.user!, r.params[0], [id], permission);
         return sendJson(r.res, 200, { success: true });
       }

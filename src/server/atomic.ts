@@ -14,7 +14,11 @@ export async function fsyncDir(dir: string): Promise<void> {
   }
 }
 
-export async function writeFileAtomic(target: string, data: string | Buffer, opts: { syncDir?: boolean } = {}): Promise<void> {
+export async function writeFileAtomic(
+  target: string,
+  data: string | Buffer,
+  opts: { syncDir?: boolean } = {},
+): Promise<void> {
   const dir = path.dirname(target);
   const tmp = path.join(dir, `.tmp-${process.pid}-${randomBytes(6).toString('hex')}`);
   const fh = await fsp.open(tmp, 'w', 0o600);

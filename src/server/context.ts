@@ -83,7 +83,10 @@ export class Ctx {
     this.store = new ObjectStore(opts.dataDir);
     this.heads = new Heads(opts.dataDir, this.store);
     this.tmpDir = path.join(opts.dataDir, 'tmp');
-    this.loginGuard = new LoginGuard({ failLimit: opts.loginFailLimit ?? 10, windowMs: (opts.loginFailWindowSec ?? 300) * 1000 });
+    this.loginGuard = new LoginGuard({
+      failLimit: opts.loginFailLimit ?? 10,
+      windowMs: (opts.loginFailWindowSec ?? 300) * 1000,
+    });
   }
 
   get unlockTtlMs(): number {
@@ -132,7 +135,8 @@ export class Ctx {
 
   /** Content of an encrypted library is refused (400) until its password was given. */
   requireUnlocked(user: User, repo: RepoMeta): void {
-    if (!this.isUnlocked(user.email, repo)) throw new HttpError(400, 'Library is encrypted, please provide the password first.');
+    if (!this.isUnlocked(user.email, repo))
+      throw new HttpError(400, 'Library is encrypted, please provide the password first.');
   }
 
   async usage(email: string): Promise<number> {

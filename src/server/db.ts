@@ -15,7 +15,17 @@ import type { LockRec, RepoMeta, Share, ShareLinkRec, Star, UploadLinkRec, User 
 import { SecretBox, tokenHash } from './secret-box.js';
 import { Groups, type GroupsFile } from './groups.js';
 
-export type { Group, GroupShare, LockRec, RepoMeta, Share, ShareLinkRec, Star, UploadLinkRec, User } from './records.js';
+export type {
+  Group,
+  GroupShare,
+  LockRec,
+  RepoMeta,
+  Share,
+  ShareLinkRec,
+  Star,
+  UploadLinkRec,
+  User,
+} from './records.js';
 
 /** The JSON file's shape (unchanged since the first release). */
 interface DbFile extends GroupsFile {

@@ -3,7 +3,7 @@
 import { createReadStream, promises as fsp } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Ctx, Req } from './context.js';
-import { FileServerError, HttpError, sendJson, sendText } from './http.js';
+import { FileServerError, type HttpError, sendJson, sendText } from './http.js';
 import { parseMultipart, type UploadedPart } from './multipart.js';
 import { isValidName } from './names.js';
 import { ZERO_ID } from './objects.js';
@@ -68,7 +68,11 @@ function fsError(status: number, msg: string): HttpError {
   return new FileServerError(status, msg);
 }
 
-async function receive(ctx: Ctx, r: Req, left: number): Promise<{ fields: Map<string, string[]>; files: UploadedPart[] }> {
+async function receive(
+  ctx: Ctx,
+  r: Req,
+  left: number,
+): Promise<{ fields: Map<string, string[]>; files: UploadedPart[] }> {
   const type = r.raw.headers['content-type'] ?? '';
   if (!/^multipart\/form-data/i.test(type)) throw fsError(400, 'Invalid form data.');
   const max = ctx.opts.maxUploadBytes ?? Infinity;
@@ -123,7 +127,7 @@ export async function upload(ctx: Ctx, r: Req): Promise<void> {
     if (rel.some((c) => !isValidName(c))) throw fsError(440, 'Invalid filename.');
     const root = (await ctx.heads.get(repo.id)).root_id;
     const folder = await lookup(ctx.store, root, parent);
-    if (!folder || folder.type !== 'dir') throw fsError(400, 'Parent dir doesn\'t exist.');
+    if (folder?.type !== 'dir') throw fsError(400, "Parent dir doesn't exist.");
     const parts = files.filter((f) => f.field === 'file' || f.field === 'files[]' || files.length === 1);
     if (parts.length === 0) throw fsError(400, 'No file uploaded.');
     for (const f of parts) {
@@ -164,10 +168,14 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     if (!part) throw fsError(400, 'No file uploaded.');
     const root = (await ctx.heads.get(repo.id)).root_id;
     const old = await lookup(ctx.store, root, comps);
-    if (!old || old.type !== 'file') throw fsError(441, 'File does not exist.');
+    if (old?.type !== 'file') throw fsError(441, 'File does not exist.');
     if (part.size - old.size > (await ctx.quotaLeft(repo))) throw fsError(443, 'Out of quota.');
     await ctx.store.adoptFile(part.tmpPath, part.id);
-    const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), { id: part.id, size: part.size, mtime: lastModify(fields) });
+    const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), {
+      id: part.id,
+      size: part.size,
+      mtime: lastModify(fields),
+    });
     if (id === null) throw fsError(441, 'File does not exist.');
     if (r.query.get('ret-json') === '1') sendJson(r.res, 200, [{ name: comps[comps.length - 1], id, size: part.size }]);
     else sendText(r.res, 200, id);
@@ -175,4 +183,3 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     await discard(files);
   }
 }
-

@@ -37,7 +37,13 @@ export class Groups {
   }
 
   create(name: string, owner: string): Group {
-    const g: Group = { id: this.nextId++, name, owner, ctime: Math.floor(Date.now() / 1000), members: [{ email: owner, isAdmin: true }] };
+    const g: Group = {
+      id: this.nextId++,
+      name,
+      owner,
+      ctime: Math.floor(Date.now() / 1000),
+      members: [{ email: owner, isAdmin: true }],
+    };
     this.byId.set(g.id, g);
     return g;
   }

@@ -6,7 +6,7 @@ import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { writeFileAtomic } from './atomic.js';
 import { KeyedMutex } from './mutex.js';
-import { ObjectStore, ZERO_ID, sha1 } from './objects.js';
+import { type ObjectStore, ZERO_ID, sha1 } from './objects.js';
 import { readDir, totalSize } from './tree.js';
 
 export interface Commit {
@@ -62,7 +62,8 @@ export class Heads {
   async init(): Promise<void> {
     await fsp.mkdir(this.dir, { recursive: true });
     // temp files of head writes cut short by a crash
-    for (const f of await fsp.readdir(this.dir)) if (f.startsWith('.tmp-')) await fsp.rm(path.join(this.dir, f), { force: true });
+    for (const f of await fsp.readdir(this.dir))
+      if (f.startsWith('.tmp-')) await fsp.rm(path.join(this.dir, f), { force: true });
   }
 
   async get(repoId: string): Promise<Head> {
@@ -74,7 +75,14 @@ export class Heads {
   }
 
   /** Builds the commit object of a change (written in the background) and the head it leads to. */
-  private async makeCommit(repoId: string, root: string, creator: string, desc: string, kind: string | undefined, parent: Head | null): Promise<Head> {
+  private async makeCommit(
+    repoId: string,
+    root: string,
+    creator: string,
+    desc: string,
+    kind: string | undefined,
+    parent: Head | null,
+  ): Promise<Head> {
     const ctime = Math.floor(Date.now() / 1000);
     const body: Omit<Commit, 'id'> = {
       parent_id: parent ? parent.commit_id : null,
@@ -151,7 +159,11 @@ export class Heads {
 
   private queues = new Map<string, Pending[]>();
 
-  private enqueue<T>(repoId: string, user: string, fn: (roots: Map<string, string>) => Promise<Map<string, Change<T>> | Change<T>>): Promise<T> {
+  private enqueue<T>(
+    repoId: string,
+    user: string,
+    fn: (roots: Map<string, string>) => Promise<Map<string, Change<T>> | Change<T>>,
+  ): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       let queue = this.queues.get(repoId);
       if (!queue) {
@@ -180,7 +192,8 @@ export class Heads {
       try {
         const out = await p.fn(new Map([[repoId, head.root_id]]));
         const ch = out instanceof Map ? out.get(repoId) : out;
-        if (ch && ch.root !== head.root_id) head = await this.makeCommit(repoId, ch.root, p.user, ch.desc, ch.kind, head);
+        if (ch && ch.root !== head.root_id)
+          head = await this.makeCommit(repoId, ch.root, p.user, ch.desc, ch.kind, head);
         done.push({ p, value: ch?.result });
       } catch (e) {
         p.reject(e);

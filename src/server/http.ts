@@ -20,7 +20,12 @@ export const notFound = (what: string) => new HttpError(404, what);
 export const forbidden = () => new HttpError(403, 'Permission denied.');
 export const badRequest = (msg: string) => new HttpError(400, msg);
 
-export function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  value: unknown,
+  headers: Record<string, string> = {},
+): void {
   const body = JSON.stringify(value);
   res.writeHead(status, {
     'Content-Type': 'application/json; charset=utf-8',
@@ -30,7 +35,12 @@ export function sendJson(res: ServerResponse, status: number, value: unknown, he
   res.end(body);
 }
 
-export function sendText(res: ServerResponse, status: number, text: string, headers: Record<string, string> = {}): void {
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(status, {
     'Content-Type': 'text/plain; charset=utf-8',
     'Content-Length': Buffer.byteLength(text),
@@ -136,7 +146,12 @@ export function nowSec(): number {
 }
 
 /** The fields every V2.1 file or folder answer starts with: where the object is and what it is called. */
-export function objInfoV21(type: 'file' | 'dir', repoId: string, p: string, e: { name: string; id: string; mtime: number }) {
+export function objInfoV21(
+  type: 'file' | 'dir',
+  repoId: string,
+  p: string,
+  e: { name: string; id: string; mtime: number },
+) {
   const parent = '/' + p.split('/').filter(Boolean).slice(0, -1).join('/');
   return {
     type,

@@ -80,7 +80,8 @@ function authenticate(ctx: Ctx, req: http.IncomingMessage) {
   const m = /^(Token|Bearer)\s+(\S+)\s*$/i.exec(h);
   const user = m ? ctx.db.userByToken(m[2]) : undefined;
   if (!user) throw new HttpError(401, '', { detail: 'Invalid token' }, { 'WWW-Authenticate': 'Token' });
-  if (!user.isActive) throw new HttpError(401, '', { detail: 'User inactive or deleted.' }, { 'WWW-Authenticate': 'Token' });
+  if (!user.isActive)
+    throw new HttpError(401, '', { detail: 'User inactive or deleted.' }, { 'WWW-Authenticate': 'Token' });
   return user;
 }
 
@@ -129,16 +130,19 @@ function bodyIdleTimeout(req: http.IncomingMessage, res: http.ServerResponse, ms
   const socket = req.socket;
   let seen = socket.bytesRead;
   let since = Date.now();
-  const timer = setInterval(() => {
-    if (req.complete) return clear();
-    if (socket.bytesRead !== seen) {
-      seen = socket.bytesRead;
-      since = Date.now();
-    } else if (Date.now() - since >= ms) {
-      clear();
-      socket.destroy();
-    }
-  }, Math.max(10, ms / 4));
+  const timer = setInterval(
+    () => {
+      if (req.complete) return clear();
+      if (socket.bytesRead !== seen) {
+        seen = socket.bytesRead;
+        since = Date.now();
+      } else if (Date.now() - since >= ms) {
+        clear();
+        socket.destroy();
+      }
+    },
+    Math.max(10, ms / 4),
+  );
   timer.unref();
   const clear = () => clearInterval(timer);
   req.once('end', clear);
@@ -150,7 +154,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const ctx = new Ctx(opts);
   await prepare(ctx);
   const router = new Router();
-  router.add([...accountRoutes, ...repoRoutes, ...shareRoutes, ...groupRoutes, ...dirRoutes, ...fileRoutes, ...linkRoutes, ...historyRoutes, ...extraRoutes, ...linkPageRoutes]);
+  router.add([
+    ...accountRoutes,
+    ...repoRoutes,
+    ...shareRoutes,
+    ...groupRoutes,
+    ...dirRoutes,
+    ...fileRoutes,
+    ...linkRoutes,
+    ...historyRoutes,
+    ...extraRoutes,
+    ...linkPageRoutes,
+  ]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
   // Fixed one-minute windows per caller, like real servers' rate limits (off unless asked for).
@@ -160,10 +175,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     if (!limit) return;
     const now = Date.now();
     let w = windows.get(key);
-    if (!w || now - w.start >= 60_000) windows.set(key, (w = { start: now, count: 0 }));
+    if (!w || now - w.start >= 60_000) {
+      w = { start: now, count: 0 };
+      windows.set(key, w);
+    }
     if (++w.count > limit) {
       const wait = Math.max(1, Math.ceil((w.start + 60_000 - now) / 1000));
-      throw new HttpError(429, '', { detail: `Request was throttled. Expected available in ${wait} seconds.` }, { 'Retry-After': String(wait) });
+      throw new HttpError(
+        429,
+        '',
+        { detail: `Request was throttled. Expected available in ${wait} seconds.` },
+        { 'Retry-After': String(wait) },
+      );
     }
   };
   const inflight = new Set<Promise<void>>();
@@ -199,7 +222,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (m === null) throw new HttpError(404, '', { detail: 'Not found.' });
       if (m === 'method') throw new HttpError(405, '', { detail: `Method "${method}" not allowed.` });
       r.params = m.params;
-      const throttleKey = m.route.auth !== 'none' && req.headers.authorization ? req.headers.authorization : `ip:${req.socket.remoteAddress}`;
+      const throttleKey =
+        m.route.auth !== 'none' && req.headers.authorization
+          ? req.headers.authorization
+          : `ip:${req.socket.remoteAddress}`;
       throttle(throttleKey);
       if (m.route.auth !== 'none') {
         r.user = authenticate(ctx, req);
@@ -230,7 +256,9 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const server = http.createServer((req, res) => {
     if (opts.logRequests) {
       const t0 = Date.now();
-      res.on('finish', () => ctx.log(`${req.method} ${redactUrl(req.url ?? '/')} ${res.statusCode} ${Date.now() - t0}ms`));
+      res.on('finish', () =>
+        ctx.log(`${req.method} ${redactUrl(req.url ?? '/')} ${res.statusCode} ${Date.now() - t0}ms`),
+      );
     }
     bodyIdleTimeout(req, res, (opts.bodyIdleSec ?? 30) * 1000);
     const p = handle(req, res).catch((e) => {

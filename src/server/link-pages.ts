@@ -19,7 +19,7 @@ async function linkAccess(ctx: Ctx, r: Req, isDir: boolean): Promise<{ l: ShareL
   if (!l || (l.expire !== null && l.expire * 1000 < Date.now())) throw new HttpError(404, 'Link not found.');
   const repo = ctx.db.repo(l.repoId);
   const creator = ctx.db.user(l.username);
-  if (!repo || !creator || !creator.isActive || !ctx.permission(creator, repo) || repo.encrypted) {
+  if (!repo || !creator?.isActive || !ctx.permission(creator, repo) || repo.encrypted) {
     throw new HttpError(404, 'Link not found.');
   }
   if (l.password) {
@@ -38,7 +38,7 @@ function redirect(r: Req, location: string): void {
 async function openFileLink(ctx: Ctx, r: Req): Promise<void> {
   const { l, repo } = await linkAccess(ctx, r, false);
   const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(l.path));
-  if (!e || e.type !== 'file') throw new HttpError(404, 'File not found.');
+  if (e?.type !== 'file') throw new HttpError(404, 'File not found.');
   l.viewCnt++;
   void ctx.db.save();
   redirect(r, downloadUrl(ctx, r, repo, e, false));
@@ -50,19 +50,25 @@ const inLink = (l: ShareLinkRec, p: string | null) => [...splitPath(l.path), ...
 async function listFolderLink(ctx: Ctx, r: Req): Promise<void> {
   const { l, repo } = await linkAccess(ctx, r, true);
   const e = await lookup(ctx.store, await headRoot(ctx, repo.id), inLink(l, r.query.get('p')));
-  if (!e || e.type !== 'dir') throw new HttpError(404, 'Folder not found.');
+  if (e?.type !== 'dir') throw new HttpError(404, 'Folder not found.');
   const entries = await readDir(ctx.store, e.id);
   sendJson(
     r.res,
     200,
-    entries.map((x) => ({ type: x.type, name: x.name, id: x.id, mtime: x.mtime, ...(x.type === 'file' ? { size: x.size } : {}) })),
+    entries.map((x) => ({
+      type: x.type,
+      name: x.name,
+      id: x.id,
+      mtime: x.mtime,
+      ...(x.type === 'file' ? { size: x.size } : {}),
+    })),
   );
 }
 
 async function fileOfFolderLink(ctx: Ctx, r: Req): Promise<void> {
   const { l, repo } = await linkAccess(ctx, r, true);
   const e = await lookup(ctx.store, await headRoot(ctx, repo.id), inLink(l, r.query.get('p')));
-  if (!e || e.type !== 'file') throw new HttpError(404, 'File not found.');
+  if (e?.type !== 'file') throw new HttpError(404, 'File not found.');
   l.viewCnt++;
   void ctx.db.save();
   redirect(r, downloadUrl(ctx, r, repo, e, false));
@@ -73,7 +79,8 @@ async function uploadThroughLink(ctx: Ctx, r: Req): Promise<void> {
   const l = ctx.db.uploadLink(r.params[0]);
   const repo = l ? ctx.db.repo(l.repoId) : undefined;
   const creator = l ? ctx.db.user(l.username) : undefined;
-  if (!l || !repo || !creator || !creator.isActive || ctx.permission(creator, repo) !== 'rw') throw new HttpError(404, 'Link not found.');
+  if (!l || !repo || !creator?.isActive || ctx.permission(creator, repo) !== 'rw')
+    throw new HttpError(404, 'Link not found.');
   if (l.password) {
     const given = r.query.get('password');
     if (!given) throw new HttpError(403, 'Password is required.');
@@ -81,10 +88,16 @@ async function uploadThroughLink(ctx: Ctx, r: Req): Promise<void> {
   }
   const dir = '/' + splitPath(l.path).join('/');
   const folder = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(dir));
-  if (!folder || folder.type !== 'dir') throw new HttpError(404, 'Folder not found.');
+  if (folder?.type !== 'dir') throw new HttpError(404, 'Folder not found.');
   ctx.sweepTokens();
   const token = ctx.newToken();
-  ctx.uploads.set(token, { kind: 'upload', repoId: repo.id, dir, user: creator.email, expires: Date.now() + ctx.linkTtlMs });
+  ctx.uploads.set(token, {
+    kind: 'upload',
+    repoId: repo.id,
+    dir,
+    user: creator.email,
+    expires: Date.now() + ctx.linkTtlMs,
+  });
   sendJson(r.res, 200, { upload_link: `${r.base}/seafhttp/upload-api/${token}` });
 }
 

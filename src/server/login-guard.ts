@@ -34,7 +34,12 @@ export class LoginGuard {
       const w = this.window(key, now);
       if (w && w.count >= this.limitOf(key)) {
         const wait = Math.max(1, Math.ceil((w.start + this.limits.windowMs - now) / 1000));
-        throw new HttpError(429, '', { detail: `Request was throttled. Expected available in ${wait} seconds.` }, { 'Retry-After': String(wait) });
+        throw new HttpError(
+          429,
+          '',
+          { detail: `Request was throttled. Expected available in ${wait} seconds.` },
+          { 'Retry-After': String(wait) },
+        );
       }
     }
   }

@@ -69,7 +69,11 @@ function parseDisposition(headerText: string): { name: string; filename: string 
   return { name: param('name') ?? '', filename: param('filename') };
 }
 
-export async function parseMultipart(body: Readable, contentType: string, opts: MultipartOptions): Promise<MultipartResult> {
+export async function parseMultipart(
+  body: Readable,
+  contentType: string,
+  opts: MultipartOptions,
+): Promise<MultipartResult> {
   const delim = Buffer.from('\r\n--' + boundaryOf(contentType));
   const fields = new Map<string, string[]>();
   const files: UploadedPart[] = [];

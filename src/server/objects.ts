@@ -34,7 +34,8 @@ export class ObjectStore {
         const sub = path.join(this.dir, i.toString(16).padStart(2, '0'));
         await fsp.mkdir(sub, { recursive: true });
         // temp files of object writes cut short by a crash
-        for (const f of await fsp.readdir(sub)) if (f.startsWith('.tmp-')) await fsp.rm(path.join(sub, f), { force: true });
+        for (const f of await fsp.readdir(sub))
+          if (f.startsWith('.tmp-')) await fsp.rm(path.join(sub, f), { force: true });
       }),
     );
   }

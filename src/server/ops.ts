@@ -1,5 +1,7 @@
 // Library changes shared by the V2 and V2.1 endpoints and the file server:
 // each runs under the library lock and ends in one commit.
+// Over 400 lines: every change of a library's tree (create, rename, move,
+// copy, delete, restore) in one place, so each shares the lock and commit rules.
 import type { Ctx } from './context.js';
 import type { User } from './db.js';
 import { HttpError } from './http.js';
@@ -31,17 +33,28 @@ export async function getEntry(ctx: Ctx, repoId: string, p: string): Promise<Dir
   return lookup(ctx.store, await headRoot(ctx, repoId), splitPath(p));
 }
 
-export async function listFolder(ctx: Ctx, rootId: string, comps: string[], rawPath: string): Promise<{ id: string; entries: DirEnt[] }> {
+export async function listFolder(
+  ctx: Ctx,
+  rootId: string,
+  comps: string[],
+  rawPath: string,
+): Promise<{ id: string; entries: DirEnt[] }> {
   const ent = await lookup(ctx.store, rootId, comps);
-  if (!ent || ent.type !== 'dir') throw new HttpError(404, `Folder ${rawPath} not found.`);
+  if (ent?.type !== 'dir') throw new HttpError(404, `Folder ${rawPath} not found.`);
   return { id: ent.id, entries: await readDir(ctx.store, ent.id) };
 }
 
 /** mkdir; returns the path created (auto-renamed on a clash unless createParents). */
-export async function makeDir(ctx: Ctx, user: User, repoId: string, p: string, createParents: boolean): Promise<string> {
+export async function makeDir(
+  ctx: Ctx,
+  user: User,
+  repoId: string,
+  p: string,
+  createParents: boolean,
+): Promise<string> {
   const comps = splitPath(p);
   if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
-  comps.forEach((c) => checkName(c));
+  for (const c of comps) checkName(c);
   const now = nowSec();
   return guard(() =>
     ctx.heads.change(repoId, user.email, async (roots) => {
@@ -52,7 +65,11 @@ export async function makeDir(ctx: Ctx, user: User, repoId: string, p: string, c
           if (existing.type !== 'dir') throw new HttpError(400, 'A file with that name already exists.');
           return { root, desc: '', result: '/' + comps.join('/') };
         }
-        const newRoot = await updateDir(ctx.store, root, comps, (e) => e, { now, modifier: user.email, createParents: true });
+        const newRoot = await updateDir(ctx.store, root, comps, (e) => e, {
+          now,
+          modifier: user.email,
+          createParents: true,
+        });
         return { root: newRoot, desc: `Added directory "${comps[comps.length - 1]}"`, result: '/' + comps.join('/') };
       }
       const parent = comps.slice(0, -1);
@@ -96,7 +113,8 @@ export async function renameEntry(
     ctx.heads.change(repoId, user.email, async (roots) => {
       const root = roots.get(repoId)!;
       const ent = await lookup(ctx.store, root, comps);
-      if (!ent || (want && ent.type !== want)) throw new HttpError(404, want === 'dir' ? 'Folder not found.' : 'File not found.');
+      if (!ent || (want && ent.type !== want))
+        throw new HttpError(404, want === 'dir' ? 'Folder not found.' : 'File not found.');
       ctx.checkNotLocked(user, repoId, '/' + comps.join('/'));
       if (newName === oldName) return { root, desc: '', result: null };
       let finalName = newName;
@@ -124,13 +142,19 @@ export async function renameEntry(
 }
 
 /** Deletes the entries `names` of folder `dir` (files or folders). Returns how many existed. */
-export async function deleteEntries(ctx: Ctx, user: User, repoId: string, dir: string, names: string[]): Promise<number> {
+export async function deleteEntries(
+  ctx: Ctx,
+  user: User,
+  repoId: string,
+  dir: string,
+  names: string[],
+): Promise<number> {
   const parent = splitPath(dir);
   const now = nowSec();
   return ctx.heads.change(repoId, user.email, async (roots) => {
     const root = roots.get(repoId)!;
     const folder = await lookup(ctx.store, root, parent);
-    if (!folder || folder.type !== 'dir') return { root, desc: '', result: 0 };
+    if (folder?.type !== 'dir') return { root, desc: '', result: 0 };
     const entries = await readDir(ctx.store, folder.id);
     const gone = entries.filter((e) => names.includes(e.name));
     if (gone.length === 0) return { root, desc: '', result: 0 };
@@ -143,7 +167,8 @@ export async function deleteEntries(ctx: Ctx, user: User, repoId: string, dir: s
     let dropped = false;
     for (const g of gone) dropped = ctx.db.dropLocksUnder(repoId, '/' + [...parent, g.name].join('/')) || dropped;
     if (dropped) void ctx.db.save();
-    const desc = gone.length === 1 ? `Deleted "${gone[0].name}"` : `Deleted "${gone[0].name}" and ${gone.length - 1} more files.`;
+    const desc =
+      gone.length === 1 ? `Deleted "${gone[0].name}"` : `Deleted "${gone[0].name}" and ${gone.length - 1} more files.`;
     return { root: newRoot, desc, kind: 'delete', result: gone.length };
   });
 }
@@ -173,78 +198,87 @@ export async function transfer(
   const srcOwner = ctx.db.repo(srcRepo)?.owner;
   const dstOwner = ctx.db.repo(dstRepo)?.owner;
   const quotaKey = op === 'copy' || srcOwner !== dstOwner ? dstOwner : undefined;
-  return ctx.underQuota(quotaKey, () => guard(() =>
-    ctx.heads.change([srcRepo, dstRepo], user.email, async (roots) => {
-      const srcRoot = roots.get(srcRepo)!;
-      const sources: DirEnt[] = [];
-      for (const n of names) {
-        const ent = await lookup(ctx.store, srcRoot, [...src, n]);
-        if (!ent) throw new HttpError(404, `File ${'/' + [...src, n].join('/')} not found.`);
-        if (op === 'move') ctx.checkNotLocked(user, srcRepo, '/' + [...src, n].join('/'));
-        if (ent.type === 'dir' && srcRepo === dstRepo) {
-          // a folder cannot go inside itself
-          const self = [...src, n];
-          if (dst.length >= self.length && self.every((c, i) => dst[i] === c)) {
-            throw new HttpError(400, 'Cannot copy or move a folder into itself.');
+  return ctx.underQuota(quotaKey, () =>
+    guard(() =>
+      ctx.heads.change([srcRepo, dstRepo], user.email, async (roots) => {
+        const srcRoot = roots.get(srcRepo)!;
+        const sources: DirEnt[] = [];
+        for (const n of names) {
+          const ent = await lookup(ctx.store, srcRoot, [...src, n]);
+          if (!ent) throw new HttpError(404, `File ${'/' + [...src, n].join('/')} not found.`);
+          if (op === 'move') ctx.checkNotLocked(user, srcRepo, '/' + [...src, n].join('/'));
+          if (ent.type === 'dir' && srcRepo === dstRepo) {
+            // a folder cannot go inside itself
+            const self = [...src, n];
+            if (dst.length >= self.length && self.every((c, i) => dst[i] === c)) {
+              throw new HttpError(400, 'Cannot copy or move a folder into itself.');
+            }
+          }
+          sources.push(ent);
+        }
+        const dstFolder = await lookup(ctx.store, roots.get(dstRepo)!, dst);
+        if (dstFolder?.type !== 'dir') throw new TreeNotFound(dst);
+        if (srcRepo === dstRepo && op === 'move' && src.join('/') === dst.join('/')) {
+          return { root: srcRoot, desc: '', result: sources.map((e) => ({ name: e.name, entry: e })) };
+        }
+        if (dstRepo !== srcRepo || op === 'copy') {
+          const added = sources.reduce((s, e) => s + e.size, 0);
+          const dstMeta = ctx.db.repo(dstRepo)!;
+          const srcMeta = ctx.db.repo(srcRepo)!;
+          if (op === 'copy' || dstMeta.owner !== srcMeta.owner) {
+            if (added > (await ctx.quotaLeft(dstMeta))) throw new HttpError(443, 'Out of quota.');
           }
         }
-        sources.push(ent);
-      }
-      const dstFolder = await lookup(ctx.store, roots.get(dstRepo)!, dst);
-      if (!dstFolder || dstFolder.type !== 'dir') throw new TreeNotFound(dst);
-      if (srcRepo === dstRepo && op === 'move' && src.join('/') === dst.join('/')) {
-        return { root: srcRoot, desc: '', result: sources.map((e) => ({ name: e.name, entry: e })) };
-      }
-      if (dstRepo !== srcRepo || op === 'copy') {
-        const added = sources.reduce((s, e) => s + e.size, 0);
-        const dstMeta = ctx.db.repo(dstRepo)!;
-        const srcMeta = ctx.db.repo(srcRepo)!;
-        if (op === 'copy' || dstMeta.owner !== srcMeta.owner) {
-          if (added > (await ctx.quotaLeft(dstMeta))) throw new HttpError(443, 'Out of quota.');
+        const out: { name: string; entry: DirEnt }[] = [];
+        let srcNewRoot = srcRoot;
+        if (op === 'move') {
+          srcNewRoot = await updateDir(ctx.store, srcRoot, src, (es) => es.filter((e) => !names.includes(e.name)), {
+            now,
+            modifier: user.email,
+          });
         }
-      }
-      const out: { name: string; entry: DirEnt }[] = [];
-      let srcNewRoot = srcRoot;
-      if (op === 'move') {
-        srcNewRoot = await updateDir(ctx.store, srcRoot, src, (es) => es.filter((e) => !names.includes(e.name)), {
-          now,
-          modifier: user.email,
-        });
-      }
-      const dstBase = srcRepo === dstRepo ? srcNewRoot : roots.get(dstRepo)!;
-      const dstNewRoot = await updateDir(
-        ctx.store,
-        dstBase,
-        dst,
-        (es) => {
-          const next = [...es];
-          for (const s of sources) {
-            const name = uniqueName(next, s.name);
-            const entry: DirEnt = { ...s, name };
-            next.push(entry);
-            out.push({ name, entry });
+        const dstBase = srcRepo === dstRepo ? srcNewRoot : roots.get(dstRepo)!;
+        const dstNewRoot = await updateDir(
+          ctx.store,
+          dstBase,
+          dst,
+          (es) => {
+            const next = [...es];
+            for (const s of sources) {
+              const name = uniqueName(next, s.name);
+              const entry: DirEnt = { ...s, name };
+              next.push(entry);
+              out.push({ name, entry });
+            }
+            return next;
+          },
+          { now, modifier: user.email },
+        );
+        if (op === 'move') {
+          for (let i = 0; i < sources.length; i++) {
+            moveLocksAndStars(
+              ctx,
+              srcRepo,
+              '/' + [...src, sources[i].name].join('/'),
+              dstRepo,
+              '/' + [...dst, out[i].name].join('/'),
+            );
           }
-          return next;
-        },
-        { now, modifier: user.email },
-      );
-      if (op === 'move') {
-        for (let i = 0; i < sources.length; i++) {
-          moveLocksAndStars(ctx, srcRepo, '/' + [...src, sources[i].name].join('/'), dstRepo, '/' + [...dst, out[i].name].join('/'));
         }
-      }
-      const what = sources.length === 1 ? `"${sources[0].name}"` : `"${sources[0].name}" and ${sources.length - 1} more files`;
-      const verb = op === 'copy' ? 'Copied' : 'Moved';
-      const changes = new Map<string, { root: string; desc: string; kind?: string; result: typeof out }>();
-      if (srcRepo === dstRepo) {
-        changes.set(srcRepo, { root: dstNewRoot, desc: `${verb} ${what}`, result: out });
-      } else {
-        changes.set(dstRepo, { root: dstNewRoot, desc: `${verb} ${what}`, result: out });
-        changes.set(srcRepo, { root: srcNewRoot, desc: `${verb} ${what}`, kind: 'move-out', result: out });
-      }
-      return changes;
-    }),
-  ));
+        const what =
+          sources.length === 1 ? `"${sources[0].name}"` : `"${sources[0].name}" and ${sources.length - 1} more files`;
+        const verb = op === 'copy' ? 'Copied' : 'Moved';
+        const changes = new Map<string, { root: string; desc: string; kind?: string; result: typeof out }>();
+        if (srcRepo === dstRepo) {
+          changes.set(srcRepo, { root: dstNewRoot, desc: `${verb} ${what}`, result: out });
+        } else {
+          changes.set(dstRepo, { root: dstNewRoot, desc: `${verb} ${what}`, result: out });
+          changes.set(srcRepo, { root: srcNewRoot, desc: `${verb} ${what}`, kind: 'move-out', result: out });
+        }
+        return changes;
+      }),
+    ),
+  );
 }
 
 /** Adds or replaces file entries in a folder (uploads, create, revert). Returns the final names. */
@@ -264,8 +298,12 @@ export async function putFiles(
       // what the files add once those they replace are gone, checked when they are committed
       const folder = await lookup(ctx.store, await headRoot(ctx, repoId), comps);
       const there = folder?.type === 'dir' ? await readDir(ctx.store, folder.id) : [];
-      const replaced = (name: string) => (opts.replace ? (there.find((e) => e.name === name && e.type === 'file')?.size ?? 0) : 0);
-      await ctx.requireQuota(meta, files.reduce((n, f) => n + f.size - replaced(f.name), 0));
+      const replaced = (name: string) =>
+        opts.replace ? (there.find((e) => e.name === name && e.type === 'file')?.size ?? 0) : 0;
+      await ctx.requireQuota(
+        meta,
+        files.reduce((n, f) => n + f.size - replaced(f.name), 0),
+      );
     }
     return putFilesNow(ctx, user, repoId, comps, files, opts, now);
   });
@@ -311,7 +349,8 @@ async function putFilesNow(
         { now, modifier: user.email, createParents: opts.createParents },
       );
       const first = out[0]?.name ?? '';
-      const desc = opts.desc ?? (out.length > 1 ? `Added "${first}" and ${out.length - 1} more files.` : `Added "${first}"`);
+      const desc =
+        opts.desc ?? (out.length > 1 ? `Added "${first}" and ${out.length - 1} more files.` : `Added "${first}"`);
       return { root: newRoot, desc, result: out };
     }),
   );
@@ -349,15 +388,19 @@ async function updateFileNow(
   return ctx.heads.change(repoId, user.email, async (roots) => {
     const root = roots.get(repoId)!;
     const ent = await lookup(ctx.store, root, comps);
-    if (!ent || ent.type !== 'file') return { root, desc: '', result: null };
+    if (ent?.type !== 'file') return { root, desc: '', result: null };
     ctx.checkNotLocked(user, repoId, '/' + comps.join('/'));
     // the same content: nothing to commit, unless the client sent another time (touch -d of a clean file)
-    if (ent.id === file.id && (file.mtime === undefined || file.mtime === ent.mtime)) return { root, desc: '', result: file.id };
+    if (ent.id === file.id && (file.mtime === undefined || file.mtime === ent.mtime))
+      return { root, desc: '', result: file.id };
     const newRoot = await updateDir(
       ctx.store,
       root,
       parent,
-      (es) => es.map((e) => (e.name === name ? { ...e, id: file.id, size: file.size, mtime: file.mtime ?? now, modifier: user.email } : e)),
+      (es) =>
+        es.map((e) =>
+          e.name === name ? { ...e, id: file.id, size: file.size, mtime: file.mtime ?? now, modifier: user.email } : e,
+        ),
       { now, modifier: user.email },
     );
     return { root: newRoot, desc: `Modified "${name}"`, result: file.id };

@@ -2,7 +2,7 @@
 // its entries; its id is the sha1 of that list, so a folder's id changes
 // exactly when its content changes (recursively), and an update rewrites only
 // the spine from the changed folder up to the root.
-import { ObjectStore, ZERO_ID } from './objects.js';
+import { type ObjectStore, ZERO_ID } from './objects.js';
 import { HttpError } from './http.js';
 
 export interface DirEnt {

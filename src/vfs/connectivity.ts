@@ -1,7 +1,8 @@
 // Online or offline. When a call finds the server unreachable (connection
-// refused or reset after the client's own retries, DNS failure, no answer
-// within the timeout) the mount goes offline: it says so once in the log,
-// every further API call fails at once instead of waiting for its timeout
+// refused after the client's own retries, DNS failure, no answer within the
+// timeout; not a reset of a connection that reached it) the mount goes
+// offline: it says so once in the log, every further API call fails at once
+// instead of waiting for its timeout
 // (listings it knows are then served stale by the meta cache, blocks on disk
 // by the reader, writes wait in the journal), and a probe asks the server now
 // and then (1 s, doubling to 30 s) until it answers. Back online, it says so
@@ -9,9 +10,32 @@
 import { ApiError, StreamUnsupported } from '../client/errors.js';
 import type { SeafileApi } from '../client/types.js';
 
-/** A failure that says the server cannot be reached (as opposed to an answer refusing the call). */
+/** Low-level codes of a connection that reached the server and then broke: the server is there. */
+const REACHED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);
+
+/** The connection broke after it reached the server (a reset or close mid-answer), from the error's codes. */
+function lostAfterReaching(e: ApiError): boolean {
+  let cur: unknown = e;
+  for (let i = 0; i < 5 && cur && typeof cur === 'object'; i++) {
+    const code = (cur as { code?: unknown }).code;
+    if (typeof code === 'string' && REACHED_CODES.has(code)) return true;
+    cur = (cur as { cause?: unknown }).cause;
+  }
+  return /^connection closed/.test(e.serverMessage);
+}
+
+/**
+ * A failure that says the server cannot be reached (as opposed to an answer
+ * refusing the call): no connection (refused, DNS), or no answer within the
+ * timeout. A connection reset or closed after it reached the server is not:
+ * one lost answer (a proxy's reset, say, which uploads do not retry in the
+ * client) must not take the whole mount offline; a server that went away
+ * shows on the next call as a refused connection.
+ */
 export function unreachable(e: unknown): boolean {
-  return e instanceof ApiError && (e.kind === 'network' || e.kind === 'timeout');
+  if (!(e instanceof ApiError)) return false;
+  if (e.kind === 'timeout') return true;
+  return e.kind === 'network' && !lostAfterReaching(e);
 }
 
 export interface ConnectivityOptions {
@@ -57,7 +81,9 @@ export class Connectivity {
     if (this.offlineSince !== null) return;
     this.offlineSince = Date.now();
     this.outages++;
-    this.o.log(`offline: the server is unreachable (${this.lastCause}); serving what the mount knows, writes wait for the server`);
+    this.o.log(
+      `offline: the server is unreachable (${this.lastCause}); serving what the mount knows, writes wait for the server`,
+    );
     this.probeDelay = this.o.probeMinMs ?? 1000;
     this.scheduleProbe();
   }
@@ -120,10 +146,11 @@ export class Connectivity {
             this.noteFailure(e);
             throw e;
           }
-          if (out instanceof Promise) return out.catch((e: unknown) => {
-            this.noteFailure(e);
-            throw e;
-          });
+          if (out instanceof Promise)
+            return out.catch((e: unknown) => {
+              this.noteFailure(e);
+              throw e;
+            });
           return out;
         };
       },

@@ -3,9 +3,26 @@
 import { ApiError, type ApiErrorKind } from '../client/errors.js';
 
 export type ErrnoName =
-  | 'EPERM' | 'ENOENT' | 'EIO' | 'EBADF' | 'EAGAIN' | 'EACCES' | 'EEXIST' | 'EXDEV' | 'ENOTDIR' | 'EISDIR'
-  | 'EINVAL' | 'EFBIG' | 'ENOSPC' | 'EROFS' | 'ENAMETOOLONG' | 'ENOSYS' | 'ENOTEMPTY' | 'ETIMEDOUT'
-  | 'ENOTSUP' | 'ENODATA';
+  | 'EPERM'
+  | 'ENOENT'
+  | 'EIO'
+  | 'EBADF'
+  | 'EAGAIN'
+  | 'EACCES'
+  | 'EEXIST'
+  | 'EXDEV'
+  | 'ENOTDIR'
+  | 'EISDIR'
+  | 'EINVAL'
+  | 'EFBIG'
+  | 'ENOSPC'
+  | 'EROFS'
+  | 'ENAMETOOLONG'
+  | 'ENOSYS'
+  | 'ENOTEMPTY'
+  | 'ETIMEDOUT'
+  | 'ENOTSUP'
+  | 'ENODATA';
 
 export class VfsError extends Error {
   readonly code: ErrnoName;
@@ -35,7 +52,16 @@ const BY_KIND: Record<ApiErrorKind, ErrnoName> = {
   protocol: 'EIO',
 };
 
-const LOCAL_PASSTHROUGH = new Set<string>(['ENOSPC', 'EFBIG', 'EROFS', 'EACCES', 'ENOENT', 'EEXIST', 'ENOTDIR', 'EISDIR']);
+const LOCAL_PASSTHROUGH = new Set<string>([
+  'ENOSPC',
+  'EFBIG',
+  'EROFS',
+  'EACCES',
+  'ENOENT',
+  'EEXIST',
+  'ENOTDIR',
+  'EISDIR',
+]);
 
 /** The errno name for any failure; unknown failures are EIO. */
 export function errnoOf(e: unknown): ErrnoName {
@@ -68,7 +94,15 @@ export function retryable(e: unknown): boolean {
  */
 export function permanentUploadFailure(e: unknown): boolean {
   if (e instanceof ApiError) {
-    return ['quota', 'forbidden', 'unauthorized', 'invalid_name', 'too_large', 'password_required', 'otp_required'].includes(e.kind);
+    return [
+      'quota',
+      'forbidden',
+      'unauthorized',
+      'invalid_name',
+      'too_large',
+      'password_required',
+      'otp_required',
+    ].includes(e.kind);
   }
   if (e instanceof VfsError) return e.code === 'ENOSPC' || e.code === 'EINVAL';
   return false;

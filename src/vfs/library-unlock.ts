@@ -47,7 +47,10 @@ export class LibraryLocks {
       await this.api.unlockLibrary(lib.id, password);
     } catch (e) {
       // servers answer a wrong password with 400 ("Wrong password" / "Incorrect password")
-      if (e instanceof ApiError && (e.kind === 'password_required' || e.kind === 'bad_request' || e.kind === 'forbidden')) {
+      if (
+        e instanceof ApiError &&
+        (e.kind === 'password_required' || e.kind === 'bad_request' || e.kind === 'forbidden')
+      ) {
         throw new WrongLibraryPassword(lib.name);
       }
       throw e;

@@ -3,7 +3,7 @@
 // A listing older than the cache time is revalidated with its `oid`: an
 // "uptodate" answer renews it without transferring the entries again.
 import { LRUCache } from 'lru-cache';
-import type { DirEntry, SeafileApi } from '../client/types.js';
+import { ZERO_ID, type DirEntry, type DirListing, type SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { isNotFound, VfsError } from './errors.js';
 import { baseOf, isWithin, parentOf } from './paths.js';
@@ -32,7 +32,6 @@ export interface MetaStats {
   renewed: number;
 }
 
-const ZERO_ID = '0000000000000000000000000000000000000000';
 const joinDir = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`);
 
 const key = (repo: string, dir: string) => `${repo}\u0000${dir}`;
@@ -204,7 +203,8 @@ export class MetaCache {
     if (!l.oid || dir === '/') return false;
     const parentDir = parentOf(dir);
     const parent = this.lru.peek(key(repo, parentDir));
-    if (!parent || parent.entries.get(baseOf(dir))?.id !== l.oid || !this.current(repo, parentDir, parent)) return false;
+    if (!parent || parent.entries.get(baseOf(dir))?.id !== l.oid || !this.current(repo, parentDir, parent))
+      return false;
     l.fetchedAt = parent.fetchedAt;
     // as after a revalidation: the next real look refreshes the sub-folders ahead again
     l.used = false;
@@ -233,7 +233,7 @@ export class MetaCache {
   private async fetch(repo: string, dir: string, k: string, cached: Listing | undefined): Promise<Listing> {
     const startEpoch = this.epoch.get(k) ?? 0;
     this.stats.listRequests++;
-    let res;
+    let res: DirListing;
     try {
       res = await this.api.listDir(repo, dir, cached?.oid ? { oid: cached.oid } : undefined);
     } catch (e) {

@@ -19,12 +19,6 @@ export function isWithin(p: string, dir: string): boolean {
   return dir === '/' || p === dir || p.startsWith(dir + '/');
 }
 
-/** `p` moved from under `from` to under `to` (p must be within `from`) */
-export function rebase(p: string, from: string, to: string): string {
-  if (p === from) return to;
-  return to === '/' ? p.slice(from.length) : to + p.slice(from === '/' ? 0 : from.length);
-}
-
 export function splitPath(p: string): string[] {
   return p.split('/').filter((s) => s.length > 0);
 }
@@ -32,7 +26,14 @@ export function splitPath(p: string): string[] {
 /** Names the service refuses, checked locally for a precise errno. */
 export function checkName(name: string): void {
   if (Buffer.byteLength(name, 'utf8') > 255) throw new VfsError('ENAMETOOLONG', name.slice(0, 40));
-  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\\') || name.includes('\0')) {
+  if (
+    name === '' ||
+    name === '.' ||
+    name === '..' ||
+    name.includes('/') ||
+    name.includes('\\') ||
+    name.includes('\0')
+  ) {
     throw new VfsError('EINVAL', `name refused: ${name}`);
   }
 }

@@ -144,12 +144,16 @@ export class Renamer {
         await moveTo(srcRepo, joinPath(sDir, dName));
       } else if (!dstList.entries.has(sName) && !ns.wb.get(dstRepo, joinPath(dDir, sName))) {
         await moveTo(srcRepo, src);
-        await (isDir ? ns.api.renameDir(dstRepo, joinPath(dDir, sName), dName) : ns.api.renameFile(dstRepo, joinPath(dDir, sName), dName));
+        await (isDir
+          ? ns.api.renameDir(dstRepo, joinPath(dDir, sName), dName)
+          : ns.api.renameFile(dstRepo, joinPath(dDir, sName), dName));
       } else {
         const tmp = `.seafs-move-${process.pid}-${Date.now().toString(36)}`;
         await renameIn(src, tmp);
         await moveTo(srcRepo, joinPath(sDir, tmp));
-        await (isDir ? ns.api.renameDir(dstRepo, joinPath(dDir, tmp), dName) : ns.api.renameFile(dstRepo, joinPath(dDir, tmp), dName));
+        await (isDir
+          ? ns.api.renameDir(dstRepo, joinPath(dDir, tmp), dName)
+          : ns.api.renameFile(dstRepo, joinPath(dDir, tmp), dName));
       }
     }
     // a file renamed within its folder onto a name just checked free needs no check (the common

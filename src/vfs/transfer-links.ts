@@ -13,7 +13,9 @@ export type TransferKind = 'upload' | 'update';
 /** The single "renew the link once" rule: a failure of a transfer that a fresh link may cure. */
 export function linkExpired(e: unknown): boolean {
   if (!(e instanceof ApiError)) return false;
-  return e.status === 401 || e.status === 403 || e.status === 404 || e.kind === 'forbidden' || e.kind === 'unauthorized';
+  return (
+    e.status === 401 || e.status === 403 || e.status === 404 || e.kind === 'forbidden' || e.kind === 'unauthorized'
+  );
 }
 
 export class TransferLinks {

@@ -2,9 +2,12 @@
 // FUSE. It combines the listing cache (metadata), the remote reader (clean
 // files) and the write-back (dirty files in temp files) and speaks errno
 // names through VfsError. The FUSE adapter is a thin layer over this.
+// Longer than the other modules (~540 lines) because it is the one place
+// each of the ~30 FUSE operations is dispatched; everything an operation
+// needs beyond a few lines lives in the modules it imports.
 import { constants as C } from 'node:fs';
 import { join } from 'node:path';
-import type { DirEntry, Library, SeafileApi } from '../client/types.js';
+import { ZERO_ID, type AccountInfo, type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, statfsOf, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
@@ -18,7 +21,7 @@ import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader.js';
 import { Renamer } from './rename.js';
 import { Journal } from './write/journal.js';
-import { FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
+import { type FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
 
 export type { Attr, StatFs } from './attrs.js';
 
@@ -54,7 +57,6 @@ export interface VfsOptions {
   log?: (msg: string) => void;
 }
 
-const ZERO_ID = '0000000000000000000000000000000000000000';
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
 
 /** A file locked on the server by another account: this mount shows it read-only and refuses to write it. */
@@ -76,7 +78,7 @@ export class Vfs {
   private readonly handles = new HandleTable();
   private readonly attrs: AttrShaper;
   private readonly renamer: Renamer;
-  private statfsCache: { at: number; v: StatFs } | null = null;
+  private accountCache: { at: number; info: AccountInfo } | null = null;
   private readonly log: (msg: string) => void;
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
   private readonly hidden = new Map<string, { size: number; mtimeMs: number }>();
@@ -92,41 +94,60 @@ export class Vfs {
   ) {
     this.log = opts.log ?? (() => {});
     this.locks = new LibraryLocks(rawApi, this.log, opts.library === undefined ? (opts.unlockHint ?? null) : null);
-    const watched = watchLocked(rawApi, (repo, e) => void this.libraries.byId(repo).then((lib) => this.locks.noteFailure(lib, e), () => {}));
+    const watched = watchLocked(
+      rawApi,
+      (repo, e) =>
+        void this.libraries.byId(repo).then(
+          (lib) => this.locks.noteFailure(lib, e),
+          () => {},
+        ),
+    );
     this.net = new Connectivity(watched, { log: this.log, probeMinMs: opts.probeMinMs, probeMaxMs: opts.probeMaxMs });
-    const api = (this.api = this.net.wrap(watched));
+    this.api = this.net.wrap(watched);
+    const api = this.api;
     const dirTtl = opts.dirCacheTimeMs ?? 10_000;
-    this.attrs = new AttrShaper(opts.uid ?? process.getuid?.() ?? 0, opts.gid ?? process.getgid?.() ?? 0, opts.umask ?? 0o022);
+    this.attrs = new AttrShaper(
+      opts.uid ?? process.getuid?.() ?? 0,
+      opts.gid ?? process.getgid?.() ?? 0,
+      opts.umask ?? 0o022,
+    );
     this.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (lib) => this.locks.requireOpen(lib));
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 8);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
-    this.disk = diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks', String(process.pid)), chunk, diskBytes) : null;
+    this.disk =
+      diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks', String(process.pid)), chunk, diskBytes) : null;
     this.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, this.disk, (f) => {
       this.log(`${f.path} changed on the server; refreshing its folder`);
       this.meta.invalidate(f.repo, parentOf(f.path));
     });
     const journal = new Journal(join(opts.cacheDir, 'journal'), opts.durableJournal ?? true);
-    this.wb = new WriteBack(api, journal, join(opts.cacheDir, 'dirty'), {
-      log: this.log,
-      onUploaded: (s, res, repo, path) => {
-        if (s.deleted) return;
-        this.meta.upsert(repo, parentOf(path), {
-          type: 'file',
-          name: baseOf(path),
-          id: res.id,
-          size: res.size,
-          mtime: Math.floor(s.mtime / 1000),
-        });
+    this.wb = new WriteBack(
+      api,
+      journal,
+      join(opts.cacheDir, 'dirty'),
+      {
+        log: this.log,
+        onUploaded: (s, res, repo, path) => {
+          if (s.deleted) return;
+          this.meta.upsert(repo, parentOf(path), {
+            type: 'file',
+            name: baseOf(path),
+            id: res.id,
+            size: res.size,
+            mtime: Math.floor(s.mtime / 1000),
+          });
+        },
+        offline: () => !this.net.online,
+        // the server's version keeps the name: list the folder afresh to show it (and the copy)
+        onConflict: (repo, path) => this.meta.invalidate(repo, parentOf(path)),
+        folderRecreated: (repo, dir) => {
+          this.meta.invalidate(repo, parentOf(dir));
+          this.meta.invalidateTree(repo, dir);
+        },
       },
-      offline: () => !this.net.online,
-      // the server's version keeps the name: list the folder afresh to show it (and the copy)
-      onConflict: (repo, path) => this.meta.invalidate(repo, parentOf(path)),
-      folderRecreated: (repo, dir) => {
-        this.meta.invalidate(repo, parentOf(dir));
-        this.meta.invalidateTree(repo, dir);
-      },
-    }, opts.writeBack);
+      opts.writeBack,
+    );
     // back online: what waited for the server goes now
     this.net.onBack = () => this.wb.retryNow();
     this.renamer = new Renamer({
@@ -242,12 +263,37 @@ export class Vfs {
     if (mode & C.W_OK && (attr.mode & 0o222) === 0) throw new VfsError('EACCES', `${p} is locked`);
   }
 
+  /** the account's usage and quota, asked at most every 30 s (or afresh when older than `maxAgeMs`) */
+  private async account(maxAgeMs = 30_000): Promise<AccountInfo> {
+    const c = this.accountCache;
+    if (c && Date.now() - c.at < maxAgeMs) return c.info;
+    const info = await this.api.accountInfo();
+    this.accountCache = { at: Date.now(), info };
+    return info;
+  }
+
   async statfs(_p: string): Promise<StatFs> {
-    const c = this.statfsCache;
-    if (c && Date.now() - c.at < 30_000) return c.v;
-    const v = statfsOf(await this.api.accountInfo());
-    this.statfsCache = { at: Date.now(), v };
-    return v;
+    return statfsOf(await this.account());
+  }
+
+  /**
+   * ENOSPC at close when the quota says the file cannot fit (the data stays
+   * in the journal and is uploaded once there is room), rather than a failed
+   * upload later. A stale answer that says no is checked afresh first.
+   */
+  private async checkRoom(s: FileState): Promise<void> {
+    const fits = (info: AccountInfo) => {
+      if (!(info.total > 0)) return true;
+      const where = s.remotePath;
+      const old = where ? (this.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
+      return info.usage - old + s.size <= info.total;
+    };
+    try {
+      if (fits(await this.account()) || fits(await this.account(2000))) return;
+    } catch {
+      return; // not known (offline): the upload will tell
+    }
+    throw new VfsError('ENOSPC', `${s.path} (${s.size} bytes) does not fit in the account's quota`);
   }
 
   // ---- open files ----
@@ -276,7 +322,13 @@ export class Vfs {
       const e = await this.lookup(repo, path);
       if (!e) throw new VfsError('ENOENT', p);
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
-      return this.handles.add({ kind: 'remote', repo, path, remote: this.remoteOf(repo, path, e), pattern: NEW_PATTERN() });
+      return this.handles.add({
+        kind: 'remote',
+        repo,
+        path,
+        remote: this.remoteOf(repo, path, e),
+        pattern: NEW_PATTERN(),
+      });
     }
     if (!s) {
       const e = await this.lookup(repo, path);
@@ -284,8 +336,12 @@ export class Vfs {
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
       refuseLocked(p, e);
       const remote = this.remoteOf(repo, path, e);
-      s = await this.wb.openExisting(repo, path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, trunc, (dest) =>
-        this.reader.downloadWhole(remote, dest),
+      s = await this.wb.openExisting(
+        repo,
+        path,
+        { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
+        trunc,
+        (dest) => this.reader.downloadWhole(remote, dest),
       );
     }
     if (trunc && s.size > 0) await this.wb.truncate(s, 0);
@@ -342,8 +398,12 @@ export class Vfs {
       refuseLocked(p, e);
       if ((e.size ?? 0) === size) return;
       const remote = this.remoteOf(loc.repo, loc.path, e);
-      s = await this.wb.openExisting(loc.repo, loc.path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, size === 0, (dest) =>
-        this.reader.downloadWhole(remote, dest),
+      s = await this.wb.openExisting(
+        loc.repo,
+        loc.path,
+        { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
+        size === 0,
+        (dest) => this.reader.downloadWhole(remote, dest),
       );
     }
     if (s.size !== size || size === 0) await this.wb.truncate(s, size);
@@ -361,10 +421,13 @@ export class Vfs {
     if (h.kind !== 'local' || !h.write) return;
     const s = h.state;
     await this.wb.persist(s);
+    if (s.dirty && !s.lastError) await this.checkRoom(s);
     // offline: the data waits in the journal, nothing to report
     if (s.lastError && s.dirty && !unreachable(s.lastError)) {
       const e = s.lastError;
-      throw new VfsError(e instanceof ApiError && e.kind === 'quota' ? 'ENOSPC' : 'EIO', 'earlier upload failed', { cause: e });
+      throw new VfsError(e instanceof ApiError && e.kind === 'quota' ? 'ENOSPC' : 'EIO', 'earlier upload failed', {
+        cause: e,
+      });
     }
   }
 
@@ -417,8 +480,12 @@ export class Vfs {
     writable(loc);
     refuseLocked(p, e);
     const remote = this.remoteOf(repo, path, e);
-    const st = await this.wb.openExisting(repo, path, { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id }, false, (dest) =>
-      this.reader.downloadWhole(remote, dest),
+    const st = await this.wb.openExisting(
+      repo,
+      path,
+      { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
+      false,
+      (dest) => this.reader.downloadWhole(remote, dest),
     );
     st.setTime(ms);
     if (st.writers === 0) this.wb.scheduleAfterClose(st);
@@ -450,6 +517,7 @@ export class Vfs {
   }
 
   async unlink(p: string): Promise<void> {
+    this.accountCache = null; // space is freed: the next quota check asks afresh
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM');
     writable(loc);
@@ -522,8 +590,15 @@ export class Vfs {
 
   /** Upload everything pending; returns the files that could not be uploaded. */
   async drain(onStatus: (pending: { path: string; size: number }[]) => void = () => {}, timeoutMs = 0) {
-    const failed = await this.wb.drain((list) => onStatus(list.map((s) => ({ path: s.path, size: s.size }))), timeoutMs);
-    return failed.map((s) => ({ path: s.path, size: s.size, error: s.lastError instanceof Error ? s.lastError.message : String(s.lastError) }));
+    const failed = await this.wb.drain(
+      (list) => onStatus(list.map((s) => ({ path: s.path, size: s.size }))),
+      timeoutMs,
+    );
+    return failed.map((s) => ({
+      path: s.path,
+      size: s.size,
+      error: s.lastError instanceof Error ? s.lastError.message : String(s.lastError),
+    }));
   }
 
   pendingUploads(): { path: string; size: number }[] {
@@ -544,10 +619,14 @@ export class Vfs {
     };
   }
 
+  /** Drop the downloaded data kept on disk (never data waiting for upload); returns the bytes freed. */
+  clearCache(): number {
+    return this.disk?.clear() ?? 0;
+  }
+
   close(): void {
     this.net.close();
     this.wb.close();
     void this.disk?.close();
   }
 }
-

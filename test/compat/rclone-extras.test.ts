@@ -46,7 +46,10 @@ async function api(path: string, init: RequestInit = {}): Promise<{ status: numb
 }
 
 async function createLibrary(name: string, passwd?: string): Promise<string> {
-  const r = await api('/api2/repos/', { method: 'POST', body: new URLSearchParams({ name, ...(passwd ? { passwd } : {}) }) });
+  const r = await api('/api2/repos/', {
+    method: 'POST',
+    body: new URLSearchParams({ name, ...(passwd ? { passwd } : {}) }),
+  });
   expect(r.status).toBe(200);
   return r.body.repo_id as string;
 }
@@ -142,7 +145,11 @@ describe('rclone extras', () => {
     // no key: nothing can be written or read
     expect((await rc().run(['copyto', f.file, 'enc:s/secret.bin'])).code).not.toBe(0);
     // a wrong key is refused at startup
-    const wrong = await rc().run(['lsjson', 'enc:'], {}, { RCLONE_CONFIG_ENC_LIBRARY_KEY: await obscure('wrong', rc().home) });
+    const wrong = await rc().run(
+      ['lsjson', 'enc:'],
+      {},
+      { RCLONE_CONFIG_ENC_LIBRARY_KEY: await obscure('wrong', rc().home) },
+    );
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toContain('incorrect password');
 
@@ -170,17 +177,41 @@ describe('rclone extras', () => {
       `[tfa]\ntype = seafile\nurl = ${base}\nuser = ${TFA_USER}\npass = ${await obscure(TFA_PASSWORD, rc().home)}\n2fa = true\ncreate_library = true\n`,
     );
     try {
-      const ask = JSON.parse((await rc().ok(['config', 'update', 'tfa', '2fa=true', '--non-interactive'])).stdout.toString());
+      const ask = JSON.parse(
+        (await rc().ok(['config', 'update', 'tfa', '2fa=true', '--non-interactive'])).stdout.toString(),
+      );
       expect(ask.State).toBe('2fa_do');
       const bad = JSON.parse(
-        (await rc().ok(['config', 'update', 'tfa', '--continue', '--state', '2fa_do', '--result', '000000', '--non-interactive']))
-          .stdout.toString(),
+        (
+          await rc().ok([
+            'config',
+            'update',
+            'tfa',
+            '--continue',
+            '--state',
+            '2fa_do',
+            '--result',
+            '000000',
+            '--non-interactive',
+          ])
+        ).stdout.toString(),
       );
       expect(bad.State).toBe('2fa_error'); // rclone offers to try again
       const code = totpAt(TFA_SECRET, Date.now());
       const done = JSON.parse(
-        (await rc().ok(['config', 'update', 'tfa', '--continue', '--state', '2fa_do', '--result', code, '--non-interactive']))
-          .stdout.toString(),
+        (
+          await rc().ok([
+            'config',
+            'update',
+            'tfa',
+            '--continue',
+            '--state',
+            '2fa_do',
+            '--result',
+            code,
+            '--non-interactive',
+          ])
+        ).stdout.toString(),
       );
       expect(done.Error).toBe('');
       expect(readFileSync(rc().configFile, 'utf8')).toMatch(/auth_token = [0-9a-f]{40}/);
@@ -221,7 +252,9 @@ describe('rclone extras', () => {
     const content = (await rc().ok(['cat', 'ex:copy/streamed.bin'])).stdout;
     await server!.restart();
     base = server!.url.replace(/\/+$/, '');
-    const again = await Rclone.create([{ name: 'ex', url: base, user: server!.adminEmail, password: server!.adminPassword, library: LIB }]);
+    const again = await Rclone.create([
+      { name: 'ex', url: base, user: server!.adminEmail, password: server!.adminPassword, library: LIB },
+    ]);
     try {
       const after = await again.lsjson('ex:', ['-R']);
       const key = (items: typeof before) => items.map((i) => `${i.Path} ${i.IsDir ? 'dir' : i.Size}`).sort();

@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminToken, startTestServer } from '../helpers/server.js';
 import { Rclone, type LsJsonItem } from '../helpers/rclone.js';
-import { generateTree, sha256File, walk, type Tree } from './tree.js';
+import { sha256File } from '../helpers/api-check.js';
+import { generateTree, walk, type Tree } from './tree.js';
 
 const MiB = 1024 * 1024;
 const SMALL_FILES = 220;
@@ -80,7 +81,10 @@ function sortedFiles(items: LsJsonItem[]): [string, number][] {
     .sort((a, b) => (a[0] < b[0] ? -1 : 1));
 }
 function sortedDirs(items: LsJsonItem[]): string[] {
-  return items.filter((i) => i.IsDir).map((i) => i.Path).sort();
+  return items
+    .filter((i) => i.IsDir)
+    .map((i) => i.Path)
+    .sort();
 }
 
 /** The expected remote state of `<root>/up`, updated as the tests mutate it. */
@@ -162,7 +166,7 @@ async function copyTree(src: string, dst: string, files: string[], shards: numbe
   const common = ['--create-empty-src-dirs', '--transfers', '4', '--stats', '0'];
   if (shards > 1) {
     const lists = Array.from({ length: shards }, () => [] as string[]);
-    files.forEach((f, i) => lists[i % shards]!.push(f));
+    for (const [i, f] of files.entries()) lists[i % shards]!.push(f);
     await Promise.all(
       lists.map((list, i) => {
         const listFile = join(work, `shard-${Date.now()}-${i}.txt`);
@@ -219,16 +223,25 @@ function roundTrip(m: Mode) {
       expect(sortedDirs(items)).toEqual(['sub dir', 'sub dir/日本 é']);
     });
 
-    it(`copy uploads ${SMALL_FILES + 1} files incl. ${m.bigSize / MiB} MiB`, async () => {
-      const ms = await copyTree(tree.root, up(), tree.files.map((f) => f.path), m.shardsUp);
-      const mb = tree.files.reduce((s, f) => s + f.size, 0) / MiB;
-      // informational: the server's peak resident memory so far (the bench script owns the limit)
-      const hwm = /VmHWM:\s*(\d+) kB/.exec(readFileSync(`/proc/${server!.pid}/status`, 'utf8'))?.[1];
-      console.log(
-        `[${m.label}] rclone copy up (${m.shardsUp} process(es)): ${tree.files.length} files, ${mb.toFixed(1)} MiB in ${ms} ms;` +
-          ` server peak RSS ${hwm ? Math.round(Number(hwm) / 1024) : '?'} MiB`,
-      );
-    }, COPY_TIMEOUT_MS + 60_000);
+    it(
+      `copy uploads ${SMALL_FILES + 1} files incl. ${m.bigSize / MiB} MiB`,
+      async () => {
+        const ms = await copyTree(
+          tree.root,
+          up(),
+          tree.files.map((f) => f.path),
+          m.shardsUp,
+        );
+        const mb = tree.files.reduce((s, f) => s + f.size, 0) / MiB;
+        // informational: the server's peak resident memory so far (the bench script owns the limit)
+        const hwm = /VmHWM:\s*(\d+) kB/.exec(readFileSync(`/proc/${server!.pid}/status`, 'utf8'))?.[1];
+        console.log(
+          `[${m.label}] rclone copy up (${m.shardsUp} process(es)): ${tree.files.length} files, ${mb.toFixed(1)} MiB in ${ms} ms;` +
+            ` server peak RSS ${hwm ? Math.round(Number(hwm) / 1024) : '?'} MiB`,
+        );
+      },
+      COPY_TIMEOUT_MS + 60_000,
+    );
 
     for (const fast of [false, true]) {
       it(`lsjson -R${fast ? ' --fast-list' : ''} matches the tree`, async () => {
@@ -247,13 +260,22 @@ function roundTrip(m: Mode) {
           .filter((f) => f.path.startsWith(prefix) && !f.path.slice(prefix.length).includes('/'))
           .map((f) => [f.path.slice(prefix.length), f.size])
           .sort();
-        const gotFiles = entries.filter((e) => e.type === 'file').map((e) => [e.name, e.size]).sort();
+        const gotFiles = entries
+          .filter((e) => e.type === 'file')
+          .map((e) => [e.name, e.size])
+          .sort();
         expect(gotFiles, `files of /up/${dir}`).toEqual(wantFiles);
         const wantDirs = tree.dirs
           .filter((d) => d.startsWith(prefix) && d.length > prefix.length && !d.slice(prefix.length).includes('/'))
           .map((d) => d.slice(prefix.length))
           .sort();
-        expect(entries.filter((e) => e.type === 'dir').map((e) => e.name).sort(), `folders of /up/${dir}`).toEqual(wantDirs);
+        expect(
+          entries
+            .filter((e) => e.type === 'dir')
+            .map((e) => e.name)
+            .sort(),
+          `folders of /up/${dir}`,
+        ).toEqual(wantDirs);
       }
       const detail = await api(`/api2/repos/${repo}/file/detail/?p=${encodeURIComponent('/up/' + tree.big.path)}`);
       expect(detail.status).toBe(200);
@@ -289,25 +311,36 @@ function roundTrip(m: Mode) {
       expect((await rc().ok(['cat', up(empty.path)])).stdout.length).toBe(0);
     });
 
-    it('copy back down is byte-identical', async () => {
-      const dl = mkdtempSync(join(work, 'dl-'));
-      const ms = await copyTree(up(), dl, tree.files.map((f) => f.path), m.shardsDown);
-      console.log(`[${m.label}] rclone copy down (${m.shardsDown} process(es)) in ${ms} ms`);
-      const got = walk(dl);
-      expect([...got.files].sort((a, b) => (a[0] < b[0] ? -1 : 1))).toEqual(model.expectedFiles());
-      expect([...got.dirs].sort()).toEqual([...model.dirs].sort());
-      for (const f of tree.files) {
-        expect(await sha256File(join(dl, f.path)), f.path).toBe(f.sha256);
-      }
-      rmSync(dl, { recursive: true, force: true });
-    }, COPY_TIMEOUT_MS + 60_000);
+    it(
+      'copy back down is byte-identical',
+      async () => {
+        const dl = mkdtempSync(join(work, 'dl-'));
+        const ms = await copyTree(
+          up(),
+          dl,
+          tree.files.map((f) => f.path),
+          m.shardsDown,
+        );
+        console.log(`[${m.label}] rclone copy down (${m.shardsDown} process(es)) in ${ms} ms`);
+        const got = walk(dl);
+        expect([...got.files].sort((a, b) => (a[0] < b[0] ? -1 : 1))).toEqual(model.expectedFiles());
+        expect([...got.dirs].sort()).toEqual([...model.dirs].sort());
+        for (const f of tree.files) {
+          expect(await sha256File(join(dl, f.path)), f.path).toBe(f.sha256);
+        }
+        rmSync(dl, { recursive: true, force: true });
+      },
+      COPY_TIMEOUT_MS + 60_000,
+    );
 
     it('moveto renames and moves files and folders', async () => {
       const inDir = (d: string) =>
         tree.files.filter((f) => f.size > 0 && f.path.startsWith(d + '/') && !f.path.slice(d.length + 1).includes('/'));
       const catSha = async (p: string) => {
         const { createHash } = await import('node:crypto');
-        return createHash('sha256').update((await rc().ok(['cat', up(p)])).stdout).digest('hex');
+        return createHash('sha256')
+          .update((await rc().ok(['cat', up(p)])).stdout)
+          .digest('hex');
       };
 
       // 1. rename inside a folder
@@ -337,7 +370,9 @@ function roundTrip(m: Mode) {
       expect(sortedFiles(items)).toEqual(model.expectedFiles());
       expect(sortedDirs(items)).toEqual([...model.dirs].sort());
       for (const p of [aTo, bTo, target.path]) expect(await catSha(p), p).toBe(model.files.get(p)!.sha256);
-      const moved = [...model.files.keys()].find((p) => p.startsWith('relocated/one é/') && model.files.get(p)!.size > 0)!;
+      const moved = [...model.files.keys()].find(
+        (p) => p.startsWith('relocated/one é/') && model.files.get(p)!.size > 0,
+      )!;
       expect(await catSha(moved)).toBe(model.files.get(moved)!.sha256);
       // the server agrees: old paths gone, new ones there
       expect((await listDir(repo, '/up/deep/1')).status).toBe(404);
@@ -377,7 +412,11 @@ function roundTrip(m: Mode) {
         const dst = `all:${LIB_NAME}/from other library/${f[0].split('/').pop()}`;
         await rc().ok(['moveto', up(f[0]), dst]);
         const { createHash } = await import('node:crypto');
-        expect(createHash('sha256').update((await rc().ok(['cat', dst])).stdout).digest('hex')).toBe(f[1].sha256);
+        expect(
+          createHash('sha256')
+            .update((await rc().ok(['cat', dst])).stdout)
+            .digest('hex'),
+        ).toBe(f[1].sha256);
         model.files.delete(f[0]);
         expect(sortedFiles(await rc().lsjson(up(), ['-R']))).toEqual(model.expectedFiles());
 
@@ -388,7 +427,9 @@ function roundTrip(m: Mode) {
         await rc().ok(['moveto', up(dir), `all:${LIB_NAME}/cross é/${dir}`]);
         const there = await rc().lsjson(`all:${LIB_NAME}/cross é/${dir}`, ['-R']);
         expect(sortedFiles(there)).toEqual(
-          inDir.map(([p, v]): [string, number] => [p.slice(dir.length + 1), v.size]).sort((a, b) => (a[0] < b[0] ? -1 : 1)),
+          inDir
+            .map(([p, v]): [string, number] => [p.slice(dir.length + 1), v.size])
+            .sort((a, b) => (a[0] < b[0] ? -1 : 1)),
         );
         model.removeTree(dir);
         expect(sortedFiles(await rc().lsjson(up(), ['-R']))).toEqual(model.expectedFiles());

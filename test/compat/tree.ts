@@ -2,7 +2,7 @@
 // layout and sizes; file bytes come from AES-256-CTR keyed by (seed, path),
 // which is a seeded stream too, only fast enough for a 200 MiB file.
 import { createCipheriv, createHash } from 'node:crypto';
-import { createReadStream, mkdirSync, openSync, closeSync, writeSync, readdirSync, statSync } from 'node:fs';
+import { mkdirSync, openSync, closeSync, writeSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 
 export interface TreeFile {
@@ -94,7 +94,11 @@ export function generateTree(root: string, seed: number, count: number, bigSize:
     used.add(rel);
     const r = rnd();
     const size =
-      dir === 'zeros' || r < 0.11 ? 0 : r < 0.95 ? 1 + Math.floor(rnd() * 32 * 1024) : 100_000 + Math.floor(rnd() * 2 * 1024 * 1024);
+      dir === 'zeros' || r < 0.11
+        ? 0
+        : r < 0.95
+          ? 1 + Math.floor(rnd() * 32 * 1024)
+          : 100_000 + Math.floor(rnd() * 2 * 1024 * 1024);
     files.push({ path: rel, size, sha256: writeSeeded(join(root, rel), size, seed, rel) });
   }
   const bigRel = 'big/big file é 日本.bin';
@@ -103,15 +107,8 @@ export function generateTree(root: string, seed: number, count: number, bigSize:
   return { root, files, dirs: [...dirs].sort(), big };
 }
 
-export function sha256File(file: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const h = createHash('sha256');
-    createReadStream(file)
-      .on('data', (b) => h.update(b))
-      .on('error', reject)
-      .on('end', () => resolve(h.digest('hex')));
-  });
-}
+// one definition, in the shared helpers; re-exported for the tests that import it from here
+export { sha256File } from '../helpers/api-check.js';
 
 /** Files and folders found under `root` (relative paths), for comparing a download. */
 export function walk(root: string): { files: Map<string, number>; dirs: Set<string> } {

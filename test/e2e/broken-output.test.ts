@@ -11,7 +11,18 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { controlPaths } from '../../src/cli/mount-control.js';
 import { SeafileClient } from '../../src/client/client.js';
 import { expectRemoteFile, remoteBytes, waitRemoteFile } from '../helpers/api-check.js';
-import { CLI, isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep, testEnv, trackMountProcess } from '../helpers/mount.js';
+import {
+  CLI,
+  isMountpoint,
+  mountLibrary,
+  q,
+  run,
+  scratchDir,
+  sh,
+  sleep,
+  testEnv,
+  trackMountProcess,
+} from '../helpers/mount.js';
 import { setupE2E, writeRandom } from './fixture.js';
 
 // latency: an upload started by a close is still pending when the terminal closes
@@ -99,7 +110,9 @@ describe('a mount whose output goes nowhere', () => {
     const cpu = await idleCpu(m.pid);
     console.log(`broken pipe: the mount used ${cpu.toFixed(2)} s of CPU over 3 s idle`);
     expect(cpu, 'CPU seconds of the idle mount over 3 s').toBeLessThan(0.5);
-    expect((await sh(`ls ${q(m.mnt)}/p`, { timeoutMs: 10_000, allowFail: true })).out, 'the mount still answers').toBe('big.bin\nnote.txt\n');
+    expect((await sh(`ls ${q(m.mnt)}/p`, { timeoutMs: 10_000, allowFail: true })).out, 'the mount still answers').toBe(
+      'big.bin\nnote.txt\n',
+    );
 
     const un = await m.unmount();
     expect(un.code, un.out + un.err).toBe(0);
@@ -142,7 +155,9 @@ describe('a mount whose output goes nowhere', () => {
     const cpu = await idleCpu(child.pid!);
     console.log(`broken pipe: seafs demo used ${cpu.toFixed(2)} s of CPU over 3 s idle`);
     expect(cpu, 'CPU seconds of the idle demo over 3 s').toBeLessThan(0.5);
-    expect((await sh(`ls ${q(mnt)}`, { timeoutMs: 10_000, allowFail: true })).out, 'the mount still answers').toBe('Data\nDocuments\nPictures\nREADME.txt\n');
+    expect((await sh(`ls ${q(mnt)}`, { timeoutMs: 10_000, allowFail: true })).out, 'the mount still answers').toBe(
+      'Data\nDocuments\nPictures\nREADME.txt\n',
+    );
 
     child.kill('SIGINT');
     const code = await Promise.race([exited, sleep(60_000).then(() => 'still running 60 s after SIGINT')]);
@@ -154,7 +169,19 @@ describe('a mount whose output goes nowhere', () => {
     const repo = ctx.repos.Tty;
     const mnt = mkdtempSync(path.join(scratchDir(), 'tty-mnt-'));
     const cacheDir = mkdtempSync(path.join(scratchDir(), 'tty-cache-'));
-    const cmd = [process.execPath, CLI, 'mount', ctx.server.url, mnt, '--library', 'Tty', '--user', ctx.server.adminEmail, '--cache-dir', cacheDir];
+    const cmd = [
+      process.execPath,
+      CLI,
+      'mount',
+      ctx.server.url,
+      mnt,
+      '--library',
+      'Tty',
+      '--user',
+      ctx.server.adminEmail,
+      '--cache-dir',
+      cacheDir,
+    ];
     // `script` runs the mount on a pseudo-terminal of its own, as the session leader (what an
     // interactive shell does on hangup, resend SIGHUP to its foreground job, the kernel does here);
     // killing `script` closes the terminal: SIGHUP, and every later write to the terminal is EIO
@@ -168,7 +195,8 @@ describe('a mount whose output goes nowhere', () => {
     term.stderr!.on('data', (d) => (out += d));
     const t0 = Date.now();
     while (!out.includes('seafs: mounted') || !(await isMountpoint(mnt))) {
-      if (term.exitCode !== null || Date.now() - t0 > 60_000) throw new Error(`the mount on a terminal was not ready: ${out}`);
+      if (term.exitCode !== null || Date.now() - t0 > 60_000)
+        throw new Error(`the mount on a terminal was not ready: ${out}`);
       await sleep(100);
     }
     const mountPids = childrenOf(term.pid!);
@@ -186,7 +214,10 @@ describe('a mount whose output goes nowhere', () => {
     const late = path.join(ctx.src, 'tty-late.bin');
     await writeRandom(late, 3 * 1024 * 1024);
     await sh(`cp ${q(late)} ${q(mnt)}/t/late.bin`, { timeoutMs: 60_000 });
-    expect(await pendingUploads(mnt), 'an upload pending when the terminal closes (else the test proves less)').toContain('/t/late.bin');
+    expect(
+      await pendingUploads(mnt),
+      'an upload pending when the terminal closes (else the test proves less)',
+    ).toContain('/t/late.bin');
 
     term.kill('SIGKILL');
     const t1 = Date.now();
@@ -212,7 +243,21 @@ describe('a mount whose output goes nowhere', () => {
     const logFile = path.join(scratchDir(), 'logged.log');
     const r = await run(
       process.execPath,
-      [CLI, 'mount', ctx.server.url, mnt, '--library', 'Logged', '--user', ctx.server.adminEmail, '--cache-dir', cacheDir, '--daemon', '--log-file', logFile],
+      [
+        CLI,
+        'mount',
+        ctx.server.url,
+        mnt,
+        '--library',
+        'Logged',
+        '--user',
+        ctx.server.adminEmail,
+        '--cache-dir',
+        cacheDir,
+        '--daemon',
+        '--log-file',
+        logFile,
+      ],
       { env: testEnv({ SEAFS_PASSWORD: ctx.server.adminPassword }), timeoutMs: 120_000 },
     );
     const pid = Number(/\(pid (\d+), log ([^)]+)\)/.exec(r.out)?.[1]);

@@ -12,7 +12,8 @@ import { uploadTo } from '../helpers/server.js';
 import { setupE2E } from './fixture.js';
 
 const ctx = setupE2E(['Team']);
-const CONFLICT = (stem: string, ext: string) => new RegExp(`^${stem} \\(SFConflict admin@seafs\\.test \\d{4}(-\\d\\d){5}\\)\\${ext}$`);
+const CONFLICT = (stem: string, ext: string) =>
+  new RegExp(`^${stem} \\(SFConflict admin@seafs\\.test \\d{4}(-\\d\\d){5}\\)\\${ext}$`);
 
 /** Replaces (or creates) a file on the server, as a colleague's client would. */
 async function remoteWrite(dir: string, name: string, text: string): Promise<void> {
@@ -39,7 +40,12 @@ describe('conflicts through the mount', () => {
     const repo = ctx.repos.Team;
     await ctx.api.mkdir(repo, '/e');
     await ctx.api.mkdir(repo, '/gone/deep', { createParents: true });
-    for (const [dir, name] of [['/e', 'edited.txt'], ['/e', 'deleted.txt'], ['/e', 'renamed.txt'], ['/gone/deep', 'kept.txt']]) {
+    for (const [dir, name] of [
+      ['/e', 'edited.txt'],
+      ['/e', 'deleted.txt'],
+      ['/e', 'renamed.txt'],
+      ['/gone/deep', 'kept.txt'],
+    ]) {
       await remoteWrite(dir, name, 'base\n');
     }
     const m = await mountLibrary(ctx.server, { library: 'Team', dirCacheTime: 1, attrTimeout: 1 });

@@ -6,13 +6,23 @@
 // EACCES until `seafs unlock MOUNTPOINT LIBRARY` hands its password over.
 import { spawn } from 'node:child_process';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { expectRemoteFile, remoteBytes, waitRemoteFile } from '../helpers/api-check.js';
-import { CLI, cleanupMounts, isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep, testEnv } from '../helpers/mount.js';
+import {
+  CLI,
+  cleanupMounts,
+  isMountpoint,
+  mountLibrary,
+  q,
+  run,
+  scratchDir,
+  sh,
+  sleep,
+  testEnv,
+} from '../helpers/mount.js';
 import { createUser, startTestServer, type TestServer } from '../helpers/server.js';
 
 const VAULT_PW = 'vault pass, with spaces';
@@ -21,25 +31,13 @@ const TTL_SEC = 2;
 const CHECKER = 'checker@seafs.test';
 const CHECKER_PW = 'checker-secret-pw';
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
 let server: TestServer;
 let api: SeafileClient;
 let src: string;
 const repos: Record<string, string> = {};
 
 beforeAll(async () => {
-  // a fixed port: the mount reaches the server again after its restart
-  server = await startTestServer({ port: await freePort(), extraArgs: ['--unlock-ttl', String(TTL_SEC)] });
+  server = await startTestServer({ extraArgs: ['--unlock-ttl', String(TTL_SEC)] });
   const { client: owner } = await SeafileClient.login({ baseUrl: server.url }, server.adminEmail, server.adminPassword);
   try {
     repos.Vault = (await owner.createLibrary('Vault', { password: VAULT_PW })).repo_id;
@@ -81,11 +79,15 @@ afterAll(async () => {
 /** `seafs mount URL MNT --library Vault` as a child that is expected to fail before mounting. */
 async function mountExpectingFailure(env: NodeJS.ProcessEnv, extra: string[] = []) {
   const mnt = mkdtempSync(path.join(scratchDir(), 'enc-fail-'));
-  const r = await run(process.execPath, [CLI, 'mount', server.url, mnt, '--user', server.adminEmail, '--library', 'Vault', ...extra], {
-    env: testEnv({ SEAFS_PASSWORD: server.adminPassword, SEAFS_LIBRARY_PASSWORD: '', ...env }),
-    allowFail: true,
-    timeoutMs: 60_000,
-  });
+  const r = await run(
+    process.execPath,
+    [CLI, 'mount', server.url, mnt, '--user', server.adminEmail, '--library', 'Vault', ...extra],
+    {
+      env: testEnv({ SEAFS_PASSWORD: server.adminPassword, SEAFS_LIBRARY_PASSWORD: '', ...env }),
+      allowFail: true,
+      timeoutMs: 60_000,
+    },
+  );
   return { ...r, mnt };
 }
 
@@ -101,7 +103,9 @@ describe('encrypted libraries', () => {
   it('without a terminal and without a password the mount says where the password can come from', async () => {
     const r = await mountExpectingFailure({});
     expect(r.code).toBe(1);
-    expect(r.err.trim()).toBe('seafs: the library "Vault" is encrypted: give its password through SEAFS_LIBRARY_PASSWORD or --library-password-file');
+    expect(r.err.trim()).toBe(
+      'seafs: the library "Vault" is encrypted: give its password through SEAFS_LIBRARY_PASSWORD or --library-password-file',
+    );
     expect(await isMountpoint(r.mnt)).toBe(false);
   });
 
@@ -109,7 +113,12 @@ describe('encrypted libraries', () => {
     const pwFile = path.join(src, 'vault.pw');
     writeFileSync(pwFile, `${VAULT_PW}\n`);
     chmodSync(pwFile, 0o600);
-    const m = await mountLibrary(server, { library: 'Vault', dirCacheTime: 1, attrTimeout: 0, extraArgs: ['--library-password-file', pwFile] });
+    const m = await mountLibrary(server, {
+      library: 'Vault',
+      dirCacheTime: 1,
+      attrTimeout: 0,
+      extraArgs: ['--library-password-file', pwFile],
+    });
     expect(m.output()).toContain('seafs: mounted Vault');
     const repo = repos.Vault;
 
@@ -120,7 +129,12 @@ describe('encrypted libraries', () => {
 
     // the server forgets the unlock after TTL_SEC: reads and writes go on
     await sleep((TTL_SEC + 1) * 1000);
-    await api.upload(await api.uploadLink(repo, '/'), '/', writeTmp('from-api-1.txt', 'put through the API after the expiry\n'), 'from-api-1.txt');
+    await api.upload(
+      await api.uploadLink(repo, '/'),
+      '/',
+      writeTmp('from-api-1.txt', 'put through the API after the expiry\n'),
+      'from-api-1.txt',
+    );
     await sleep(1500);
     expect((await sh(`cat ${q(m.mnt)}/from-api-1.txt`)).out).toBe('put through the API after the expiry\n');
     const b = path.join(src, 'b.txt');
@@ -128,13 +142,18 @@ describe('encrypted libraries', () => {
     await sh(`cp ${q(b)} ${q(m.mnt)}/b.txt`);
     await waitRemoteFile(api, repo, '/b.txt', b);
 
-    // a restart forgets every unlock (and every upload link)
-    await server.restart();
+    // a restart forgets every unlock (and every upload link); the same port: the mount reaches it again
+    await server.restart({ samePort: true });
     const c = path.join(src, 'c.txt');
     writeFileSync(c, 'third file, written after the restart\n');
     await sh(`cp ${q(c)} ${q(m.mnt)}/c.txt`);
     await sh(`echo appended >> ${q(m.mnt)}/a.txt`);
-    await api.upload(await api.uploadLink(repo, '/'), '/', writeTmp('from-api-2.txt', 'put through the API after the restart\n'), 'from-api-2.txt');
+    await api.upload(
+      await api.uploadLink(repo, '/'),
+      '/',
+      writeTmp('from-api-2.txt', 'put through the API after the restart\n'),
+      'from-api-2.txt',
+    );
     await sleep(1500);
     expect((await sh(`cat ${q(m.mnt)}/from-api-2.txt`)).out).toBe('put through the API after the restart\n');
 
@@ -170,7 +189,9 @@ describe('encrypted libraries', () => {
     const pwFile = path.join(src, 'safe.pw');
     writeFileSync(pwFile, `${SAFE_PW}\n`);
     chmodSync(pwFile, 0o600);
-    const ok = await run(process.execPath, [CLI, 'unlock', m.mnt, 'Safe', '--library-password-file', pwFile], { env: testEnv() });
+    const ok = await run(process.execPath, [CLI, 'unlock', m.mnt, 'Safe', '--library-password-file', pwFile], {
+      env: testEnv(),
+    });
     expect(ok.out.trim()).toBe(`seafs: unlocked "Safe" at ${m.mnt}`);
 
     const f = path.join(src, 'safe.txt');
@@ -188,7 +209,10 @@ describe('encrypted libraries', () => {
     await expectRemoteFile(api, repos.Safe, '/safe.txt', f);
     await expectRemoteFile(api, repos.Safe, '/safe2.txt', g);
     // the log said once how to unlock it, and never showed the password
-    const told = m.output().split('\n').filter((l) => l.includes('library "Safe" is encrypted and locked'));
+    const told = m
+      .output()
+      .split('\n')
+      .filter((l) => l.includes('library "Safe" is encrypted and locked'));
     expect(told, m.output()).toHaveLength(1);
     expect(told[0]).toContain(`seafs unlock ${m.mnt} 'Safe'`);
     expect(m.output()).not.toContain(SAFE_PW);
@@ -196,11 +220,17 @@ describe('encrypted libraries', () => {
 
   it('seafs unlock of a library that is not encrypted, or of a mount that is not there, is one error line', async () => {
     const m = await mountLibrary(server, {});
-    const plain = await run(process.execPath, [CLI, 'unlock', m.mnt, 'Plain'], { env: testEnv({ SEAFS_LIBRARY_PASSWORD: 'x' }), allowFail: true });
+    const plain = await run(process.execPath, [CLI, 'unlock', m.mnt, 'Plain'], {
+      env: testEnv({ SEAFS_LIBRARY_PASSWORD: 'x' }),
+      allowFail: true,
+    });
     expect(plain.code).toBe(1);
     expect(plain.err.trim()).toBe('seafs: the library "Plain" is not encrypted');
     const none = mkdtempSync(path.join(scratchDir(), 'none-'));
-    const nobody = await run(process.execPath, [CLI, 'unlock', none, 'Safe'], { env: testEnv({ SEAFS_LIBRARY_PASSWORD: 'x' }), allowFail: true });
+    const nobody = await run(process.execPath, [CLI, 'unlock', none, 'Safe'], {
+      env: testEnv({ SEAFS_LIBRARY_PASSWORD: 'x' }),
+      allowFail: true,
+    });
     expect(nobody.code).toBe(1);
     expect(nobody.err.trim()).toBe(`seafs: no seafs mount answers at ${none}`);
     expect((await m.unmount()).code).toBe(0);
@@ -211,13 +241,28 @@ describe('encrypted libraries: --daemon and the prompt', () => {
   it('--daemon asks the password before detaching: a wrong one is one line, the right one mounts', async () => {
     const mnt = mkdtempSync(path.join(scratchDir(), 'enc-daemon-'));
     const cache = mkdtempSync(path.join(scratchDir(), 'cache-'));
-    const args = [CLI, 'mount', `${server.url}#Vault`, mnt, '--user', server.adminEmail, '--cache-dir', cache, '--daemon'];
-    const wrong = await run(process.execPath, args, { env: testEnv({ SEAFS_PASSWORD: server.adminPassword, SEAFS_LIBRARY_PASSWORD: 'nope' }), allowFail: true });
+    const args = [
+      CLI,
+      'mount',
+      `${server.url}#Vault`,
+      mnt,
+      '--user',
+      server.adminEmail,
+      '--cache-dir',
+      cache,
+      '--daemon',
+    ];
+    const wrong = await run(process.execPath, args, {
+      env: testEnv({ SEAFS_PASSWORD: server.adminPassword, SEAFS_LIBRARY_PASSWORD: 'nope' }),
+      allowFail: true,
+    });
     expect(wrong.code).toBe(1);
     expect(wrong.err.trim()).toBe('seafs: wrong password for the encrypted library "Vault"');
     expect(await isMountpoint(mnt)).toBe(false);
 
-    const up = await run(process.execPath, args, { env: testEnv({ SEAFS_PASSWORD: server.adminPassword, SEAFS_LIBRARY_PASSWORD: VAULT_PW }) });
+    const up = await run(process.execPath, args, {
+      env: testEnv({ SEAFS_PASSWORD: server.adminPassword, SEAFS_LIBRARY_PASSWORD: VAULT_PW }),
+    });
     const pid = Number(/\(pid (\d+),/.exec(up.out)?.[1]);
     daemons.add(pid);
     expect(up.out).toContain(`seafs: mounted Vault at ${mnt}`);
@@ -235,7 +280,10 @@ describe('encrypted libraries: --daemon and the prompt', () => {
     const m = await mountLibrary(server, {});
     // `script` gives the command a terminal; the password is typed on it once the prompt shows
     const cmd = [process.execPath, CLI, 'unlock', m.mnt, 'Safe'].map(q).join(' ');
-    const term = spawn('script', ['-q', '-e', '-c', cmd, '/dev/null'], { env: testEnv({ SEAFS_LIBRARY_PASSWORD: '' }), stdio: ['pipe', 'pipe', 'pipe'] });
+    const term = spawn('script', ['-q', '-e', '-c', cmd, '/dev/null'], {
+      env: testEnv({ SEAFS_LIBRARY_PASSWORD: '' }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let out = '';
     let typed = false;
     term.stdout!.setEncoding('utf8');

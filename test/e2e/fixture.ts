@@ -25,7 +25,11 @@ export function setupE2E(libraries: string[], serverOpts: { latencyMs?: number }
   const ctx = { repos: {} } as E2E;
   beforeAll(async () => {
     ctx.server = await startTestServer(serverOpts);
-    ({ client: ctx.api } = await SeafileClient.login({ baseUrl: ctx.server.url }, ctx.server.adminEmail, ctx.server.adminPassword));
+    ({ client: ctx.api } = await SeafileClient.login(
+      { baseUrl: ctx.server.url },
+      ctx.server.adminEmail,
+      ctx.server.adminPassword,
+    ));
     for (const name of libraries) ctx.repos[name] = (await ctx.api.createLibrary(name)).repo_id;
     ctx.src = mkdtempSync(path.join(os.tmpdir(), 'seafs-e2e-src-'));
   });

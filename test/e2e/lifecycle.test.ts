@@ -9,7 +9,18 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { expectRemoteFile, remoteExists, remoteNames, remoteSha, waitRemoteFile } from '../helpers/api-check.js';
-import { CLI, isMountpoint, mountLibrary, q, run, scratchDir, sh, sleep, testEnv, trackMountProcess } from '../helpers/mount.js';
+import {
+  CLI,
+  isMountpoint,
+  mountLibrary,
+  q,
+  run,
+  scratchDir,
+  sh,
+  sleep,
+  testEnv,
+  trackMountProcess,
+} from '../helpers/mount.js';
 import { SeafileClient } from '../../src/client/client.js';
 import { createUser } from '../helpers/server.js';
 import { setupE2E, writeRandom } from './fixture.js';
@@ -150,7 +161,9 @@ describe('unmount, signals and crashes', () => {
       const t1 = Date.now();
       const mk = await sh(`mkdir ${q(m.mnt)}/outage/newdir`, { allowFail: true, timeoutMs: 90_000 });
       const mkMs = Date.now() - t1;
-      console.log(`stalled server: cp (write-back) returned in ${cpMs} ms; mkdir failed after ${mkMs} ms with: ${mk.err.trim()}`);
+      console.log(
+        `stalled server: cp (write-back) returned in ${cpMs} ms; mkdir failed after ${mkMs} ms with: ${mk.err.trim()}`,
+      );
       expect(mk.code, 'mkdir against a stalled server must fail, not hang').not.toBe(0);
       expect(mk.err).toMatch(/timed out|Input\/output error/);
     } finally {
@@ -174,7 +187,10 @@ describe('unmount, signals and crashes', () => {
     await sh(`mkdir ${q(mnt)}/copy`);
     const log = path.join(ctx.src, 'written.log');
     writeFileSync(log, '');
-    const writer = run(process.execPath, ['-e', WRITER, path.join(mnt, 'copy'), '100', log], { allowFail: true, timeoutMs: 120_000 });
+    const writer = run(process.execPath, ['-e', WRITER, path.join(mnt, 'copy'), '100', log], {
+      allowFail: true,
+      timeoutMs: 120_000,
+    });
     const logged = async () => (await sh(`cat ${q(log)}`)).out.split('\n').filter(Boolean);
     // kill the mount mid-way
     const t0 = Date.now();
@@ -191,17 +207,24 @@ describe('unmount, signals and crashes', () => {
     // what the server had at the moment of the crash
     const present = new Set((await remoteNames(ctx.api, repo, '/copy')) ?? []);
     let onServer = 0;
-    for (const [name, sha] of closed) if (present.has(name) && (await remoteSha(ctx.api, repo, `/copy/${name}`)).sha === sha) onServer++;
+    for (const [name, sha] of closed)
+      if (present.has(name) && (await remoteSha(ctx.api, repo, `/copy/${name}`)).sha === sha) onServer++;
     console.log(`kill -9 after ${closed.length} closed files; ${onServer} of them were on the server at the crash`);
-    expect(onServer, 'some closed files must still have been pending (else the test proves nothing)').toBeLessThan(closed.length);
+    expect(onServer, 'some closed files must still have been pending (else the test proves nothing)').toBeLessThan(
+      closed.length,
+    );
 
     // same mount point (a dead mount), same cache dir: the new mount uploads the journal
     const again = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
-    for (const [name] of closed) expect((await sh(`test -f ${q(mnt)}/copy/${name} && echo ok`, { allowFail: true })).out, name).toBe('ok\n');
+    for (const [name] of closed)
+      expect((await sh(`test -f ${q(mnt)}/copy/${name} && echo ok`, { allowFail: true })).out, name).toBe('ok\n');
     const un = await again.unmount();
     expect(un.code, un.out + un.err).toBe(0);
     for (const [name, sha] of closed) {
-      const got = await remoteSha(ctx.api, repo, `/copy/${name}`).catch((e: Error) => ({ sha: `missing: ${e.message}`, size: -1 }));
+      const got = await remoteSha(ctx.api, repo, `/copy/${name}`).catch((e: Error) => ({
+        sha: `missing: ${e.message}`,
+        size: -1,
+      }));
       expect(got.sha, `/copy/${name} through the API after recovery`).toBe(sha);
     }
   });
@@ -220,7 +243,9 @@ describe('unmount, signals and crashes', () => {
     const second = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
     await second.kill9(); // as soon as it is mounted: its recovery uploads are under way
     const afterSecond = ((await remoteNames(ctx.api, repo, '/c4')) ?? []).length;
-    console.log(`double crash: ${afterFirst} of 30 files on the server after the first kill -9, ${afterSecond} after the second`);
+    console.log(
+      `double crash: ${afterFirst} of 30 files on the server after the first kill -9, ${afterSecond} after the second`,
+    );
     const third = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
     const un = await third.unmount();
     expect(un.code, un.out + un.err).toBe(0);
@@ -281,7 +306,8 @@ describe('unmount, signals and crashes', () => {
     const again = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
     const un = await again.unmount();
     expect(un.code, un.out + un.err).toBe(0);
-    for (const n of ['over', 'app', 'trunc', 'patch']) await expectRemoteFile(ctx.api, repo, `/c3/${n}`, path.join(L, n));
+    for (const n of ['over', 'app', 'trunc', 'patch'])
+      await expectRemoteFile(ctx.api, repo, `/c3/${n}`, path.join(L, n));
   });
 
   it('seafs demo mounts a sample library, takes writes, and on Ctrl-C uploads, unmounts and exits 0', async () => {
@@ -302,7 +328,9 @@ describe('unmount, signals and crashes', () => {
     expect(out).toContain(`seafs: mounted Demo at ${mnt}`);
     expect((await sh(`ls ${q(mnt)}`)).out).toBe('Data\nDocuments\nPictures\nREADME.txt\n');
     expect((await sh(`cat ${q(mnt)}/README.txt`)).out).toMatch(/^Welcome to the seafs demo/);
-    expect((await sh(`file -b ${q(mnt)}/Pictures/gradient.png || head -c 4 ${q(mnt)}/Pictures/gradient.png`)).out).toMatch(/PNG/);
+    expect(
+      (await sh(`file -b ${q(mnt)}/Pictures/gradient.png || head -c 4 ${q(mnt)}/Pictures/gradient.png`)).out,
+    ).toMatch(/PNG/);
     const f = path.join(ctx.src, 'demo.bin');
     await writeRandom(f, 5 * 1024 * 1024);
     await sh(`cp ${q(f)} ${q(mnt)}/Documents/ && mv ${q(mnt)}/Documents/demo.bin ${q(mnt)}/Data/`);

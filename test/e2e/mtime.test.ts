@@ -58,7 +58,9 @@ describe('modification times', () => {
       writeFileSync(path.join(tree, n), `file ${n}\n`);
       utimesSync(path.join(tree, n), T1 + i, T1 + i);
     }
-    await sh(`tar -cf ${q(ctx.src)}/tree.tar -C ${q(tree)} . && mkdir ${q(mnt)}/untarred && tar -xf ${q(ctx.src)}/tree.tar -C ${q(mnt)}/untarred`);
+    await sh(
+      `tar -cf ${q(ctx.src)}/tree.tar -C ${q(tree)} . && mkdir ${q(mnt)}/untarred && tar -xf ${q(ctx.src)}/tree.tar -C ${q(mnt)}/untarred`,
+    );
     for (const [i, n] of ['a.txt', 'b.txt', 'sub/c.txt'].entries()) {
       const dir = path.posix.dirname(`/untarred/${n}`);
       expect(await remoteMtime(dir, path.posix.basename(n), T1 + i), n).toBe(T1 + i);

@@ -73,12 +73,17 @@ describe('several mounts, read-only access, all-libraries mode', () => {
     await sh(`printf 'edited by B, longer\\n' > ${q(B('dir/note.txt'))} && printf b > ${q(B('dir/b.txt'))}`);
     await waitRemoteFile(ctx.api, repo, '/dir/note.txt', Buffer.from('edited by B, longer\n'));
     await waitRemoteFile(ctx.api, repo, '/dir/b.txt', Buffer.from('b'));
-    const seenBack = await until(`test "$(cat ${q(A('dir/note.txt'))})" = 'edited by B, longer' && test -f ${q(A('dir/b.txt'))}`, 15_000);
+    const seenBack = await until(
+      `test "$(cat ${q(A('dir/note.txt'))})" = 'edited by B, longer' && test -f ${q(A('dir/b.txt'))}`,
+      15_000,
+    );
     // A deletes and renames; B stops seeing the old names
     await sh(`rm ${q(A('dir/b.txt'))} && mv ${q(A('dir/note.txt'))} ${q(A('dir/renamed.txt'))}`);
     await waitRemoteExists(ctx.api, repo, '/dir/renamed.txt', true);
     const gone = await until(`test "$(ls ${q(B('dir'))})" = renamed.txt && ! test -e ${q(B('dir/b.txt'))}`, 15_000);
-    console.log(`two mounts (--dir-cache-time 1): B saw A's file ${seen} ms after upload, A saw B's edit after ${seenBack} ms, deletes after ${gone} ms`);
+    console.log(
+      `two mounts (--dir-cache-time 1): B saw A's file ${seen} ms after upload, A saw B's edit after ${seenBack} ms, deletes after ${gone} ms`,
+    );
     // a change made through the API (another client) shows up too
     await ctx.api.renameFile(repo, '/dir/renamed.txt', 'by-api.txt');
     await until(`test -f ${q(A('dir/by-api.txt'))} && test -f ${q(B('dir/by-api.txt'))}`, 15_000);
@@ -94,10 +99,16 @@ describe('several mounts, read-only access, all-libraries mode', () => {
     await sh(`mkdir ${q(a.mnt)}/both`);
     await until(`test -d ${q(b.mnt)}/both`, 15_000);
     const write = (dir: string, tag: string) =>
-      sh(`for i in $(seq 1 25); do head -c $((i * 3001)) /dev/zero | tr '\\0' '${tag}' > ${q(dir)}/both/${tag}$i.txt; done`);
+      sh(
+        `for i in $(seq 1 25); do head -c $((i * 3001)) /dev/zero | tr '\\0' '${tag}' > ${q(dir)}/both/${tag}$i.txt; done`,
+      );
     await Promise.all([write(a.mnt, 'a'), write(b.mnt, 'b')]);
-    const want = [...Array.from({ length: 25 }, (_, i) => `a${i + 1}.txt`), ...Array.from({ length: 25 }, (_, i) => `b${i + 1}.txt`)].sort();
-    for (const n of want) await waitRemoteFile(ctx.api, repo, `/both/${n}`, Buffer.alloc(Number(n.slice(1, -4)) * 3001, n[0]));
+    const want = [
+      ...Array.from({ length: 25 }, (_, i) => `a${i + 1}.txt`),
+      ...Array.from({ length: 25 }, (_, i) => `b${i + 1}.txt`),
+    ].sort();
+    for (const n of want)
+      await waitRemoteFile(ctx.api, repo, `/both/${n}`, Buffer.alloc(Number(n.slice(1, -4)) * 3001, n[0]));
     expect(await remoteNames(ctx.api, repo, '/both')).toEqual(want);
     await until(`test "$(ls ${q(a.mnt)}/both | wc -l)" = 50 && test "$(ls ${q(b.mnt)}/both | wc -l)" = 50`, 15_000);
     expect((await sh(`cat ${q(a.mnt)}/both/b25.txt | wc -c`)).out.trim()).toBe(String(25 * 3001));
@@ -147,7 +158,9 @@ describe('several mounts, read-only access, all-libraries mode', () => {
     try {
       const m = await mountLibrary(ctx.server, { user: USER2, password: USER2_PW });
       expect((await sh(`ls ${q(m.mnt)}`)).out).toBe('Second\nShared\n');
-      await sh(`mkdir ${q(m.mnt)}/Second/from-reader && printf 'written by the reader' > ${q(m.mnt)}/Second/from-reader/note.txt`);
+      await sh(
+        `mkdir ${q(m.mnt)}/Second/from-reader && printf 'written by the reader' > ${q(m.mnt)}/Second/from-reader/note.txt`,
+      );
       await waitRemoteFile(ctx.api, ctx.repos.Second, '/from-reader/note.txt', Buffer.from('written by the reader'));
       await sh(`rm -r ${q(m.mnt)}/Second/from-reader`);
       await waitRemoteExists(ctx.api, ctx.repos.Second, '/from-reader', false);
@@ -234,7 +247,11 @@ describe('several mounts, read-only access, all-libraries mode', () => {
   it('a library created through the API appears at the root of a running all-libraries mount', async () => {
     const m = await mountLibrary(ctx.server, { dirCacheTime: 1 });
     expect((await sh(`ls ${q(m.mnt)}`)).out).toBe('Mine\nSecond\nShared\n');
-    const { client } = await SeafileClient.login({ baseUrl: ctx.server.url }, ctx.server.adminEmail, ctx.server.adminPassword);
+    const { client } = await SeafileClient.login(
+      { baseUrl: ctx.server.url },
+      ctx.server.adminEmail,
+      ctx.server.adminPassword,
+    );
     let later: string;
     try {
       later = (await client.createLibrary('Later ü #1')).repo_id;

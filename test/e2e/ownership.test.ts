@@ -19,11 +19,18 @@ async function statOf(...paths: string[]): Promise<string[]> {
 
 describe('owners and modes', () => {
   it('stat shows --uid, --gid and --umask; chmod and chown succeed and change nothing', async () => {
-    const m = await mountLibrary(ctx.server, { library: 'Owned', extraArgs: ['--uid', '1234', '--gid', '2345', '--umask', '027'] });
+    const m = await mountLibrary(ctx.server, {
+      library: 'Owned',
+      extraArgs: ['--uid', '1234', '--gid', '2345', '--umask', '027'],
+    });
     const f = path.join(ctx.src, 'owned.txt');
     writeFileSync(f, 'owned by 1234\n');
     await sh(`mkdir ${q(m.mnt)}/dir && cp ${q(f)} ${q(m.mnt)}/dir/owned.txt`);
-    expect(await statOf(m.mnt, `${m.mnt}/dir`, `${m.mnt}/dir/owned.txt`)).toEqual(['1234 2345 750', '1234 2345 750', '1234 2345 640']);
+    expect(await statOf(m.mnt, `${m.mnt}/dir`, `${m.mnt}/dir/owned.txt`)).toEqual([
+      '1234 2345 750',
+      '1234 2345 750',
+      '1234 2345 640',
+    ]);
     await sh(`chmod 755 ${q(m.mnt)}/dir/owned.txt && chown 0:0 ${q(m.mnt)}/dir/owned.txt`);
     expect(await statOf(`${m.mnt}/dir/owned.txt`)).toEqual(['1234 2345 640']);
     // cp -p keeps the content; the mode it asks for is not kept
@@ -37,7 +44,11 @@ describe('owners and modes', () => {
   });
 
   it('--allow-other mounts with default_permissions: the --uid user writes, another user only reads', async () => {
-    const m = await mountLibrary(ctx.server, { library: 'Owned', attrTimeout: 0, extraArgs: ['--allow-other', '--uid', '1234', '--gid', '1234'] });
+    const m = await mountLibrary(ctx.server, {
+      library: 'Owned',
+      attrTimeout: 0,
+      extraArgs: ['--allow-other', '--uid', '1234', '--gid', '1234'],
+    });
     const opts = (await run('findmnt', ['-n', '-o', 'OPTIONS', m.mnt])).out;
     expect(opts).toMatch(/default_permissions/);
     expect(opts).toMatch(/allow_other/);

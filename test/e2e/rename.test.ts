@@ -118,9 +118,13 @@ describe('mv and safe saves on a mounted library', () => {
     const f = path.join(ctx.src, 'sixty.bin');
     await writeRandom(f, 60 * 1024 * 1024);
     await sh(`mkdir -p ${q(M('inflight/a'))} ${q(M('inflight/b'))}`);
-    await sh(`cp ${q(f)} ${q(M('inflight/a/big.bin'))} && mv ${q(M('inflight/a/big.bin'))} ${q(M('inflight/b/moved.bin'))}`);
+    await sh(
+      `cp ${q(f)} ${q(M('inflight/a/big.bin'))} && mv ${q(M('inflight/a/big.bin'))} ${q(M('inflight/b/moved.bin'))}`,
+    );
     // and a second one renamed twice in a row
-    await sh(`cp ${q(f)} ${q(M('inflight/a/two.bin'))} && mv ${q(M('inflight/a/two.bin'))} ${q(M('inflight/a/two-1.bin'))} && mv ${q(M('inflight/a/two-1.bin'))} ${q(M('inflight/two-2.bin'))}`);
+    await sh(
+      `cp ${q(f)} ${q(M('inflight/a/two.bin'))} && mv ${q(M('inflight/a/two.bin'))} ${q(M('inflight/a/two-1.bin'))} && mv ${q(M('inflight/a/two-1.bin'))} ${q(M('inflight/two-2.bin'))}`,
+    );
     await waitRemoteFile(ctx.api, repo, '/inflight/b/moved.bin', f, 120_000);
     await waitRemoteFile(ctx.api, repo, '/inflight/two-2.bin', f, 120_000);
     await waitNames(repo, '/inflight/a', []);
@@ -134,7 +138,9 @@ describe('mv and safe saves on a mounted library', () => {
     await sh(`mv ${q(M('case.txt'))} ${q(M('CASE.txt'))}`);
     expect((await sh(`cat ${q(M('CASE.txt'))}`)).out).toBe('lower');
     await waitRemoteFile(ctx.api, repo, '/CASE.txt', Buffer.from('lower'));
-    await sh(`mv ${q(M('CASE.txt'))} ${q(M('tmp.swap'))} && mv ${q(M('other.txt'))} ${q(M('CASE.txt'))} && mv ${q(M('tmp.swap'))} ${q(M('other.txt'))}`);
+    await sh(
+      `mv ${q(M('CASE.txt'))} ${q(M('tmp.swap'))} && mv ${q(M('other.txt'))} ${q(M('CASE.txt'))} && mv ${q(M('tmp.swap'))} ${q(M('other.txt'))}`,
+    );
     expect((await sh(`cat ${q(M('CASE.txt'))} ${q(M('other.txt'))}`)).out).toBe('otherlower');
     await waitRemoteFile(ctx.api, repo, '/CASE.txt', Buffer.from('other'));
     await waitRemoteFile(ctx.api, repo, '/other.txt', Buffer.from('lower'));

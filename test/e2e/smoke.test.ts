@@ -1,55 +1,19 @@
 // Smoke tests of the real mount: `seafs mount` as a child process against
 // `seafs serve`, driven with ordinary tools, checked through the API.
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
-import os from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
-import { CLI, startTestServer, type TestServer } from '../helpers/server.js';
+import { remoteBytes, sha256 as sha } from '../helpers/api-check.js';
+import { CLI, cleanupMounts, mountLibrary, scratchDir, sh, testEnv, type MountOptions } from '../helpers/mount.js';
+import { startTestServer, type TestServer } from '../helpers/server.js';
 
-const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-
-function sh(cmd: string, opts: { allowFail?: boolean } = {}): Promise<{ code: number; out: string; err: string }> {
-  return new Promise((resolve, reject) => {
-    execFile('bash', ['-c', cmd], { maxBuffer: 64 << 20, timeout: 120_000 }, (e, out, err) => {
-      const code = e ? ((e as { code?: number }).code ?? 1) : 0;
-      if (code !== 0 && !opts.allowFail) reject(new Error(`${cmd} failed (${code}): ${err}`));
-      else resolve({ code: typeof code === 'number' ? code : 1, out, err });
-    });
-  });
-}
-
-interface Mounted {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number>;
-}
-
-/** `seafs mount` in the foreground; resolves once it printed its ready line. */
-function mount(server: TestServer, mnt: string, cacheDir: string, extra: string[] = []): Promise<Mounted> {
-  const child = spawn(process.execPath, [CLI, 'mount', server.url, mnt, '--user', server.adminEmail, '--cache-dir', cacheDir, ...extra], {
-    env: { ...process.env, SEAFS_PASSWORD: server.adminPassword },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stdout!.on('data', (d) => (out += d));
-  child.stderr!.on('data', (d) => (out += d));
-  const exited = new Promise<number>((r) => child.once('exit', (c) => r(c ?? 1)));
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`mount not ready in 30 s: ${out}`)), 30_000);
-    child.stdout!.on('data', () => {
-      if (out.includes('seafs: mounted')) {
-        clearTimeout(timer);
-        resolve({ child, output: () => out, exited });
-      }
-    });
-    void exited.then((c) => {
-      clearTimeout(timer);
-      reject(new Error(`mount exited ${c}: ${out}`));
-    });
-  });
+/** `seafs mount` of one library at an existing folder, with its own cache dir; resolves once the mount answers. */
+function mount(server: TestServer, mnt: string, cacheDir: string, library: string, extra: string[] = []) {
+  mkdirSync(cacheDir, { recursive: true });
+  const opts: MountOptions = { library, mountpoint: mnt, cacheDir, extraArgs: extra };
+  return mountLibrary(server, opts);
 }
 
 describe('seafs mount (e2e smoke)', () => {
@@ -57,39 +21,28 @@ describe('seafs mount (e2e smoke)', () => {
   let api: SeafileClient;
   let repo: string;
   let work: string;
-  const mounts: string[] = [];
-  const children: ChildProcess[] = [];
 
   beforeAll(async () => {
     server = await startTestServer();
     ({ client: api } = await SeafileClient.login({ baseUrl: server.url }, server.adminEmail, server.adminPassword));
     repo = (await api.createLibrary('Smoke')).repo_id;
     await api.createLibrary('Other');
-    work = mkdtempSync(path.join(os.tmpdir(), 'seafs-e2e-'));
+    // under the mount helper's scratch dir: cleanupMounts() detaches every mount there, even the daemon's
+    work = mkdtempSync(path.join(scratchDir(), 'work-'));
   });
 
   afterAll(async () => {
-    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-    for (const m of mounts) await sh(`fusermount -uz ${m}`, { allowFail: true });
+    await cleanupMounts();
     await api?.close();
     await server?.stop();
-    if (work) rmSync(work, { recursive: true, force: true });
   });
 
-  async function remote(p: string): Promise<Buffer> {
-    const link = await api.downloadLink(repo, p);
-    const res = await api.download(link.url);
-    const parts: Buffer[] = [];
-    for await (const c of res.body) parts.push(c as Buffer);
-    return Buffer.concat(parts);
-  }
+  const remote = (p: string) => remoteBytes(api, repo, p);
 
   it('mounts, and cp, cat, ls, mv, rm, mkdir, rmdir behave; unmount waits for uploads', async () => {
     const mnt = path.join(work, 'm1');
     mkdirSync(mnt);
-    mounts.push(mnt);
-    const m = await mount(server, mnt, path.join(work, 'cache'), ['--library', 'Smoke']);
-    children.push(m.child);
+    const m = await mount(server, mnt, path.join(work, 'cache'), 'Smoke');
     expect(m.output()).toContain(`seafs: mounted Smoke at ${mnt}`);
     expect((await sh(`mount | grep ' ${mnt} '`)).out).toContain('seafs:Smoke');
     // the tests run as root, so the mount raises the kernel's readahead from 128 to 512 KiB
@@ -109,21 +62,25 @@ describe('seafs mount (e2e smoke)', () => {
     expect((await sh(`stat -c %s ${mnt}/big.bin`)).out.trim()).toBe(String(big.length));
     expect((await sh(`sha256sum < ${mnt}/big.bin`)).out.split(' ')[0]).toBe(sha(big));
 
-    await sh(`mkdir -p ${mnt}/dir/sub && mv ${mnt}/small.txt ${mnt}/dir/sub/moved.txt && mv ${mnt}/empty ${mnt}/empty-renamed`);
+    await sh(
+      `mkdir -p ${mnt}/dir/sub && mv ${mnt}/small.txt ${mnt}/dir/sub/moved.txt && mv ${mnt}/empty ${mnt}/empty-renamed`,
+    );
     const rm = await sh(`rmdir ${mnt}/dir`, { allowFail: true });
     expect(rm.code).not.toBe(0);
     expect(rm.err).toMatch(/not empty/i);
     await sh(`cp ${src}/big.bin ${mnt}/dir/gone.bin && rm ${mnt}/dir/gone.bin`);
     expect((await sh(`ls -R ${mnt}`)).out).not.toContain('gone.bin');
     // an append and an overwrite in place
-    await sh(`echo more >> ${mnt}/dir/sub/moved.txt && printf 'HELLO' | dd of=${mnt}/dir/sub/moved.txt conv=notrunc status=none`);
+    await sh(
+      `echo more >> ${mnt}/dir/sub/moved.txt && printf 'HELLO' | dd of=${mnt}/dir/sub/moved.txt conv=notrunc status=none`,
+    );
     expect((await sh(`cat ${mnt}/dir/sub/moved.txt`)).out).toBe('HELLO seafs\nmore\n');
 
     // one more large file right before unmounting: unmount must wait for it
     const last = randomBytes(20 * 1024 * 1024);
     writeFileSync(path.join(src, 'last.bin'), last);
     await sh(`cp ${src}/last.bin ${mnt}/last.bin`);
-    const un = await sh(`node ${CLI} unmount ${mnt}`);
+    const un = await m.unmount();
     expect(un.out).toContain('every upload is on the server');
     expect(await m.exited).toBe(0);
     expect((await sh(`mount | grep ' ${mnt} '`, { allowFail: true })).out).toBe('');
@@ -149,19 +106,11 @@ describe('seafs mount (e2e smoke)', () => {
   async function crashAndRecover(server: TestServer) {
     const { client: api } = await SeafileClient.login({ baseUrl: server.url }, server.adminEmail, server.adminPassword);
     const repo = (await api.createLibrary('Smoke')).repo_id;
-    const remote = async (p: string) => {
-      const link = await api.downloadLink(repo, p);
-      const res = await api.download(link.url);
-      const parts: Buffer[] = [];
-      for await (const c of res.body) parts.push(c as Buffer);
-      return Buffer.concat(parts);
-    };
+    const remote = (p: string) => remoteBytes(api, repo, p);
     const mnt = path.join(work, 'm2');
     mkdirSync(mnt);
-    mounts.push(mnt);
     const cache = path.join(work, 'cache2');
-    const m = await mount(server, mnt, cache, ['--library', 'Smoke']);
-    children.push(m.child);
+    const m = await mount(server, mnt, cache, 'Smoke');
     const src = path.join(work, 'many');
     mkdirSync(src);
     const want = new Map<string, string>();
@@ -171,15 +120,13 @@ describe('seafs mount (e2e smoke)', () => {
       want.set(`f${i}.bin`, sha(b));
     }
     await sh(`mkdir ${mnt}/crash && cp ${src}/* ${mnt}/crash/`);
-    m.child.kill('SIGKILL');
-    await m.exited;
+    await m.kill9();
     const stale = await sh(`ls ${mnt}`, { allowFail: true });
     expect(stale.code).not.toBe(0); // a dead mount: ENOTCONN
 
-    const again = await mount(server, mnt, cache, ['--library', 'Smoke']);
-    children.push(again.child);
+    const again = await mount(server, mnt, cache, 'Smoke');
     expect((await sh(`ls ${mnt}/crash | wc -l`)).out.trim()).toBe('30');
-    const un = await sh(`node ${CLI} unmount ${mnt}`);
+    const un = await again.unmount();
     expect(un.code).toBe(0);
     expect(await again.exited).toBe(0);
     expect(again.output()).toMatch(/recovered \d+ file/);
@@ -190,11 +137,11 @@ describe('seafs mount (e2e smoke)', () => {
   it('all-libraries mode lists libraries and refuses changes at the root; --daemon returns once usable', async () => {
     const mnt = path.join(work, 'm3');
     mkdirSync(mnt);
-    mounts.push(mnt);
     const pwFile = path.join(work, 'pw');
     writeFileSync(pwFile, server.adminPassword + '\n');
     const r = await sh(
       `env -u SEAFS_PASSWORD node ${CLI} mount ${server.url} ${mnt} --user ${server.adminEmail} --password-file ${pwFile} --cache-dir ${work}/cache3 --daemon && ls ${mnt}`,
+      { env: testEnv() },
     );
     expect(r.out).toContain(`seafs: mounted all libraries at ${mnt}`);
     expect(r.out.split('\n')).toEqual(expect.arrayContaining(['Other', 'Smoke']));
@@ -203,30 +150,44 @@ describe('seafs mount (e2e smoke)', () => {
     expect(mk.err).toMatch(/not permitted/i);
     await sh(`echo cross > ${mnt}/Other/x.txt && mv ${mnt}/Other/x.txt ${mnt}/Smoke/x.txt`);
     expect((await sh(`cat ${mnt}/Smoke/x.txt`)).out).toBe('cross\n');
-    expect((await sh(`node ${CLI} unmount ${mnt}`)).code).toBe(0);
+    expect((await sh(`node ${CLI} unmount ${mnt}`, { env: testEnv() })).code).toBe(0);
     expect((await remote('/x.txt')).toString()).toBe('cross\n');
   });
 
   it('explains a wrong password, an unknown library and a missing mount point', async () => {
     const base = `node ${CLI} mount ${server.url}`;
-    const wrong = await sh(`SEAFS_PASSWORD=nope ${base} ${work} --user ${server.adminEmail} --cache-dir ${work}/c4`, { allowFail: true });
+    const wrong = await sh(`SEAFS_PASSWORD=nope ${base} ${work} --user ${server.adminEmail} --cache-dir ${work}/c4`, {
+      allowFail: true,
+    });
     expect(wrong.code).toBe(1);
     expect(wrong.err).toContain('wrong user or password');
-    const lib = await sh(`SEAFS_PASSWORD=${server.adminPassword} ${base} ${work} --user ${server.adminEmail} --library Nope --cache-dir ${work}/c4`, { allowFail: true });
+    const lib = await sh(
+      `SEAFS_PASSWORD=${server.adminPassword} ${base} ${work} --user ${server.adminEmail} --library Nope --cache-dir ${work}/c4`,
+      { allowFail: true },
+    );
     expect(lib.code).toBe(1);
     expect(lib.err).toContain('no library named or with id "Nope"');
-    const missing = await sh(`SEAFS_PASSWORD=${server.adminPassword} ${base} ${work}/does-not-exist --user ${server.adminEmail} --cache-dir ${work}/c4`, { allowFail: true });
+    const missing = await sh(
+      `SEAFS_PASSWORD=${server.adminPassword} ${base} ${work}/does-not-exist --user ${server.adminEmail} --cache-dir ${work}/c4`,
+      { allowFail: true },
+    );
     expect(missing.code).toBe(1);
     expect(missing.err).toContain('does not exist');
-    const down = await sh(`SEAFS_PASSWORD=x node ${CLI} mount http://127.0.0.1:1 ${work} --user a@b.c --cache-dir ${work}/c4`, { allowFail: true });
+    const down = await sh(
+      `SEAFS_PASSWORD=x node ${CLI} mount http://127.0.0.1:1 ${work} --user a@b.c --cache-dir ${work}/c4`,
+      { allowFail: true },
+    );
     expect(down.code).toBe(1);
     expect(down.err).toContain('cannot reach the server');
-    void readFileSync;
   });
 
   it('refuses bad option values and a missing account with one clear line, no stack', async () => {
     const base = `SEAFS_PASSWORD=x node ${CLI} mount ${server.url} ${work} --cache-dir ${work}/c5`;
-    for (const [flag, value] of [['--attr-timeout', 'abc'], ['--read-ahead', '-1'], ['--cache-max-size', 'lots']]) {
+    for (const [flag, value] of [
+      ['--attr-timeout', 'abc'],
+      ['--read-ahead', '-1'],
+      ['--cache-max-size', 'lots'],
+    ]) {
       const r = await sh(`${base} --user a@b.c ${flag} ${value}`, { allowFail: true });
       expect(r.code).toBe(2);
       expect(r.err).toContain(`${flag} takes a number of 0 or more`);
@@ -234,18 +195,18 @@ describe('seafs mount (e2e smoke)', () => {
     }
     const noUser = await sh(`env -u SEAFS_TOKEN ${base}`, { allowFail: true });
     expect(noUser.code).toBe(1);
-    expect(noUser.err.trim()).toBe('seafs: name the account with --user EMAIL (or give a token through SEAFS_TOKEN or --token-file)');
+    expect(noUser.err.trim()).toBe(
+      'seafs: name the account with --user EMAIL or -o username=EMAIL (or give a token through SEAFS_TOKEN or --token-file)',
+    );
   });
 
   it('with --read-ahead 0 the kernel keeps its own readahead', async () => {
     const mnt = path.join(work, 'm5');
     mkdirSync(mnt);
-    mounts.push(mnt);
-    const m = await mount(server, mnt, path.join(work, 'cache5'), ['--library', 'Smoke', '--read-ahead', '0']);
-    children.push(m.child);
+    const m = await mount(server, mnt, path.join(work, 'cache5'), 'Smoke', ['--read-ahead', '0']);
     const dev = (await sh(`mountpoint -d ${mnt}`)).out.trim();
     expect((await sh(`cat /sys/class/bdi/${dev}/read_ahead_kb`)).out.trim()).toBe('128');
-    expect((await sh(`node ${CLI} unmount ${mnt}`)).code).toBe(0);
+    expect((await m.unmount()).code).toBe(0);
     expect(await m.exited).toBe(0);
   });
 });

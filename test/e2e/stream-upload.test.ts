@@ -41,7 +41,11 @@ afterAll(async () => {
 });
 
 /** upload/update POSTs the server has answered so far */
-const uploadPosts = () => server.log().split('\n').filter((l) => /^POST \/seafhttp\/(upload|update)-api\//.test(l));
+const uploadPosts = () =>
+  server
+    .log()
+    .split('\n')
+    .filter((l) => /^POST \/seafhttp\/(upload|update)-api\//.test(l));
 
 /** bytes of the largest upload the server is receiving right now (its multipart temp files) */
 function receiving(): number {
@@ -67,7 +71,8 @@ async function until(what: string, cond: () => boolean, timeoutMs = 60_000): Pro
 
 /** writes `data` at `pos` in 1 MiB pieces through an open file handle */
 async function writeAt(fh: Awaited<ReturnType<typeof open>>, data: Buffer, pos: number): Promise<void> {
-  for (let off = 0; off < data.length; off += MiB) await fh.write(data, off, Math.min(MiB, data.length - off), pos + off);
+  for (let off = 0; off < data.length; off += MiB)
+    await fh.write(data, off, Math.min(MiB, data.length - off), pos + off);
 }
 
 describe('uploads that run while the file is written', () => {
@@ -98,9 +103,15 @@ describe('uploads that run while the file is written', () => {
     await sh(`dd if=${q(f)} of=${q(m2.mnt)}/over.bin bs=1M status=none`);
     const un = await m2.unmount();
     expect(un.code, un.out + un.err).toBe(0);
-    const lines = server.log().split('\n').slice(before - 1);
+    const lines = server
+      .log()
+      .split('\n')
+      .slice(before - 1);
     expect(await remoteSha(api, repo, '/over.bin')).toEqual({ sha: await sha256File(f), size: 48 * MiB });
-    expect(lines.filter((l) => l.startsWith('GET /seafhttp/files/')), 'the old content was downloaded').toEqual([]);
+    expect(
+      lines.filter((l) => l.startsWith('GET /seafhttp/files/')),
+      'the old content was downloaded',
+    ).toEqual([]);
     const posts = lines.filter((l) => /^POST \/seafhttp\/(upload|update)-api\//.test(l));
     expect(posts, posts.join('\n')).toHaveLength(1);
     expect(posts[0]).toMatch(/^POST \/seafhttp\/update-api\/\S+ 200 /);

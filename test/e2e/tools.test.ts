@@ -34,7 +34,9 @@ describe('ordinary tools on a mounted library', () => {
     expect(ls.out).toMatch(/ 0 [A-Z][a-z]{2} .* empty\n/);
     expect(ls.out).toMatch(/ 250 [A-Z][a-z]{2} .* small\.txt\n/);
     expect((await sh(`ls -1 ${q(M())}`)).out).toBe('empty\nsmall.txt\n');
-    expect((await sh(`stat -c '%s %F' ${q(M('small.txt'))} ${q(M('empty'))}`)).out).toBe('250 regular file\n0 regular empty file\n');
+    expect((await sh(`stat -c '%s %F' ${q(M('small.txt'))} ${q(M('empty'))}`)).out).toBe(
+      '250 regular file\n0 regular empty file\n',
+    );
     expect((await sh(`cat ${q(M('small.txt'))}`)).out).toBe('hello from the e2e suite\n'.repeat(10));
     expect((await sh(`cat ${q(M('empty'))}`)).out).toBe('');
     await waitRemoteFile(ctx.api, repo, '/empty', path.join(L, 'empty'));
@@ -51,7 +53,9 @@ describe('ordinary tools on a mounted library', () => {
     expect((await sh(`sha256sum < ${q(M('big.bin'))}`)).out.split(' ')[0]).toBe(await sha256File(big));
     const t1 = Date.now();
     await waitRemoteFile(ctx.api, repo, '/big.bin', big, 120_000);
-    console.log(`cp 100 MiB: ${cpMs} ms to close, ${Date.now() - t1} ms more until it was on the server (after a read back)`);
+    console.log(
+      `cp 100 MiB: ${cpMs} ms to close, ${Date.now() - t1} ms more until it was on the server (after a read back)`,
+    );
     // du reports blocks for what the mount holds
     const du = Number((await sh(`du -sk ${q(M('big.bin'))}`)).out.split('\t')[0]);
     expect(du).toBeGreaterThanOrEqual(100 * 1024);
@@ -73,13 +77,16 @@ describe('ordinary tools on a mounted library', () => {
       );
     }
     expect((await sh(`stat -c %s ${q(M('rand.bin'))}`)).out.trim()).toBe(String(1002 * 4096));
-    expect((await sh(`sha256sum < ${q(M('rand.bin'))}`)).out.split(' ')[0]).toBe(await sha256File(path.join(L, 'rand.bin')));
+    expect((await sh(`sha256sum < ${q(M('rand.bin'))}`)).out.split(' ')[0]).toBe(
+      await sha256File(path.join(L, 'rand.bin')),
+    );
     await waitRemoteFile(ctx.api, repo, '/rand.bin', path.join(L, 'rand.bin'));
   });
 
   it('>> appends to an existing file, also after its upload finished', async () => {
     await waitRemoteFile(ctx.api, repo, '/small.txt', path.join(L, 'small.txt'));
-    for (const dir of [L, M()]) await sh(`echo appended line >> ${q(dir)}/small.txt && printf 'x%.0s' {1..5000} >> ${q(dir)}/small.txt`);
+    for (const dir of [L, M()])
+      await sh(`echo appended line >> ${q(dir)}/small.txt && printf 'x%.0s' {1..5000} >> ${q(dir)}/small.txt`);
     expect((await sh(`tail -c 5 ${q(M('small.txt'))}`)).out).toBe('xxxxx');
     await waitRemoteFile(ctx.api, repo, '/small.txt', path.join(L, 'small.txt'));
     // and an append right after another one, while the first may still be uploading
@@ -90,7 +97,8 @@ describe('ordinary tools on a mounted library', () => {
   it('truncate shrinks, grows (zeros) and empties files', async () => {
     copyFileSync(path.join(L, 'rand.bin'), path.join(L, 'trunc.bin'));
     await sh(`cp ${q(L)}/trunc.bin ${q(M())}/`);
-    for (const dir of [L, M()]) await sh(`truncate -s 1000000 ${q(dir)}/trunc.bin && truncate -s +70000 ${q(dir)}/trunc.bin`);
+    for (const dir of [L, M()])
+      await sh(`truncate -s 1000000 ${q(dir)}/trunc.bin && truncate -s +70000 ${q(dir)}/trunc.bin`);
     expect((await sh(`stat -c %s ${q(M('trunc.bin'))}`)).out.trim()).toBe('1070000');
     expect((await sh(`tail -c 70000 ${q(M('trunc.bin'))} | tr -d '\\0' | wc -c`)).out.trim()).toBe('0');
     await waitRemoteFile(ctx.api, repo, '/trunc.bin', path.join(L, 'trunc.bin'));
@@ -169,7 +177,10 @@ describe('ordinary tools on a mounted library', () => {
     const cold = await mountLibrary(ctx.server, { library: 'Tools' });
     const C = path.join(cold.mnt, 'big.bin');
     const parts = [
-      [`dd if=${q(C)} bs=4096 skip=12345 count=3 status=none`, `dd if=${q(big)} bs=4096 skip=12345 count=3 status=none`],
+      [
+        `dd if=${q(C)} bs=4096 skip=12345 count=3 status=none`,
+        `dd if=${q(big)} bs=4096 skip=12345 count=3 status=none`,
+      ],
       [`tail -c 100000 ${q(C)}`, `tail -c 100000 ${q(big)}`],
       [`head -c 777 ${q(C)}`, `head -c 777 ${q(big)}`],
       [`dd if=${q(C)} bs=1M skip=50 count=5 status=none`, `dd if=${q(big)} bs=1M skip=50 count=5 status=none`],
@@ -190,7 +201,9 @@ describe('ordinary tools on a mounted library', () => {
     const fresh = await mountLibrary(ctx.server, { library: 'Tools' });
     const F = path.join(fresh.mnt, 'big.bin');
     const before = await rchar();
-    await sh(`head -c 4096 ${q(F)} > /dev/null && dd if=${q(F)} bs=4096 skip=20000 count=1 status=none > /dev/null && tail -c 100 ${q(F)} > /dev/null`);
+    await sh(
+      `head -c 4096 ${q(F)} > /dev/null && dd if=${q(F)} bs=4096 skip=20000 count=1 status=none > /dev/null && tail -c 100 ${q(F)} > /dev/null`,
+    );
     const read = (await rchar()) - before;
     console.log(`three small reads of a 100 MiB file: the server read ${(read / 1048576).toFixed(1)} MiB`);
     expect(read).toBeLessThan(30 * 1024 * 1024);
@@ -230,7 +243,9 @@ describe('ordinary tools on a mounted library', () => {
     const t2 = Date.now();
     await sh(`rm -r ${q(D)}`);
     const rmMs = Date.now() - t2;
-    console.log(`ls -l of 1,000 entries on a fresh mount: ${coldMs} ms cold, ${warmMs} ms warm; rm -r of them: ${rmMs} ms`);
+    console.log(
+      `ls -l of 1,000 entries on a fresh mount: ${coldMs} ms cold, ${warmMs} ms warm; rm -r of them: ${rmMs} ms`,
+    );
     await waitRemoteExists(ctx.api, repo, '/thousand', false);
     expect((await fresh.unmount()).code).toBe(0);
   });
@@ -244,7 +259,12 @@ describe('ordinary tools on a mounted library', () => {
     const e = await mountLibrary(ctx.server, { library: 'Secret' });
     const S = path.join(e.mnt, 'secret.bin');
     // the first read starts mid-file: the whole-file answer must be skipped to the offset
-    for (const [skip, count] of [[777, 3], [0, 1], [1600, 100], [1536, 2]]) {
+    for (const [skip, count] of [
+      [777, 3],
+      [0, 1],
+      [1600, 100],
+      [1536, 2],
+    ]) {
       const a = (await sh(`dd if=${q(S)} bs=4096 skip=${skip} count=${count} status=none | sha256sum`)).out;
       const b = (await sh(`dd if=${q(f)} bs=4096 skip=${skip} count=${count} status=none | sha256sum`)).out;
       expect(a, `dd skip=${skip} count=${count}`).toBe(b);
@@ -258,7 +278,15 @@ describe('ordinary tools on a mounted library', () => {
   });
 
   it("names with spaces, unicode, ', %, #, ?, &, + and leading dashes survive cp, mv, mkdir and the API", async () => {
-    const names = ['with space.txt', 'été 日本語 🚀.md', "quote's.txt", '100% #1 ?&=+.txt', '-dash', 'a;b,c~!@$^().txt', '  lead-trail  '];
+    const names = [
+      'with space.txt',
+      'été 日本語 🚀.md',
+      "quote's.txt",
+      '100% #1 ?&=+.txt',
+      '-dash',
+      'a;b,c~!@$^().txt',
+      '  lead-trail  ',
+    ];
     const dirName = 'dir ü #%';
     const N = path.join(ctx.src, 'names');
     mkdirSync(N);
@@ -292,7 +320,10 @@ describe('ordinary tools on a mounted library', () => {
     await waitRemoteFile(ctx.api, repo, `/${name}`, Buffer.from('saved'), 15_000);
     await run('bash', ['-c', 'printf fresh > "$1" && mv "$1" "$2"', '_', M('plain-new.txt'), M('say "bye".txt')]);
     await waitRemoteFile(ctx.api, repo, '/say "bye".txt', Buffer.from('fresh'), 15_000);
-    expect((await remoteNames(ctx.api, repo, '/'))!.filter((n) => /^say |plain-new|%22/.test(n))).toEqual(['say "bye".txt', name]);
+    expect((await remoteNames(ctx.api, repo, '/'))!.filter((n) => /^say |plain-new|%22/.test(n))).toEqual([
+      'say "bye".txt',
+      name,
+    ]);
   });
 
   it('random reads (pread at random offsets and lengths) of files uploaded through the API match the source', async () => {
@@ -307,9 +338,10 @@ describe('ordinary tools on a mounted library', () => {
     }
     const fresh = await mountLibrary(ctx.server, { library: 'Tools' });
     for (const n of sizes) {
-      expect((await sh(`sha256sum < ${q(path.join(fresh.mnt, 'reads', `s${n}`))}`)).out.split(' ')[0], `cat of ${n} bytes`).toBe(
-        await sha256File(path.join(R, `s${n}`)),
-      );
+      expect(
+        (await sh(`sha256sum < ${q(path.join(fresh.mnt, 'reads', `s${n}`))}`)).out.split(' ')[0],
+        `cat of ${n} bytes`,
+      ).toBe(await sha256File(path.join(R, `s${n}`)));
     }
     // 400 preads at random offsets into the 40 MiB file, on a mount that has not read it yet
     const other = await mountLibrary(ctx.server, { library: 'Tools' });

@@ -37,9 +37,13 @@ describe('real trees on a mounted library', () => {
     repo = ctx.repos.Trees;
     m = await mountLibrary(ctx.server, { library: 'Trees' });
     // a real package tarball, packed from node_modules (offline, no scripts)
-    const out = await run('npm', ['pack', path.join(ROOT, 'node_modules/undici'), '--ignore-scripts', '--pack-destination', ctx.src, '--json'], {
-      cwd: ctx.src,
-    });
+    const out = await run(
+      'npm',
+      ['pack', path.join(ROOT, 'node_modules/undici'), '--ignore-scripts', '--pack-destination', ctx.src, '--json'],
+      {
+        cwd: ctx.src,
+      },
+    );
     tgz = path.join(ctx.src, (JSON.parse(out.out) as { filename: string }[])[0].filename);
     pkgDir = path.join(ctx.src, 'ref');
     mkdirSync(pkgDir);
@@ -62,7 +66,9 @@ describe('real trees on a mounted library', () => {
   it('tar c of the tree on the mount, and tar c onto the mount, give the bytes tar gives locally', async () => {
     await sh(`tar ${TAR_NORM} -cf ${q(ctx.src)}/ref.tar -C ${q(pkgDir)} package`);
     await sh(`tar ${TAR_NORM} -cf ${q(ctx.src)}/from-mount.tar -C ${q(M('pkg'))} package`);
-    expect(await sha256File(path.join(ctx.src, 'from-mount.tar'))).toBe(await sha256File(path.join(ctx.src, 'ref.tar')));
+    expect(await sha256File(path.join(ctx.src, 'from-mount.tar'))).toBe(
+      await sha256File(path.join(ctx.src, 'ref.tar')),
+    );
     // the archive written by tar straight onto the mount
     await sh(`tar ${TAR_NORM} -cf ${q(M('pkg.tar'))} -C ${q(pkgDir)} package`);
     await waitRemoteFile(ctx.api, repo, '/pkg.tar', path.join(ctx.src, 'ref.tar'));
@@ -181,10 +187,29 @@ print(db.execute('pragma integrity_check').fetchone()[0], db.execute('select cou
   it('npm install of a package tarball into a project on the mount, then node loads it from there', async () => {
     const P = M('proj');
     mkdirSync(P);
-    writeFileSync(path.join(P, 'package.json'), JSON.stringify({ name: 'proj', version: '1.0.0', private: true }, null, 2) + '\n');
-    const env = { ...process.env, npm_config_cache: path.join(ctx.src, 'npm-cache'), npm_config_update_notifier: 'false' };
-    await run('npm', ['install', '--offline', '--no-bin-links', '--no-audit', '--no-fund', '--ignore-scripts', tgz], { cwd: P, env, timeoutMs: 300_000 });
-    const r = await run(process.execPath, ['--input-type=module', '-e', "import { request, Agent } from 'undici'; console.log(typeof request, typeof Agent)"], { cwd: P });
+    writeFileSync(
+      path.join(P, 'package.json'),
+      JSON.stringify({ name: 'proj', version: '1.0.0', private: true }, null, 2) + '\n',
+    );
+    const env = {
+      ...process.env,
+      npm_config_cache: path.join(ctx.src, 'npm-cache'),
+      npm_config_update_notifier: 'false',
+    };
+    await run('npm', ['install', '--offline', '--no-bin-links', '--no-audit', '--no-fund', '--ignore-scripts', tgz], {
+      cwd: P,
+      env,
+      timeoutMs: 300_000,
+    });
+    const r = await run(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        "import { request, Agent } from 'undici'; console.log(typeof request, typeof Agent)",
+      ],
+      { cwd: P },
+    );
     expect(r.out).toBe('function function\n');
     // the installed package on the server equals the tarball's content (pkgDir was edited by the rsync test)
     const ref = path.join(ctx.src, 'npm-ref');
@@ -219,11 +244,18 @@ print(db.execute('pragma integrity_check').fetchone()[0], db.execute('select cou
     for (let attempt = 0; ; attempt++) {
       const dl = path.join(ctx.src, `dl-${remote.slice(1)}-${attempt}`);
       await downloadTree(ctx.api, repo, remote, dl);
-      const fsck = await git(dl, 'fsck', '--strict', '--no-progress').catch((e: Error) => ({ err: e.message, out: '', code: 1 }));
+      const fsck = await git(dl, 'fsck', '--strict', '--no-progress').catch((e: Error) => ({
+        err: e.message,
+        out: '',
+        code: 1,
+      }));
       if (fsck.code === 0) {
         expect((await git(dl, 'rev-parse', 'HEAD')).out.trim()).toBe(head);
         expect(Number((await git(dl, 'rev-list', '--count', 'HEAD')).out.trim())).toBe(commits);
-        expect((await git(dl, '-c', 'core.fileMode=false', 'status', '--porcelain')).out, 'working tree on the server matches its index').toBe('');
+        expect(
+          (await git(dl, '-c', 'core.fileMode=false', 'status', '--porcelain')).out,
+          'working tree on the server matches its index',
+        ).toBe('');
         return;
       }
       lastErr = fsck.err;

@@ -41,7 +41,12 @@ export async function remoteBytes(api: SeafileClient, repo: string, p: string): 
 }
 
 /** Asserts the server's copy of `remotePath` has the sha256 of `local` (a path or the expected bytes). */
-export async function expectRemoteFile(api: SeafileClient, repo: string, remotePath: string, local: string | Buffer): Promise<void> {
+export async function expectRemoteFile(
+  api: SeafileClient,
+  repo: string,
+  remotePath: string,
+  local: string | Buffer,
+): Promise<void> {
   const want = typeof local === 'string' ? await sha256File(local) : sha256(local);
   const got = await remoteSha(api, repo, remotePath);
   expect(got.sha, `sha256 of ${remotePath} through the API`).toBe(want);
@@ -109,7 +114,12 @@ export async function localTree(root: string): Promise<TreeMap & Map<string, 'di
  * the same relative paths, kinds and sizes, and every file's sha256 equal.
  * Returns the number of files compared.
  */
-export async function expectRemoteTree(api: SeafileClient, repo: string, remoteDir: string, localDir: string): Promise<number> {
+export async function expectRemoteTree(
+  api: SeafileClient,
+  repo: string,
+  remoteDir: string,
+  localDir: string,
+): Promise<number> {
   const local = await localTree(localDir);
   const symlinks = [...local].filter(([, v]) => v === 'symlink').map(([k]) => k);
   expect(symlinks, 'the source tree must not hold symlinks (the API has none)').toEqual([]);
@@ -151,15 +161,26 @@ export async function waitRemoteFile(
     if (Date.now() > deadline) break;
     await new Promise((r) => setTimeout(r, 250));
   }
-  expect(last, `${remotePath} through the API after ${timeoutMs} ms (want sha ${want.slice(0, 12)})`).toBe('the same content');
+  expect(last, `${remotePath} through the API after ${timeoutMs} ms (want sha ${want.slice(0, 12)})`).toBe(
+    'the same content',
+  );
 }
 
 /** Waits until `p` is gone (or present, with `present`) on the server. */
-export async function waitRemoteExists(api: SeafileClient, repo: string, p: string, present: boolean, timeoutMs = 30_000): Promise<void> {
+export async function waitRemoteExists(
+  api: SeafileClient,
+  repo: string,
+  p: string,
+  present: boolean,
+  timeoutMs = 30_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while ((await remoteExists(api, repo, p)) !== present) {
     if (Date.now() > deadline) {
-      expect(await remoteExists(api, repo, p), `${p} ${present ? 'present' : 'absent'} on the server after ${timeoutMs} ms`).toBe(present);
+      expect(
+        await remoteExists(api, repo, p),
+        `${p} ${present ? 'present' : 'absent'} on the server after ${timeoutMs} ms`,
+      ).toBe(present);
       return;
     }
     await new Promise((r) => setTimeout(r, 250));
@@ -167,7 +188,12 @@ export async function waitRemoteExists(api: SeafileClient, repo: string, p: stri
 }
 
 /** Downloads the server's folder `remoteDir` into the local folder `localDir` through the API. */
-export async function downloadTree(api: SeafileClient, repo: string, remoteDir: string, localDir: string): Promise<number> {
+export async function downloadTree(
+  api: SeafileClient,
+  repo: string,
+  remoteDir: string,
+  localDir: string,
+): Promise<number> {
   const { mkdir, writeFile } = await import('node:fs/promises');
   const tree = await remoteTree(api, repo, remoteDir);
   await mkdir(localDir, { recursive: true });

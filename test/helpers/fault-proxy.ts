@@ -30,8 +30,8 @@ export interface FaultProxyOptions extends FaultRates {
   seed: number;
   /** Retry-After of the injected 429s, seconds (default 1) */
   retryAfterSec?: number;
-  /** length of an injected stall (default 4000 ms) */
-  stallMs?: number;
+  /** length of an injected stall (default 4000 ms); [min, max]: drawn from the seeded sequence */
+  stallMs?: number | [number, number];
   /** requests the faults may hit (default: all) */
   only?: (method: string, url: string) => boolean;
 }
@@ -85,12 +85,26 @@ export function pickFault(r: number, rates: FaultRates): Fault {
 export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultProxy> {
   const target = new URL(opts.target);
   const rnd = seededRandom(opts.seed);
-  const counts: FaultCounts = { requests: 0, forwarded: 0, error500: 0, throttle429: 0, resetAfter: 0, stall: 0, frozen: 0, refused: 0 };
+  const counts: FaultCounts = {
+    requests: 0,
+    forwarded: 0,
+    error500: 0,
+    throttle429: 0,
+    resetAfter: 0,
+    stall: 0,
+    frozen: 0,
+    refused: 0,
+  };
   let mode: ProxyMode = 'faults';
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   const upstream = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
+  /** a fixed stall takes no draw, so the sequences of existing seeds stay as they were */
+  const stallLength = (): number => {
+    const s = opts.stallMs ?? 4000;
+    return typeof s === 'number' ? s : s[0] + Math.floor(rnd() * (s[1] - s[0]));
+  };
   const later = (ms: number, fn: () => void) => {
     const t = setTimeout(() => {
       timers.delete(t);
@@ -103,7 +117,14 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   const forward = (req: http.IncomingMessage, res: http.ServerResponse, lose: boolean) => {
     counts.forwarded++;
     const up = http.request(
-      { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent: upstream },
+      {
+        host: target.hostname,
+        port: target.port,
+        method: req.method,
+        path: req.url,
+        headers: req.headers,
+        agent: upstream,
+      },
       (ans) => {
         if (lose) {
           ans.resume();
@@ -120,12 +141,21 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     req.pipe(up);
   };
 
-  const answer = (req: http.IncomingMessage, res: http.ServerResponse, status: number, headers: Record<string, string>) => {
+  const answer = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    status: number,
+    headers: Record<string, string>,
+  ) => {
     // read the request body first, so the client is not cut off mid-upload
     req.resume();
     req.on('end', () => {
       const body = JSON.stringify({ error_msg: `injected ${status}` });
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)), ...headers });
+      res.writeHead(status, {
+        'content-type': 'application/json',
+        'content-length': String(Buffer.byteLength(body)),
+        ...headers,
+      });
       res.end(body);
     });
   };
@@ -142,7 +172,8 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       return;
     }
     const draw = rnd(); // one draw per request, whatever the mode, keeps the sequence seeded
-    const fault = mode === 'faults' && (!opts.only || opts.only(req.method ?? '', req.url ?? '')) ? pickFault(draw, opts) : null;
+    const fault =
+      mode === 'faults' && (!opts.only || opts.only(req.method ?? '', req.url ?? '')) ? pickFault(draw, opts) : null;
     if (fault) counts[fault]++;
     switch (fault) {
       case 'error500':
@@ -153,7 +184,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
         return forward(req, res, true);
       case 'stall':
         req.pause();
-        return later(opts.stallMs ?? 4000, () => {
+        return later(stallLength(), () => {
           req.resume();
           forward(req, res, false);
         });

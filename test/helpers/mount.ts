@@ -32,7 +32,13 @@ export function run(file: string, args: string[], opts: RunOptions = {}): Promis
     const child = execFile(
       file,
       args,
-      { cwd: opts.cwd, env: opts.env ?? process.env, maxBuffer: 64 << 20, timeout: opts.timeoutMs ?? 180_000, killSignal: 'SIGKILL' },
+      {
+        cwd: opts.cwd,
+        env: opts.env ?? process.env,
+        maxBuffer: 64 << 20,
+        timeout: opts.timeoutMs ?? 180_000,
+        killSignal: 'SIGKILL',
+      },
       (e, out, err) => {
         let code = 0;
         if (e) {
@@ -142,7 +148,9 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
     out += d;
     if (process.env.SEAFS_TEST_MOUNT_LOG) process.stderr.write(d);
   });
-  const exited = new Promise<number>((r) => child.once('exit', (c, sig) => r(c ?? 128 + (os.constants.signals[sig!] ?? 0))));
+  const exited = new Promise<number>((r) =>
+    child.once('exit', (c, sig) => r(c ?? 128 + (os.constants.signals[sig!] ?? 0))),
+  );
   void exited.then(() => live.delete(entry));
 
   const deadline = Date.now() + (opts.readyTimeoutMs ?? 30_000);
@@ -167,7 +175,8 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
     child,
     output: () => out,
     exited,
-    unmount: () => run(process.execPath, [CLI, 'unmount', mnt], { allowFail: true, env: seafsEnv(), timeoutMs: 300_000 }),
+    unmount: () =>
+      run(process.execPath, [CLI, 'unmount', mnt], { allowFail: true, env: seafsEnv(), timeoutMs: 300_000 }),
     async kill9() {
       if (alive(child)) child.kill('SIGKILL');
       await exited;
@@ -215,9 +224,12 @@ export async function cleanupMounts(): Promise<void> {
   if (scratch) {
     // detach anything still mounted under the scratch dir (remounts on reused paths)
     const r = await run('findmnt', ['-rn', '-o', 'TARGET'], { allowFail: true });
-    for (const t of r.out.split('\n')) if (t.startsWith(scratch + '/')) await run('fusermount', ['-uz', t], { allowFail: true });
+    for (const t of r.out.split('\n'))
+      if (t.startsWith(scratch + '/')) await run('fusermount', ['-uz', t], { allowFail: true });
     // never recurse into a mount that is still attached: rm would delete remote files
-    const left = (await run('findmnt', ['-rn', '-o', 'TARGET'], { allowFail: true })).out.split('\n').filter((t) => t.startsWith(scratch + '/'));
+    const left = (await run('findmnt', ['-rn', '-o', 'TARGET'], { allowFail: true })).out
+      .split('\n')
+      .filter((t) => t.startsWith(scratch + '/'));
     if (left.length) throw new Error(`mounts still attached after cleanup: ${left.join(', ')}`);
     rmSync(scratch, { recursive: true, force: true });
     scratch = null;

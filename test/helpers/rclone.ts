@@ -72,7 +72,14 @@ function exec(args: string[], env: NodeJS.ProcessEnv, opts: RunOptions = {}): Pr
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);
-      const res: RcloneResult = { code, signal, stdout: Buffer.concat(out), stderr: err, ms: Date.now() - started, args };
+      const res: RcloneResult = {
+        code,
+        signal,
+        stdout: Buffer.concat(out),
+        stderr: err,
+        ms: Date.now() - started,
+        args,
+      };
       if (timedOut) reject(new Error(`rclone ${args.join(' ')} timed out after ${timeoutMs} ms\n${err}`));
       else resolve(res);
     });

@@ -16,8 +16,13 @@ export interface TestServer {
   stop(): Promise<void>;
   /** what the server printed on stderr (one line per request with extraArgs ['--verbose']) */
   log(): string;
-  /** stops and starts again on the same dataDir (the port may change; `url` and `pid` are updated) */
-  restart(): Promise<void>;
+  /**
+   * stops and starts again on the same dataDir (the port may change, unless
+   * `samePort`; `url` and `pid` are updated); after halt() it only starts
+   */
+  restart(opts?: { samePort?: boolean }): Promise<void>;
+  /** stops the process (SIGTERM, waits) and keeps the data dir: a server that is gone until restart() */
+  halt(): Promise<void>;
 }
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -26,9 +31,25 @@ export const CLI = path.join(ROOT, 'dist/cli/main.js');
 const ADMIN_EMAIL = 'admin@seafs.test';
 const ADMIN_PASSWORD = 'admin-secret-pw';
 
-function spawnServer(dataDir: string, latencyMs: number | undefined, extraArgs: string[], port = 0): Promise<{ child: ChildProcess; url: string; log: () => string }> {
+function spawnServer(
+  dataDir: string,
+  latencyMs: number | undefined,
+  extraArgs: string[],
+  port = 0,
+): Promise<{ child: ChildProcess; url: string; log: () => string }> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run \`npm run build\` first`);
-  const args = [CLI, 'serve', '--data', dataDir, '--host', '127.0.0.1', '--port', String(port), '--admin-email', ADMIN_EMAIL];
+  const args = [
+    CLI,
+    'serve',
+    '--data',
+    dataDir,
+    '--host',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--admin-email',
+    ADMIN_EMAIL,
+  ];
   if (latencyMs) args.push('--latency-ms', String(latencyMs));
   args.push(...extraArgs);
   // SEAFS_TEST_SERVER_LOG=1 shows the server's log, one line per request, on the test's stderr
@@ -78,12 +99,13 @@ function waitExit(child: ChildProcess, timeoutMs: number): Promise<void> {
   });
 }
 
-/** `port`: a fixed port, kept across restart() (a mount keeps reaching the server); default: any free port. */
-export async function startTestServer(opts: { latencyMs?: number; extraArgs?: string[]; dataDir?: string; port?: number } = {}): Promise<TestServer> {
+export async function startTestServer(
+  opts: { latencyMs?: number; extraArgs?: string[]; dataDir?: string } = {},
+): Promise<TestServer> {
   const ownDir = !opts.dataDir;
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'seafs-srv-'));
   const extra = opts.extraArgs ?? [];
-  let { child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra, opts.port);
+  let { child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra);
   const server: TestServer = {
     url,
     adminEmail: ADMIN_EMAIL,
@@ -96,12 +118,17 @@ export async function startTestServer(opts: { latencyMs?: number; extraArgs?: st
       await waitExit(child, 15_000);
       if (ownDir) rmSync(dataDir, { recursive: true, force: true });
     },
-    async restart() {
+    async restart(r = {}) {
       child.kill('SIGTERM');
       await waitExit(child, 15_000);
-      ({ child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra, opts.port));
+      const port = r.samePort ? Number(new URL(url).port) : 0;
+      ({ child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra, port));
       server.url = url;
       server.pid = child.pid!;
+    },
+    async halt() {
+      child.kill('SIGTERM');
+      await waitExit(child, 15_000);
     },
   };
   return server;
@@ -131,10 +158,14 @@ export async function createUser(
 ): Promise<void> {
   const res = await fetch(`${server.url}/api2/accounts/${encodeURIComponent(email)}/`, {
     method: 'PUT',
-    headers: { Authorization: `Token ${await adminToken(server)}`, 'Content-Type': 'application/x-www-form-urlencoded' },
+    headers: {
+      Authorization: `Token ${await adminToken(server)}`,
+      'Content-Type': 'application/x-www-form-urlencoded',
+    },
     body: new URLSearchParams({ password, ...extra }),
   });
-  if (res.status !== 201 && res.status !== 200) throw new Error(`create user failed: ${res.status} ${await res.text()}`);
+  if (res.status !== 201 && res.status !== 200)
+    throw new Error(`create user failed: ${res.status} ${await res.text()}`);
 }
 
 export interface ApiResponse {
@@ -154,7 +185,12 @@ export function apiAs(url: string, token: string | null) {
   return async function call(
     method: string,
     pathOrUrl: string,
-    opts: { form?: Record<string, string | string[]>; query?: Record<string, string>; json?: unknown; headers?: Record<string, string> } = {},
+    opts: {
+      form?: Record<string, string | string[]>;
+      query?: Record<string, string>;
+      json?: unknown;
+      headers?: Record<string, string>;
+    } = {},
   ): Promise<ApiResponse> {
     const u = new URL(pathOrUrl.startsWith('http') ? pathOrUrl : url + pathOrUrl);
     for (const [k, v] of Object.entries(opts.query ?? {})) u.searchParams.set(k, v);

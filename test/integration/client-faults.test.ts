@@ -83,7 +83,11 @@ describe('the client through seeded faults', () => {
     // 120 new files without replace (a repeat would make "f (1).bin"), 0-64 KiB
     const links = new Map<string, string>();
     for (const d of dirs) links.set(d, await c.uploadLink(repo, d));
-    const plan = Array.from({ length: 120 }, (_, i) => ({ dir: dirs[i % dirs.length]!, name: `f${i}.bin`, data: content(Math.floor(rnd() * 65536)) }));
+    const plan = Array.from({ length: 120 }, (_, i) => ({
+      dir: dirs[i % dirs.length]!,
+      name: `f${i}.bin`,
+      data: content(Math.floor(rnd() * 65536)),
+    }));
     await Promise.all(
       plan.map((f) =>
         limit(async () => {
@@ -101,7 +105,12 @@ describe('the client through seeded faults', () => {
           const l = await c.listDir(repo, d);
           if (l.uptodate) throw new Error('expected a full listing');
           const names = l.entries.map((e) => e.name).sort();
-          expect(names).toEqual([...want.keys()].filter((k) => k.startsWith(`${d}/`)).map((k) => k.slice(d.length + 1)).sort());
+          expect(names).toEqual(
+            [...want.keys()]
+              .filter((k) => k.startsWith(`${d}/`))
+              .map((k) => k.slice(d.length + 1))
+              .sort(),
+          );
         }),
       ),
     );
@@ -166,7 +175,10 @@ describe('the client through seeded faults', () => {
         }),
       ),
     );
-    for (const [from, to] of [['/d10', 'ten'], ['/d11', 'eleven']] as const) {
+    for (const [from, to] of [
+      ['/d10', 'ten'],
+      ['/d11', 'eleven'],
+    ] as const) {
       await c.renameDir(repo, from, to);
       for (const k of [...want.keys()]) {
         if (k === from || k.startsWith(`${from}/`)) {
@@ -246,7 +258,11 @@ describe('the first login', () => {
     let hits = 0;
     // the first three logins reach the server and then lose their answer
     const p = await proxy({ resetAfter: 1, only: (_m, url) => url.startsWith('/api2/auth-token/') && ++hits <= 3 });
-    const { client, token } = await SeafileClient.login({ baseUrl: p.url, ...THROUGH }, server.adminEmail, server.adminPassword);
+    const { client, token } = await SeafileClient.login(
+      { baseUrl: p.url, ...THROUGH },
+      server.adminEmail,
+      server.adminPassword,
+    );
     clients.push(client);
     expect(p.counts.resetAfter).toBe(3);
     expect(token.length).toBeGreaterThan(0);
@@ -259,7 +275,11 @@ describe('the first login', () => {
     p.setMode('refuse');
     setTimeout(() => p.setMode('clean'), 1500);
     const t0 = Date.now();
-    const { client } = await SeafileClient.login({ baseUrl: p.url, ...THROUGH, loginRetryMs: 20_000 }, server.adminEmail, server.adminPassword);
+    const { client } = await SeafileClient.login(
+      { baseUrl: p.url, ...THROUGH, loginRetryMs: 20_000 },
+      server.adminEmail,
+      server.adminPassword,
+    );
     clients.push(client);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(1400);
     expect(p.counts.refused).toBeGreaterThan(0);
@@ -269,7 +289,11 @@ describe('the first login', () => {
   it('gives up on a login that keeps failing once loginRetryMs is spent', async () => {
     const p = await proxy({ resetAfter: 1 });
     const t0 = Date.now();
-    const e = await SeafileClient.login({ baseUrl: p.url, ...THROUGH, loginRetryMs: 2000 }, server.adminEmail, server.adminPassword).then(
+    const e = await SeafileClient.login(
+      { baseUrl: p.url, ...THROUGH, loginRetryMs: 2000 },
+      server.adminEmail,
+      server.adminPassword,
+    ).then(
       () => null,
       (err: unknown) => err,
     );

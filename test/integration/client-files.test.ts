@@ -2,7 +2,7 @@
 // uploads and updates, batch operations, share and upload links, stars,
 // search, and 20 concurrent uploads into one folder.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SeafileClient } from '../../src/client/client.js';
+import type { SeafileClient } from '../../src/client/client.js';
 import type { DirEntry, DirListing } from '../../src/client/types.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { LocalFiles, adminClient, expectApiError, fetchFile, readAll } from './client-setup.js';
@@ -112,7 +112,11 @@ describe('files', () => {
     await expectApiError(c.renameFile(repo, '/ops/b.txt', 'b.txt'), 'conflict', 409);
     await expectApiError(c.renameFile(repo, '/ops/b.txt', '../x'), 'invalid_name', 400);
     await c.renameFile(repo, '/ops/b.txt', 'empty.txt'); // clash: auto-renamed, never overwrites
-    expect((await names('/ops')).filter((n) => n.startsWith('empty'))).toEqual(['empty (1).txt', 'empty (2).txt', 'empty.txt']);
+    expect((await names('/ops')).filter((n) => n.startsWith('empty'))).toEqual([
+      'empty (1).txt',
+      'empty (2).txt',
+      'empty.txt',
+    ]);
 
     await c.moveFile(repo, '/ops/empty (2).txt', repo, '/ops/sub');
     expect(await names('/ops/sub')).toEqual(['empty (2).txt']);
@@ -245,7 +249,7 @@ describe('uploads and updates', () => {
     const link = await c.updateLink(repo, '/up');
     const id2 = await c.update(link, '/up/upd.txt', files.write('two two'));
     expect(id2).not.toBe(f.id);
-    expect((await c.fileDetail(repo, '/up/upd.txt'))).toMatchObject({ id: id2, size: 7 });
+    expect(await c.fileDetail(repo, '/up/upd.txt')).toMatchObject({ id: id2, size: 7 });
     expect(await c.update(link, '/up/upd.txt', files.write('two two'))).toBe(id2);
     await expectApiError(c.update(link, '/up/missing.txt', files.write('x')), 'target_missing', 441);
   });
@@ -263,13 +267,19 @@ describe('uploads and updates', () => {
     const link = await c.uploadLink(repo, '/many');
     const sizes = Array.from({ length: 20 }, (_, i) => 1000 + i * 5000);
     const results = await Promise.all(
-      sizes.map((n, i) => c.upload(link, '/many', files.write(Buffer.alloc(n, i)), `file-${String(i).padStart(2, '0')}.bin`)),
+      sizes.map((n, i) =>
+        c.upload(link, '/many', files.write(Buffer.alloc(n, i)), `file-${String(i).padStart(2, '0')}.bin`),
+      ),
     );
     expect(results.map((r) => r[0]!.size)).toEqual(sizes);
     const listed = entries(await c.listDir(repo, '/many'));
-    expect(listed.map((e) => [e.name, e.size])).toEqual(sizes.map((n, i) => [`file-${String(i).padStart(2, '0')}.bin`, n]));
+    expect(listed.map((e) => [e.name, e.size])).toEqual(
+      sizes.map((n, i) => [`file-${String(i).padStart(2, '0')}.bin`, n]),
+    );
 
-    const same = await Promise.all(Array.from({ length: 5 }, (_, i) => c.upload(link, '/many', files.write(`same ${i}`), 'same.txt')));
+    const same = await Promise.all(
+      Array.from({ length: 5 }, (_, i) => c.upload(link, '/many', files.write(`same ${i}`), 'same.txt')),
+    );
     const got = same.map((r) => r[0]!.name).sort();
     expect(new Set(got).size).toBe(5);
     expect(got).toEqual(['same (1).txt', 'same (2).txt', 'same (3).txt', 'same (4).txt', 'same.txt']);
@@ -336,7 +346,10 @@ describe('share links, upload links, stars, search', () => {
     await put('/', 'needle-haystack.txt', 'n');
     const r = await c.search('needle');
     expect(r.total).toBeGreaterThanOrEqual(1);
-    expect(r.results.find((x) => x.name === 'needle-haystack.txt')).toMatchObject({ repo_id: repo, fullpath: '/needle-haystack.txt' });
+    expect(r.results.find((x) => x.name === 'needle-haystack.txt')).toMatchObject({
+      repo_id: repo,
+      fullpath: '/needle-haystack.txt',
+    });
     expect(typeof r.has_more).toBe('boolean');
   });
 });

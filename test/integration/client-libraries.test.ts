@@ -30,7 +30,13 @@ afterAll(async () => {
   files.cleanup();
 });
 
-async function put(c: SeafileClient, repo: string, dir: string, name: string, content: string | Buffer): Promise<string> {
+async function put(
+  c: SeafileClient,
+  repo: string,
+  dir: string,
+  name: string,
+  content: string | Buffer,
+): Promise<string> {
   const link = await c.uploadLink(repo, dir);
   const [f] = await c.upload(link, dir, files.write(content), name);
   return f!.id;
@@ -47,7 +53,13 @@ describe('libraries', () => {
     const mine = await admin.listLibraries('mine');
     for (const list of [all, mine]) {
       const l = list.find((x) => x.id === id);
-      expect(l).toMatchObject({ name: 'Plain', owner: server.adminEmail, permission: 'rw', encrypted: false, type: 'repo' });
+      expect(l).toMatchObject({
+        name: 'Plain',
+        owner: server.adminEmail,
+        permission: 'rw',
+        encrypted: false,
+        type: 'repo',
+      });
     }
     expect((await admin.listLibraries('shared')).find((x) => x.id === id)).toBeUndefined();
 
@@ -123,7 +135,12 @@ describe('permissions', () => {
     expect(['not_found', 'forbidden']).toContain((e as { kind?: string }).kind);
     // each failure is caught where its call starts: one still pending while an earlier one is
     // awaited would otherwise be an unhandled rejection
-    const calls = [eve.listDir(shared, '/'), eve.downloadLink(shared, '/docs/readme.txt'), eve.mkdir(shared, '/x'), eve.uploadLink(shared, '/')];
+    const calls = [
+      eve.listDir(shared, '/'),
+      eve.downloadLink(shared, '/docs/readme.txt'),
+      eve.mkdir(shared, '/x'),
+      eve.uploadLink(shared, '/'),
+    ];
     for (const err of await Promise.all(calls.map((p) => (p as Promise<unknown>).catch((x: unknown) => x)))) {
       expect(['not_found', 'forbidden']).toContain((err as { kind?: string }).kind);
     }
@@ -235,10 +252,17 @@ describe('persistence', () => {
     expect((await again.listLibraries()).find((x) => x.id === id)?.name).toBe('Durable');
     const after = await again.listDir(id, '/a/b');
     expect(after).toEqual(before);
-    expect(after.uptodate === false && after.entries[0]).toMatchObject({ name: 'data.bin', id: fid, size: content.length });
+    expect(after.uptodate === false && after.entries[0]).toMatchObject({
+      name: 'data.bin',
+      id: fid,
+      size: content.length,
+    });
     expect((await fetchFile(again, id, '/a/b/data.bin')).equals(content)).toBe(true);
     expect((await carol2.listLibraries()).find((x) => x.id === id)?.permission).toBe('r');
     // the old oid still validates a cached listing
-    expect(before.uptodate === false && (await again.listDir(id, '/a/b', { oid: before.oid! }))).toEqual({ uptodate: true, oid: before.uptodate === false ? before.oid : '' });
+    expect(before.uptodate === false && (await again.listDir(id, '/a/b', { oid: before.oid! }))).toEqual({
+      uptodate: true,
+      oid: before.uptodate === false ? before.oid : '',
+    });
   });
 });

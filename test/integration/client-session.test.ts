@@ -36,7 +36,11 @@ describe('session', () => {
   });
 
   it('logs in (static and instance), the same token every time', async () => {
-    const { client, token } = await SeafileClient.login({ baseUrl: server.url }, server.adminEmail, server.adminPassword);
+    const { client, token } = await SeafileClient.login(
+      { baseUrl: server.url },
+      server.adminEmail,
+      server.adminPassword,
+    );
     clients.push(client);
     expect(token).toMatch(/^[0-9a-f]{40}$/);
     expect(client.token).toBe(token);
@@ -98,7 +102,11 @@ describe('quota and size limits', () => {
     const e = await expectApiError(user.upload(link, '/', small, 'b.bin'), 'quota', 443);
     expect(e.operation).toBe('upload');
     const big = files.write(Buffer.alloc(6_000_000, 2));
-    await expectApiError(admin.upload(await admin.uploadLink((await admin.createLibrary('big')).repo_id, '/'), '/', big, 'big.bin'), 'too_large', 442);
+    await expectApiError(
+      admin.upload(await admin.uploadLink((await admin.createLibrary('big')).repo_id, '/'), '/', big, 'big.bin'),
+      'too_large',
+      442,
+    );
   });
 
   it('refuses an upload link once the account is full', async () => {

@@ -12,12 +12,21 @@ import type { TestServer } from '../helpers/server.js';
 export const FAST: Partial<ClientOptions> = { retryBaseMs: 20, retryMaxMs: 200, timeoutMs: 15_000 };
 
 export async function adminClient(server: TestServer): Promise<SeafileClient> {
-  const { client } = await SeafileClient.login({ baseUrl: server.url, ...FAST }, server.adminEmail, server.adminPassword);
+  const { client } = await SeafileClient.login(
+    { baseUrl: server.url, ...FAST },
+    server.adminEmail,
+    server.adminPassword,
+  );
   return client;
 }
 
 /** Creates the account through `admin` and returns a client logged in as it. */
-export async function newUser(server: TestServer, admin: SeafileClient, email: string, fields: Record<string, string | number> = {}): Promise<SeafileClient> {
+export async function newUser(
+  server: TestServer,
+  admin: SeafileClient,
+  email: string,
+  fields: Record<string, string | number> = {},
+): Promise<SeafileClient> {
   const password = `pw-${email}`;
   await admin.putAccount(email, { password, ...fields });
   const { client } = await SeafileClient.login({ baseUrl: server.url, ...FAST }, email, password);

@@ -2,7 +2,15 @@
 // file and folder operations, history and trash.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHmac } from 'node:crypto';
-import { adminToken, apiAs, createUser, getToken, startTestServer, uploadTo, type TestServer } from '../helpers/server.js';
+import {
+  adminToken,
+  apiAs,
+  createUser,
+  getToken,
+  startTestServer,
+  uploadTo,
+  type TestServer,
+} from '../helpers/server.js';
 
 let server: TestServer;
 let call: ReturnType<typeof apiAs>;
@@ -74,7 +82,9 @@ describe('session and auth', () => {
     expect(missing.status).toBe(400);
     expect(missing.json.username).toBeDefined();
     // rclone sends JSON
-    const json = await anon('POST', '/api2/auth-token/', { json: { username: server.adminEmail, password: server.adminPassword } });
+    const json = await anon('POST', '/api2/auth-token/', {
+      json: { username: server.adminEmail, password: server.adminPassword },
+    });
     expect(json.json.token).toBe(t1);
   });
 
@@ -99,7 +109,10 @@ describe('session and auth', () => {
     expect(missing.status).toBe(400);
     expect(missing.headers.get('x-seafile-otp')).toBe('required');
     expect(missing.json.non_field_errors[0]).toMatch(/missing/);
-    const wrong = await anon('POST', '/api2/auth-token/', { form, headers: { 'X-Seafile-OTP': '000000' === totp(secret) ? '111111' : '000000' } });
+    const wrong = await anon('POST', '/api2/auth-token/', {
+      form,
+      headers: { 'X-Seafile-OTP': '000000' === totp(secret) ? '111111' : '000000' },
+    });
     expect(wrong.status).toBe(400);
     expect(wrong.json.non_field_errors[0]).toMatch(/invalid/);
     const ok = await anon('POST', '/api2/auth-token/', { form, headers: { 'X-SERVICE-OTP': totp(secret) } });
@@ -118,13 +131,19 @@ describe('session and auth', () => {
     expect(accounts.json.map((a: { email: string }) => a.email)).toContain('plain@seafs.test');
     const detail = await call('GET', `/api2/accounts/${encodeURIComponent('plain@seafs.test')}/`);
     expect(detail.json).toMatchObject({ email: 'plain@seafs.test', is_staff: false, is_active: true, total: -2 });
-    const upd = await call('PUT', `/api2/accounts/${encodeURIComponent('plain@seafs.test')}/`, { form: { storage: '5' } });
+    const upd = await call('PUT', `/api2/accounts/${encodeURIComponent('plain@seafs.test')}/`, {
+      form: { storage: '5' },
+    });
     expect(upd.status).toBe(200);
     expect((await plain('GET', '/api2/account/info/')).json.total).toBe(5_000_000);
-    const created = await call('PUT', `/api2/accounts/${encodeURIComponent('new@seafs.test')}/`, { form: { password: 'x1' } });
+    const created = await call('PUT', `/api2/accounts/${encodeURIComponent('new@seafs.test')}/`, {
+      form: { password: 'x1' },
+    });
     expect(created.status).toBe(201);
     expect(created.headers.get('location')).toContain('/api2/accounts/');
-    expect((await call('PUT', `/api2/accounts/${encodeURIComponent('nopw@seafs.test')}/`, { form: { name: 'n' } })).status).toBe(400);
+    expect(
+      (await call('PUT', `/api2/accounts/${encodeURIComponent('nopw@seafs.test')}/`, { form: { name: 'n' } })).status,
+    ).toBe(400);
   });
 });
 
@@ -136,9 +155,17 @@ describe('libraries', () => {
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     const mine = await call('GET', '/api2/repos/', { query: { type: 'mine' } });
     const item = mine.json.find((x: { id: string }) => x.id === id);
-    expect(item).toMatchObject({ name: 'temp', type: 'repo', permission: 'rw', encrypted: false, owner: server.adminEmail });
+    expect(item).toMatchObject({
+      name: 'temp',
+      type: 'repo',
+      permission: 'rw',
+      encrypted: false,
+      owner: server.adminEmail,
+    });
     expect((await call('GET', '/api2/repos/', { query: { type: 'shared' } })).json).toEqual([]);
-    expect((await call('POST', `/api2/repos/${id}/`, { query: { op: 'rename' }, form: { repo_name: 'temp2' } })).json).toBe('success');
+    expect(
+      (await call('POST', `/api2/repos/${id}/`, { query: { op: 'rename' }, form: { repo_name: 'temp2' } })).json,
+    ).toBe('success');
     const info = await call('GET', `/api2/repos/${id}/`);
     expect(info.json).toMatchObject({ id, name: 'temp2', encrypted: false });
     expect((await call('POST', `/api2/repos/${id}/`, { form: { password: 'x' } })).status).toBe(409);
@@ -157,9 +184,15 @@ describe('folders', () => {
     await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/f1' }, form: { operation: 'mkdir' } });
     const names = (await list('/')).map((e) => e.name);
     expect(names).toContain('f1 (1)');
-    const deep = await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/f1/a/b/c' }, form: { operation: 'mkdir', create_parents: 'true' } });
+    const deep = await call('POST', `/api2/repos/${repo}/dir/`, {
+      query: { p: '/f1/a/b/c' },
+      form: { operation: 'mkdir', create_parents: 'true' },
+    });
     expect(deep.status).toBe(201);
-    const again = await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/f1/a/b/c' }, form: { operation: 'mkdir', create_parents: 'true' } });
+    const again = await call('POST', `/api2/repos/${repo}/dir/`, {
+      query: { p: '/f1/a/b/c' },
+      form: { operation: 'mkdir', create_parents: 'true' },
+    });
     expect(again.status).toBe(201);
     expect((await list('/f1/a/b')).map((e) => e.name)).toEqual(['c']);
   });
@@ -181,7 +214,10 @@ describe('folders', () => {
     const same = await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/order', oid } });
     expect(same.json).toBe('uptodate');
     // a change deep below changes the folder id
-    await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/order/adir/deeper' }, form: { operation: 'mkdir' } });
+    await call('POST', `/api2/repos/${repo}/dir/`, {
+      query: { p: '/order/adir/deeper' },
+      form: { operation: 'mkdir' },
+    });
     const changed = await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/order', oid } });
     expect(Array.isArray(changed.json)).toBe(true);
     expect(changed.headers.get('oid')).not.toBe(oid);
@@ -196,7 +232,9 @@ describe('folders', () => {
     const files = await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/order', t: 'f' } });
     expect(files.json.every((e: { type: string }) => e.type === 'file')).toBe(true);
     const rec = await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/order', t: 'd', recursive: '1' } });
-    const paths = rec.json.map((e: { parent_dir: string; name: string }) => `${e.parent_dir.replace(/\/$/, '')}/${e.name}`);
+    const paths = rec.json.map(
+      (e: { parent_dir: string; name: string }) => `${e.parent_dir.replace(/\/$/, '')}/${e.name}`,
+    );
     expect(paths).toEqual(expect.arrayContaining(['/order/adir', '/order/Zdir', '/order/adir/deeper']));
     expect(rec.json.every((e: { type: string }) => e.type === 'dir')).toBe(true);
     const missing = await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/nope/' } });
@@ -210,7 +248,10 @@ describe('folders', () => {
   it('renames (200, auto-rename on clash), deletes (404 when missing)', async () => {
     await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/r1' }, form: { operation: 'mkdir' } });
     await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/r2' }, form: { operation: 'mkdir' } });
-    const r = await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/r1' }, form: { operation: 'rename', newname: 'r2' } });
+    const r = await call('POST', `/api2/repos/${repo}/dir/`, {
+      query: { p: '/r1' },
+      form: { operation: 'rename', newname: 'r2' },
+    });
     expect(r.status).toBe(200);
     const names = (await list('/')).map((e) => e.name);
     expect(names).toContain('r2 (1)');
@@ -263,14 +304,16 @@ describe('uploads and updates', () => {
       const res = await fetch(link, { method: 'POST', body: fd });
       return { status: res.status, text: await res.text() };
     };
-    const histBefore = (await call('GET', `/api2/repos/${repo}/history/`, { query: { per_page: '1000' } })).json.commits.length;
+    const histBefore = (await call('GET', `/api2/repos/${repo}/history/`, { query: { per_page: '1000' } })).json.commits
+      .length;
     const r1 = await send('/upd.txt', 'v2-content');
     expect(r1.status).toBe(200);
     expect(r1.text).toMatch(/^[0-9a-f]{40}$/);
     expect(r1.text).not.toBe(up.id);
     const r2 = await send('/upd.txt', 'v2-content');
     expect(r2.text).toBe(r1.text);
-    const histAfter = (await call('GET', `/api2/repos/${repo}/history/`, { query: { per_page: '1000' } })).json.commits.length;
+    const histAfter = (await call('GET', `/api2/repos/${repo}/history/`, { query: { per_page: '1000' } })).json.commits
+      .length;
     expect(histAfter).toBe(histBefore + 1);
     expect((await fetchFile('/upd.txt')).body.toString()).toBe('v2-content');
     const missing = await send('/nothere.txt', 'x');
@@ -337,7 +380,8 @@ describe('downloads', () => {
     const second = await fetch(link);
     expect(second.status).toBe(403);
     expect(second.headers.get('content-type')).toMatch(/text\/plain/);
-    const reusable = (await call('GET', `/api2/repos/${repo}/file/`, { query: { p: '/data.bin', reuse: '1' } })).json as string;
+    const reusable = (await call('GET', `/api2/repos/${repo}/file/`, { query: { p: '/data.bin', reuse: '1' } }))
+      .json as string;
     for (let i = 0; i < 3; i++) {
       const r = await fetch(reusable, { headers: { Range: `bytes=${i}-${i}` } });
       expect(r.status).toBe(206);
@@ -366,72 +410,128 @@ describe('file operations', () => {
   });
 
   it('create 201 with auto-rename; rename 301 + Location, same name 409, clash auto-renamed', async () => {
-    const c = await call('POST', `/api2/repos/${repo}/file/`, { query: { p: '/ops/new.txt' }, form: { operation: 'create' } });
+    const c = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/ops/new.txt' },
+      form: { operation: 'create' },
+    });
     expect(c.status).toBe(201);
-    const c2 = await call('POST', `/api2/repos/${repo}/file/`, { query: { p: '/ops/new.txt' }, form: { operation: 'create' } });
+    const c2 = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/ops/new.txt' },
+      form: { operation: 'create' },
+    });
     expect(c2.status).toBe(201);
     expect((await list('/ops')).map((e) => e.name)).toContain('new (1).txt');
-    const r = await call('POST', `/api2/repos/${repo}/file/`, { query: { p: '/ops/new.txt' }, form: { operation: 'rename', newname: 'renamed.txt' } });
+    const r = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/ops/new.txt' },
+      form: { operation: 'rename', newname: 'renamed.txt' },
+    });
     expect(r.status).toBe(301);
     expect(r.json).toBe('success');
     expect(r.headers.get('location')).toContain(encodeURIComponent('/ops/renamed.txt'));
-    const same = await call('POST', `/api2/repos/${repo}/file/`, { query: { p: '/ops/renamed.txt' }, form: { operation: 'rename', newname: 'renamed.txt' } });
+    const same = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/ops/renamed.txt' },
+      form: { operation: 'rename', newname: 'renamed.txt' },
+    });
     expect(same.status).toBe(409);
-    const clash = await call('POST', `/api2/repos/${repo}/file/`, { query: { p: '/ops/renamed.txt' }, form: { operation: 'rename', newname: 'a.txt' } });
+    const clash = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/ops/renamed.txt' },
+      form: { operation: 'rename', newname: 'a.txt' },
+    });
     expect(clash.status).toBe(301);
     expect((await list('/ops')).map((e) => e.name)).toContain('a (1).txt');
   });
 
   it('refuses invalid names with 400 "name invalid."', async () => {
     for (const bad of ['x/y', 'x\\y', '..', 'n'.repeat(256)]) {
-      const r = await call('POST', `/api2/repos/${repo}/file/`, { query: { p: '/ops/a.txt' }, form: { operation: 'rename', newname: bad } });
+      const r = await call('POST', `/api2/repos/${repo}/file/`, {
+        query: { p: '/ops/a.txt' },
+        form: { operation: 'rename', newname: bad },
+      });
       expect(r.status, bad).toBe(400);
       expect(r.json.error_msg).toBe('name invalid.');
     }
-    const mk = await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/ops/' + 'd'.repeat(256) }, form: { operation: 'mkdir' } });
+    const mk = await call('POST', `/api2/repos/${repo}/dir/`, {
+      query: { p: '/ops/' + 'd'.repeat(256) },
+      form: { operation: 'mkdir' },
+    });
     expect(mk.status).toBe(400);
   });
 
   it('move 301 and copy 200, auto-renamed in the destination', async () => {
-    const cp = await call('POST', `/api2/repos/${repo}/file/`, { query: { p: '/ops/b.txt' }, form: { operation: 'copy', dst_repo: repo, dst_dir: '/ops/dst' } });
+    const cp = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/ops/b.txt' },
+      form: { operation: 'copy', dst_repo: repo, dst_dir: '/ops/dst' },
+    });
     expect(cp.status).toBe(200);
-    const cp2 = await call('POST', `/api2/repos/${repo}/file/`, { query: { p: '/ops/b.txt' }, form: { operation: 'copy', dst_repo: repo, dst_dir: '/ops/dst' } });
+    const cp2 = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/ops/b.txt' },
+      form: { operation: 'copy', dst_repo: repo, dst_dir: '/ops/dst' },
+    });
     expect(cp2.status).toBe(200);
-    const mv = await call('POST', `/api2/repos/${repo}/file/`, { query: { p: '/ops/b.txt' }, form: { operation: 'move', dst_repo: repo, dst_dir: '/ops/dst' } });
+    const mv = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/ops/b.txt' },
+      form: { operation: 'move', dst_repo: repo, dst_dir: '/ops/dst' },
+    });
     expect(mv.status).toBe(301);
     expect((await list('/ops/dst')).map((e) => e.name)).toEqual(['b (1).txt', 'b (2).txt', 'b.txt']);
     expect((await list('/ops')).map((e) => e.name)).not.toContain('b.txt');
   });
 
   it('DELETE of a file succeeds even when missing; batch fileops copy/move/delete', async () => {
-    expect((await call('DELETE', `/api2/repos/${repo}/file/`, { query: { p: '/ops/ghost.txt' } })).json).toBe('success');
+    expect((await call('DELETE', `/api2/repos/${repo}/file/`, { query: { p: '/ops/ghost.txt' } })).json).toBe(
+      'success',
+    );
     await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/batch' }, form: { operation: 'mkdir' } });
-    const cp = await call('POST', `/api2/repos/${repo}/fileops/copy/`, { query: { p: '/ops' }, form: { file_names: 'a.txt:c.txt', dst_repo: repo, dst_dir: '/batch' } });
+    const cp = await call('POST', `/api2/repos/${repo}/fileops/copy/`, {
+      query: { p: '/ops' },
+      form: { file_names: 'a.txt:c.txt', dst_repo: repo, dst_dir: '/batch' },
+    });
     expect(cp.json).toBe('success');
     expect((await list('/batch')).map((e) => e.name)).toEqual(['a.txt', 'c.txt']);
-    const del = await call('POST', `/api2/repos/${repo}/fileops/delete/`, { query: { p: '/batch' }, form: { file_names: 'a.txt:c.txt' } });
+    const del = await call('POST', `/api2/repos/${repo}/fileops/delete/`, {
+      query: { p: '/batch' },
+      form: { file_names: 'a.txt:c.txt' },
+    });
     expect(del.json).toBe('success');
     expect(await list('/batch')).toEqual([]);
-    const mv = await call('POST', `/api2/repos/${repo}/fileops/move/`, { query: { p: '/ops' }, form: { file_names: 'dst', dst_repo: repo, dst_dir: '/batch' } });
+    const mv = await call('POST', `/api2/repos/${repo}/fileops/move/`, {
+      query: { p: '/ops' },
+      form: { file_names: 'dst', dst_repo: repo, dst_dir: '/batch' },
+    });
     expect(mv.json).toBe('success');
     expect((await list('/batch/dst')).length).toBe(3);
-    const into = await call('POST', `/api2/repos/${repo}/fileops/move/`, { query: { p: '/batch' }, form: { file_names: 'dst', dst_repo: repo, dst_dir: '/batch/dst' } });
+    const into = await call('POST', `/api2/repos/${repo}/fileops/move/`, {
+      query: { p: '/batch' },
+      form: { file_names: 'dst', dst_repo: repo, dst_dir: '/batch/dst' },
+    });
     expect(into.status).toBe(400);
   });
 
   it('V2.1 file operations answer with obj_name', async () => {
-    const r = await call('POST', `/api/v2.1/repos/${repo}/file/`, { query: { p: '/ops/a.txt' }, json: { operation: 'rename', newname: 'c.txt' } });
+    const r = await call('POST', `/api/v2.1/repos/${repo}/file/`, {
+      query: { p: '/ops/a.txt' },
+      json: { operation: 'rename', newname: 'c.txt' },
+    });
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ type: 'file', obj_name: 'c (1).txt', parent_dir: '/ops/' });
     const mv = await call('POST', `/api/v2.1/repos/sync-batch-move-item/`, {
-      json: { src_repo_id: repo, src_parent_dir: '/ops', src_dirents: ['c (1).txt'], dst_repo_id: repo, dst_parent_dir: '/batch' },
+      json: {
+        src_repo_id: repo,
+        src_parent_dir: '/ops',
+        src_dirents: ['c (1).txt'],
+        dst_repo_id: repo,
+        dst_parent_dir: '/batch',
+      },
     });
     expect(mv.json).toEqual({ success: true });
     expect((await list('/batch')).map((e) => e.name)).toContain('c (1).txt');
   });
 
-  it('V2.1 folder operations answer with the folder\'s place and name', async () => {
-    const r = await call('POST', `/api/v2.1/repos/${repo}/dir/`, { query: { p: '/batch/v21 dir' }, json: { operation: 'mkdir' } });
+  it("V2.1 folder operations answer with the folder's place and name", async () => {
+    const r = await call('POST', `/api/v2.1/repos/${repo}/dir/`, {
+      query: { p: '/batch/v21 dir' },
+      json: { operation: 'mkdir' },
+    });
     expect(r.status).toBe(200);
     expect(r.json).toMatchObject({ type: 'dir', obj_name: 'v21 dir', parent_dir: '/batch/', repo_id: repo });
     expect(typeof (r.json as { mtime: unknown }).mtime).toBe('string');
@@ -440,10 +540,16 @@ describe('file operations', () => {
   it('locks: listed, refused twice, block others', async () => {
     const lock = await call('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/ops/c.txt', operation: 'lock' } });
     expect(lock.json).toBe('success');
-    expect((await call('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/ops/c.txt', operation: 'lock' } })).status).toBe(403);
-    const entry = (await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/ops' } })).json.find((e: { name: string }) => e.name === 'c.txt');
+    expect(
+      (await call('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/ops/c.txt', operation: 'lock' } })).status,
+    ).toBe(403);
+    const entry = (await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/ops' } })).json.find(
+      (e: { name: string }) => e.name === 'c.txt',
+    );
     expect(entry).toMatchObject({ is_locked: true, locked_by_me: true, lock_owner: server.adminEmail });
-    expect((await call('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/ops/c.txt', operation: 'unlock' } })).json).toBe('success');
+    expect(
+      (await call('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/ops/c.txt', operation: 'unlock' } })).json,
+    ).toBe('success');
   });
 });
 
@@ -463,7 +569,9 @@ describe('history, revisions, revert, trash', () => {
     expect(fh.json.commits).toHaveLength(2);
     const old = fh.json.commits[1];
     expect(old.rev_file_size).toBe(9);
-    const rev = await call('GET', `/api2/repos/${repo}/file/revision/`, { query: { p: '/hist.txt', commit_id: old.id } });
+    const rev = await call('GET', `/api2/repos/${repo}/file/revision/`, {
+      query: { p: '/hist.txt', commit_id: old.id },
+    });
     expect(await (await fetch(rev.json)).text()).toBe('version-1');
     const rv = await call('PUT', `/api2/repos/${repo}/file/revert/`, { form: { p: '/hist.txt', commit_id: old.id } });
     expect(rv.json).toEqual({ ret: 0 });
@@ -487,9 +595,13 @@ describe('starred, search, share and upload links', () => {
   it('stars and unstars a file', async () => {
     await uploadTo(await uploadLink('/'), '/', { 'star.txt': 's' });
     expect((await call('POST', '/api2/starredfiles/', { form: { repo_id: repo, p: '/star.txt' } })).status).toBe(201);
-    expect((await call('GET', '/api2/starredfiles/')).json).toEqual([expect.objectContaining({ repo, path: '/star.txt', dir: false, size: 1 })]);
+    expect((await call('GET', '/api2/starredfiles/')).json).toEqual([
+      expect.objectContaining({ repo, path: '/star.txt', dir: false, size: 1 }),
+    ]);
     expect((await call('POST', '/api2/starredfiles/', { form: { repo_id: repo, p: '/star.txt/' } })).status).toBe(400);
-    expect((await call('DELETE', '/api2/starredfiles/', { query: { repo_id: repo, p: '/star.txt' } })).json).toBe('success');
+    expect((await call('DELETE', '/api2/starredfiles/', { query: { repo_id: repo, p: '/star.txt' } })).json).toBe(
+      'success',
+    );
     expect((await call('GET', '/api2/starredfiles/')).json).toEqual([]);
   });
 

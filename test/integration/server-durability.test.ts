@@ -72,7 +72,10 @@ function slowUpload(uploadUrl: string, name: string, chunk: Buffer, chunks: numb
     port: u.port,
     path: u.pathname + u.search,
     method: 'POST',
-    headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}`, 'Content-Length': head.length + chunk.length * chunks + tail.length },
+    headers: {
+      'Content-Type': `multipart/form-data; boundary=${boundary}`,
+      'Content-Length': head.length + chunk.length * chunks + tail.length,
+    },
   });
   const response = new Promise<{ status: number; body: string }>((resolve, reject) => {
     req.on('response', (res) => {
@@ -116,7 +119,9 @@ describe('concurrency', () => {
     await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/many' }, form: { operation: 'mkdir' } });
     const l = await link('/many');
     const results = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => uploadTo(l, '/many', { [`f${String(i).padStart(2, '0')}.txt`]: `content ${i}`.repeat(100 + i) })),
+      Array.from({ length: 20 }, (_, i) =>
+        uploadTo(l, '/many', { [`f${String(i).padStart(2, '0')}.txt`]: `content ${i}`.repeat(100 + i) }),
+      ),
     );
     for (const r of results) expect(r.status).toBe(200);
     expect(await names('/many')).toEqual(Array.from({ length: 20 }, (_, i) => `f${String(i).padStart(2, '0')}.txt`));
@@ -129,7 +134,8 @@ describe('concurrency', () => {
 
   it('concurrent operations in different folders and libraries do not lose each other', async () => {
     const other = (await call('POST', '/api2/repos/', { form: { name: 'other' } })).json.repo_id;
-    const history = async (id: string) => (await call('GET', `/api2/repos/${id}/history/`, { query: { per_page: '10000' } })).json.commits;
+    const history = async (id: string) =>
+      (await call('GET', `/api2/repos/${id}/history/`, { query: { per_page: '10000' } })).json.commits;
     const before = (await history(repo)).length;
     const ops = [];
     for (let i = 0; i < 10; i++) {
@@ -145,9 +151,12 @@ describe('concurrency', () => {
     const commits = await history(repo);
     expect(commits.length).toBe(before + 10);
     for (let i = 0; i + 1 < commits.length; i++) expect(commits[i].parent_id).toBe(commits[i + 1].id);
-    expect(commits.slice(0, 10).map((c: { desc: string }) => c.desc).sort()).toEqual(
-      Array.from({ length: 10 }, (_, i) => `Added directory "d${i}"`).sort(),
-    );
+    expect(
+      commits
+        .slice(0, 10)
+        .map((c: { desc: string }) => c.desc)
+        .sort(),
+    ).toEqual(Array.from({ length: 10 }, (_, i) => `Added directory "d${i}"`).sort());
   });
 });
 
@@ -155,17 +164,24 @@ describe('the serve command', () => {
   /** `seafs serve` on a free port: checks the address it prints, logs in with `password`, and stops it with SIGTERM (exit 0). */
   async function serveLoginStop(dir: string, args: string[], env: NodeJS.ProcessEnv, password: string): Promise<void> {
     const { spawn } = await import('node:child_process');
-    const child = spawn(process.execPath, [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test', ...args], {
-      env,
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test', ...args],
+      {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     try {
       const line = await new Promise<string>((resolve) => child.stdout.once('data', (d) => resolve(String(d))));
       expect(line).toMatch(/^listening on http:\/\/127\.0\.0\.1:\d+\n$/);
       const url = line.trim().split(' ')[2];
       expect(Number(new URL(url).port)).toBeGreaterThan(0);
       // a login also proves the SIGTERM handler is in place (a signal right after the line could beat it)
-      const res = await fetch(`${url}/api2/auth-token/`, { method: 'POST', body: new URLSearchParams({ username: 'e@x.test', password }) });
+      const res = await fetch(`${url}/api2/auth-token/`, {
+        method: 'POST',
+        body: new URLSearchParams({ username: 'e@x.test', password }),
+      });
       expect(res.status).toBe(200);
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       child.kill('SIGTERM');
@@ -199,8 +215,11 @@ describe('the serve command', () => {
     const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-cli-'));
     const run = (args: string[]) =>
       new Promise<{ code: number; out: string; err: string }>((resolve) => {
-        const c = execFile(process.execPath, [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test', ...args], { env: envWithout(), timeout: 20_000 }, (e, out, err) =>
-          resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, out, err }),
+        const c = execFile(
+          process.execPath,
+          [CLI, 'serve', '--data', dir, '--port', '0', '--admin-email', 'e@x.test', ...args],
+          { env: envWithout(), timeout: 20_000 },
+          (e, out, err) => resolve({ code: e ? Number((e as { code?: number }).code ?? 1) : 0, out, err }),
         );
         // a server that starts by mistake is stopped at once (the cases run here must not start)
         c.stdout!.on('data', () => c.kill('SIGKILL'));
@@ -231,7 +250,9 @@ describe('durability', () => {
     expect((await call('GET', '/api2/auth/ping/')).json).toBe('pong');
     const libs = (await call('GET', '/api2/repos/')).json.map((l: { name: string }) => l.name);
     expect(libs).toEqual(expect.arrayContaining(['durable', 'other']));
-    expect((await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/', oid: oidBefore! } })).json).toBe('uptodate');
+    expect((await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/', oid: oidBefore! } })).json).toBe(
+      'uptodate',
+    );
     expect((await download('/keep.bin')).equals(content)).toBe(true);
     expect(await names('/many')).toHaveLength(30);
     checkStore(server.dataDir);
@@ -276,7 +297,9 @@ describe('durability', () => {
     const up = slowUpload(l, 'partial.bin', Buffer.alloc(256 * 1024, 1), 200, 20);
     await up.started;
     const burstLink = await link('/many');
-    const burst = Array.from({ length: 30 }, (_, i) => uploadTo(burstLink, '/many', { [`burst${i}.txt`]: `b${i}` }).catch(() => null));
+    const burst = Array.from({ length: 30 }, (_, i) =>
+      uploadTo(burstLink, '/many', { [`burst${i}.txt`]: `b${i}` }).catch(() => null),
+    );
     await new Promise((r) => setTimeout(r, 30));
     process.kill(server.pid, 'SIGKILL');
     up.abort();

@@ -7,7 +7,15 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { Vfs } from '../../src/vfs/vfs.js';
-import { adminToken, apiAs, createUser, getToken, startTestServer, uploadTo, type TestServer } from '../helpers/server.js';
+import {
+  adminToken,
+  apiAs,
+  createUser,
+  getToken,
+  startTestServer,
+  uploadTo,
+  type TestServer,
+} from '../helpers/server.js';
 import { FAST } from './client-setup.js';
 
 let server: TestServer;
@@ -43,27 +51,48 @@ describe('groups', () => {
     const added = await admin('POST', `/api/v2.1/groups/${groupId}/members/`, { form: { email: 'bob@seafs.test' } });
     expect(added.json).toMatchObject({ email: 'bob@seafs.test', is_admin: false });
     expect((await bob('GET', '/api/v2.1/groups/')).json.map((x: { id: number }) => x.id)).toEqual([groupId]);
-    expect((await bob('GET', '/api2/groups/')).json).toMatchObject({ groups: [{ id: groupId, name: 'team', creator: server.adminEmail }] });
-    const members = (await bob('GET', `/api/v2.1/groups/${groupId}/members/`)).json.map((m: { email: string }) => m.email);
+    expect((await bob('GET', '/api2/groups/')).json).toMatchObject({
+      groups: [{ id: groupId, name: 'team', creator: server.adminEmail }],
+    });
+    const members = (await bob('GET', `/api/v2.1/groups/${groupId}/members/`)).json.map(
+      (m: { email: string }) => m.email,
+    );
     expect(members.sort()).toEqual([server.adminEmail, 'bob@seafs.test'].sort());
     expect((await carol('GET', '/api/v2.1/groups/')).json).toEqual([]);
     expect((await carol('GET', `/api/v2.1/groups/${groupId}/`)).status).toBe(404);
     // a plain member cannot add members
-    expect((await bob('POST', `/api/v2.1/groups/${groupId}/members/`, { form: { email: 'carol@seafs.test' } })).status).toBe(403);
+    expect(
+      (await bob('POST', `/api/v2.1/groups/${groupId}/members/`, { form: { email: 'carol@seafs.test' } })).status,
+    ).toBe(403);
   });
 
   it('a library shared to the group is listed to members as grepo with its permission, and is theirs to write', async () => {
-    const s = await admin('PUT', `/api2/shared-repos/${repo}/`, { query: { share_type: 'group', group_id: String(groupId), permission: 'rw' } });
+    const s = await admin('PUT', `/api2/shared-repos/${repo}/`, {
+      query: { share_type: 'group', group_id: String(groupId), permission: 'rw' },
+    });
     expect(s.json).toBe('success');
     const libs = (await bob('GET', '/api2/repos/')).json;
     expect(libs).toHaveLength(1);
-    expect(libs[0]).toMatchObject({ id: repo, type: 'grepo', groupid: groupId, permission: 'rw', owner: server.adminEmail });
+    expect(libs[0]).toMatchObject({
+      id: repo,
+      type: 'grepo',
+      groupid: groupId,
+      permission: 'rw',
+      owner: server.adminEmail,
+    });
     expect((await bob('GET', '/api2/repos/', { query: { type: 'group' } })).json).toHaveLength(1);
     expect((await bob('GET', '/api2/repos/', { query: { type: 'shared' } })).json).toHaveLength(0);
-    expect((await bob('GET', `/api/v2.1/groups/${groupId}/libraries/`)).json[0]).toMatchObject({ repo_id: repo, permission: 'rw' });
-    expect((await bob('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/by-bob' }, form: { operation: 'mkdir' } })).status).toBe(201);
+    expect((await bob('GET', `/api/v2.1/groups/${groupId}/libraries/`)).json[0]).toMatchObject({
+      repo_id: repo,
+      permission: 'rw',
+    });
+    expect(
+      (await bob('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/by-bob' }, form: { operation: 'mkdir' } })).status,
+    ).toBe(201);
     expect((await carol('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).status).toBe(404);
-    const items = (await admin('GET', `/api2/repos/${repo}/dir/shared_items/`, { query: { p: '/', share_type: 'group' } })).json;
+    const items = (
+      await admin('GET', `/api2/repos/${repo}/dir/shared_items/`, { query: { p: '/', share_type: 'group' } })
+    ).json;
     expect(items).toEqual([{ share_type: 'group', group_info: { id: groupId, name: 'team' }, permission: 'rw' }]);
   });
 
@@ -91,7 +120,9 @@ describe('groups', () => {
   });
 
   it('leaving the group, or the group share going away, takes the library away', async () => {
-    expect((await bob('DELETE', `/api/v2.1/groups/${groupId}/members/bob@seafs.test/`)).json).toEqual({ success: true });
+    expect((await bob('DELETE', `/api/v2.1/groups/${groupId}/members/bob@seafs.test/`)).json).toEqual({
+      success: true,
+    });
     expect((await bob('GET', '/api2/repos/')).json).toEqual([]);
     expect((await bob('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).status).toBe(404);
     await admin('POST', `/api/v2.1/groups/${groupId}/members/`, { form: { email: 'bob@seafs.test' } });

@@ -3,7 +3,7 @@
 // `touch -d` on a file already on the server makes the mount send it); the
 // same content with no time or the same time commits nothing.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SeafileClient } from '../../src/client/client.js';
+import type { SeafileClient } from '../../src/client/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { LocalFiles, adminClient } from './client-setup.js';
 
@@ -33,7 +33,10 @@ async function mtimeOf(name: string): Promise<number | undefined> {
 describe('update-api with last_modify', () => {
   it('stores the time sent with the same content, and commits nothing for the same content without a new time', async () => {
     const local = files.write('unchanged bytes');
-    await c.uploadBatch(await c.uploadLink(repo, '/'), '/', [{ path: local, name: 'f.txt' }], { replace: true, lastModify: Date.UTC(2001, 0, 1) });
+    await c.uploadBatch(await c.uploadLink(repo, '/'), '/', [{ path: local, name: 'f.txt' }], {
+      replace: true,
+      lastModify: Date.UTC(2001, 0, 1),
+    });
     expect(await mtimeOf('f.txt')).toBe(Date.UTC(2001, 0, 1) / 1000);
     const commits = async () => (await c.libraryHistory(repo)).commits.length;
     const before = await commits();

@@ -11,10 +11,21 @@ let call: ReturnType<typeof apiAs>;
 let repo: string;
 
 /** POSTs `body` to `url`, written in chunks of the given sizes (cycled), chunked transfer encoding. */
-function post(url: string, contentType: string, body: Buffer, chunkSizes: number[]): Promise<{ status: number; text: string }> {
+function post(
+  url: string,
+  contentType: string,
+  body: Buffer,
+  chunkSizes: number[],
+): Promise<{ status: number; text: string }> {
   const u = new URL(url);
   return new Promise((resolve, reject) => {
-    const req = http.request({ host: u.hostname, port: u.port, path: u.pathname + u.search, method: 'POST', headers: { 'Content-Type': contentType } });
+    const req = http.request({
+      host: u.hostname,
+      port: u.port,
+      path: u.pathname + u.search,
+      method: 'POST',
+      headers: { 'Content-Type': contentType },
+    });
     req.on('response', (res) => {
       let text = '';
       res.setEncoding('utf8');
@@ -36,7 +47,11 @@ function post(url: string, contentType: string, body: Buffer, chunkSizes: number
 }
 
 function part(boundary: string, headers: string, content: Buffer | string): Buffer {
-  return Buffer.concat([Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`), Buffer.isBuffer(content) ? content : Buffer.from(content), Buffer.from('\r\n')]);
+  return Buffer.concat([
+    Buffer.from(`--${boundary}\r\n${headers}\r\n\r\n`),
+    Buffer.isBuffer(content) ? content : Buffer.from(content),
+    Buffer.from('\r\n'),
+  ]);
 }
 
 async function uploadLink(): Promise<string> {
@@ -71,12 +86,21 @@ describe('multipart uploads', () => {
     const body = Buffer.concat([
       Buffer.from('this is a preamble\r\n'),
       part(boundary, 'Content-Disposition: form-data; name="parent_dir"', '/'),
-      part(boundary, 'Content-Disposition: form-data; name="file"; filename="tricky.bin"\r\nContent-Type: application/octet-stream', tricky),
+      part(
+        boundary,
+        'Content-Disposition: form-data; name="file"; filename="tricky.bin"\r\nContent-Type: application/octet-stream',
+        tricky,
+      ),
       Buffer.from(`--${boundary}--\r\nepilogue`),
     ]);
     // chunks smaller than, equal to and just above the delimiter (20 bytes) make it straddle every offset
     for (const sizes of [[1], [7, 1, 13], [19], [20], [21], [25, 33], [40, 3, 64], [4096]]) {
-      const r = await post(`${await uploadLink()}?ret-json=1`, `multipart/form-data; boundary=${boundary}`, body, sizes);
+      const r = await post(
+        `${await uploadLink()}?ret-json=1`,
+        `multipart/form-data; boundary=${boundary}`,
+        body,
+        sizes,
+      );
       expect(r.status, String(sizes)).toBe(200);
       const [info] = JSON.parse(r.text);
       expect(info.size).toBe(tricky.length);
@@ -89,17 +113,32 @@ describe('multipart uploads', () => {
     const boundary = 'quoted;boundary';
     const body = Buffer.concat([
       part(boundary, 'Content-Disposition: form-data; name="file"; filename="héllo wörld.txt"', 'one'),
-      part(boundary, "Content-Disposition: form-data; name=\"file\"; filename=\"fallback.txt\"; filename*=UTF-8''%E6%97%A5%E6%9C%AC.txt", 'two'),
+      part(
+        boundary,
+        'Content-Disposition: form-data; name="file"; filename="fallback.txt"; filename*=UTF-8\'\'%E6%97%A5%E6%9C%AC.txt',
+        'two',
+      ),
       part(boundary, 'Content-Disposition: form-data; name="file"; filename="empty.txt"', ''),
       part(boundary, 'Content-Disposition: form-data; name="parent_dir"', '/'),
       part(boundary, 'Content-Disposition: form-data; name="relative_path"', 'sub/dir'),
       Buffer.from(`--${boundary}--\r\n`),
     ]);
-    const r = await post(`${await uploadLink()}?ret-json=1`, `multipart/form-data; boundary="${boundary}"`, body, [5, 64]);
+    const r = await post(
+      `${await uploadLink()}?ret-json=1`,
+      `multipart/form-data; boundary="${boundary}"`,
+      body,
+      [5, 64],
+    );
     expect(r.status).toBe(200);
-    expect(JSON.parse(r.text).map((x: { name: string }) => x.name)).toEqual(['héllo wörld.txt', '日本.txt', 'empty.txt']);
+    expect(JSON.parse(r.text).map((x: { name: string }) => x.name)).toEqual([
+      'héllo wörld.txt',
+      '日本.txt',
+      'empty.txt',
+    ]);
     const listing = (await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/sub/dir' } })).json;
-    expect(listing.map((e: { name: string }) => e.name).sort()).toEqual(['empty.txt', 'héllo wörld.txt', '日本.txt'].sort());
+    expect(listing.map((e: { name: string }) => e.name).sort()).toEqual(
+      ['empty.txt', 'héllo wörld.txt', '日本.txt'].sort(),
+    );
     expect((await download('/sub/dir/日本.txt')).toString()).toBe('two');
   });
 
@@ -107,15 +146,22 @@ describe('multipart uploads', () => {
     const boundary = 'b0undary';
     const truncated = Buffer.concat([
       part(boundary, 'Content-Disposition: form-data; name="parent_dir"', '/'),
-      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="cut.bin"\r\n\r\nsome bytes but no end`),
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="cut.bin"\r\n\r\nsome bytes but no end`,
+      ),
     ]);
     const r1 = await post(await uploadLink(), `multipart/form-data; boundary=${boundary}`, truncated, [10]);
     expect(r1.status).toBe(400);
-    const noFile = Buffer.concat([part(boundary, 'Content-Disposition: form-data; name="parent_dir"', '/'), Buffer.from(`--${boundary}--\r\n`)]);
+    const noFile = Buffer.concat([
+      part(boundary, 'Content-Disposition: form-data; name="parent_dir"', '/'),
+      Buffer.from(`--${boundary}--\r\n`),
+    ]);
     const r2 = await post(await uploadLink(), `multipart/form-data; boundary=${boundary}`, noFile, [100]);
     expect(r2.status).toBe(400);
     expect(r2.text).toMatch(/^\{"error": ".*\n"\}$/s);
-    const names = (await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.map((e: { name: string }) => e.name);
+    const names = (await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.map(
+      (e: { name: string }) => e.name,
+    );
     expect(names).not.toContain('cut.bin');
     const notMultipart = await post(await uploadLink(), 'application/octet-stream', Buffer.from('raw'), [3]);
     expect(notMultipart.status).toBe(400);

@@ -22,11 +22,17 @@ describe('upload names', () => {
     const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/' } })).json as string;
     const b = 'utf8boundary';
     const body = Buffer.concat([
-      Buffer.from(`--${b}\r\nContent-Disposition: form-data; name="parent_dir"\r\n\r\n/\r\n--${b}\r\nContent-Disposition: form-data; name="file"; filename="bad`),
+      Buffer.from(
+        `--${b}\r\nContent-Disposition: form-data; name="parent_dir"\r\n\r\n/\r\n--${b}\r\nContent-Disposition: form-data; name="file"; filename="bad`,
+      ),
       Buffer.from([0xff, 0xfe]),
       Buffer.from(`.txt"\r\n\r\ncontent\r\n--${b}--\r\n`),
     ]);
-    const res = await fetch(link, { method: 'POST', headers: { 'Content-Type': `multipart/form-data; boundary=${b}` }, body });
+    const res = await fetch(link, {
+      method: 'POST',
+      headers: { 'Content-Type': `multipart/form-data; boundary=${b}` },
+      body,
+    });
     expect(res.status).toBe(440);
     expect((await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json).toEqual([]);
   });
@@ -36,28 +42,47 @@ describe('library download info', () => {
   it('names the library, its encryption and the file server root', async () => {
     const info = await admin('GET', `/api2/repos/${repo}/download-info/`);
     expect(info.status).toBe(200);
-    expect(info.json).toMatchObject({ repo_id: repo, repo_name: 'names', encrypted: '', applet_root: `${server.url}/seafhttp` });
+    expect(info.json).toMatchObject({
+      repo_id: repo,
+      repo_name: 'names',
+      encrypted: '',
+      applet_root: `${server.url}/seafhttp`,
+    });
     expect((await admin('GET', '/api2/repos/00000000-0000-0000-0000-000000000000/download-info/')).status).toBe(404);
   });
 });
 
 describe('trash restore', () => {
   it('a deleted folder listed in the trash comes back with dir/revert at its commit, under a new name when it is back already', async () => {
-    await admin('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/old/deep' }, form: { operation: 'mkdir', create_parents: 'true' } });
+    await admin('POST', `/api2/repos/${repo}/dir/`, {
+      query: { p: '/old/deep' },
+      form: { operation: 'mkdir', create_parents: 'true' },
+    });
     const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/old/deep' } })).json as string;
     await uploadTo(link, '/old/deep', { 'kept.txt': 'kept content' });
     expect((await admin('DELETE', `/api2/repos/${repo}/dir/`, { query: { p: '/old' } })).status).toBe(200);
-    const trash = (await admin('GET', `/api/v2.1/repos/${repo}/trash/`)).json.data as { obj_name: string; commit_id: string; parent_dir: string }[];
+    const trash = (await admin('GET', `/api/v2.1/repos/${repo}/trash/`)).json.data as {
+      obj_name: string;
+      commit_id: string;
+      parent_dir: string;
+    }[];
     const item = trash.find((e) => e.obj_name === 'old')!;
     expect(item).toMatchObject({ parent_dir: '/', is_dir: true });
-    const back = await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/old', commit_id: item.commit_id } });
+    const back = await admin('PUT', `/api2/repos/${repo}/dir/revert/`, {
+      form: { p: '/old', commit_id: item.commit_id },
+    });
     expect(back.json).toEqual({ success: true });
     const dl = await admin('GET', `/api2/repos/${repo}/file/`, { query: { p: '/old/deep/kept.txt' } });
     expect(await (await fetch(dl.json)).text()).toBe('kept content');
     // a second restore while the folder is back lands beside it under a new name
     await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/old', commit_id: item.commit_id } });
-    const names = ((await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json as { name: string }[]).map((e) => e.name);
+    const names = (
+      (await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json as { name: string }[]
+    ).map((e) => e.name);
     expect(names.sort()).toEqual(['old', 'old (1)']);
-    expect((await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/nothing', commit_id: item.commit_id } })).status).toBe(404);
+    expect(
+      (await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/nothing', commit_id: item.commit_id } }))
+        .status,
+    ).toBe(404);
   });
 });

@@ -1,6 +1,14 @@
 // Permissions, sharing, encrypted libraries, quotas and size limits of `seafs serve`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { adminToken, apiAs, createUser, getToken, startTestServer, uploadTo, type TestServer } from '../helpers/server.js';
+import {
+  adminToken,
+  apiAs,
+  createUser,
+  getToken,
+  startTestServer,
+  uploadTo,
+  type TestServer,
+} from '../helpers/server.js';
 
 let server: TestServer;
 let admin: ReturnType<typeof apiAs>;
@@ -36,11 +44,19 @@ describe('sharing and permissions', () => {
   });
 
   it('an r share lists and reads, and gets 403 on every write', async () => {
-    const s = await admin('PUT', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'r' } });
+    const s = await admin('PUT', `/api2/shared-repos/${repo}/`, {
+      query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'r' },
+    });
     expect(s.json).toBe('success');
     const libs = (await bob('GET', '/api2/repos/')).json;
     expect(libs).toHaveLength(1);
-    expect(libs[0]).toMatchObject({ id: repo, type: 'srepo', permission: 'r', share_type: 'personal', owner: server.adminEmail });
+    expect(libs[0]).toMatchObject({
+      id: repo,
+      type: 'srepo',
+      permission: 'r',
+      share_type: 'personal',
+      owner: server.adminEmail,
+    });
     expect((await bob('GET', '/api2/repos/', { query: { type: 'shared' } })).json).toHaveLength(1);
     expect((await bob('GET', '/api2/repos/', { query: { type: 'mine' } })).json).toHaveLength(0);
     const listing = await bob('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } });
@@ -52,7 +68,10 @@ describe('sharing and permissions', () => {
       bob('GET', `/api2/repos/${repo}/update-link/`),
       bob('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/x' }, form: { operation: 'mkdir' } }),
       bob('POST', `/api2/repos/${repo}/file/`, { query: { p: '/new.txt' }, form: { operation: 'create' } }),
-      bob('POST', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' }, form: { operation: 'rename', newname: 'z.txt' } }),
+      bob('POST', `/api2/repos/${repo}/file/`, {
+        query: { p: '/doc.txt' },
+        form: { operation: 'rename', newname: 'z.txt' },
+      }),
       bob('DELETE', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' } }),
       bob('DELETE', `/api2/repos/${repo}/dir/`, { query: { p: '/' } }),
       bob('POST', `/api2/repos/${repo}/fileops/delete/`, { query: { p: '/' }, form: { file_names: 'doc.txt' } }),
@@ -61,35 +80,71 @@ describe('sharing and permissions', () => {
     ];
     for (const w of await Promise.all(writes)) expect(w.status).toBe(403);
     // the library is untouched
-    expect((await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.map((e: { name: string }) => e.name)).toEqual(['doc.txt']);
+    expect(
+      (await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.map((e: { name: string }) => e.name),
+    ).toEqual(['doc.txt']);
     // carol still sees nothing
     expect((await carol('GET', `/api2/repos/${repo}/`)).status).toBe(404);
   });
 
   it('an rw share can write; unsharing hides the library again', async () => {
-    await admin('PUT', `/api2/shared-repos/${repo}/`, { form: { share_type: 'personal', user: 'bob@seafs.test', permission: 'rw' } });
-    const mk = await bob('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/from-bob' }, form: { operation: 'mkdir' } });
+    await admin('PUT', `/api2/shared-repos/${repo}/`, {
+      form: { share_type: 'personal', user: 'bob@seafs.test', permission: 'rw' },
+    });
+    const mk = await bob('POST', `/api2/repos/${repo}/dir/`, {
+      query: { p: '/from-bob' },
+      form: { operation: 'mkdir' },
+    });
     expect(mk.status).toBe(201);
-    const items = (await admin('GET', `/api2/repos/${repo}/dir/shared_items/`, { query: { p: '/', share_type: 'user' } })).json;
-    expect(items).toEqual([expect.objectContaining({ share_type: 'user', permission: 'rw', user_info: expect.objectContaining({ name: 'bob@seafs.test' }) })]);
-    expect((await admin('GET', '/api2/shared-repos/')).json[0]).toMatchObject({ repo_id: repo, user: 'bob@seafs.test', permission: 'rw' });
-    const un = await admin('DELETE', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'bob@seafs.test' } });
+    const items = (
+      await admin('GET', `/api2/repos/${repo}/dir/shared_items/`, { query: { p: '/', share_type: 'user' } })
+    ).json;
+    expect(items).toEqual([
+      expect.objectContaining({
+        share_type: 'user',
+        permission: 'rw',
+        user_info: expect.objectContaining({ name: 'bob@seafs.test' }),
+      }),
+    ]);
+    expect((await admin('GET', '/api2/shared-repos/')).json[0]).toMatchObject({
+      repo_id: repo,
+      user: 'bob@seafs.test',
+      permission: 'rw',
+    });
+    const un = await admin('DELETE', `/api2/shared-repos/${repo}/`, {
+      query: { share_type: 'personal', user: 'bob@seafs.test' },
+    });
     expect(un.json).toBe('success');
     expect((await bob('GET', `/api2/repos/${repo}/`)).status).toBe(404);
   });
 
   it("a file locked by its owner refuses others' changes (403, 423 on V2.1 delete)", async () => {
-    await admin('PUT', `/api2/shared-repos/${repo}/`, { form: { share_type: 'personal', user: 'carol@seafs.test', permission: 'rw' } });
-    expect((await admin('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'lock' } })).json).toBe('success');
-    const entry = (await carol('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.find((e: { name: string }) => e.name === 'doc.txt');
+    await admin('PUT', `/api2/shared-repos/${repo}/`, {
+      form: { share_type: 'personal', user: 'carol@seafs.test', permission: 'rw' },
+    });
+    expect((await admin('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'lock' } })).json).toBe(
+      'success',
+    );
+    const entry = (await carol('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.find(
+      (e: { name: string }) => e.name === 'doc.txt',
+    );
     expect(entry).toMatchObject({ is_locked: true, locked_by_me: false, lock_owner: server.adminEmail });
-    const ren = await carol('POST', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' }, form: { operation: 'rename', newname: 'x.txt' } });
+    const ren = await carol('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/doc.txt' },
+      form: { operation: 'rename', newname: 'x.txt' },
+    });
     expect(ren.status).toBe(403);
     expect((await carol('DELETE', `/api2/repos/${repo}/file/`, { query: { p: '/doc.txt' } })).status).toBe(403);
     expect((await carol('DELETE', `/api/v2.1/repos/${repo}/file/`, { query: { p: '/doc.txt' } })).status).toBe(423);
-    expect((await carol('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'unlock' } })).status).toBe(403);
-    expect((await admin('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'unlock' } })).json).toBe('success');
-    await admin('DELETE', `/api2/shared-repos/${repo}/`, { query: { share_type: 'personal', user: 'carol@seafs.test' } });
+    expect(
+      (await carol('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'unlock' } })).status,
+    ).toBe(403);
+    expect(
+      (await admin('PUT', `/api2/repos/${repo}/file/`, { form: { p: '/doc.txt', operation: 'unlock' } })).json,
+    ).toBe('success');
+    await admin('DELETE', `/api2/shared-repos/${repo}/`, {
+      query: { share_type: 'personal', user: 'carol@seafs.test' },
+    });
   });
 
   it('shares through dir/shared_items with p=/', async () => {
@@ -99,7 +154,9 @@ describe('sharing and permissions', () => {
     });
     expect(r.json.success).toHaveLength(1);
     expect((await carol('GET', `/api2/repos/${repo}/`)).json).toMatchObject({ id: repo, permission: 'r' });
-    const d = await admin('DELETE', `/api2/repos/${repo}/dir/shared_items/`, { query: { p: '/', share_type: 'user', username: 'carol@seafs.test' } });
+    const d = await admin('DELETE', `/api2/repos/${repo}/dir/shared_items/`, {
+      query: { p: '/', share_type: 'user', username: 'carol@seafs.test' },
+    });
     expect(d.json).toEqual({ success: true });
     expect((await carol('GET', `/api2/repos/${repo}/`)).status).toBe(404);
   });
@@ -146,7 +203,9 @@ describe('quota and size limits', () => {
     expect((await uploadTo(link, '/', { 'fill.bin': Buffer.alloc(400) })).status).toBe(200);
     expect((await carol('GET', '/api2/account/info/')).json.usage).toBe(1000);
     expect((await carol('GET', `/api2/repos/${id}/upload-link/`)).status).toBe(443);
-    const names = (await carol('GET', `/api2/repos/${id}/dir/`, { query: { p: '/' } })).json.map((e: { name: string }) => e.name);
+    const names = (await carol('GET', `/api2/repos/${id}/dir/`, { query: { p: '/' } })).json.map(
+      (e: { name: string }) => e.name,
+    );
     expect(names).toEqual(['fill.bin', 'fits.bin']);
   });
 
@@ -154,7 +213,9 @@ describe('quota and size limits', () => {
     const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`)).json;
     const r = await uploadTo(link, '/', { 'big.bin': Buffer.alloc(1_500_000) });
     expect(r.status).toBe(442);
-    const names = (await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.map((e: { name: string }) => e.name);
+    const names = (await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.map(
+      (e: { name: string }) => e.name,
+    );
     expect(names).not.toContain('big.bin');
   });
 });

@@ -29,7 +29,8 @@ describe('timing', () => {
   it('download links and upload links expire after --link-ttl', async () => {
     const up = (await call('GET', `/api2/repos/${repo}/upload-link/`)).json as string;
     expect((await uploadTo(up, '/', { 'a.txt': 'a' })).status).toBe(200);
-    const reusable = (await call('GET', `/api2/repos/${repo}/file/`, { query: { p: '/a.txt', reuse: '1' } })).json as string;
+    const reusable = (await call('GET', `/api2/repos/${repo}/file/`, { query: { p: '/a.txt', reuse: '1' } }))
+      .json as string;
     expect((await fetch(reusable)).status).toBe(200);
     await new Promise((r) => setTimeout(r, 2300));
     const late = await fetch(reusable);

@@ -52,14 +52,25 @@ async function until(what: string, cond: () => boolean | Promise<boolean>): Prom
   throw new Error(`never happened: ${what}`);
 }
 
-const uploadPosts = () => server.log().split('\n').filter((l) => /^POST \/seafhttp\/(upload|update)-api\//.test(l));
+const uploadPosts = () =>
+  server
+    .log()
+    .split('\n')
+    .filter((l) => /^POST \/seafhttp\/(upload|update)-api\//.test(l));
 
 describe('chunked streaming upload', () => {
   it('sends a body of unknown length in pieces; the server stores the exact bytes', async () => {
     const data = randomBytes(5 * MiB + 777);
     const before = uploadPosts().length;
     const start = streamUploadFor(admin);
-    const up = await start(await admin.uploadLink(repo, '/'), [['parent_dir', '/'], ['replace', '1']], 'streamed.bin');
+    const up = await start(
+      await admin.uploadLink(repo, '/'),
+      [
+        ['parent_dir', '/'],
+        ['replace', '1'],
+      ],
+      'streamed.bin',
+    );
     // uneven pieces, as the writes land
     for (let off = 0; off < data.length; ) {
       const n = Math.min(data.length - off, 300_000 + (off % 7) * 1000);
@@ -80,20 +91,36 @@ describe('chunked streaming upload', () => {
 
   it('streams through an update link onto an existing file', async () => {
     const first = randomBytes(MiB);
-    const up1 = await openUploadStream(await admin.uploadLink(repo, '/'), admin.token, [['parent_dir', '/']], 'upd.bin');
+    const up1 = await openUploadStream(
+      await admin.uploadLink(repo, '/'),
+      admin.token,
+      [['parent_dir', '/']],
+      'upd.bin',
+    );
     await up1.write(first);
     await up1.finish();
     const data = randomBytes(3 * MiB + 5);
-    const up = await streamUploadFor(admin)(await admin.updateLink(repo, '/'), [['target_file', '/upd.bin']], 'upd.bin');
+    const up = await streamUploadFor(admin)(
+      await admin.updateLink(repo, '/'),
+      [['target_file', '/upd.bin']],
+      'upd.bin',
+    );
     for (let off = 0; off < data.length; off += MiB) await up.write(data.subarray(off, off + MiB));
     await up.finish();
     expect(sha(await fetchFile(admin, repo, '/upd.bin'))).toBe(sha(data));
-    expect((await admin.listDir(repo, '/')).entries.filter((e) => e.name.startsWith('upd')).map((e) => e.name)).toEqual(['upd.bin']);
+    expect((await admin.listDir(repo, '/')).entries.filter((e) => e.name.startsWith('upd')).map((e) => e.name)).toEqual(
+      ['upd.bin'],
+    );
   });
 
   it('an aborted stream leaves no file, no temp file and no new object', async () => {
     const objectsBefore = filesUnder(path.join(server.dataDir, 'objects')).sort();
-    const up = await openUploadStream(await admin.uploadLink(repo, '/'), admin.token, [['parent_dir', '/']], 'aborted.bin');
+    const up = await openUploadStream(
+      await admin.uploadLink(repo, '/'),
+      admin.token,
+      [['parent_dir', '/']],
+      'aborted.bin',
+    );
     for (let i = 0; i < 4; i++) await up.write(randomBytes(MiB));
     // the server is holding a partial upload in its temp dir
     await until('the server received part of the body', () => filesUnder(path.join(server.dataDir, 'tmp')).length > 0);
@@ -102,7 +129,12 @@ describe('chunked streaming upload', () => {
     expect((await admin.listDir(repo, '/')).entries.map((e) => e.name)).not.toContain('aborted.bin');
     expect(filesUnder(path.join(server.dataDir, 'objects')).sort()).toEqual(objectsBefore);
     // the server still takes uploads
-    const ok = await openUploadStream(await admin.uploadLink(repo, '/'), admin.token, [['parent_dir', '/']], 'after-abort.bin');
+    const ok = await openUploadStream(
+      await admin.uploadLink(repo, '/'),
+      admin.token,
+      [['parent_dir', '/']],
+      'after-abort.bin',
+    );
     await ok.write(Buffer.from('still fine'));
     await ok.finish();
     expect((await fetchFile(admin, repo, '/after-abort.bin')).toString()).toBe('still fine');
@@ -121,7 +153,10 @@ describe('chunked streaming upload', () => {
         err = e;
       }
       expect(err).toBeInstanceOf(ApiError);
-      expect({ kind: (err as ApiError).kind, status: (err as ApiError).status }).toEqual({ kind: 'quota', status: 443 });
+      expect({ kind: (err as ApiError).kind, status: (err as ApiError).status }).toEqual({
+        kind: 'quota',
+        status: 443,
+      });
       expect(refusesChunked(err)).toBe(false);
       expect((await user.listDir(r, '/')).entries).toEqual([]);
       await until('no temp file left', () => filesUnder(path.join(server.dataDir, 'tmp')).length === 0);
@@ -146,7 +181,12 @@ describe('chunked streaming upload', () => {
       const port = (srv.address() as net.AddressInfo).port;
       let err: unknown = null;
       try {
-        const up = await openUploadStream(`http://127.0.0.1:${port}/seafhttp/upload-api/x`, 't', [['parent_dir', '/']], 'f');
+        const up = await openUploadStream(
+          `http://127.0.0.1:${port}/seafhttp/upload-api/x`,
+          't',
+          [['parent_dir', '/']],
+          'f',
+        );
         for (let i = 0; i < 20; i++) await up.write(randomBytes(64 * 1024));
         await up.finish();
       } catch (e) {

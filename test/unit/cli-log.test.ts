@@ -1,11 +1,29 @@
 import { execFileSync } from 'node:child_process';
-import { closeSync, constants, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EventEmitter } from 'node:events';
 import net from 'node:net';
-import { FileSink, Logger, guessLevel, redact, streamSink, unexpectedErrorHandler, type LogSink } from '../../src/cli/log.js';
+import {
+  FileSink,
+  Logger,
+  guessLevel,
+  redact,
+  streamSink,
+  unexpectedErrorHandler,
+  type LogSink,
+} from '../../src/cli/log.js';
 import { FakeApi, apiError, makeVfs, writeWhole } from './fake-api.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-log-'));
@@ -170,7 +188,7 @@ describe('logger: levels and format', () => {
     log.debug('detail\nsecond line');
     log.close();
     const lines = readFileSync(file, 'utf8').split('\n');
-    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z WARN  upload of \/a\.txt failed: 500$/);
+    expect(lines[0]).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z WARN {2}upload of \/a\.txt failed: 500$/);
     expect(lines[1]).toMatch(/^\S+Z DEBUG detail$/);
     expect(lines[2]).toBe('    second line');
     expect(statSync(file).mode & 0o777).toBe(0o600);
@@ -226,17 +244,25 @@ describe('logger: secrets never reach a log line', () => {
     expect(redact('GET https://cloud.example.com/seafhttp/files/abc123def/report.pdf: 404')).toBe(
       'GET https://cloud.example.com/seafhttp/files/<redacted>/report.pdf: 404',
     );
-    expect(redact('update link "https://h/seafhttp/update-api/tok-9?ret-json=1"')).toBe('update link "https://h/seafhttp/update-api/<redacted>?ret-json=1"');
-    expect(redact('share https://h/f/0123456789abcdef/ and https://h/d/fedcba9876543210/')).toBe('share https://h/f/<redacted>/ and https://h/d/<redacted>/');
+    expect(redact('update link "https://h/seafhttp/update-api/tok-9?ret-json=1"')).toBe(
+      'update link "https://h/seafhttp/update-api/<redacted>?ret-json=1"',
+    );
+    expect(redact('share https://h/f/0123456789abcdef/ and https://h/d/fedcba9876543210/')).toBe(
+      'share https://h/f/<redacted>/ and https://h/d/<redacted>/',
+    );
   });
 
   it('redacts passwords and tokens in query strings, forms, headers, JSON and URLs', () => {
     expect(redact('GET /api2/x/?password=hunter2&p=/a')).toBe('GET /api2/x/?password=<redacted>&p=/a');
     expect(redact('body username=a%40b&password=s3cret')).toBe('body username=a%40b&password=<redacted>');
-    expect(redact('Authorization: Token 0123456789abcdef0123456789abcdef01234567')).toBe('Authorization: Token <redacted>');
+    expect(redact('Authorization: Token 0123456789abcdef0123456789abcdef01234567')).toBe(
+      'Authorization: Token <redacted>',
+    );
     expect(redact('{"token":"0123456789abcdef","email":"a@b"}')).toBe('{"token":"<redacted>","email":"a@b"}');
     expect(redact('X-Seafile-OTP: 123456')).toBe('X-Seafile-OTP: <redacted>');
-    expect(redact('cannot reach https://me:pa55word@cloud.example.com/')).toBe('cannot reach https://me:<redacted>@cloud.example.com/');
+    expect(redact('cannot reach https://me:pa55word@cloud.example.com/')).toBe(
+      'cannot reach https://me:<redacted>@cloud.example.com/',
+    );
     expect(redact('password: hunter2')).toBe('password: <redacted>');
   });
 
@@ -280,7 +306,9 @@ describe('logger: a failure repeated by a retry loop is logged once', () => {
     ]);
     now = 700_000;
     hook('upload of /a.bin failed (attempt 3): the server answered 500');
-    expect(sink.lines[3]).toBe('seafs: warning: upload of /a.bin failed (attempt 3): the server answered 500 (and 5 time(s) more since 1970-01-01T00:00:00.000Z)\n');
+    expect(sink.lines[3]).toBe(
+      'seafs: warning: upload of /a.bin failed (attempt 3): the server answered 500 (and 5 time(s) more since 1970-01-01T00:00:00.000Z)\n',
+    );
   });
 
   it('an upload that fails five times in the vfs retry loop is one warning in the log, with its path', async () => {
@@ -290,7 +318,10 @@ describe('logger: a failure repeated by a retry loop is logged once', () => {
     const log = new Logger({ stderr: sink });
     const m = await makeVfs(api, { library: 'lib', log: log.hook() });
     try {
-      api.failNext.set('upload', Array.from({ length: 5 }, () => apiError('server', 500, 'upload')));
+      api.failNext.set(
+        'upload',
+        Array.from({ length: 5 }, () => apiError('server', 500, 'upload')),
+      );
       await writeWhole(m.vfs, '/r.txt', 'retried');
       expect(await m.vfs.drain()).toEqual([]);
       expect(api.content(repo, '/r.txt')!.toString()).toBe('retried');
@@ -315,8 +346,14 @@ describe('logger: a failure repeated by a retry loop is logged once', () => {
     expect(guessLevel('upload of /a failed (attempt 1): reset')).toBe('warn');
     expect(guessLevel('readdir /x: EIO (the server did not answer)')).toBe('warn');
     expect(guessLevel('cannot reach the server')).toBe('warn');
-    expect(guessLevel("conflict: /a.txt: changed on the server; the server's version keeps the name, the local version is saved as x")).toBe('warn');
-    expect(guessLevel('/a.txt was deleted or moved on the server; saving the local version under its name')).toBe('warn');
+    expect(
+      guessLevel(
+        "conflict: /a.txt: changed on the server; the server's version keeps the name, the local version is saved as x",
+      ),
+    ).toBe('warn');
+    expect(guessLevel('/a.txt was deleted or moved on the server; saving the local version under its name')).toBe(
+      'warn',
+    );
     expect(guessLevel('recovering /a.bin (3 bytes) from the journal')).toBe('info');
     expect(guessLevel('/a.bin: uploaded while it was written (12 bytes, one streamed request)')).toBe('info');
   });

@@ -38,7 +38,13 @@ describe('seafs status text', () => {
     const st = status({
       queue: [
         { path: '/small.txt', size: 2048, state: 'waiting', attempts: 0 },
-        { path: '/over.bin', size: 3 * MiB, state: 'failed', attempts: 6, error: 'upload failed (HTTP 443): quota exceeded' },
+        {
+          path: '/over.bin',
+          size: 3 * MiB,
+          state: 'failed',
+          attempts: 6,
+          error: 'upload failed (HTTP 443): quota exceeded',
+        },
         { path: '/iso/big.iso', size: 100 * MiB, state: 'uploading', attempts: 0, sent: 25 * MiB },
       ],
     });
@@ -49,13 +55,19 @@ describe('seafs status text', () => {
       '  uploads: 3 pending (103.0 MiB): 1 uploading, 1 waiting, 1 failed; 7 uploaded (70.0 MiB) since the mount; 5.0 MiB/s, about 16s left',
     );
     expect(lines[2]).toBe('    uploading  /iso/big.iso  [#####---------------]  25%  25.0 MiB of 100.0 MiB');
-    expect(lines[3]).toBe('    failed     /over.bin     3.0 MiB  (attempt 6: upload failed (HTTP 443): quota exceeded)');
+    expect(lines[3]).toBe(
+      '    failed     /over.bin     3.0 MiB  (attempt 6: upload failed (HTTP 443): quota exceeded)',
+    );
     expect(lines[4]).toBe('    waiting    /small.txt    2.0 KiB');
   });
 
   it('says when a file is still being written, so its size is not final', () => {
-    const st = status({ queue: [{ path: '/rec.mkv', size: 40 * MiB, state: 'uploading', attempts: 0, sent: 40 * MiB, writing: true }] });
-    expect(formatStatus(st).split('\n')[2]).toBe('    uploading  /rec.mkv  [####################] 100%  40.0 MiB of 40.0 MiB (still being written)');
+    const st = status({
+      queue: [{ path: '/rec.mkv', size: 40 * MiB, state: 'uploading', attempts: 0, sent: 40 * MiB, writing: true }],
+    });
+    expect(formatStatus(st).split('\n')[2]).toBe(
+      '    uploading  /rec.mkv  [####################] 100%  40.0 MiB of 40.0 MiB (still being written)',
+    );
   });
 
   it('counts files still open for writing apart, and tells no time left while one is', () => {
@@ -66,12 +78,19 @@ describe('seafs status text', () => {
       ],
     });
     const lines = formatStatus(st, { rate: MiB }).split('\n');
-    expect(lines[1]).toBe('  uploads: 2 pending (400.0 MiB): 0 uploading, 1 being written, 1 waiting, 0 failed; 7 uploaded (70.0 MiB) since the mount; 1.0 MiB/s');
+    expect(lines[1]).toBe(
+      '  uploads: 2 pending (400.0 MiB): 0 uploading, 1 being written, 1 waiting, 0 failed; 7 uploaded (70.0 MiB) since the mount; 1.0 MiB/s',
+    );
     expect(lines[2]).toBe('    writing    /movie.mkv  400.0 MiB');
   });
 
   it('shows at most maxFiles files and counts the rest', () => {
-    const queue = Array.from({ length: 30 }, (_, i) => ({ path: `/f${i}`, size: 1000 + i, state: 'waiting' as const, attempts: 0 }));
+    const queue = Array.from({ length: 30 }, (_, i) => ({
+      path: `/f${i}`,
+      size: 1000 + i,
+      state: 'waiting' as const,
+      attempts: 0,
+    }));
     const lines = formatStatus(status({ queue }), { maxFiles: 5 }).split('\n');
     expect(lines.filter((l) => l.startsWith('    waiting'))).toHaveLength(5);
     expect(lines).toContain('    ... and 25 more');
@@ -85,5 +104,19 @@ describe('seafs status text', () => {
   it('reads the older status answer, which had only the pending list', () => {
     const st = status({ queue: undefined, pending: [{ path: '/old.bin', size: 5 }] });
     expect(formatStatus(st)).toContain('    waiting    /old.bin  5 B');
+  });
+
+  it('says when the mount is offline and how many conflicts it saved', () => {
+    const st = status({
+      offline: { offlineSince: new Date(1_000_000).toISOString(), cause: 'listDir failed: connect ECONNREFUSED' },
+      uploads: { uploads: 7, uploadedBytes: 70 * MiB, failures: 0, conflicts: 2 },
+    });
+    const lines = formatStatus(st, { now: 1_000_000 + 95_000 }).split('\n');
+    expect(lines[1]).toBe(
+      '  OFFLINE for 1m35s: listDir failed: connect ECONNREFUSED; known folders and cached files are served, writes wait for the server',
+    );
+    expect(lines).toContain(
+      `  conflicts since the mount: 2 (the server's version kept the name; the local one was saved as "name (SFConflict ...)")`,
+    );
   });
 });

@@ -8,7 +8,9 @@ describe('errorMessageOf', () => {
   it('reads every JSON error shape', () => {
     expect(errorMessageOf('{"error_msg": "Folder /a/ not found."}')).toBe('Folder /a/ not found.');
     expect(errorMessageOf('{"detail": "Invalid token"}')).toBe('Invalid token');
-    expect(errorMessageOf('{"non_field_errors": ["Two factor auth token is missing."]}')).toBe('Two factor auth token is missing.');
+    expect(errorMessageOf('{"non_field_errors": ["Two factor auth token is missing."]}')).toBe(
+      'Two factor auth token is missing.',
+    );
     expect(errorMessageOf('{"username": ["This field is required."]}')).toBe('username: This field is required.');
     expect(errorMessageOf('"Permission denied"')).toBe('Permission denied');
     expect(errorMessageOf('{"error": "File does not exist."}')).toBe('File does not exist.');
@@ -20,7 +22,11 @@ describe('errorMessageOf', () => {
   });
 
   it('reads HTML, plain text and nothing', () => {
-    expect(errorMessageOf('<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>')).toBe('Bad Gateway');
+    expect(
+      errorMessageOf(
+        '<!DOCTYPE html><html><head><title>502 Bad Gateway</title></head><body><h1>Bad Gateway</h1></body></html>',
+      ),
+    ).toBe('Bad Gateway');
     expect(errorMessageOf('<html><body><p>Server &amp; error</p></body></html>')).toBe('Server & error');
     expect(errorMessageOf('Invalid token\n')).toBe('Invalid token');
     expect(errorMessageOf('')).toBe('');
@@ -28,7 +34,17 @@ describe('errorMessageOf', () => {
   });
 
   it('never throws on garbage and clips long bodies', () => {
-    for (const g of ['{', '[1,2', '\u0000\u0001\u00ff', '{"error_msg": 42}', 'null', '[]', '{}', '{"a": {"b": 1}}', 'x'.repeat(100_000)]) {
+    for (const g of [
+      '{',
+      '[1,2',
+      '\u0000\u0001\u00ff',
+      '{"error_msg": 42}',
+      'null',
+      '[]',
+      '{}',
+      '{"a": {"b": 1}}',
+      'x'.repeat(100_000),
+    ]) {
       expect(typeof errorMessageOf(g)).toBe('string');
     }
     expect(errorMessageOf('y'.repeat(10_000)).length).toBeLessThan(600);
@@ -58,7 +74,9 @@ describe('kindFor', () => {
     expect(kindFor(400, 'whatever', 'auth', true)).toBe('otp_required');
     expect(kindFor(400, 'Unable to login with provided credentials.', 'auth')).toBe('unauthorized');
     expect(kindFor(429, '', 'api')).toBe('throttled');
-    expect(kindFor(400, 'Library is encrypted, please provide the password first.', 'transfer-link')).toBe('password_required');
+    expect(kindFor(400, 'Library is encrypted, please provide the password first.', 'transfer-link')).toBe(
+      'password_required',
+    );
     expect(kindFor(400, 'Incorrect password', 'api')).toBe('password_required');
   });
 

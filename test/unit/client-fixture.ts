@@ -47,13 +47,23 @@ export async function tinyServer(handler: Handler, opts: { readBody?: boolean } 
   };
 }
 
-export function json(res: http.ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
+export function json(
+  res: http.ServerResponse,
+  status: number,
+  value: unknown,
+  headers: Record<string, string> = {},
+): void {
   const body = JSON.stringify(value);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...headers });
   res.end(body);
 }
 
-export function text(res: http.ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
+export function text(
+  res: http.ServerResponse,
+  status: number,
+  body: string,
+  headers: Record<string, string> = {},
+): void {
   res.writeHead(status, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body), ...headers });
   res.end(body);
 }

@@ -17,10 +17,21 @@ afterEach(async () => {
   await Promise.all(servers.splice(0).map((s) => s.close()));
 });
 
-async function setup(handler: Handler, opts: Partial<ConstructorParameters<typeof SeafileClient>[0]> = {}, serverOpts = {}) {
+async function setup(
+  handler: Handler,
+  opts: Partial<ConstructorParameters<typeof SeafileClient>[0]> = {},
+  serverOpts = {},
+) {
   const srv = await tinyServer(handler, serverOpts);
   servers.push(srv);
-  const client = new SeafileClient({ baseUrl: srv.url, token: 'tok', retryBaseMs: 10, retryMaxMs: 50, timeoutMs: 2000, ...opts });
+  const client = new SeafileClient({
+    baseUrl: srv.url,
+    token: 'tok',
+    retryBaseMs: 10,
+    retryMaxMs: 50,
+    timeoutMs: 2000,
+    ...opts,
+  });
   clients.push(client);
   return { srv, client };
 }
@@ -44,7 +55,9 @@ describe('retries', () => {
   });
 
   it('gives up after maxRetries with a server error', async () => {
-    const { srv, client } = await setup((_req, res) => text(res, 502, '<html><title>Bad Gateway</title></html>'), { maxRetries: 2 });
+    const { srv, client } = await setup((_req, res) => text(res, 502, '<html><title>Bad Gateway</title></html>'), {
+      maxRetries: 2,
+    });
     const e = await failure(client.listLibraries());
     expect(e.kind).toBe('server');
     expect(e.status).toBe(502);
@@ -75,11 +88,16 @@ describe('retries', () => {
       req.socket.destroy(); // the server renamed, the answer is lost
     });
     await client.renameFile('r1', '/d/a.txt', 'b.txt');
-    expect(srv.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /api2/repos/r1/file/?p=%2Fd%2Fa.txt', 'GET /api2/repos/r1/dir/?p=%2Fd']);
+    expect(srv.seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+      'POST /api2/repos/r1/file/?p=%2Fd%2Fa.txt',
+      'GET /api2/repos/r1/dir/?p=%2Fd',
+    ]);
   });
 
   it('reports the first failure of a checked write when the look at the folder fails too', async () => {
-    const { srv, client } = await setup((req, res) => (req.method === 'GET' ? text(res, 404, 'gone') : json(res, 500, { error_msg: 'Internal error' })));
+    const { srv, client } = await setup((req, res) =>
+      req.method === 'GET' ? text(res, 404, 'gone') : json(res, 500, { error_msg: 'Internal error' }),
+    );
     const e = await failure(client.mkdir('r1', '/new'));
     expect(e.kind).toBe('server');
     expect(e.serverMessage).toBe('Internal error');
@@ -104,7 +122,9 @@ describe('retries', () => {
   });
 
   it('retries an idempotent delete after a reset, and a 404 on the retry means done', async () => {
-    const { srv, client } = await setup((req, res, _b, n) => (n === 1 ? req.socket.destroy() : json(res, 404, { error_msg: 'Folder /d not found.' })));
+    const { srv, client } = await setup((req, res, _b, n) =>
+      n === 1 ? req.socket.destroy() : json(res, 404, { error_msg: 'Folder /d not found.' }),
+    );
     await client.deleteDir('r1', '/d');
     expect(srv.seen.map((s) => s.method)).toEqual(['DELETE', 'DELETE']);
   });
@@ -128,10 +148,13 @@ describe('retries', () => {
   });
 
   it('caps a huge Retry-After and reports throttled once retries are spent', async () => {
-    const { srv, client } = await setup((_req, res) => json(res, 429, { detail: 'slow down' }, { 'retry-after': '3600' }), {
-      maxRetries: 1,
-      maxRetryAfterMs: 100,
-    });
+    const { srv, client } = await setup(
+      (_req, res) => json(res, 429, { detail: 'slow down' }, { 'retry-after': '3600' }),
+      {
+        maxRetries: 1,
+        maxRetryAfterMs: 100,
+      },
+    );
     const t0 = Date.now();
     const e = await failure(client.accountInfo());
     expect(e.kind).toBe('throttled');
@@ -142,7 +165,8 @@ describe('retries', () => {
 
   it('retries link requests on 5xx but never a quota refusal', async () => {
     const { srv, client } = await setup((req, res, _b, n) => {
-      if (req.url!.includes('upload-link')) return n === 1 ? text(res, 502, 'bad gateway') : json(res, 200, 'http://x/upload-api/t');
+      if (req.url!.includes('upload-link'))
+        return n === 1 ? text(res, 502, 'bad gateway') : json(res, 200, 'http://x/upload-api/t');
       json(res, 500, { error_msg: 'Out of quota.' });
     });
     expect(await client.uploadLink('r', '/')).toBe('http://x/upload-api/t');
@@ -181,12 +205,16 @@ describe('retries', () => {
 
   it('re-sends an upload refused with 429, with the whole body again', async () => {
     const { srv, client } = await setup((_req, res, _b, n) =>
-      n === 1 ? json(res, 429, { detail: 'slow' }, { 'retry-after': '0' }) : json(res, 200, [{ name: 'f', id: 'a'.repeat(40), size: 5 }]),
+      n === 1
+        ? json(res, 429, { detail: 'slow' }, { 'retry-after': '0' })
+        : json(res, 200, [{ name: 'f', id: 'a'.repeat(40), size: 5 }]),
     );
     const dir = mkdtempSync(join(tmpdir(), 'seafs-up-'));
     try {
       writeFileSync(join(dir, 'f'), 'hello');
-      expect(await client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), 'f')).toEqual([{ name: 'f', id: 'a'.repeat(40), size: 5 }]);
+      expect(await client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), 'f')).toEqual([
+        { name: 'f', id: 'a'.repeat(40), size: 5 },
+      ]);
       expect(srv.seen).toHaveLength(2);
       expect(srv.seen[1]!.body.toString()).toContain('hello');
       expect(srv.seen[1]!.body.length).toBe(srv.seen[0]!.body.length);
@@ -198,7 +226,8 @@ describe('retries', () => {
   it('does not re-send a new upload whose answer was lost when the folder shows it arrived', async () => {
     const now = Math.floor(Date.now() / 1000);
     const { srv, client } = await setup((req, res) => {
-      if (req.method === 'GET') return json(res, 200, [{ type: 'file', name: 'f.txt', id: 'b'.repeat(40), size: 5, mtime: now }]);
+      if (req.method === 'GET')
+        return json(res, 200, [{ type: 'file', name: 'f.txt', id: 'b'.repeat(40), size: 5, mtime: now }]);
       req.socket.destroy();
     });
     const dir = mkdtempSync(join(tmpdir(), 'seafs-up-'));
@@ -207,7 +236,10 @@ describe('retries', () => {
       expect(await client.upload(`${srv.url}/upload-api/t`, '/d', join(dir, 'f'), 'f.txt', { repoId: 'r1' })).toEqual([
         { name: 'f.txt', id: 'b'.repeat(40), size: 5 },
       ]);
-      expect(srv.seen.map((s) => `${s.method} ${s.url}`)).toEqual(['POST /upload-api/t?ret-json=1', 'GET /api2/repos/r1/dir/?p=%2Fd']);
+      expect(srv.seen.map((s) => `${s.method} ${s.url}`)).toEqual([
+        'POST /upload-api/t?ret-json=1',
+        'GET /api2/repos/r1/dir/?p=%2Fd',
+      ]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -215,7 +247,8 @@ describe('retries', () => {
 
   it('re-sends a new upload whose answer was lost when the folder does not show it, and never one it cannot check', async () => {
     const { srv, client } = await setup((req, res) => {
-      if (req.method === 'GET') return json(res, 200, [{ type: 'file', name: 'f.txt', id: 'c'.repeat(40), size: 5, mtime: 1000 }]); // an older file
+      if (req.method === 'GET')
+        return json(res, 200, [{ type: 'file', name: 'f.txt', id: 'c'.repeat(40), size: 5, mtime: 1000 }]); // an older file
       if (srv.seen.filter((s) => s.method === 'POST').length === 1) return req.socket.destroy();
       json(res, 200, [{ name: 'f (1).txt', id: 'd'.repeat(40), size: 5 }]);
     });
@@ -248,21 +281,27 @@ describe('timeouts and connections', () => {
   });
 
   it('times out a body that stalls half-way', async () => {
-    const { client } = await setup((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
-      res.write('[{"name": ');
-    }, { timeoutMs: 300, maxRetries: 0 });
+    const { client } = await setup(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
+        res.write('[{"name": ');
+      },
+      { timeoutMs: 300, maxRetries: 0 },
+    );
     const e = await failure(client.listLibraries());
     expect(e.kind).toBe('timeout');
   });
 
   it('bounds the whole exchange: a server dripping bytes times out too', async () => {
-    const { client } = await setup((_req, res) => {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100000' });
-      res.write('[');
-      const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write(' ')), 50);
-      res.on('close', () => clearInterval(t));
-    }, { timeoutMs: 400, maxRetries: 0 });
+    const { client } = await setup(
+      (_req, res) => {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100000' });
+        res.write('[');
+        const t = setInterval(() => (res.destroyed ? clearInterval(t) : res.write(' ')), 50);
+        res.on('close', () => clearInterval(t));
+      },
+      { timeoutMs: 400, maxRetries: 0 },
+    );
     const t0 = Date.now();
     const e = await failure(client.listLibraries());
     expect(e.kind).toBe('timeout');
@@ -296,7 +335,9 @@ describe('timeouts and connections', () => {
   it('gives up a first login to a port that refuses connections after its own retries, not after loginRetryMs', async () => {
     const port = await closedPort();
     const t0 = Date.now();
-    const e = await failure(SeafileClient.login({ baseUrl: `http://127.0.0.1:${port}`, retryBaseMs: 5, loginRetryMs: 60_000 }, 'a@b.c', 'pw'));
+    const e = await failure(
+      SeafileClient.login({ baseUrl: `http://127.0.0.1:${port}`, retryBaseMs: 5, loginRetryMs: 60_000 }, 'a@b.c', 'pw'),
+    );
     expect(e.kind).toBe('network');
     expect(e.serverMessage).toMatch(/ECONNREFUSED/);
     expect(Date.now() - t0).toBeLessThan(30_000);
@@ -356,7 +397,11 @@ describe('answers', () => {
     await client.renameFile('r', '/a', 'b');
     await client.moveFile('r', '/a', 'r', '/sub');
     await client.renameDir('r', '/d', 'e');
-    expect(srv.seen.map((s) => s.url.split('?')[0])).toEqual(['/api2/repos/r/file/', '/api2/repos/r/file/', '/api2/repos/r/dir/']);
+    expect(srv.seen.map((s) => s.url.split('?')[0])).toEqual([
+      '/api2/repos/r/file/',
+      '/api2/repos/r/file/',
+      '/api2/repos/r/dir/',
+    ]);
   });
 
   it('treats a 301 where none is expected as a protocol error', async () => {
@@ -380,10 +425,13 @@ describe('answers', () => {
       [520, '{"error_msg": "Operation failed"}', 'server', 'Operation failed'],
     ];
     let i = 0;
-    const { client } = await setup((_req, res) => {
-      const [status, body] = bodies[i++]!;
-      text(res, status, body);
-    }, { maxRetries: 0 });
+    const { client } = await setup(
+      (_req, res) => {
+        const [status, body] = bodies[i++]!;
+        text(res, status, body);
+      },
+      { maxRetries: 0 },
+    );
     for (const [status, , kind, msg] of bodies) {
       const e = await failure(client.fileDetail('r', '/f'));
       expect([e.status, e.kind, e.serverMessage]).toEqual([status, kind, msg]);
@@ -392,11 +440,14 @@ describe('answers', () => {
   });
 
   it('survives raw binary garbage in an error body', async () => {
-    const { client } = await setup((_req, res) => {
-      const junk = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x7b, 0x22, 0xc3]);
-      res.writeHead(500, { 'content-type': 'application/json', 'content-length': junk.length });
-      res.end(junk);
-    }, { maxRetries: 0 });
+    const { client } = await setup(
+      (_req, res) => {
+        const junk = Buffer.from([0xff, 0xfe, 0x00, 0x80, 0x7b, 0x22, 0xc3]);
+        res.writeHead(500, { 'content-type': 'application/json', 'content-length': junk.length });
+        res.end(junk);
+      },
+      { maxRetries: 0 },
+    );
     const e = await failure(client.listLibraries());
     expect([e.kind, e.status, typeof e.serverMessage]).toEqual(['server', 500, 'string']);
   });
@@ -421,7 +472,9 @@ describe('answers', () => {
   });
 
   it('maps 403 on auth ping to unauthorized and on an operation to forbidden', async () => {
-    const { client } = await setup((req, res) => json(res, 403, { error_msg: 'Permission denied.' }), { maxRetries: 0 });
+    const { client } = await setup((req, res) => json(res, 403, { error_msg: 'Permission denied.' }), {
+      maxRetries: 0,
+    });
     expect((await failure(client.authPing())).kind).toBe('unauthorized');
     expect((await failure(client.accountInfo())).kind).toBe('unauthorized');
     expect((await failure(client.createFile('r', '/f'))).kind).toBe('forbidden');
@@ -436,10 +489,13 @@ describe('answers', () => {
       [442, '{"error": "File size is too large.\n"}'],
     ];
     let i = 0;
-    const { client, srv } = await setup((_req, res) => {
-      const [s, b] = answers[i++]!;
-      text(res, s, b);
-    }, { maxRetries: 0 });
+    const { client, srv } = await setup(
+      (_req, res) => {
+        const [s, b] = answers[i++]!;
+        text(res, s, b);
+      },
+      { maxRetries: 0 },
+    );
     const { writeFileSync, mkdtempSync, rmSync } = await import('node:fs');
     const { join } = await import('node:path');
     const { tmpdir } = await import('node:os');
@@ -448,9 +504,15 @@ describe('answers', () => {
       writeFileSync(join(dir, 'f'), 'x');
       expect((await failure(client.uploadLink('r', '/'))).kind).toBe('quota');
       expect((await failure(client.updateLink('r', '/'))).kind).toBe('quota');
-      expect((await failure(client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), '..'))).kind).toBe('invalid_name');
-      expect((await failure(client.update(`${srv.url}/update-api/t`, '/gone', join(dir, 'f')))).kind).toBe('target_missing');
-      expect((await failure(client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), 'big'))).kind).toBe('too_large');
+      expect((await failure(client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), '..'))).kind).toBe(
+        'invalid_name',
+      );
+      expect((await failure(client.update(`${srv.url}/update-api/t`, '/gone', join(dir, 'f')))).kind).toBe(
+        'target_missing',
+      );
+      expect((await failure(client.upload(`${srv.url}/upload-api/t`, '/', join(dir, 'f'), 'big'))).kind).toBe(
+        'too_large',
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -497,8 +559,13 @@ describe('answers', () => {
   });
 
   it('returns the oid header with a download link', async () => {
-    const { srv, client } = await setup((_req, res) => json(res, 200, 'http://files/files/t/a.txt', { oid: 'f'.repeat(40) }));
-    expect(await client.downloadLink('r', '/a.txt', { reuse: true })).toEqual({ url: 'http://files/files/t/a.txt', oid: 'f'.repeat(40) });
+    const { srv, client } = await setup((_req, res) =>
+      json(res, 200, 'http://files/files/t/a.txt', { oid: 'f'.repeat(40) }),
+    );
+    expect(await client.downloadLink('r', '/a.txt', { reuse: true })).toEqual({
+      url: 'http://files/files/t/a.txt',
+      oid: 'f'.repeat(40),
+    });
     expect(srv.seen[0]!.url).toBe('/api2/repos/r/file/?p=%2Fa.txt&reuse=1');
   });
 });
@@ -523,7 +590,11 @@ describe('ranged downloads', () => {
       } else if (m) {
         const a = Number(m[1]);
         const b = m[2] ? Number(m[2]) : content.length - 1;
-        res.writeHead(206, { 'content-range': `bytes ${a}-${b}/${content.length}`, 'content-length': b - a + 1, etag: '"e2"' });
+        res.writeHead(206, {
+          'content-range': `bytes ${a}-${b}/${content.length}`,
+          'content-length': b - a + 1,
+          etag: '"e2"',
+        });
         res.end(content.subarray(a, b + 1));
       } else {
         res.writeHead(200, { 'content-length': content.length });
@@ -552,10 +623,13 @@ describe('ranged downloads', () => {
   });
 
   it('surfaces a download body that stalls as an ApiError on the stream', async () => {
-    const { srv, client } = await setup((_req, res) => {
-      res.writeHead(200, { 'content-length': '1000' });
-      res.write('partial');
-    }, { transferTimeoutMs: 300 });
+    const { srv, client } = await setup(
+      (_req, res) => {
+        res.writeHead(200, { 'content-length': '1000' });
+        res.write('partial');
+      },
+      { transferTimeoutMs: 300 },
+    );
     const r = await client.download(`${srv.url}/files/t/f`);
     const e = await failure(body(r));
     expect(e.kind).toBe('timeout');

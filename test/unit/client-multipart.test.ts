@@ -92,7 +92,9 @@ describe('multipart framing', () => {
   });
 
   it('refuses a folder', async () => {
-    await expect(multipartFromFile([], { field: 'file', filename: 'd', path: dir })).rejects.toThrow(/not a regular file/);
+    await expect(multipartFromFile([], { field: 'file', filename: 'd', path: dir })).rejects.toThrow(
+      /not a regular file/,
+    );
   });
 });
 
@@ -100,7 +102,9 @@ describe('upload answers', () => {
   it('reads the JSON array, a JSON string, and tab-separated plain text', () => {
     const id1 = 'a'.repeat(40);
     const id2 = 'b'.repeat(40);
-    expect(parseUploadAnswer('u', `[{"name": "x (1).txt", "id": "${id1}", "size": 3}]`, { name: 'x.txt', size: 3 })).toEqual([{ name: 'x (1).txt', id: id1, size: 3 }]);
+    expect(
+      parseUploadAnswer('u', `[{"name": "x (1).txt", "id": "${id1}", "size": 3}]`, { name: 'x.txt', size: 3 }),
+    ).toEqual([{ name: 'x (1).txt', id: id1, size: 3 }]);
     expect(parseUploadAnswer('u', `"${id1}"`, { name: 'x', size: 1 })).toEqual([{ name: 'x', id: id1, size: 1 }]);
     expect(parseUploadAnswer('u', `${id1}\t${id2}\n`, { name: 'x', size: 1 }).map((f) => f.id)).toEqual([id1, id2]);
     expect(parseUploadAnswer('u', `${id1}`, { name: 'x', size: 1 })).toHaveLength(1);
@@ -132,7 +136,9 @@ describe('upload over HTTP', () => {
       const s = req.body.toString();
       expect(s).toContain(`name="parent_dir"\r\n\r\n/d\r\n`);
       expect(s).toContain(`name="replace"\r\n\r\n1\r\n`);
-      expect(s).toContain(`filename="n.bin"\r\nContent-Type: application/octet-stream\r\n\r\n12345\r\n--${boundary}--\r\n`);
+      expect(s).toContain(
+        `filename="n.bin"\r\nContent-Type: application/octet-stream\r\n\r\n12345\r\n--${boundary}--\r\n`,
+      );
       answer = 'text';
       const id = await client.update(`${srv.url}/update-api/tok2?x=1`, '/d/n.bin', f);
       expect(id).toBe('d'.repeat(40));
@@ -147,7 +153,9 @@ describe('upload over HTTP', () => {
   it('fails a missing local file before any request', async () => {
     const client = new SeafileClient({ baseUrl: 'http://127.0.0.1:1' });
     try {
-      await expect(client.upload('http://127.0.0.1:1/upload-api/x', '/', join(dir, 'nope'), 'n')).rejects.toMatchObject({ code: 'ENOENT' });
+      await expect(client.upload('http://127.0.0.1:1/upload-api/x', '/', join(dir, 'nope'), 'n')).rejects.toMatchObject(
+        { code: 'ENOENT' },
+      );
     } finally {
       await client.close();
     }
@@ -192,7 +200,9 @@ describe('upload over HTTP', () => {
       expect(up[0]!.size).toBeGreaterThan(SIZE);
       const rssGrowth = (peakRss - base.rss) / 2 ** 20;
       const liveGrowth = (peakLive - base.heapUsed - base.arrayBuffers) / 2 ** 20;
-      console.log(`50 MiB upload: peak RSS growth ${rssGrowth.toFixed(1)} MiB, peak live heap+buffers growth ${liveGrowth.toFixed(1)} MiB`);
+      console.log(
+        `50 MiB upload: peak RSS growth ${rssGrowth.toFixed(1)} MiB, peak live heap+buffers growth ${liveGrowth.toFixed(1)} MiB`,
+      );
       expect(liveGrowth).toBeLessThan(8);
       expect(rssGrowth).toBeLessThan(40);
     } finally {

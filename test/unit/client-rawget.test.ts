@@ -25,7 +25,10 @@ describe('raw ranged GET over a bare socket', () => {
       if (req.url === '/whole') return res.writeHead(200, { 'Content-Length': data.length }).end(data);
       const m = /bytes=(\d+)-/.exec(req.headers.range ?? '');
       const start = m ? Number(m[1]) : 0;
-      res.writeHead(206, { 'Content-Length': data.length - start, 'Content-Range': `bytes ${start}-${data.length - 1}/${data.length}` });
+      res.writeHead(206, {
+        'Content-Length': data.length - start,
+        'Content-Range': `bytes ${start}-${data.length - 1}/${data.length}`,
+      });
       res.end(data.subarray(start));
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -76,11 +79,19 @@ describe('raw ranged GET over a bare socket', () => {
     await expect(fetchAll(`${base}/forbidden`, 0)).rejects.toBeInstanceOf(ApiError);
     await expect(fetchAll(`${base}/forbidden`, 0)).rejects.toMatchObject({ status: 403 });
     await expect(fetchAll(`${base}/chunked`, 0)).rejects.toBeInstanceOf(StreamUnsupported);
-    expect(() => rawGet('https://example.invalid/x', 0, { head() {}, space: () => Buffer.alloc(1), wrote() {}, end() {} })).toThrow(StreamUnsupported);
+    expect(() =>
+      rawGet('https://example.invalid/x', 0, { head() {}, space: () => Buffer.alloc(1), wrote() {}, end() {} }),
+    ).toThrow(StreamUnsupported);
   });
 
   it('names refusals the way the API client does for a download (status-map)', async () => {
-    for (const [status, kind] of [[401, 'unauthorized'], [403, 'forbidden'], [404, 'not_found'], [429, 'throttled'], [503, 'server']] as const) {
+    for (const [status, kind] of [
+      [401, 'unauthorized'],
+      [403, 'forbidden'],
+      [404, 'not_found'],
+      [429, 'throttled'],
+      [503, 'server'],
+    ] as const) {
       await expect(fetchAll(`${base}/status/${status}`, 0)).rejects.toMatchObject({ status, kind });
     }
   });
@@ -94,7 +105,13 @@ describe('raw ranged GET over a bare socket', () => {
       downloads++;
       const res = await fetch(url, { headers: { Range: `bytes=${range?.start ?? 0}-${range?.end ?? ''}` } });
       const { Readable } = await import('node:stream');
-      return { status: res.status, start: range?.start ?? 0, totalSize: data.length, etag: null, body: Readable.from(Buffer.from(await res.arrayBuffer())) };
+      return {
+        status: res.status,
+        start: range?.start ?? 0,
+        totalSize: data.length,
+        etag: null,
+        body: Readable.from(Buffer.from(await res.arrayBuffer())),
+      };
     };
     // the API's streaming GET is the bare-socket one
     let streamed = 0;
@@ -102,7 +119,11 @@ describe('raw ranged GET over a bare socket', () => {
       streamed++;
       return rawGet(url, start, sink, opts?.idleMs);
     };
-    const reader = new RemoteReader(api, { streamMinBytes: 1024 * 1024, memoryBytes: 4 * 1024 * 1024, maxWindow: 1024 * 1024 });
+    const reader = new RemoteReader(api, {
+      streamMinBytes: 1024 * 1024,
+      memoryBytes: 4 * 1024 * 1024,
+      maxWindow: 1024 * 1024,
+    });
     const f = { repo: 'r', path: '/f', size: data.length, version: 'v1' };
     const pat = { next: 0, window: 0 };
     const out = Buffer.alloc(data.length);

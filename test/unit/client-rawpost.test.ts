@@ -18,13 +18,16 @@ describe('raw upload POST over a bare socket', () => {
       req.on('data', (d: Buffer) => parts.push(d));
       req.on('end', () => {
         last = { headers: req.headers, body: Buffer.concat(parts), url: req.url ?? '' };
-        if (req.url?.startsWith('/quota')) return res.writeHead(443, { 'Content-Type': 'text/plain' }).end('{"error": "Out of quota.\n"}');
+        if (req.url?.startsWith('/quota'))
+          return res.writeHead(443, { 'Content-Type': 'text/plain' }).end('{"error": "Out of quota.\n"}');
         if (req.url?.startsWith('/chunked')) {
           res.writeHead(200, { 'Content-Type': 'application/json' });
           res.write('[{"name": "a", ');
           return res.end('"id": "x", "size": 1}]');
         }
-        res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify([{ name: 'ok', id: 'i', size: 1 }]));
+        res
+          .writeHead(200, { 'Content-Type': 'application/json' })
+          .end(JSON.stringify([{ name: 'ok', id: 'i', size: 1 }]));
       });
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
@@ -46,7 +49,15 @@ describe('raw upload POST over a bare socket', () => {
       { path: join(dir, 'empty'), name: 'empty' },
       { path: join(dir, 'small'), name: 'ünï cödé.txt' },
     ];
-    const r = await rawUpload(`${base}/upload-api/tok`, 'T0KEN', [['parent_dir', '/d'], ['replace', '1']], files);
+    const r = await rawUpload(
+      `${base}/upload-api/tok`,
+      'T0KEN',
+      [
+        ['parent_dir', '/d'],
+        ['replace', '1'],
+      ],
+      files,
+    );
     expect(JSON.parse(r.text)[0].id).toBe('i');
     expect(r.sizes).toEqual([big.length, 0, 5]);
     expect(last!.url).toBe('/upload-api/tok?ret-json=1');
@@ -57,9 +68,18 @@ describe('raw upload POST over a bare socket', () => {
     expect(segs.at(-1)).toBe('--\r\n');
     const parts = segs.slice(1, -1).map((seg) => {
       const i = seg.indexOf('\r\n\r\n');
-      return { head: Buffer.from(seg.slice(0, i), 'latin1').toString('utf8'), body: Buffer.from(seg.slice(i + 4, -2), 'latin1') };
+      return {
+        head: Buffer.from(seg.slice(0, i), 'latin1').toString('utf8'),
+        body: Buffer.from(seg.slice(i + 4, -2), 'latin1'),
+      };
     });
-    expect(parts.map((p) => /name="([^"]+)"/.exec(p.head)![1])).toEqual(['parent_dir', 'replace', 'file', 'file', 'file']);
+    expect(parts.map((p) => /name="([^"]+)"/.exec(p.head)![1])).toEqual([
+      'parent_dir',
+      'replace',
+      'file',
+      'file',
+      'file',
+    ]);
     expect(parts[0].body.toString()).toBe('/d');
     expect(parts[2].body.equals(big)).toBe(true);
     expect(parts[3].body.length).toBe(0);
@@ -69,9 +89,13 @@ describe('raw upload POST over a bare socket', () => {
 
   it('maps refusals to ApiError kinds and reads chunked answers', async () => {
     writeFileSync(join(dir, 'f'), 'x');
-    await expect(rawUpload(`${base}/quota`, undefined, [], [{ path: join(dir, 'f'), name: 'f' }])).rejects.toMatchObject({ kind: 'quota', status: 443 });
+    await expect(
+      rawUpload(`${base}/quota`, undefined, [], [{ path: join(dir, 'f'), name: 'f' }]),
+    ).rejects.toMatchObject({ kind: 'quota', status: 443 });
     const r = await rawUpload(`${base}/chunked`, undefined, [], [{ path: join(dir, 'f'), name: 'f' }]);
     expect(JSON.parse(r.text)).toEqual([{ name: 'a', id: 'x', size: 1 }]);
-    await expect(rawUpload('http://127.0.0.1:1/x', undefined, [], [{ path: join(dir, 'f'), name: 'f' }])).rejects.toMatchObject({ kind: 'network' });
+    await expect(
+      rawUpload('http://127.0.0.1:1/x', undefined, [], [{ path: join(dir, 'f'), name: 'f' }]),
+    ).rejects.toMatchObject({ kind: 'network' });
   });
 });

@@ -2,7 +2,16 @@
 // of which call classes are sent again, looked at first, or given up, and the
 // waits in between.
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, decide, mayRetry, parseRetryAfter, unsure, type Attempt, type Failure, type RetryClass } from '../../src/client/retry.js';
+import {
+  backoffDelay,
+  decide,
+  mayRetry,
+  parseRetryAfter,
+  unsure,
+  type Attempt,
+  type Failure,
+  type RetryClass,
+} from '../../src/client/retry.js';
 
 const fresh: Attempt = { attempt: 0, maxRetries: 5, elapsedMs: 0, delayMs: 100, budgetMs: 30_000 };
 

@@ -15,8 +15,12 @@ describe('conflict copy names', () => {
   });
 
   it('appends the tag to a name without an extension, or a dot-file', () => {
-    expect(conflictName('Makefile', 'bob@example.com', when)).toBe('Makefile (SFConflict bob@example.com 2026-11-03-09-05-07)');
-    expect(conflictName('.bashrc', 'bob@example.com', when)).toBe('.bashrc (SFConflict bob@example.com 2026-11-03-09-05-07)');
+    expect(conflictName('Makefile', 'bob@example.com', when)).toBe(
+      'Makefile (SFConflict bob@example.com 2026-11-03-09-05-07)',
+    );
+    expect(conflictName('.bashrc', 'bob@example.com', when)).toBe(
+      '.bashrc (SFConflict bob@example.com 2026-11-03-09-05-07)',
+    );
   });
 
   it('leaves the author out when it is not known', () => {
@@ -25,7 +29,11 @@ describe('conflict copy names', () => {
 
   it('numbers a second conflict in the same second', () => {
     const taken = new Set([conflictName('a.txt', 'x@y', when)]);
-    expect(freeConflictName('a.txt', 'x@y', when, (n) => taken.has(n))).toBe('a (SFConflict x@y 2026-11-03-09-05-07 2).txt');
-    expect(freeConflictName('b.txt', 'x@y', when, (n) => taken.has(n))).toBe('b (SFConflict x@y 2026-11-03-09-05-07).txt');
+    expect(freeConflictName('a.txt', 'x@y', when, (n) => taken.has(n))).toBe(
+      'a (SFConflict x@y 2026-11-03-09-05-07 2).txt',
+    );
+    expect(freeConflictName('b.txt', 'x@y', when, (n) => taken.has(n))).toBe(
+      'b (SFConflict x@y 2026-11-03-09-05-07).txt',
+    );
   });
 });

@@ -7,14 +7,33 @@ import { readFile } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import { ApiError, type ApiErrorKind } from '../../src/client/errors.js';
 import type {
-  AccountInfo, DirEntry, DirListing, DownloadLink, FileDetail, Library, LibraryInfo, LibraryType, RangeDownload,
-  SeafileApi, UploadedFile,
+  AccountInfo,
+  DirEntry,
+  DirListing,
+  DownloadLink,
+  FileDetail,
+  Library,
+  LibraryInfo,
+  LibraryType,
+  RangeDownload,
+  SeafileApi,
+  UploadedFile,
 } from '../../src/client/types.js';
 import type { FileUploadStream, StartUploadStream, UploadBatch } from '../../src/client/types.js';
 import type { StreamControl, StreamSink } from '../../src/client/types.js';
 
-interface FFile { type: 'file'; id: string; mtime: number; lockedBy?: string }
-interface FDir { type: 'dir'; oid: string; mtime: number; children: Map<string, FNode> }
+interface FFile {
+  type: 'file';
+  id: string;
+  mtime: number;
+  lockedBy?: string;
+}
+interface FDir {
+  type: 'dir';
+  oid: string;
+  mtime: number;
+  children: Map<string, FNode>;
+}
 type FNode = FFile | FDir;
 
 let oidCounter = 0;
@@ -27,7 +46,10 @@ export function apiError(kind: ApiErrorKind, status: number, operation: string, 
 }
 
 const split = (p: string) => p.split('/').filter(Boolean);
-const parentOf = (p: string) => { const i = p.lastIndexOf('/'); return i <= 0 ? '/' : p.slice(0, i); };
+const parentOf = (p: string) => {
+  const i = p.lastIndexOf('/');
+  return i <= 0 ? '/' : p.slice(0, i);
+};
 const baseOf = (p: string) => p.slice(p.lastIndexOf('/') + 1);
 
 export class FakeApi implements SeafileApi {
@@ -46,7 +68,16 @@ export class FakeApi implements SeafileApi {
   addLibrary(name: string, opts: { permission?: 'r' | 'rw'; type?: Library['type']; id?: string } = {}): string {
     const id = opts.id ?? `${(this.repos.size + 1).toString(16).padStart(8, '0')}-0000-4000-8000-000000000000`;
     this.repos.set(id, {
-      lib: { id, name, owner: 'me@example.com', permission: opts.permission ?? 'rw', encrypted: false, mtime: now(), size: 0, type: opts.type ?? 'repo' },
+      lib: {
+        id,
+        name,
+        owner: 'me@example.com',
+        permission: opts.permission ?? 'rw',
+        encrypted: false,
+        mtime: now(),
+        size: 0,
+        type: opts.type ?? 'repo',
+      },
       root: { type: 'dir', oid: newOid(), mtime: now(), children: new Map() },
     });
     return id;
@@ -59,7 +90,7 @@ export class FakeApi implements SeafileApi {
     this.calls[op] = (this.calls[op] ?? 0) + 1;
     if (this.down) throw apiError('network', 0, op, 'connect ECONNREFUSED');
     const f = this.failNext.get(op);
-    if (f && f.length) throw f.shift()!;
+    if (f?.length) throw f.shift()!;
   }
 
   private repo(id: string) {
@@ -73,7 +104,7 @@ export class FakeApi implements SeafileApi {
     const out: FDir[] = [this.repo(repoId).root];
     for (const part of split(path)) {
       const n = out[out.length - 1].children.get(part);
-      if (!n || n.type !== 'dir') throw apiError('not_found', 404, 'dir', `Folder ${path} not found.`);
+      if (n?.type !== 'dir') throw apiError('not_found', 404, 'dir', `Folder ${path} not found.`);
       out.push(n);
     }
     return out;
@@ -128,7 +159,7 @@ export class FakeApi implements SeafileApi {
   /** lock a file as `owner` would (the fake's own account is me@example.com); null unlocks */
   lockFile(repoId: string, path: string, owner: string | null): void {
     const n = this.nodeAt(repoId, path);
-    if (!n || n.type !== 'file') throw new Error(`no file ${path}`);
+    if (n?.type !== 'file') throw new Error(`no file ${path}`);
     n.lockedBy = owner ?? undefined;
     this.touch(repoId, parentOf(path));
   }
@@ -137,7 +168,8 @@ export class FakeApi implements SeafileApi {
     let cur = '/';
     for (const part of split(path)) {
       const d = this.dirAt(repoId, cur);
-      if (!d.children.has(part)) d.children.set(part, { type: 'dir', oid: newOid(), mtime: now(), children: new Map() });
+      if (!d.children.has(part))
+        d.children.set(part, { type: 'dir', oid: newOid(), mtime: now(), children: new Map() });
       this.touch(repoId, cur);
       cur = cur === '/' ? `/${part}` : `${cur}/${part}`;
     }
@@ -145,7 +177,7 @@ export class FakeApi implements SeafileApi {
 
   content(repoId: string, path: string): Buffer | undefined {
     const n = this.nodeAt(repoId, path);
-    if (!n || n.type !== 'file') return undefined;
+    if (n?.type !== 'file') return undefined;
     return n.id === ZERO ? Buffer.alloc(0) : this.blobs.get(n.id);
   }
 
@@ -199,7 +231,9 @@ export class FakeApi implements SeafileApi {
       if (n.type === 'dir') entries.push({ type: 'dir', name, id: n.children.size ? n.oid : ZERO, mtime: n.mtime });
       else {
         const size = n.id === ZERO ? 0 : this.blobs.get(n.id)!.length;
-        const lock = n.lockedBy ? { is_locked: true, lock_owner: n.lockedBy, locked_by_me: n.lockedBy === 'me@example.com' } : {};
+        const lock = n.lockedBy
+          ? { is_locked: true, lock_owner: n.lockedBy, locked_by_me: n.lockedBy === 'me@example.com' }
+          : {};
         entries.push({ type: 'file', name, id: n.id, mtime: n.mtime, size, ...lock });
       }
     }
@@ -244,14 +278,14 @@ export class FakeApi implements SeafileApi {
   async fileDetail(repoId: string, path: string): Promise<FileDetail> {
     this.hit('fileDetail');
     const n = this.nodeAt(repoId, path);
-    if (!n || n.type !== 'file') throw apiError('not_found', 404, 'fileDetail');
+    if (n?.type !== 'file') throw apiError('not_found', 404, 'fileDetail');
     return { type: 'file', id: n.id, name: baseOf(path), mtime: n.mtime, size: this.content(repoId, path)!.length };
   }
 
   async downloadLink(repoId: string, path: string): Promise<DownloadLink> {
     this.hit('downloadLink');
     const n = this.nodeAt(repoId, path);
-    if (!n || n.type !== 'file') throw apiError('not_found', 404, 'downloadLink');
+    if (n?.type !== 'file') throw apiError('not_found', 404, 'downloadLink');
     return { url: `fake://files/${n.id}/${encodeURIComponent(baseOf(path))}`, oid: n.id };
   }
 
@@ -261,12 +295,15 @@ export class FakeApi implements SeafileApi {
     const data = id === ZERO ? Buffer.alloc(0) : this.blobs.get(id);
     if (!data) throw apiError('forbidden', 403, 'download', 'Bad access token');
     // bytes count as served when the reader takes them (a stream may be dropped early)
-    const counted = (b: Buffer) => Readable.from((function* (self: FakeApi) {
-      for (const p of pieces(b)) {
-        self.bytesServed += p.length;
-        yield p;
-      }
-    })(this));
+    const counted = (b: Buffer) =>
+      Readable.from(
+        (function* (self: FakeApi) {
+          for (const p of pieces(b)) {
+            self.bytesServed += p.length;
+            yield p;
+          }
+        })(this),
+      );
     if (!range || this.ignoreRange || data.length === 0) {
       return { status: 200, start: 0, totalSize: data.length, etag: id, body: counted(data) };
     }
@@ -357,7 +394,15 @@ export class FakeApi implements SeafileApi {
     this.renameNode('renameFile', repoId, path, newName, 'file');
   }
 
-  private moveNode(op: string, repoId: string, srcDir: string, name: string, dstRepo: string, dstDir: string, copy: boolean): void {
+  private moveNode(
+    op: string,
+    repoId: string,
+    srcDir: string,
+    name: string,
+    dstRepo: string,
+    dstDir: string,
+    copy: boolean,
+  ): void {
     const s = this.dirAt(repoId, srcDir);
     const n = s.children.get(name);
     if (!n) throw apiError('not_found', 404, op);
@@ -416,7 +461,13 @@ export class FakeApi implements SeafileApi {
   /** store `"` in uploaded names as %22, as multipart filenames arrive at real file servers */
   mangleQuotes = false;
 
-  async upload(link: string, parentDir: string, localFile: string, rawName: string, opts?: { replace?: boolean }): Promise<UploadedFile[]> {
+  async upload(
+    link: string,
+    parentDir: string,
+    localFile: string,
+    rawName: string,
+    opts?: { replace?: boolean },
+  ): Promise<UploadedFile[]> {
     this.hit('upload');
     const name = this.mangleQuotes ? rawName.replace(/"/g, '%22') : rawName;
     if (this.uploadGate) await this.uploadGate();
@@ -481,7 +532,8 @@ export class FakeApi implements SeafileApi {
       this.hit('startUploadStream');
       const m = /^fake-(upload|update):\/\/([0-9a-f-]{36})(.*)$/.exec(link);
       if (!m) throw apiError('bad_request', 400, 'upload', `not a fake transfer link: ${link}`);
-      const target = m[1] === 'update' ? leading.find(([k]) => k === 'target_file')?.[1] : `${m[3] === '/' ? '' : m[3]}/${name}`;
+      const target =
+        m[1] === 'update' ? leading.find(([k]) => k === 'target_file')?.[1] : `${m[3] === '/' ? '' : m[3]}/${name}`;
       if (!target) throw apiError('bad_request', 400, 'upload', 'no target_file');
       const pieces: Buffer[] = [];
       let sent = 0;
@@ -528,14 +580,19 @@ export class FakeApi implements SeafileApi {
   /** the lastModify (ms) of each update call, in order */
   readonly updateTimes: (number | undefined)[] = [];
 
-  async update(link: string, targetFile: string, localFile: string, opts: { lastModify?: number } = {}): Promise<string> {
+  async update(
+    link: string,
+    targetFile: string,
+    localFile: string,
+    opts: { lastModify?: number } = {},
+  ): Promise<string> {
     this.updateTimes.push(opts.lastModify);
     this.hit('update');
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-update://'.length, 'fake-update://'.length + 36);
     this.checkQuota('update');
     const n = this.nodeAt(repoId, targetFile);
-    if (!n || n.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
+    if (n?.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
     n.id = this.store(await readFile(localFile));
     n.mtime = opts.lastModify !== undefined ? Math.floor(opts.lastModify / 1000) : now();
     this.touch(repoId, parentOf(targetFile));
@@ -562,10 +619,26 @@ import { constants as FC } from 'node:fs';
 import { Vfs, type VfsOptions } from '../../src/vfs/vfs.js';
 import { errnoOf } from '../../src/vfs/errors.js';
 
-export async function makeVfs(api: FakeApi, opts: Partial<VfsOptions> = {}): Promise<{ vfs: Vfs; cacheDir: string; cleanup: () => Promise<void> }> {
+export async function makeVfs(
+  api: FakeApi,
+  opts: Partial<VfsOptions> = {},
+): Promise<{ vfs: Vfs; cacheDir: string; cleanup: () => Promise<void> }> {
   const cacheDir = opts.cacheDir ?? (await mkdtemp(join(tmpdir(), 'seafs-unit-')));
-  const vfs = await Vfs.create(api, { durableJournal: false, writeBack: { retryBaseMs: 10 }, probeMinMs: 20, ...opts, cacheDir });
-  return { vfs, cacheDir, cleanup: async () => { vfs.close(); await rm(cacheDir, { recursive: true, force: true }); } };
+  const vfs = await Vfs.create(api, {
+    durableJournal: false,
+    writeBack: { retryBaseMs: 10 },
+    probeMinMs: 20,
+    ...opts,
+    cacheDir,
+  });
+  return {
+    vfs,
+    cacheDir,
+    cleanup: async () => {
+      vfs.close();
+      await rm(cacheDir, { recursive: true, force: true });
+    },
+  };
 }
 
 /** create + write + flush + release, as `cp` does */

@@ -13,7 +13,8 @@ const fakeVfs = {
   read: () => 0,
 } as unknown as Vfs;
 
-const call = (op: (...a: unknown[]) => void, ...args: unknown[]) => new Promise<unknown[]>((r) => op(...args, (...res: unknown[]) => r(res)));
+const call = (op: (...a: unknown[]) => void, ...args: unknown[]) =>
+  new Promise<unknown[]>((r) => op(...args, (...res: unknown[]) => r(res)));
 
 describe('fuse operation counters', () => {
   it('counts each call, failed ones included, into the injected object only', async () => {

@@ -39,7 +39,10 @@ async function settled(cache: MetaCache): Promise<void> {
 }
 
 const askedFor = (asked: { path: string }[], from: number, to: number) =>
-  asked.filter((a) => a.path.startsWith('/top/')).map((a) => a.path).slice(from, to);
+  asked
+    .filter((a) => a.path.startsWith('/top/'))
+    .map((a) => a.path)
+    .slice(from, to);
 
 describe('listing prefetch window', () => {
   it('a look at a folder of 1,000 sub-folders lists the first 64 ahead, not all of them, and nothing deeper', async () => {
@@ -98,7 +101,9 @@ describe('listing prefetch window', () => {
       await settled(cache);
       const again = asked.slice(before);
       expect(again[0]).toEqual({ path: '/top', oid: oidOf('/top') });
-      expect(again.slice(1)).toEqual(Array.from({ length: 64 }, (_, i) => ({ path: `/top/${sub(i)}`, oid: oidOf(`/top/${sub(i)}`) })));
+      expect(again.slice(1)).toEqual(
+        Array.from({ length: 64 }, (_, i) => ({ path: `/top/${sub(i)}`, oid: oidOf(`/top/${sub(i)}`) })),
+      );
       expect(cache.stats.uptodate).toBe(65);
       // the walk goes on from there as before
       await cache.list(REPO, `/top/${sub(0)}`);
@@ -124,9 +129,12 @@ describe('listing prefetch window', () => {
       // the folder the walk is in first, all of its sub-folders (its own window)
       ...t(0, 10),
       // then each sibling ahead, followed by its first 8 sub-folders, before the next sibling
-      `/top/${sub(1)}`, ...t(1, 8),
-      `/top/${sub(2)}`, ...t(2, 8),
-      `/top/${sub(3)}`, ...t(3, 8),
+      `/top/${sub(1)}`,
+      ...t(1, 8),
+      `/top/${sub(2)}`,
+      ...t(2, 8),
+      `/top/${sub(3)}`,
+      ...t(3, 8),
     ]);
     // bounded, one level deep only: s0000 and its 10, then the window s0001..s0064 and 8 of each
     expect(asked.filter((a) => a.path.startsWith('/top/')).length).toBe(1 + 10 + 64 + 64 * 8);

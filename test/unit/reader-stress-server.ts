@@ -119,7 +119,10 @@ export class StressServer {
       status = 206;
     }
     await this.sleep(this.rng() * this.faults.latencyMs);
-    const headers: http.OutgoingHttpHeaders = { 'Content-Length': end - start + 1, 'Content-Type': 'application/octet-stream' };
+    const headers: http.OutgoingHttpHeaders = {
+      'Content-Length': end - start + 1,
+      'Content-Type': 'application/octet-stream',
+    };
     if (status === 206) headers['Content-Range'] = `bytes ${start}-${end}/${data.length}`;
     res.writeHead(status, headers);
     // at most one fault per (file, asked start), at a random point of the body
@@ -129,7 +132,8 @@ export class StressServer {
     if (!this.faulted.has(key)) {
       const x = this.rng();
       if (x < this.faults.dropProb) dropAt = start + Math.floor(this.rng() * (end - start + 1));
-      else if (x < this.faults.dropProb + this.faults.stallProb) stallAt = start + Math.floor(this.rng() * (end - start + 1));
+      else if (x < this.faults.dropProb + this.faults.stallProb)
+        stallAt = start + Math.floor(this.rng() * (end - start + 1));
       if (dropAt >= 0 || stallAt >= 0) this.faulted.add(key);
     }
     let closed = false;

@@ -69,7 +69,10 @@ export async function runStress(
     stallProb: pick([0, 0.05, 0.15]),
     stallMs: 1200,
     dropProb: pick([0, 0.05, 0.15]),
-    linkLifeMs: pick([[60_000, 60_000], [150, 600]] as [number, number][]),
+    linkLifeMs: pick([
+      [60_000, 60_000],
+      [150, 600],
+    ] as [number, number][]),
     ignoreRange: rng() < 0.1,
     maxPiece: pick([1500, 16 * 1024, 100 * 1024]),
     ...opts.faults,
@@ -80,7 +83,10 @@ export async function runStress(
   const files = new Map<string, Buffer>();
   const nFiles = int(2, 4);
   for (let i = 0; i < nFiles; i++) {
-    const size = Math.max(1, Math.floor(pick([3 * chunk, 700 * 1024, 3 * 1024 * 1024, 6 * 1024 * 1024]) * scale) + int(-999, 999));
+    const size = Math.max(
+      1,
+      Math.floor(pick([3 * chunk, 700 * 1024, 3 * 1024 * 1024, 6 * 1024 * 1024]) * scale) + int(-999, 999),
+    );
     files.set(`/f${i}.bin`, seededBytes(seed * 31 + i, size));
   }
   const config = `chunk=${chunk / 1024}K mem=${ropts.memoryBytes! / chunk}ch win=${ropts.initialWindow! / chunk}-${ropts.maxWindow! / chunk}ch seg=${ropts.segmentSize! / chunk}ch segs=${ropts.maxSegmentsPerFile} streamMin=${ropts.streamMinBytes} fillAfter=${ropts.fillAfterRandomReads} raw=${rawStreams} idle=${ropts.streamIdleMs} disk=${diskBytes >> 20}M faults=${JSON.stringify(faults)} files=${[...files.values()].map((b) => b.length).join(',')}`;
@@ -88,7 +94,15 @@ export async function runStress(
   const server = new StressServer(files, faults, mulberry32(seed ^ 0x5eed));
   await server.start();
   const dir = await mkdtemp(path.join(os.tmpdir(), 'seafs-stress-'));
-  const client = new SeafileClient({ baseUrl: server.url, maxRetries: 2, retryBaseMs: 5, retryMaxMs: 20, timeoutMs: 5_000, transferTimeoutMs: 700, rawStreams });
+  const client = new SeafileClient({
+    baseUrl: server.url,
+    maxRetries: 2,
+    retryBaseMs: 5,
+    retryMaxMs: 20,
+    timeoutMs: 5_000,
+    transferTimeoutMs: 700,
+    rawStreams,
+  });
   const api = {
     downloadLink: async (_repo: string, p: string) => ({ url: server.link(p), oid: null }),
     download: (url: string, range?: { start: number; end?: number }) => client.download(url, range),
@@ -107,7 +121,12 @@ export async function runStress(
   let reads = 0;
   let bytes = 0;
   const names = [...files.keys()];
-  const remote = (name: string): RemoteFile => ({ repo: 'r', path: name, size: files.get(name)!.length, version: `v-${name}` });
+  const remote = (name: string): RemoteFile => ({
+    repo: 'r',
+    path: name,
+    size: files.get(name)!.length,
+    version: `v-${name}`,
+  });
 
   /** one read, checked; a read that takes far longer than any fault could explain counts as hung */
   const check = async (who: string, f: RemoteFile, pat: ReadPattern, off: number, len: number): Promise<void> => {
@@ -135,7 +154,9 @@ export async function runStress(
       if (!target.subarray(0, n).equals(data.subarray(off, off + n))) {
         let k = 0;
         while (target[k] === data[off + k]) k++;
-        wrong.push(`${who}: ${f.path} read(${off}, ${len}): first wrong byte at file offset ${off + k} (chunk ${Math.floor((off + k) / chunk)}, +${(off + k) % chunk})`);
+        wrong.push(
+          `${who}: ${f.path} read(${off}, ${len}): first wrong byte at file offset ${off + k} (chunk ${Math.floor((off + k) / chunk)}, +${(off + k) % chunk})`,
+        );
       }
     } catch (e) {
       failed.push(`${who}: ${f.path} read(${off}, ${len}) failed: ${(e as Error).message}`);
@@ -235,5 +256,15 @@ export async function runStress(
     await disk?.close();
     await rm(dir, { recursive: true, force: true });
   }
-  return { seed, config, reads, bytes, wrong, failed, server: server.stats, reader: { ...reader.stats }, ms: Date.now() - t0 };
+  return {
+    seed,
+    config,
+    reads,
+    bytes,
+    wrong,
+    failed,
+    server: server.stats,
+    reader: { ...reader.stats },
+    ms: Date.now() - t0,
+  };
 }

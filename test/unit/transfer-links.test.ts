@@ -62,10 +62,20 @@ describe('transfer links', () => {
     const { api } = fakeLinks();
     const links = new TransferLinks(api, 60_000);
     let tries = 0;
-    await expect(links.use('update', 'r', '/', async () => { tries++; throw err(404, 'not_found'); })).rejects.toMatchObject({ status: 404 });
+    await expect(
+      links.use('update', 'r', '/', async () => {
+        tries++;
+        throw err(404, 'not_found');
+      }),
+    ).rejects.toMatchObject({ status: 404 });
     expect(tries).toBe(2);
     tries = 0;
-    await expect(links.use('upload', 'r', '/', async () => { tries++; throw err(500, 'server'); })).rejects.toMatchObject({ status: 500 });
+    await expect(
+      links.use('upload', 'r', '/', async () => {
+        tries++;
+        throw err(500, 'server');
+      }),
+    ).rejects.toMatchObject({ status: 500 });
     expect(tries).toBe(1);
   });
 

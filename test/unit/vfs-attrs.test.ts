@@ -4,7 +4,7 @@
 import { constants as C } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AttrShaper } from '../../src/vfs/attrs.js';
-import { VfsError } from '../../src/vfs/errors.js';
+import type { VfsError } from '../../src/vfs/errors.js';
 import { FakeApi, makeVfs } from './fake-api.js';
 
 const perms = (mode: number) => (mode & 0o7777).toString(8);
@@ -49,7 +49,12 @@ describe('owners and modes through the vfs', () => {
     api.addLibrary('shared-ro', { permission: 'r' });
     const { vfs, cleanup } = await makeVfs(api, { uid: 1234, gid: 2345, umask: 0o027 });
     cleanups.push(cleanup);
-    for (const [p, want] of [['/lib', '750'], ['/lib/d', '750'], ['/lib/d/f.txt', '640'], ['/shared-ro', '550']] as const) {
+    for (const [p, want] of [
+      ['/lib', '750'],
+      ['/lib/d', '750'],
+      ['/lib/d/f.txt', '640'],
+      ['/shared-ro', '550'],
+    ] as const) {
       const a = await vfs.getattr(p);
       expect([a.uid, a.gid, perms(a.mode)], p).toEqual([1234, 2345, want]);
     }

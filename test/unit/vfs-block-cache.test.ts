@@ -30,4 +30,23 @@ describe('disk block cache', () => {
     expect((await cache.get('v1', 7, C))?.equals(chunk(7))).toBe(true);
     await cache.close();
   });
+
+  it('clear drops every chunk, says how many bytes it freed, and keeps working', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'seafs-bc-'));
+    dirs.push(dir);
+    const C = 64 * 1024;
+    const cache = new BlockCache(join(dir, String(process.pid)), C, 64 * 1024 * 1024);
+    await cache.init();
+    for (let i = 0; i < 3; i++) cache.put('v1', i, [Buffer.alloc(C, i)], C);
+    cache.put('v2', 0, [Buffer.alloc(C, 9)], C);
+    while (cache.pendingWrites > 0) await new Promise((r) => setTimeout(r, 5));
+    expect(cache.clear()).toBe(4 * C);
+    expect(cache.has('v1', 0)).toBe(false);
+    expect(await cache.get('v2', 0, C)).toBeNull();
+    expect(cache.clear()).toBe(0);
+    cache.put('v1', 1, [Buffer.alloc(C, 1)], C);
+    while (cache.pendingWrites > 0) await new Promise((r) => setTimeout(r, 5));
+    expect((await cache.get('v1', 1, C))?.equals(Buffer.alloc(C, 1))).toBe(true);
+    await cache.close();
+  });
 });

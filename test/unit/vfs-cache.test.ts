@@ -55,7 +55,10 @@ describe('vfs metadata cache', () => {
     let release!: () => void;
     api.uploadGate = () => new Promise<void>((r) => (release = r));
     const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
-    cleanups.push(async () => { release?.(); await cleanup(); });
+    cleanups.push(async () => {
+      release?.();
+      await cleanup();
+    });
     await vfs.mkdir('/d', 0o755);
     await writeWhole(vfs, '/d/new.txt', 'hello world');
     expect(await vfs.readdir('/d')).toEqual(['new.txt']);

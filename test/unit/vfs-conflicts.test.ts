@@ -151,7 +151,8 @@ describe('conflicts: an upload whose answer was lost', () => {
       let lost = 0;
       api.uploadMany = async (...args) => {
         const res = await real(...args);
-        if (lost++ === 0) throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
+        if (lost++ === 0)
+          throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
         return res;
       };
       api.uploadBatch = api.uploadMany;
@@ -177,7 +178,8 @@ describe('conflicts: a batch upload whose answer was lost', () => {
       let lost = 0;
       api.uploadBatch = async (...args) => {
         const res = await real(...args);
-        if (args[2].length > 1 && lost++ === 0) throw new ApiError({ kind: 'server', status: 502, operation: 'upload', serverMessage: 'Bad Gateway' });
+        if (args[2].length > 1 && lost++ === 0)
+          throw new ApiError({ kind: 'server', status: 502, operation: 'upload', serverMessage: 'Bad Gateway' });
         return res;
       };
       for (let i = 0; i < 5; i++) await writeWhole(m.vfs, `/f${i}.txt`, `file ${i}\n`);

@@ -57,8 +57,15 @@ describe('encrypted libraries in the vfs', () => {
     cleanups.push(m.cleanup);
     expect(await m.vfs.readdir('/')).toEqual(['vault']);
     expect((await m.vfs.getattr('/vault')).mode & 0o040000).toBeTruthy();
-    for (const op of [() => m.vfs.readdir('/vault'), () => m.vfs.getattr('/vault/a.txt'), () => m.vfs.mkdir('/vault/d', 0o755)]) {
-      const e = await op().then(() => null, (x: unknown) => x);
+    for (const op of [
+      () => m.vfs.readdir('/vault'),
+      () => m.vfs.getattr('/vault/a.txt'),
+      () => m.vfs.mkdir('/vault/d', 0o755),
+    ]) {
+      const e = await op().then(
+        () => null,
+        (x: unknown) => x,
+      );
       expect(e).toBeInstanceOf(VfsError);
       expect((e as VfsError).code).toBe('EACCES');
     }
@@ -76,7 +83,8 @@ describe('encrypted libraries in the vfs', () => {
     const lines: string[] = [];
     const m = await makeVfs(api, { library: 'vault', libraryPassword: async () => 'pw', log: (l) => lines.push(l) });
     cleanups.push(m.cleanup);
-    const locked = () => apiError('password_required', 400, 'upload link', 'Library is encrypted, please provide the password first.');
+    const locked = () =>
+      apiError('password_required', 400, 'upload link', 'Library is encrypted, please provide the password first.');
     api.failNext.set('uploadLink', [locked(), locked(), locked(), locked()]);
     await writeWhole(m.vfs, '/f.txt', 'kept until unlocked');
     // the first attempt and three rounds of the retry timer

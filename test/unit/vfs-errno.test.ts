@@ -1,6 +1,6 @@
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ApiError } from '../../src/client/errors.js';
+import type { ApiError } from '../../src/client/errors.js';
 import { errnoOf } from '../../src/vfs/errors.js';
 import { apiError, expectErrno, FakeApi, makeVfs, writeWhole } from './fake-api.js';
 

@@ -55,7 +55,7 @@ describe('modification times', () => {
     expect(api.updateTimes).toEqual([T2]);
   });
 
-  it('a write after the time was set makes the time the write\'s again', async () => {
+  it("a write after the time was set makes the time the write's again", async () => {
     const { vfs, remoteMtime } = await setup();
     await writeWhole(vfs, '/w.txt', 'one');
     await vfs.utimens('/w.txt', T1);

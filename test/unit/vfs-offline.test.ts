@@ -1,4 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/client/errors.js';
+import type { SeafileApi } from '../../src/client/types.js';
+import { Connectivity, unreachable } from '../../src/vfs/connectivity.js';
 import { errnoOf } from '../../src/vfs/errors.js';
 import { FakeApi, makeVfs, readWhole, sleep, writeWhole } from './fake-api.js';
 
@@ -15,7 +18,13 @@ describe('offline: the server goes away and comes back', () => {
     api.putFile(repo, '/a.txt', 'known content\n');
     api.putFile(repo, '/dir/b.txt', 'never read\n');
     const log: string[] = [];
-    const m = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 50, probeMinMs: 50, probeMaxMs: 200, log: (l) => log.push(l) });
+    const m = await makeVfs(api, {
+      library: 'lib',
+      dirCacheTimeMs: 50,
+      probeMinMs: 50,
+      probeMaxMs: 200,
+      log: (l) => log.push(l),
+    });
     cleanups.push(m.cleanup);
     const { vfs } = m;
     expect((await vfs.readdir('/')).sort()).toEqual(['a.txt', 'dir']);
@@ -51,5 +60,53 @@ describe('offline: the server goes away and comes back', () => {
     expect(log.filter((l) => l.startsWith('offline:'))).toHaveLength(1);
     expect(log.filter((l) => l.startsWith('online:'))).toHaveLength(1);
     expect(log.filter((l) => l.includes('failed (attempt'))).toEqual([]);
+  });
+});
+
+describe('what takes the mount offline', () => {
+  const reset = () =>
+    new ApiError({
+      kind: 'network',
+      status: 0,
+      operation: 'upload',
+      serverMessage: 'read ECONNRESET',
+      cause: Object.assign(new Error('read ECONNRESET'), { code: 'ECONNRESET' }),
+    });
+  const refused = () =>
+    new ApiError({
+      kind: 'network',
+      status: 0,
+      operation: 'mkdir',
+      serverMessage: 'connect ECONNREFUSED',
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
+
+  it('a connection reset after it reached the server (a lost answer) leaves the mount online; a refused connection or a timeout takes it offline', async () => {
+    const failures: ApiError[] = [
+      reset(),
+      new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'connection closed' }),
+      refused(),
+    ];
+    const api = {
+      mkdir: async () => Promise.reject(failures.shift()),
+      accountInfo: async () => Promise.reject(refused()),
+    } as unknown as SeafileApi;
+    const log: string[] = [];
+    const net = new Connectivity(api, { log: (l) => log.push(l), probeMinMs: 60_000 });
+    try {
+      const wrapped = net.wrap(api);
+      await expect(wrapped.mkdir('r', '/a')).rejects.toThrow(/ECONNRESET/);
+      expect(net.online).toBe(true);
+      await expect(wrapped.mkdir('r', '/a')).rejects.toThrow(/connection closed/);
+      expect(net.online).toBe(true);
+      expect(log).toEqual([]);
+      await expect(wrapped.mkdir('r', '/a')).rejects.toThrow(/ECONNREFUSED/);
+      expect(net.online).toBe(false);
+      expect(log.filter((l) => l.startsWith('offline:'))).toHaveLength(1);
+    } finally {
+      net.close();
+    }
+    expect(unreachable(new ApiError({ kind: 'timeout', status: 0, operation: 'listDir' }))).toBe(true);
+    expect(unreachable(new ApiError({ kind: 'server', status: 500, operation: 'listDir' }))).toBe(false);
   });
 });

@@ -81,7 +81,12 @@ describe('vfs on-disk block cache', () => {
     const m = await makeVfs(api, {
       library: 'lib',
       // ranged readahead (streamed sequential passes are not written to the disk cache)
-      reader: { memoryBytes: 4 * 1024 * 1024, maxWindow: 2 * 1024 * 1024, segmentSize: 1024 * 1024, streamMinBytes: 64 * 1024 * 1024 },
+      reader: {
+        memoryBytes: 4 * 1024 * 1024,
+        maxWindow: 2 * 1024 * 1024,
+        segmentSize: 1024 * 1024,
+        streamMinBytes: 64 * 1024 * 1024,
+      },
       diskCacheBytes: 64 * 1024 * 1024,
     });
     try {
@@ -104,12 +109,19 @@ describe('vfs random reads', () => {
     const repo = api.addLibrary('lib');
     const data = pattern(8 * 1024 * 1024);
     api.putFile(repo, '/r.bin', data);
-    const m = await makeVfs(api, { library: 'lib', diskCacheBytes: 64 * 1024 * 1024, reader: { memoryBytes: 2 * 1024 * 1024, segmentSize: 1024 * 1024 } });
+    const m = await makeVfs(api, {
+      library: 'lib',
+      diskCacheBytes: 64 * 1024 * 1024,
+      reader: { memoryBytes: 2 * 1024 * 1024, segmentSize: 1024 * 1024 },
+    });
     try {
       const fh = await m.vfs.open('/r.bin', FC.O_RDONLY);
       const buf = Buffer.alloc(4096);
       let seed = 7;
-      const rnd = () => (seed = (seed * 1103515245 + 12345) % 2147483648) / 2147483648;
+      const rnd = () => {
+        seed = (seed * 1103515245 + 12345) % 2147483648;
+        return seed / 2147483648;
+      };
       const readAt = async (off: number) => {
         expect(await m.vfs.read('/r.bin', fh, buf, 4096, off)).toBe(4096);
         expect(buf.equals(data.subarray(off, off + 4096))).toBe(true);
@@ -136,7 +148,11 @@ describe('vfs reads that skip ahead', () => {
     const repo = api.addLibrary('lib');
     const data = pattern(64 * 1024 * 1024);
     api.putFile(repo, '/s.bin', data);
-    const m = await makeVfs(api, { library: 'lib', diskCacheBytes: 256 * 1024 * 1024, reader: { memoryBytes: 4 * 1024 * 1024 } });
+    const m = await makeVfs(api, {
+      library: 'lib',
+      diskCacheBytes: 256 * 1024 * 1024,
+      reader: { memoryBytes: 4 * 1024 * 1024 },
+    });
     try {
       const buf = Buffer.alloc(128 * 1024);
       const readAt = async (fh: number, off: number) => {

@@ -24,7 +24,16 @@ describe('read path recovery', () => {
     const files = new Map([['/f.bin', data]]);
     const server = new StressServer(
       files,
-      { latencyMs: 0, stallProb: 0, stallMs: 0, dropProb: 0, linkLifeMs: [60_000, 60_000], ignoreRange: false, maxPiece: 64 * KiB, ...faults },
+      {
+        latencyMs: 0,
+        stallProb: 0,
+        stallMs: 0,
+        dropProb: 0,
+        linkLifeMs: [60_000, 60_000],
+        ignoreRange: false,
+        maxPiece: 64 * KiB,
+        ...faults,
+      },
       mulberry32(7),
     );
     await server.start();
@@ -52,7 +61,13 @@ describe('read path recovery', () => {
   }
 
   /** the kernel's sequential pattern: `depth` reads of `req` bytes in flight */
-  async function readAll(reader: RemoteReader, f: { size: number } & Parameters<RemoteReader['read']>[0], data: Buffer, req: number, depth: number) {
+  async function readAll(
+    reader: RemoteReader,
+    f: { size: number } & Parameters<RemoteReader['read']>[0],
+    data: Buffer,
+    req: number,
+    depth: number,
+  ) {
     const pat: ReadPattern = { next: 0, window: 0 };
     const bad: number[] = [];
     const pending = new Set<Promise<void>>();
@@ -75,7 +90,11 @@ describe('read path recovery', () => {
     // the stream evicted the chunk it had just delivered and reused its buffer for the next one
     // before the waiting reader copied it out
     const data = seededBytes(1, 3 * MiB + 333);
-    const { reader, f } = await setup(data, {}, { chunkSize: 64 * KiB, memoryBytes: 64 * KiB, streamMinBytes: 0, maxWindow: 1 * MiB });
+    const { reader, f } = await setup(
+      data,
+      {},
+      { chunkSize: 64 * KiB, memoryBytes: 64 * KiB, streamMinBytes: 0, maxWindow: 1 * MiB },
+    );
     expect(await readAll(reader, f, data, 64 * KiB, 3)).toEqual([]);
     expect(reader.stats.streams).toBeGreaterThan(0);
     expect(reader.memory().used).toBeLessThanOrEqual(64 * KiB);
@@ -83,7 +102,11 @@ describe('read path recovery', () => {
 
   it('a ranged GET whose connection drops midway is resumed where it stopped, not failed', async () => {
     const data = seededBytes(2, 2 * MiB + 5);
-    const { server, reader, f } = await setup(data, { dropProb: 1 }, { chunkSize: 64 * KiB, streamMinBytes: 64 * MiB, segmentSize: 512 * KiB });
+    const { server, reader, f } = await setup(
+      data,
+      { dropProb: 1 },
+      { chunkSize: 64 * KiB, streamMinBytes: 64 * MiB, segmentSize: 512 * KiB },
+    );
     expect(await readAll(reader, f, data, 128 * KiB, 2)).toEqual([]);
     expect(server.stats.drops).toBeGreaterThan(2);
   });
@@ -91,7 +114,12 @@ describe('read path recovery', () => {
   it('a stream that drops or stalls midway hands what readers wait for to ranged GETs', async () => {
     const data = seededBytes(3, 4 * MiB + 17);
     for (const faults of [{ dropProb: 1 }, { stallProb: 1, stallMs: 600 }]) {
-      const { server, reader, f } = await setup(data, faults, { chunkSize: 32 * KiB, streamMinBytes: 0, stallMs: 150, memoryBytes: 256 * KiB });
+      const { server, reader, f } = await setup(data, faults, {
+        chunkSize: 32 * KiB,
+        streamMinBytes: 0,
+        stallMs: 150,
+        memoryBytes: 256 * KiB,
+      });
       expect(await readAll(reader, f, data, 128 * KiB, 4)).toEqual([]);
       expect(server.stats.drops + server.stats.stalls).toBeGreaterThan(1);
     }
@@ -99,7 +127,11 @@ describe('read path recovery', () => {
 
   it('an expired link is renewed for the stream and for ranged GETs', async () => {
     const data = seededBytes(4, 3 * MiB + 1);
-    const { server, reader, f } = await setup(data, { linkLifeMs: [30, 60], latencyMs: 15 }, { chunkSize: 64 * KiB, streamMinBytes: 1 * MiB });
+    const { server, reader, f } = await setup(
+      data,
+      { linkLifeMs: [30, 60], latencyMs: 15 },
+      { chunkSize: 64 * KiB, streamMinBytes: 1 * MiB },
+    );
     const pat: ReadPattern = { next: 0, window: 0 };
     // random reads (ranged GETs), a pause that outlives the link, then a sequential pass (a stream)
     const r = mulberry32(9);
@@ -118,7 +150,17 @@ describe('read path recovery', () => {
     // readahead used to register such a chunk with the stream, which never sends it again:
     // the read hung until the stream's idle timer ended it
     const data = seededBytes(5, 4 * MiB);
-    const { reader, f } = await setup(data, {}, { chunkSize: 32 * KiB, memoryBytes: 2 * 32 * KiB, streamMinBytes: 0, maxWindow: 512 * KiB, streamIdleMs: 600_000 });
+    const { reader, f } = await setup(
+      data,
+      {},
+      {
+        chunkSize: 32 * KiB,
+        memoryBytes: 2 * 32 * KiB,
+        streamMinBytes: 0,
+        maxWindow: 512 * KiB,
+        streamIdleMs: 600_000,
+      },
+    );
     const pat: ReadPattern = { next: 0, window: 0 };
     const t = Buffer.alloc(128 * KiB);
     for (let off = 0; off < 1 * MiB; off += 128 * KiB) await reader.read(f, t, 128 * KiB, off, pat);

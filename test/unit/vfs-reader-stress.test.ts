@@ -17,7 +17,11 @@ describe('reader stress: exact bytes under stalls, drops, expired links, evictio
       const r = await runStress(seed, { scale });
       const summary = `seed ${seed} ${r.config}\n${r.reads} reads, ${r.bytes} bytes in ${r.ms} ms; server ${JSON.stringify(r.server)}; reader ${JSON.stringify(r.reader)}`;
       const log = process.env.SEAFS_STRESS_LOG;
-      if (log) appendFileSync(log, `${summary}\nwrong ${r.wrong.length}: ${r.wrong.slice(0, 5).join('; ')}\nfailed ${r.failed.length}: ${r.failed.slice(0, 5).join('; ')}\n\n`);
+      if (log)
+        appendFileSync(
+          log,
+          `${summary}\nwrong ${r.wrong.length}: ${r.wrong.slice(0, 5).join('; ')}\nfailed ${r.failed.length}: ${r.failed.slice(0, 5).join('; ')}\n\n`,
+        );
       expect(r.wrong, summary).toEqual([]);
       expect(r.failed, summary).toEqual([]);
       expect(r.reads).toBeGreaterThan(0);

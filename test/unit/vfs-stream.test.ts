@@ -41,7 +41,8 @@ function fakeStreams(api: FakeApi, opts: { failWith?: () => ApiError | null } = 
         if (st.aborted) throw new Error('finish after abort');
         st.finished = true;
         const m = /^fake-(upload|update):\/\/([0-9a-f-]{36})(.*)$/.exec(link)!;
-        const target = m[1] === 'update' ? leading.find(([k]) => k === 'target_file')![1] : `${m[3] === '/' ? '' : m[3]}/${name}`;
+        const target =
+          m[1] === 'update' ? leading.find(([k]) => k === 'target_file')![1] : `${m[3] === '/' ? '' : m[3]}/${name}`;
         api.putFile(m[2], target, Buffer.concat(st.chunks));
         return api.fileIdAt(m[2], target);
       },
@@ -90,7 +91,10 @@ describe('vfs streaming upload', () => {
     await writeAt(vfs, '/big.bin', fh, data.subarray(0, 4 * MiB), 0);
     // data goes out before the close
     await until('the stream got 2 MiB', () => (streams.made[0]?.received ?? 0) >= 2 * MiB);
-    expect(streams.made[0].leading).toEqual([['parent_dir', '/'], ['replace', '1']]);
+    expect(streams.made[0].leading).toEqual([
+      ['parent_dir', '/'],
+      ['replace', '1'],
+    ]);
     await writeAt(vfs, '/big.bin', fh, data.subarray(4 * MiB), 4 * MiB);
     await vfs.flush('/big.bin', fh);
     await vfs.release('/big.bin', fh);
@@ -190,7 +194,9 @@ describe('vfs streaming upload', () => {
 
   it('a failed stream (5xx) falls back to the upload after close', async () => {
     let fail = true;
-    const { api, repo, vfs, streams } = await setup({ failWith: () => (fail ? new ApiError({ kind: 'server', status: 502, operation: 'upload' }) : null) });
+    const { api, repo, vfs, streams } = await setup({
+      failWith: () => (fail ? new ApiError({ kind: 'server', status: 502, operation: 'upload' }) : null),
+    });
     const data = randomBytes(3 * MiB);
     const fh = await vfs.create('/f.bin', 0o644);
     await writeAt(vfs, '/f.bin', fh, data, 0);
@@ -211,7 +217,9 @@ describe('vfs streaming upload', () => {
   });
 
   it('a server refusing chunked bodies (411) turns streaming off for the mount', async () => {
-    const { api, repo, vfs, streams } = await setup({ failWith: () => new ApiError({ kind: 'bad_request', status: 411, operation: 'upload' }) });
+    const { api, repo, vfs, streams } = await setup({
+      failWith: () => new ApiError({ kind: 'bad_request', status: 411, operation: 'upload' }),
+    });
     const data = randomBytes(2 * MiB);
     for (const name of ['/one.bin', '/two.bin']) {
       const fh = await vfs.create(name, 0o644);

@@ -104,6 +104,24 @@ describe('vfs write path', () => {
     expect(api.content(repo, '/x.txt')!.toString()).toBe('data');
   });
 
+  it('says ENOSPC at close, before any upload, when the quota cannot hold the file; deleting a file makes room', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putFile(repo, '/big', Buffer.alloc(900));
+    api.quotaTotal = 1000;
+    const fh = await vfs.create('/x.bin', 0o644);
+    await vfs.write('/x.bin', fh, Buffer.alloc(200, 1), 200, 0);
+    await expect(vfs.flush('/x.bin', fh)).rejects.toMatchObject({ code: 'ENOSPC' });
+    expect(api.calls.upload ?? 0).toBe(0);
+    await vfs.release('/x.bin', fh);
+    // the data is kept; once the big file is gone it fits, and goes
+    await vfs.unlink('/big');
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/x.bin')!.equals(Buffer.alloc(200, 1))).toBe(true);
+    // a file that fits closes without a word
+    await writeWhole(vfs, '/small.txt', 'fits');
+    expect(await vfs.drain()).toEqual([]);
+  });
+
   it('retries transient upload failures', async () => {
     const { api, repo, vfs } = await setup();
     const { apiError } = await import('./fake-api.js');

@@ -78,7 +78,14 @@ export class BlockCache {
     }
     let e = this.entries.get(version);
     if (!e) {
-      e = { fh: open(this.fileName(version), 'w+'), present: new Set(), writing: new Set(), bytes: 0, used: 0, dead: false };
+      e = {
+        fh: open(this.fileName(version), 'w+'),
+        present: new Set(),
+        writing: new Set(),
+        bytes: 0,
+        used: 0,
+        dead: false,
+      };
       e.fh.catch(() => {});
       this.entries.set(version, e);
     }
@@ -116,7 +123,7 @@ export class BlockCache {
   /** the chunk's bytes from disk, or null when it is not (or no longer) there */
   async get(version: string, idx: number, size: number): Promise<Buffer | null> {
     const e = this.entries.get(version);
-    if (!e || !e.present.has(idx)) return null;
+    if (!e?.present.has(idx)) return null;
     e.used = ++this.clock;
     try {
       const fh = await e.fh;
@@ -145,7 +152,17 @@ export class BlockCache {
     this.total -= e.bytes;
     this.stats.evictions++;
     const name = this.fileName(version);
-    void e.fh.then((fh) => fh.close()).catch(() => {}).then(() => rm(name, { force: true }));
+    void e.fh
+      .then((fh) => fh.close())
+      .catch(() => {})
+      .then(() => rm(name, { force: true }));
+  }
+
+  /** Drop every cached chunk now (`seafs cache clear`); returns the bytes freed. */
+  clear(): number {
+    const freed = this.total;
+    for (const [v, e] of [...this.entries]) this.drop(v, e);
+    return freed;
   }
 
   async close(): Promise<void> {

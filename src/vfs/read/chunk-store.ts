@@ -67,7 +67,8 @@ export class ChunkStore {
         old.fc.bytes -= old.size;
         this.used -= old.size;
         if (old.pooled) this.retire(old.buf[0]);
-        if (old.fc.bytes === 0 && old.fc.inflight.size === 0 && this.files.get(old.version) === old.fc) this.files.delete(old.version);
+        if (old.fc.bytes === 0 && old.fc.inflight.size === 0 && this.files.get(old.version) === old.fc)
+          this.files.delete(old.version);
       }
     }
     if (this.orderHead > 4096 && this.orderHead * 2 > this.order.length) {

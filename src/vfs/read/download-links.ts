@@ -54,7 +54,10 @@ export class DownloadLinks {
       return await this.api.download(url, range);
     } catch (e) {
       // an expired or spent link: ask for a new one once
-      if (e instanceof ApiError && (e.status === 403 || e.status === 404 || e.kind === 'forbidden' || e.kind === 'unauthorized')) {
+      if (
+        e instanceof ApiError &&
+        (e.status === 403 || e.status === 404 || e.kind === 'forbidden' || e.kind === 'unauthorized')
+      ) {
         const fresh = await this.link(f, true);
         this.stats.rangeRequests++;
         return this.api.download(fresh, range);

@@ -32,14 +32,23 @@ export interface PatternStep {
 }
 
 /** Classifies a read of [offset, end) of a file of `size` bytes by a handle in state `pat`. */
-export function classifyRead(pat: PatternState, offset: number, end: number, size: number, p: PatternParams): PatternStep {
+export function classifyRead(
+  pat: PatternState,
+  offset: number,
+  end: number,
+  size: number,
+  p: PatternParams,
+): PatternStep {
   // forward: past where the last read ended, by a reader already sequential, or by a short
   // step from one that was not (a handle re-reading a file from somewhere in the middle: its
   // reads are the holes of the page cache, in order; random reads seldom step forward this little:
   // under 1/64 of the file)
-  const forward = offset > pat.next && (pat.window > 0 || (pat.started === true && offset - pat.next <= Math.min(p.jumpAhead, size / 64)));
+  const forward =
+    offset > pat.next &&
+    (pat.window > 0 || (pat.started === true && offset - pat.next <= Math.min(p.jumpAhead, size / 64)));
   // (with the mount's 512 KiB kernel readahead, requests arrive up to about 1 MiB out of order)
-  const near = Math.abs(offset - pat.next) <= Math.max(p.chunk * 8, pat.window) || (forward && offset - pat.next <= p.jumpAhead);
+  const near =
+    Math.abs(offset - pat.next) <= Math.max(p.chunk * 8, pat.window) || (forward && offset - pat.next <= p.jumpAhead);
   let window = pat.window;
   if (offset === pat.next || (offset === 0 && pat.window === 0) || (near && pat.window > 0)) {
     window = pat.window ? Math.min(p.maxWindow, pat.window * 2) : p.initialWindow;

@@ -16,7 +16,16 @@ import { DownloadLinks } from './download-links.js';
 import { classifyRead } from './pattern.js';
 import { Segments } from './segments.js';
 import { SeqStreams } from './seq-stream.js';
-import type { Chunk, FileChunks, Pending, ReadConfig, ReaderOptions, ReaderStats, ReadPattern, RemoteFile } from './types.js';
+import type {
+  Chunk,
+  FileChunks,
+  Pending,
+  ReadConfig,
+  ReaderOptions,
+  ReaderStats,
+  ReadPattern,
+  RemoteFile,
+} from './types.js';
 
 export type { ReaderOptions, ReadPattern, RemoteFile } from './types.js';
 
@@ -36,7 +45,7 @@ export function readConfig(opts: ReaderOptions = {}): ReadConfig {
     jumpAhead: 8 * 1024 * 1024,
     fillMax: opts.fillMaxBytes ?? 2 * 1024 ** 3,
     streamIdle: opts.streamIdleMs ?? 5_000,
-    stall: opts.stallMs ?? 30_000,
+    stall: opts.stallMs,
   };
 }
 

@@ -96,10 +96,17 @@ export class Segments {
     let active = 0;
     const pump = () => {
       while (active < 3 && next <= lastChunk) {
-        while (next <= lastChunk && (fc.have.has(next) || fc.inflight.has(next) || this.disk!.has(f.version, next))) next++;
+        while (next <= lastChunk && (fc.have.has(next) || fc.inflight.has(next) || this.disk!.has(f.version, next)))
+          next++;
         if (next > lastChunk) break;
         let end = next;
-        while (end < lastChunk && end - next + 1 < this.cfg.segChunks && !fc.have.has(end + 1) && !fc.inflight.has(end + 1)) end++;
+        while (
+          end < lastChunk &&
+          end - next + 1 < this.cfg.segChunks &&
+          !fc.have.has(end + 1) &&
+          !fc.inflight.has(end + 1)
+        )
+          end++;
         active++;
         this.fetchSegment(f, fc, next, end, () => {
           active--;

@@ -12,7 +12,16 @@ import { deferred, type ChunkStore } from './chunk-store.js';
 import type { DownloadLinks } from './download-links.js';
 import type { Segments } from './segments.js';
 import { VfsError } from '../errors.js';
-import type { Chunk, Deferred, FileChunks, ReadConfig, ReaderStats, ReadPattern, RemoteFile, SeqStream } from './types.js';
+import type {
+  Chunk,
+  Deferred,
+  FileChunks,
+  ReadConfig,
+  ReaderStats,
+  ReadPattern,
+  RemoteFile,
+  SeqStream,
+} from './types.js';
 
 export class SeqStreams {
   constructor(
@@ -187,7 +196,9 @@ export class SeqStreams {
           first * C,
           {
             head: (status, start) => {
-              asm = new ChunkAssembler(C, f.size, first, lastChunk, status === 206 ? start : 0, sink, (n) => this.store.buffer(n));
+              asm = new ChunkAssembler(C, f.size, first, lastChunk, status === 206 ? start : 0, sink, (n) =>
+                this.store.buffer(n),
+              );
             },
             space: () => asm!.space(),
             wrote: (n) => {
@@ -204,7 +215,7 @@ export class SeqStreams {
               resolve('done');
             },
           },
-          { idleMs: this.cfg.stall },
+          this.cfg.stall !== undefined ? { idleMs: this.cfg.stall } : {},
         );
       } catch {
         resolve('unsupported');
@@ -219,10 +230,17 @@ export class SeqStreams {
     const res = await this.links.get(f, { start: st.next * C });
     // a sequential pass is not written to the disk cache: it would cost more CPU than the
     // network read itself, and a re-read is served by the kernel's page cache
-    const asm = new ChunkAssembler(C, f.size, st.next, lastChunk, res.status === 206 ? res.start : 0, (i, parts, size) => {
-      this.deliver(f, st, i, parts, size);
-      return !st.dead;
-    });
+    const asm = new ChunkAssembler(
+      C,
+      f.size,
+      st.next,
+      lastChunk,
+      res.status === 206 ? res.start : 0,
+      (i, parts, size) => {
+        this.deliver(f, st, i, parts, size);
+        return !st.dead;
+      },
+    );
     try {
       for await (const piece of res.body) {
         if (st.dead || !asm.push(piece as Buffer)) break;

@@ -42,7 +42,10 @@ export interface ReaderOptions {
   fillMaxBytes?: number;
   /** a stream paused this long with no reader moving on ends (default 5 s) */
   streamIdleMs?: number;
-  /** a stream or ranged GET that receives nothing this long is given up and retried (default 30 s) */
+  /**
+   * a stream that receives nothing this long is given up and what readers wait
+   * for is fetched again by ranged GETs (default: the API's own call timeout)
+   */
   stallMs?: number;
 }
 
@@ -63,7 +66,8 @@ export interface ReadConfig {
   jumpAhead: number;
   fillMax: number;
   streamIdle: number;
-  stall: number;
+  /** undefined: the streaming GET's own default (the client's timeout) */
+  stall: number | undefined;
 }
 
 /** What the read engine counts (shown by `status`, asserted by tests). */

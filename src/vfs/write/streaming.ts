@@ -94,7 +94,8 @@ export class UploadFeed {
           break;
         } else {
           await inFlight;
-          if (this.src.size - this.claimed < PIECE && !this.finishing && !this.dead) await new Promise<void>((r) => (this.wake = r));
+          if (this.src.size - this.claimed < PIECE && !this.finishing && !this.dead)
+            await new Promise<void>((r) => (this.wake = r));
         }
       }
       await inFlight;
@@ -173,7 +174,13 @@ export class Streams {
     const start = this.start;
     const opening = (async () => {
       const link = await this.links.get(kind, repo, dir);
-      const leading: [string, string][] = kind === 'update' ? [['target_file', path]] : [['parent_dir', dir], ['replace', '1']];
+      const leading: [string, string][] =
+        kind === 'update'
+          ? [['target_file', path]]
+          : [
+              ['parent_dir', dir],
+              ['replace', '1'],
+            ];
       return start(link, leading, name);
     })();
     const feed = new UploadFeed(s, repo, path, kind, opening);
@@ -181,6 +188,12 @@ export class Streams {
     this.stats.streams++;
     this.live++;
     void feed.ended.then(() => this.live--);
+  }
+
+  /** bytes of `s` its running stream has handed to the connection (null: not streaming) */
+  sent(s: FileState): number | null {
+    const st = this.feeds.get(s);
+    return st && !st.dead ? st.claimed : null;
   }
 
   /** Abort the file's stream (the pure-append assumption broke, or the file moved). */
@@ -200,9 +213,13 @@ export class Streams {
     if (this.feeds.get(s) === st) this.feeds.delete(s);
     this.stats.streamFailures++;
     // a refusal of chunked bodies comes at once: a reset after megabytes is an ordinary failure
-    if (refusesChunked(st.dead) && !(st.dead instanceof ApiError && st.dead.status === 0 && st.claimed > 2 * 1024 * 1024)) {
+    if (
+      refusesChunked(st.dead) &&
+      !(st.dead instanceof ApiError && st.dead.status === 0 && st.claimed > 2 * 1024 * 1024)
+    ) {
       const why = (st.dead as Error).message;
-      if (this.start) this.log(`the server does not take chunked uploads (${why}): uploads start after close from now on`);
+      if (this.start)
+        this.log(`the server does not take chunked uploads (${why}): uploads start after close from now on`);
       this.start = undefined;
     } else {
       this.log(`streaming upload of ${s.path} failed (${(st.dead as Error)?.message}); it is uploaded after close`);

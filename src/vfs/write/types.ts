@@ -58,6 +58,10 @@ export interface WriteStats {
   streamFailures: number;
   /** local versions saved as conflict copies */
   conflicts: number;
+  /** the conflict check's window: from the listing's answer to the upload's answer (ms), summed, worst, count */
+  checkWindowTotalMs: number;
+  checkWindowMaxMs: number;
+  checkWindows: number;
 }
 
 export function newWriteStats(): WriteStats {
@@ -72,6 +76,9 @@ export function newWriteStats(): WriteStats {
     streamAborts: 0,
     streamFailures: 0,
     conflicts: 0,
+    checkWindowTotalMs: 0,
+    checkWindowMaxMs: 0,
+    checkWindows: 0,
   };
 }
 

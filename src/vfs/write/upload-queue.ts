@@ -238,7 +238,8 @@ export class UploadQueue {
       if (pending.length === 0) return [];
       const active = pending.filter((s) => s.running);
       // uploads that wait for an unreachable server, while it may still come back
-      const waiting = (s: FileState) => unreachable(s.lastError) && this.o.offline() && Date.now() - started < this.o.offlineGraceMs;
+      const waiting = (s: FileState) =>
+        unreachable(s.lastError) && this.o.offline() && Date.now() - started < this.o.offlineGraceMs;
       if (active.length === 0) {
         // nothing running: schedule what is left, or stop when all failed for good
         const idle = pending.filter((s) => !s.lastError || !permanentUploadFailure(s.lastError));

@@ -16,7 +16,7 @@ import type { FileJournal } from './journal.js';
 import { freeConflictName } from './conflict-name.js';
 import type { Streams } from './streaming.js';
 import { NEEDS_QUOTING, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
-import type { VersionCheck } from './version-check.js';
+import type { Verdict, VersionCheck } from './version-check.js';
 
 /** Runs fn holding the locks of every state. */
 function lockAll<T>(states: FileState[], fn: () => Promise<T>): Promise<T> {
@@ -62,9 +62,23 @@ export class Uploader {
    * version is saved beside it as a conflict copy, and `landed` names it.
    */
   async once(s: FileState, repo: string, path: string): Promise<UploadResult> {
+    const v = await this.check.verdict(s, repo, path);
+    const checked = Date.now();
+    const res = await this.afterCheck(s, repo, path, v);
+    this.noteWindow(Date.now() - checked);
+    return res;
+  }
+
+  /** how long a change by someone else could still be replaced: from the check to the upload's answer */
+  private noteWindow(ms: number): void {
+    this.stats.checkWindows++;
+    this.stats.checkWindowTotalMs += ms;
+    this.stats.checkWindowMaxMs = Math.max(this.stats.checkWindowMaxMs, ms);
+  }
+
+  private async afterCheck(s: FileState, repo: string, path: string, v: Verdict): Promise<UploadResult> {
     const dir = parentOf(path);
     const name = baseOf(path);
-    const v = await this.check.verdict(s, repo, path);
     if (v.kind === 'changed') {
       this.streams.stop(s, 'conflict');
       return this.conflictCopy(s, repo, path, v.entry, v.names);
@@ -85,7 +99,9 @@ export class Uploader {
     const size = s.size;
     if (v.kind === 'base' && s.uploadKind(path) === 'update') {
       try {
-        const id = await this.links.use('update', repo, dir, (url) => this.api.update(url, path, s.tmp, { lastModify: s.mtime }));
+        const id = await this.links.use('update', repo, dir, (url) =>
+          this.api.update(url, path, s.tmp, { lastModify: s.mtime }),
+        );
         return { id, size };
       } catch (e) {
         if (!(e instanceof ApiError && (e.kind === 'target_missing' || e.kind === 'not_found'))) throw e;
@@ -112,12 +128,20 @@ export class Uploader {
   }
 
   /** The server holds another version at `path`: upload ours as a conflict copy beside it. */
-  private async conflictCopy(s: FileState, repo: string, path: string, theirs: DirEntry, names: Set<string>): Promise<UploadResult> {
+  private async conflictCopy(
+    s: FileState,
+    repo: string,
+    path: string,
+    theirs: DirEntry,
+    names: Set<string>,
+  ): Promise<UploadResult> {
     const dir = parentOf(path);
     const author = await this.author();
     const copy = freeConflictName(baseOf(path), author, new Date(s.mtime), (n) => names.has(n));
     const what = theirs.type === 'dir' ? 'a folder now has its name' : 'it was changed on the server';
-    this.hooks.log(`conflict: ${path}: ${what}; the server's version keeps the name, the local version is saved as ${copy}`);
+    this.hooks.log(
+      `conflict: ${path}: ${what}; the server's version keeps the name, the local version is saved as ${copy}`,
+    );
     this.stats.conflicts++;
     const res = await this.fresh(s, repo, dir, copy);
     return { ...res, landed: res.landed ?? joinPath(dir, copy) };
@@ -145,7 +169,9 @@ export class Uploader {
   private async awkward(s: FileState, repo: string, dir: string, name: string, size: number): Promise<UploadResult> {
     const tmpName = `.seafs-upload-${s.id}`;
     const tmpPath = dir === '/' ? `/${tmpName}` : `${dir}/${tmpName}`;
-    const res = await this.links.use('upload', repo, dir, (url) => this.api.upload(url, dir, s.tmp, tmpName, { replace: true }));
+    const res = await this.links.use('upload', repo, dir, (url) =>
+      this.api.upload(url, dir, s.tmp, tmpName, { replace: true }),
+    );
     const path = dir === '/' ? `/${name}` : `${dir}/${name}`;
     await this.api.deleteFile(repo, path); // the write replaces whatever is there
     await this.api.renameFile(repo, tmpPath, name);
@@ -174,14 +200,19 @@ export class Uploader {
         rest.push(...ok);
         return;
       }
+      let checkedAt = Date.now();
       try {
         // the batch replaces nothing: a name the server holds now goes on its own (conflict check)
         const there = await this.check.folder(repo, dir);
+        checkedAt = Date.now();
         for (let i = ok.length - 1; i >= 0; i--) {
           if (!there || there.has(baseOf(ok[i].path))) rest.push(...ok.splice(i, 1));
         }
       } catch (e) {
-        if (!lockedLibrary(e)) this.hooks.log(`listing ${dir} before a batch upload failed, uploading its files one by one: ${(e as Error).message}`);
+        if (!lockedLibrary(e))
+          this.hooks.log(
+            `listing ${dir} before a batch upload failed, uploading its files one by one: ${(e as Error).message}`,
+          );
         rest.push(...ok.splice(0));
       }
       if (ok.length <= 1) {
@@ -195,6 +226,7 @@ export class Uploader {
         await Promise.all(ok.map((s) => this.journal.persist(s)));
         const files = ok.map((s) => ({ path: s.tmp, name: baseOf(s.path) }));
         const res = await this.links.use('upload', repo, dir, (url) => uploadBatch(url, dir, files, { replace: true }));
+        this.noteWindow(Date.now() - checkedAt);
         const byName = new Map(res.map((r) => [r.name, r]));
         for (let i = 0; i < ok.length; i++) {
           const s = ok[i];
@@ -208,7 +240,10 @@ export class Uploader {
         }
         this.stats.batches++;
       } catch (e) {
-        if (!lockedLibrary(e)) this.hooks.log(`batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`);
+        if (!lockedLibrary(e))
+          this.hooks.log(
+            `batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`,
+          );
         // the POST may have stored them although its answer was lost: the conflict check must know
         if (mayHaveLanded(e)) for (const s of ok) s.unsure(began);
         rest.push(...ok);

@@ -91,5 +91,7 @@ function isOurs(s: FileState, path: string, e: DirEntry): boolean {
   // sent (last_modify) or one the server gave it since that attempt began (a
   // minute's leeway for the server's clock)
   if (s.maybeLandedSince === null || e.size !== s.size) return false;
-  return e.mtime === Math.floor(s.mtime / 1000) || e.mtime >= Math.floor(s.maybeLandedSince / 1000) - LANDED_CLOCK_SLACK_S;
+  return (
+    e.mtime === Math.floor(s.mtime / 1000) || e.mtime >= Math.floor(s.maybeLandedSince / 1000) - LANDED_CLOCK_SLACK_S
+  );
 }

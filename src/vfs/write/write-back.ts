@@ -80,6 +80,11 @@ export class WriteBack {
     this.queue.close();
   }
 
+  /** bytes of `s` already sent by the upload that runs while it is written (null: none runs) */
+  streamedBytes(s: FileState): number | null {
+    return this.streams.sent(s);
+  }
+
   /** Retry now every upload that failed (the server is back). */
   retryNow(): void {
     this.queue.retryFailed();
@@ -92,7 +97,8 @@ export class WriteBack {
   /** names of files with local state directly inside `dir` */
   childrenOf(repo: string, dir: string): string[] {
     const out: string[] = [];
-    for (const s of this.states.values()) if (s.repo === repo && parentOf(s.path) === dir && s.path !== dir) out.push(baseOf(s.path));
+    for (const s of this.states.values())
+      if (s.repo === repo && parentOf(s.path) === dir && s.path !== dir) out.push(baseOf(s.path));
     return out;
   }
 
@@ -246,7 +252,8 @@ export class WriteBack {
       s.resume();
       await this.queue.schedule(s);
       if (s.running) await s.running; // a round queued behind the one we joined
-      if (s.uploadedVersion < target && s.lastError) throw new VfsError(errnoOf(s.lastError), 'upload failed', { cause: s.lastError });
+      if (s.uploadedVersion < target && s.lastError)
+        throw new VfsError(errnoOf(s.lastError), 'upload failed', { cause: s.lastError });
     }
     if (s.uploadedVersion < target && !s.deleted) throw new VfsError('EIO', `upload of ${s.path} did not complete`);
   }
@@ -308,7 +315,14 @@ export class WriteBack {
   }
 
   /** After a folder moved on the server: follow it and resume uploads. */
-  async releaseUnder(list: FileState[], fromRepo: string, from: string, toRepo: string, to: string, moved: boolean): Promise<void> {
+  async releaseUnder(
+    list: FileState[],
+    fromRepo: string,
+    from: string,
+    toRepo: string,
+    to: string,
+    moved: boolean,
+  ): Promise<void> {
     for (const s of list) {
       if (moved && !s.deleted) {
         const np = to + s.path.slice(from.length);

@@ -1,0 +1,52 @@
+// The options of SeafileClient and the HTTP core's settings they give
+// (the defaults live here, in one place).
+import type { HttpOptions } from './http.js';
+import { USER_AGENT } from './raw/request-head.js';
+
+export interface ClientOptions {
+  baseUrl: string;
+  token?: string;
+  /**
+   * headers and body timeout of API calls, and the time after which no retry
+   * of a call starts; default 30 s
+   */
+  timeoutMs?: number;
+  /** idle timeout of upload/download bodies and wait for an upload's answer; default timeoutMs */
+  transferTimeoutMs?: number;
+  /** how long the first login retries a server that resets, fails or throttles; default 30 s */
+  loginRetryMs?: number;
+  /** retries of a retriable failure (all within timeoutMs); default 5 */
+  maxRetries?: number;
+  /** first backoff step (ms, doubled each retry, with jitter); default 250 */
+  retryBaseMs?: number;
+  /** longest backoff step; default 8 s */
+  retryMaxMs?: number;
+  /** longest wait honoured from a Retry-After header; default 60 s */
+  maxRetryAfterMs?: number;
+  /** keep-alive connections per host; default 16 */
+  connections?: number;
+  userAgent?: string;
+  /** offer the streaming upload capability (startUploadStream); default true */
+  streamUploads?: boolean;
+  /** multi-file uploads to a plain-http link over a bare socket (raw-post.ts) rather than undici; default true */
+  rawUploads?: boolean;
+  /** streamGet reads plain-http download URLs over a bare socket (raw-get.ts); default true. Off: it refuses, and readers use download() */
+  rawStreams?: boolean;
+}
+
+export function httpOptionsOf(opts: ClientOptions): HttpOptions {
+  return {
+    baseUrl: opts.baseUrl,
+    token: opts.token,
+    timeoutMs: opts.timeoutMs ?? 30_000,
+    transferTimeoutMs: opts.transferTimeoutMs ?? opts.timeoutMs ?? 30_000,
+    maxRetries: opts.maxRetries ?? 5,
+    connections: opts.connections ?? 16,
+    userAgent: opts.userAgent ?? USER_AGENT,
+    backoff: {
+      baseMs: opts.retryBaseMs ?? 250,
+      maxMs: opts.retryMaxMs ?? 8_000,
+      maxRetryAfterMs: opts.maxRetryAfterMs ?? 60_000,
+    },
+  };
+}
