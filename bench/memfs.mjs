@@ -30,7 +30,15 @@ function mkdirNode(p, mode = 0o755) {
   nodes.set(p, { dir: true, mode: S_IFDIR | mode, children: new Set(), mtime: new Date(), ctime: new Date() });
 }
 function mkfileNode(p, size = 0, seeded = false, mode = 0o644) {
-  nodes.set(p, { dir: false, mode: S_IFREG | mode, size, seeded, chunks: new Map(), mtime: new Date(), ctime: new Date() });
+  nodes.set(p, {
+    dir: false,
+    mode: S_IFREG | mode,
+    size,
+    seeded,
+    chunks: new Map(),
+    mtime: new Date(),
+    ctime: new Date(),
+  });
 }
 const parentOf = (p) => p.slice(0, p.lastIndexOf('/')) || '/';
 const baseOf = (p) => p.slice(p.lastIndexOf('/') + 1);
@@ -82,7 +90,7 @@ function stat(n) {
 function readInto(n, buf, len, pos) {
   const end = Math.min(pos + len, n.size);
   let done = 0;
-  for (let off = pos; off < end; ) {
+  for (let off = pos; off < end;) {
     const ci = Math.floor(off / CHUNK);
     const inChunk = off - ci * CHUNK;
     const take = Math.min(CHUNK - inChunk, end - off);
@@ -110,7 +118,7 @@ function newChunk() {
 }
 
 function writeFrom(n, buf, len, pos) {
-  for (let done = 0; done < len; ) {
+  for (let done = 0; done < len;) {
     const off = pos + done;
     const ci = Math.floor(off / CHUNK);
     const inChunk = off - ci * CHUNK;
@@ -139,14 +147,16 @@ function truncateNode(n, size) {
 
 let nextFd = 10;
 // Every handler catches everything and answers with an integer (see /work/shared/notes/fuse-native.md).
-const safe = (fn) => (...args) => {
-  const cb = args[args.length - 1];
-  try {
-    fn(...args);
-  } catch (err) {
-    cb(typeof err === 'number' ? err : Fuse.EIO);
-  }
-};
+const safe =
+  (fn) =>
+  (...args) => {
+    const cb = args[args.length - 1];
+    try {
+      fn(...args);
+    } catch (err) {
+      cb(typeof err === 'number' ? err : Fuse.EIO);
+    }
+  };
 const get = (p) => {
   const n = nodes.get(p);
   if (!n) throw Fuse.ENOENT;
@@ -156,7 +166,19 @@ const get = (p) => {
 const ops = {
   init: safe((cb) => cb(0)),
   statfs: safe((p, cb) =>
-    cb(0, { bsize: CHUNK, frsize: CHUNK, blocks: 1 << 20, bfree: 1 << 19, bavail: 1 << 19, files: 1 << 20, ffree: 1 << 19, favail: 1 << 19, fsid: 1, flag: 0, namemax: 255 }),
+    cb(0, {
+      bsize: CHUNK,
+      frsize: CHUNK,
+      blocks: 1 << 20,
+      bfree: 1 << 19,
+      bavail: 1 << 19,
+      files: 1 << 20,
+      ffree: 1 << 19,
+      favail: 1 << 19,
+      fsid: 1,
+      flag: 0,
+      namemax: 255,
+    }),
   ),
   getattr: safe((p, cb) => cb(0, stat(get(p)))),
   access: safe((p, mode, cb) => (get(p), cb(0))),

@@ -26,7 +26,8 @@ if (reference) {
   const want = Buffer.alloc(buf.length);
   for (const [i, off] of offsets.entries()) {
     await ref.read(want, 0, want.length, off);
-    if (!want.equals(got.subarray(i * buf.length, (i + 1) * buf.length))) throw new Error(`wrong data at offset ${off}`);
+    if (!want.equals(got.subarray(i * buf.length, (i + 1) * buf.length)))
+      throw new Error(`wrong data at offset ${off}`);
   }
   await ref.close();
 }

@@ -4,7 +4,17 @@
 //                      [--jobs seqread,write,tar,ls,find,randread] [--out bench-results] [--work DIR] [--keep-work]
 // Progress goes to stderr; the tables go to stdout; JSON and an SVG chart go to --out.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync, cpSync, symlinkSync, readdirSync, readFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  rmSync,
+  writeFileSync,
+  cpSync,
+  symlinkSync,
+  readdirSync,
+  readFileSync,
+} from 'node:fs';
 import { tmpdir, cpus, totalmem, release, loadavg } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -15,7 +25,15 @@ import { seafs, rclone, memfs } from './lib/mounts.mjs';
 import { metrics as metricList, JOBS, mountJob, httpJob, httpContender } from './lib/jobs.mjs';
 import { table, summarize, targets, targetLines } from './lib/report.mjs';
 import { chart } from './lib/svg.mjs';
-import { randomFile, smallFilesLayout, writeLayout, contentFor, treeLayout, expectedFindCount, findThresholdKiB } from './lib/dataset.mjs';
+import {
+  randomFile,
+  smallFilesLayout,
+  writeLayout,
+  contentFor,
+  treeLayout,
+  expectedFindCount,
+  findThresholdKiB,
+} from './lib/dataset.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const { values: opt } = parseArgs({
@@ -46,8 +64,24 @@ if (opt.help) {
 
 const config = opt.quick
   ? // rclone's seafile backend paces itself to one API call per 100 ms, which sets these sizes for < 2 min.
-    { bigBytes: 64 << 20, smallFiles: 40, treeFolders: 20, treeFiles: 400, randomReads: 100, runs: 1, timeoutMs: 120_000 }
-  : { bigBytes: 1 << 30, smallFiles: 2000, treeFolders: 500, treeFiles: 10000, randomReads: 2000, runs: 3, timeoutMs: 1_200_000 };
+    {
+      bigBytes: 64 << 20,
+      smallFiles: 40,
+      treeFolders: 20,
+      treeFiles: 400,
+      randomReads: 100,
+      runs: 1,
+      timeoutMs: 120_000,
+    }
+  : {
+      bigBytes: 1 << 30,
+      smallFiles: 2000,
+      treeFolders: 500,
+      treeFiles: 10000,
+      randomReads: 2000,
+      runs: 3,
+      timeoutMs: 1_200_000,
+    };
 if (opt.runs) config.runs = Math.max(1, Number(opt.runs));
 const latencies = opt.latency.split(',').map(Number);
 const ALL = { seafs, rclone, http: httpContender, memfs };
@@ -73,11 +107,13 @@ for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
 }
 
 const SETTINGS = {
-  seafs: 'seafs mount URL MNT --library L --user U --daemon --cache-dir <fresh>; clock stops when `seafs unmount` returns',
-  rclone: 'rclone mount (seafile backend via env) --vfs-cache-mode full (reads, listings) | writes (write, untar) --vfs-write-back 0s --cache-dir <fresh>; clock stops when the server lists the data (polled every 200 ms)',
+  seafs:
+    'seafs mount URL MNT --library L --user U --daemon --cache-dir <fresh>; clock stops when `seafs unmount` returns',
+  rclone:
+    'rclone mount (seafile backend via env) --vfs-cache-mode full (reads, listings) | writes (write, untar) --vfs-write-back 0s --cache-dir <fresh>; clock stops when the server lists the data (polled every 200 ms)',
   http: 'curl for the big download/upload; undici (keep-alive) for listings, 8 folders at a time; untar = 25 files per multipart request, 8 in flight; random reads = one Range GET at a time on a reuse=1 link',
   memfs: 'bench/memfs.mjs: fuse-native, big_writes, kernel_cache, attr/entry timeout 5 s, data in RAM',
-  cold: 'fresh mount and fresh cache dir; the server\'s large objects read once (same host disk cache for every contender), then sync and echo 3 > /proc/sys/vm/drop_caches',
+  cold: "fresh mount and fresh cache dir; the server's large objects read once (same host disk cache for every contender), then sync and echo 3 > /proc/sys/vm/drop_caches",
 };
 
 function applies(metric, contender) {
@@ -144,17 +180,28 @@ function damonPageout() {
 
 async function machine() {
   const rc = await run('rclone', ['version'], { check: false }).catch(() => ({ stdout: 'missing' }));
-  return { cpus: cpus().length, cpuModel: cpus()[0]?.model, memMiB: Math.round(totalmem() / 2 ** 20), kernel: release(), node: process.version, rclone: rc.stdout.split('\n')[0], damonPageout: damonPageout() };
+  return {
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    memMiB: Math.round(totalmem() / 2 ** 20),
+    kernel: release(),
+    node: process.version,
+    rclone: rc.stdout.split('\n')[0],
+    damonPageout: damonPageout(),
+  };
 }
 
 async function main() {
-  if (!existsSync(join(ROOT, 'dist/cli/main.js'))) throw new Error(`${ROOT}dist/cli/main.js is missing: run npm run build (scripts/bench does)`);
+  if (!existsSync(join(ROOT, 'dist/cli/main.js')))
+    throw new Error(`${ROOT}dist/cli/main.js is missing: run npm run build (scripts/bench does)`);
   const work = opt.work ? resolve(opt.work) : mkdtempSync(join(tmpdir(), 'seafs-bench-'));
   mkdirSync(work, { recursive: true });
   const cli = snapshotCli(work);
   const startedAt = new Date();
   const loadAtStart = loadavg()[0];
-  log(`${opt.quick ? 'quick' : 'full'} run: ${config.runs} run(s), latencies ${latencies.join(', ')} ms, contenders ${contenders.map((c) => c.name).join(', ')}; work dir ${work}`);
+  log(
+    `${opt.quick ? 'quick' : 'full'} run: ${config.runs} run(s), latencies ${latencies.join(', ')} ms, contenders ${contenders.map((c) => c.name).join(', ')}; work dir ${work}`,
+  );
   const fx = await fixtures(work);
   log(`fixtures ready (${config.bigBytes >> 20} MiB source, ${config.smallFiles}-file tarball)`);
 
@@ -165,14 +212,18 @@ async function main() {
   const saveReport = (complete) => {
     mkdirSync(opt.out, { recursive: true });
     for (const s of servers) {
-      for (const m of Object.values(s.results)) for (const cell of Object.values(m)) cell.median = summarize(cell).median ?? null;
+      for (const m of Object.values(s.results))
+        for (const cell of Object.values(m)) cell.median = summarize(cell).median ?? null;
     }
     const report = {
       complete,
       startedAt: startedAt.toISOString(),
       finishedAt: new Date().toISOString(),
       mode: opt.quick ? 'quick' : 'full',
-      command: `bash scripts/bench ${process.argv.slice(2).filter((a) => !a.startsWith('--work')).join(' ')}`.trim(),
+      command: `bash scripts/bench ${process.argv
+        .slice(2)
+        .filter((a) => !a.startsWith('--work'))
+        .join(' ')}`.trim(),
       config,
       machine: { ...host, loadAvg1mAtStart: loadAtStart, loadAvg1mAtEnd: loadavg()[0] },
       contenders: names,
@@ -180,7 +231,9 @@ async function main() {
       metrics,
       servers,
     };
-    const goals = names.includes('seafs') ? servers.flatMap((s) => targets({ latencyMs: s.latencyMs, metrics, results: s.results })) : [];
+    const goals = names.includes('seafs')
+      ? servers.flatMap((s) => targets({ latencyMs: s.latencyMs, metrics, results: s.results }))
+      : [];
     report.targets = goals;
     const jsonPath = join(opt.out, `${stamp}.json`);
     const svgPath = join(opt.out, `${stamp}.svg`);
@@ -208,7 +261,13 @@ async function main() {
       // If the server dies, end whatever is waiting on it (mounts, readers) so the job fails now, not at its timeout.
       server = await startServer({ root: work, cli, latencyMs, log, onDeath: () => cleanupAll() });
       const t0 = Date.now();
-      await seed(server, { src: fx.src, bigBytes: config.bigBytes, treeFolders: config.treeFolders, treeFiles: config.treeFiles, log });
+      await seed(server, {
+        src: fx.src,
+        bigBytes: config.bigBytes,
+        treeFolders: config.treeFolders,
+        treeFiles: config.treeFiles,
+        log,
+      });
       section.seedSeconds = (Date.now() - t0) / 1000;
       // let the seed's writes reach the disk before anything is timed (the first run after it was slower)
       spawnSync('sync');
@@ -216,7 +275,8 @@ async function main() {
     } catch (err) {
       log(`server (${latencyMs} ms) failed: ${err.message}`);
       section.serverError = err.message;
-      for (const m of metrics) for (const c of contenders) if (applies(m, c.name)) cellOf(m.id, c.name).errors.push(`server: ${err.message}`);
+      for (const m of metrics)
+        for (const c of contenders) if (applies(m, c.name)) cellOf(m.id, c.name).errors.push(`server: ${err.message}`);
       await server?.stop();
       continue;
     }
@@ -233,7 +293,10 @@ async function main() {
               if (r === 1) {
                 for (const m of jobMetrics) {
                   const first = servers[0].results[m.id]?.memfs;
-                  if (first) cellOf(m.id, 'memfs').values.push(...first.values), cellOf(m.id, 'memfs').errors.push(...first.errors);
+                  if (first) {
+                    cellOf(m.id, 'memfs').values.push(...first.values);
+                    cellOf(m.id, 'memfs').errors.push(...first.errors);
+                  }
                 }
                 section.memfsFrom = servers[0].latencyMs;
               }
@@ -263,8 +326,12 @@ async function main() {
               else cell.errors.push(error ?? 'not measured');
               (cell.wallSeconds ??= []).push((Date.now() - t0) / 1000); // the whole job, mount and unmount included
             }
-            const got = Object.entries(out).map(([k, v]) => `${k}=${v.toFixed(v < 10 ? 3 : 1)}`).join(' ');
-            log(`${latencyMs} ms | ${job} ${r}/${config.runs} | ${c.name}: ${error ? `FAILED ${error}` : got} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+            const got = Object.entries(out)
+              .map(([k, v]) => `${k}=${v.toFixed(v < 10 ? 3 : 1)}`)
+              .join(' ');
+            log(
+              `${latencyMs} ms | ${job} ${r}/${config.runs} | ${c.name}: ${error ? `FAILED ${error}` : got} (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+            );
           }
         }
         saveReport(false);
@@ -276,26 +343,37 @@ async function main() {
 
   const { report, goals, jsonPath, svgPath } = saveReport(true);
   process.stdout.write('\n');
-  for (const s of servers) process.stdout.write(table({
-      latencyMs: s.latencyMs,
-      metrics,
-      contenders: names,
-      results: s.results,
-      note: s.memfsFrom !== undefined ? `memfs does not use the server: its figures are the ${s.memfsFrom} ms section's` : '',
-    }) + '\n\n');
+  for (const s of servers)
+    process.stdout.write(
+      table({
+        latencyMs: s.latencyMs,
+        metrics,
+        contenders: names,
+        results: s.results,
+        note:
+          s.memfsFrom !== undefined
+            ? `memfs does not use the server: its figures are the ${s.memfsFrom} ms section's`
+            : '',
+      }) + '\n\n',
+    );
   if (goals.length) process.stdout.write(`issue 4 targets (seafs):\n${targetLines(goals).join('\n')}\n\n`);
   const busiest = Math.max(loadAtStart, report.machine.loadAvg1mAtEnd);
   if (busiest > cpus().length) {
-    process.stdout.write(`note: the machine was busy (1-minute load ${busiest.toFixed(1)} on ${cpus().length} CPUs): figures are noisy\n`);
+    process.stdout.write(
+      `note: the machine was busy (1-minute load ${busiest.toFixed(1)} on ${cpus().length} CPUs): figures are noisy\n`,
+    );
   }
   if (report.machine.damonPageout) {
-    process.stdout.write('note: this kernel runs DAMON with a pageout scheme: idle page cache is paged out within seconds, so warm reads partly go back to the mount\n');
+    process.stdout.write(
+      'note: this kernel runs DAMON with a pageout scheme: idle page cache is paged out within seconds, so warm reads partly go back to the mount\n',
+    );
   }
   process.stdout.write(`JSON: ${jsonPath}\nSVG:  ${svgPath}\n`);
   if (!opt['keep-work'] && !opt.work) {
     cleanupAll();
     // Never delete through a mount that somehow survived: that would delete the library's files.
-    if (mountPoints().some((m) => m.startsWith(work + '/'))) log(`not removing ${work}: something is still mounted in it`);
+    if (mountPoints().some((m) => m.startsWith(work + '/')))
+      log(`not removing ${work}: something is still mounted in it`);
     else rmSync(work, { recursive: true, force: true });
   }
 }

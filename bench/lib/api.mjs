@@ -60,7 +60,10 @@ export class Api {
   }
 
   async mkdir(repo, p) {
-    await this.call('POST', `/api2/repos/${repo}/dir/`, { query: { p }, form: { operation: 'mkdir', create_parents: 'true' } });
+    await this.call('POST', `/api2/repos/${repo}/dir/`, {
+      query: { p },
+      form: { operation: 'mkdir', create_parents: 'true' },
+    });
   }
 
   async listDir(repo, p) {

@@ -25,7 +25,12 @@ export function treeLayout(folders, files, seed = 1) {
   const out = [];
   for (let i = 0; i < files; i++) {
     const folder = `d${pad(i % folders, 3)}`;
-    out.push({ folder, name: `f${pad(i, 5)}.bin`, rel: `${folder}/f${pad(i, 5)}.bin`, size: 1 + Math.floor(rnd() * 20480) });
+    out.push({
+      folder,
+      name: `f${pad(i, 5)}.bin`,
+      rel: `${folder}/f${pad(i, 5)}.bin`,
+      size: 1 + Math.floor(rnd() * 20480),
+    });
   }
   return out;
 }
@@ -42,7 +47,12 @@ export function smallFilesLayout(count, seed = 2) {
   const out = [];
   for (let i = 0; i < count; i++) {
     const folder = `s${pad(Math.floor(i / 100), 2)}`;
-    out.push({ folder, name: `n${pad(i, 5)}.dat`, rel: `${folder}/n${pad(i, 5)}.dat`, size: 1024 + Math.floor(rnd() * 63 * 1024) });
+    out.push({
+      folder,
+      name: `n${pad(i, 5)}.dat`,
+      rel: `${folder}/n${pad(i, 5)}.dat`,
+      size: 1024 + Math.floor(rnd() * 63 * 1024),
+    });
   }
   return out;
 }
@@ -68,7 +78,7 @@ export async function randomFile(path, bytes) {
   if (existsSync(path) && statSync(path).size === bytes) return;
   const out = createWriteStream(path);
   const buf = Buffer.allocUnsafe(4 << 20);
-  for (let done = 0; done < bytes; ) {
+  for (let done = 0; done < bytes;) {
     const n = Math.min(buf.length, bytes - done);
     randomFillSync(buf, 0, n);
     if (!out.write(Buffer.from(buf.subarray(0, n)))) await once(out, 'drain');

@@ -24,7 +24,13 @@ export function metrics(c) {
     { id: 'ls_warm', job: 'ls', label: `ls -lR ${c.treeFiles} files, warm`, unit: 's', better: 'lower' },
     { id: 'find_cold', job: 'find', label: `find -size +10k, cold`, unit: 's', better: 'lower' },
     { id: 'find_warm', job: 'find', label: `find -size +10k, warm`, unit: 's', better: 'lower' },
-    { id: 'randread', job: 'randread', label: `${c.randomReads} random 4 KiB reads`, unit: 'reads/s', better: 'higher' },
+    {
+      id: 'randread',
+      job: 'randread',
+      label: `${c.randomReads} random 4 KiB reads`,
+      unit: 'reads/s',
+      better: 'higher',
+    },
     { id: 'rss_read', job: 'seqread', label: `peak RSS, ${big} read`, unit: 'MiB', better: 'lower' },
     { id: 'rss_write', job: 'write', label: `peak RSS, ${big} write`, unit: 'MiB', better: 'lower' },
   ];
@@ -67,9 +73,12 @@ export async function mountJob(job, contender, ctx) {
       out.randread = r.count / (r.ms / 1000);
     } else if (job === 'ls' || job === 'find') {
       const cmd =
-        job === 'ls' ? ['ls', ['-lR', p('tree')]] : ['find', [p('tree'), '-type', 'f', '-size', `+${fixtures.findKiB}k`]];
+        job === 'ls'
+          ? ['ls', ['-lR', p('tree')]]
+          : ['find', [p('tree'), '-type', 'f', '-size', `+${fixtures.findKiB}k`]];
       const want = job === 'ls' ? c.treeFiles : fixtures.findCount;
-      const count = (r) => (job === 'ls' ? r.stdout.split('\n').filter((l) => l.startsWith('-')).length : r.stdoutLines);
+      const count = (r) =>
+        job === 'ls' ? r.stdout.split('\n').filter((l) => l.startsWith('-')).length : r.stdoutLines;
       dropCaches();
       for (const phase of ['cold', 'warm']) {
         const r = await run(cmd[0], cmd[1], { timeoutMs: ctx.timeoutMs, keepStdout: job === 'ls' });
@@ -103,7 +112,10 @@ export async function mountJob(job, contender, ctx) {
         const t0 = now();
         await run('tar', ['-xf', fixtures.tarball, '--no-same-owner', '-C', p(dir)], { timeoutMs: ctx.timeoutMs });
         const t1 = now();
-        await h.settle(async () => (await server.api.countFiles(server.repo, `/${dir}`)) === c.smallFiles, `${c.smallFiles} files in /${dir}`);
+        await h.settle(
+          async () => (await server.api.countFiles(server.repo, `/${dir}`)) === c.smallFiles,
+          `${c.smallFiles} files in /${dir}`,
+        );
         out.tar = (now() - t0) / 1000;
         out.x_tar_extract_s = (t1 - t0) / 1000;
         out.x_tar_settle_s = (now() - t1) / 1000;
@@ -113,7 +125,9 @@ export async function mountJob(job, contender, ctx) {
     }
   } finally {
     // A failing unmount must not hide the workload's own error, nor void a finished measurement.
-    await h.close().catch((err) => process.stderr.write(`bench: ${contender.name}: unmount after ${job} failed: ${err.message}\n`));
+    await h
+      .close()
+      .catch((err) => process.stderr.write(`bench: ${contender.name}: unmount after ${job} failed: ${err.message}\n`));
   }
   return out;
 }
@@ -129,7 +143,9 @@ export async function httpJob(job, ctx) {
     for (const phase of ['cold', 'warm']) {
       const t0 = now();
       const link = await api.downloadLink(repo, '/big.bin');
-      const r = await run('curl', ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', link], { timeoutMs: ctx.timeoutMs });
+      const r = await run('curl', ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', link], {
+        timeoutMs: ctx.timeoutMs,
+      });
       const ms = now() - t0;
       if (Number(r.stdout) !== c.bigBytes) throw new Error(`downloaded ${r.stdout} bytes, want ${c.bigBytes}`);
       out[`read_${phase}`] = mbps(c.bigBytes, ms);
@@ -140,8 +156,23 @@ export async function httpJob(job, ctx) {
     try {
       const t0 = now();
       const link = await api.uploadLink(repo, '/w');
-      await run('curl', ['-sS', '--fail', '-o', '/dev/null', '-F', `file=@${fixtures.src};filename=${name}`, '-F', 'parent_dir=/w',
-        '-F', 'replace=1', link], { timeoutMs: ctx.timeoutMs });
+      await run(
+        'curl',
+        [
+          '-sS',
+          '--fail',
+          '-o',
+          '/dev/null',
+          '-F',
+          `file=@${fixtures.src};filename=${name}`,
+          '-F',
+          'parent_dir=/w',
+          '-F',
+          'replace=1',
+          link,
+        ],
+        { timeoutMs: ctx.timeoutMs },
+      );
       const ms = now() - t0;
       const size = await api.fileSize(repo, `/w/${name}`);
       if (size !== c.bigBytes) throw new Error(`server has ${size} bytes, want ${c.bigBytes}`);
@@ -194,7 +225,8 @@ export async function httpJob(job, ctx) {
     for (const off of offsets) {
       const res = await request(link, { headers: { range: `bytes=${off}-${off + 4095}` }, dispatcher: agent });
       const buf = Buffer.from(await res.body.arrayBuffer());
-      if (res.statusCode !== 206 || buf.length !== 4096) throw new Error(`range at ${off}: ${res.statusCode}, ${buf.length} bytes`);
+      if (res.statusCode !== 206 || buf.length !== 4096)
+        throw new Error(`range at ${off}: ${res.statusCode}, ${buf.length} bytes`);
       got.push(buf);
     }
     const ms = now() - t0;

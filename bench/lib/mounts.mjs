@@ -9,8 +9,19 @@ import { mkdirSync, mkdtempSync, rmSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import {
-  run, startProcess, spawnBackground, waitFor, isMounted, trackMount, untrackMount, trackPid, untrackPid, killPid,
-  isAlive, lazyUnmount, findPids, sleep,
+  run,
+  startProcess,
+  spawnBackground,
+  waitFor,
+  isMounted,
+  trackMount,
+  trackPid,
+  untrackPid,
+  killPid,
+  isAlive,
+  lazyUnmount,
+  findPids,
+  sleep,
 } from './proc.mjs';
 
 const MEMFS = fileURLToPath(new URL('../memfs.mjs', import.meta.url));
@@ -25,7 +36,9 @@ function fresh(ctx, kind, name) {
 function removeMountDir(mnt) {
   try {
     rmdirSync(mnt);
-  } catch {}
+  } catch {
+    // best effort
+  }
 }
 
 async function waitExit(pid, ms) {
@@ -43,8 +56,19 @@ export const seafs = {
     // control socket and log inside the work dir, which the run removes (not in /run/seafs for good)
     const runtime = { SEAFS_RUNTIME_DIR: join(ctx.work, 'run') };
     const env = { SEAFS_PASSWORD: ctx.server.user.password, ...runtime };
-    const args = [ctx.cli, 'mount', ctx.server.url, mnt, '--library', ctx.server.library, '--user', ctx.server.user.email,
-      '--daemon', '--cache-dir', cache];
+    const args = [
+      ctx.cli,
+      'mount',
+      ctx.server.url,
+      mnt,
+      '--library',
+      ctx.server.library,
+      '--user',
+      ctx.server.user.email,
+      '--daemon',
+      '--cache-dir',
+      cache,
+    ];
     try {
       await run(process.execPath, args, { env, timeoutMs: 60_000, name: 'seafs mount' });
       await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the seafs mount' });
@@ -61,7 +85,11 @@ export const seafs = {
     const unmount = async () => {
       if (unmounted) return;
       unmounted = true;
-      await run(process.execPath, [ctx.cli, 'unmount', mnt], { env: runtime, timeoutMs: ctx.timeoutMs, name: 'seafs unmount' });
+      await run(process.execPath, [ctx.cli, 'unmount', mnt], {
+        env: runtime,
+        timeoutMs: ctx.timeoutMs,
+        name: 'seafs unmount',
+      });
       if (isMounted(mnt)) throw new Error('still mounted after `seafs unmount` returned');
     };
     return {
@@ -105,9 +133,20 @@ export const rclone = {
     const mnt = fresh(ctx, 'mnt', 'rclone');
     const cache = fresh(ctx, 'cache', 'rclone');
     trackMount(mnt);
-    const args = ['mount', 'bench:', mnt, '--vfs-cache-mode', mode === 'read' ? 'full' : 'writes', '--cache-dir', cache,
+    const args = [
+      'mount',
+      'bench:',
+      mnt,
+      '--vfs-cache-mode',
+      mode === 'read' ? 'full' : 'writes',
+      '--cache-dir',
+      cache,
       // Upload as soon as a file is closed instead of after rclone's default 5 s: the fastest rclone can be.
-      '--vfs-write-back', '0s', '--log-level', 'NOTICE'];
+      '--vfs-write-back',
+      '0s',
+      '--log-level',
+      'NOTICE',
+    ];
     const child = spawnBackground('rclone', args, { env: await rcloneEnv(ctx), logFile: join(ctx.work, 'rclone.log') });
     const pid = child.pid;
     try {
@@ -124,7 +163,8 @@ export const rclone = {
       path: mnt,
       pid,
       async settle(check, what) {
-        if (check) await waitFor(check, { timeoutMs: ctx.timeoutMs, intervalMs: 200, what: `${what} to reach the server` });
+        if (check)
+          await waitFor(check, { timeoutMs: ctx.timeoutMs, intervalMs: 200, what: `${what} to reach the server` });
       },
       async close() {
         try {

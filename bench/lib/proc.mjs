@@ -13,7 +13,9 @@ function save() {
   const lines = [...[...mounts].map((m) => `mount ${m}`), ...[...pids].map((p) => `pid ${p}`)];
   try {
     writeFileSync(stateFile, lines.join('\n') + (lines.length ? '\n' : ''));
-  } catch {}
+  } catch {
+    // best effort
+  }
 }
 export function trackMount(path) {
   mounts.add(path);
@@ -67,13 +69,17 @@ export async function killPid(pid, graceMs = 5000) {
   if (!pid || !isAlive(pid)) return untrackPid(pid);
   try {
     process.kill(pid, 'SIGTERM');
-  } catch {}
+  } catch {
+    // best effort
+  }
   const end = Date.now() + graceMs;
   while (isAlive(pid) && Date.now() < end) await sleep(50);
   if (isAlive(pid)) {
     try {
       process.kill(pid, 'SIGKILL');
-    } catch {}
+    } catch {
+      // best effort
+    }
   }
   untrackPid(pid);
 }
@@ -89,7 +95,9 @@ export function cleanupAll() {
   for (const pid of [...pids]) {
     try {
       process.kill(pid, 'SIGKILL');
-    } catch {}
+    } catch {
+      // best effort
+    }
     pids.delete(pid);
   }
   save();
@@ -99,10 +107,18 @@ export function cleanupAll() {
  * Run a command to completion with a time limit. Resolves {code, stdout, stderr, ms}; rejects on timeout
  * (after killing it) or, with check, on a non-zero exit. stdout may be discarded to keep huge outputs cheap.
  */
-export function run(cmd, args, { timeoutMs = 600_000, env, input, keepStdout = true, check = true, cwd, name = cmd } = {}) {
+export function run(
+  cmd,
+  args,
+  { timeoutMs = 600_000, env, input, keepStdout = true, check = true, cwd, name = cmd } = {},
+) {
   return new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
-    const child = spawn(cmd, args, { env: env ? { ...process.env, ...env } : process.env, cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      env: env ? { ...process.env, ...env } : process.env,
+      cwd,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     trackPid(child.pid);
     let stdout = '';
     let stdoutBytes = 0;
@@ -134,7 +150,11 @@ export function run(cmd, args, { timeoutMs = 600_000, env, input, keepStdout = t
       if (timedOut) return reject(new Error(`${name} timed out after ${Math.round(timeoutMs / 1000)} s`));
       if (check && code !== 0) {
         // cmp reports a difference on stdout, most tools on stderr.
-        const why = (stderr.trim().split('\n').pop() || stdout.trim().split('\n').pop() || `exit ${code ?? signal}`).slice(0, 200);
+        const why = (
+          stderr.trim().split('\n').pop() ||
+          stdout.trim().split('\n').pop() ||
+          `exit ${code ?? signal}`
+        ).slice(0, 200);
         return reject(new Error(`${name} failed: ${why}`));
       }
       resolve(res);
@@ -147,7 +167,10 @@ export function run(cmd, args, { timeoutMs = 600_000, env, input, keepStdout = t
 /** Start a long-lived process; resolves once `ready(stdoutSoFar)` returns a truthy value. */
 export function startProcess(cmd, args, { env, ready, timeoutMs = 30_000, logFile }) {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { env: env ? { ...process.env, ...env } : process.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, {
+      env: env ? { ...process.env, ...env } : process.env,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     trackPid(child.pid);
     let out = '';
     let err = '';
@@ -159,9 +182,13 @@ export function startProcess(cmd, args, { env, ready, timeoutMs = 30_000, logFil
       if (done) return;
       done = true;
       clearTimeout(timer);
-      e ? reject(e) : resolve(v);
+      if (e) reject(e);
+      else resolve(v);
     };
-    const timer = setTimeout(() => finish(new Error(`${cmd} not ready after ${timeoutMs / 1000} s: ${err.trim().slice(-200)}`)), timeoutMs);
+    const timer = setTimeout(
+      () => finish(new Error(`${cmd} not ready after ${timeoutMs / 1000} s: ${err.trim().slice(-200)}`)),
+      timeoutMs,
+    );
     child.stdout.on('data', (d) => {
       log(d);
       out += d;
@@ -175,7 +202,11 @@ export function startProcess(cmd, args, { env, ready, timeoutMs = 30_000, logFil
     child.on('error', (e) => finish(e));
     child.on('exit', (code, sig) => {
       untrackPid(child.pid);
-      finish(new Error(`${cmd} exited (${code ?? sig}) before it was ready: ${err.trim().split('\n').slice(-3).join(' | ').slice(0, 300)}`));
+      finish(
+        new Error(
+          `${cmd} exited (${code ?? sig}) before it was ready: ${err.trim().split('\n').slice(-3).join(' | ').slice(0, 300)}`,
+        ),
+      );
     });
   });
 }
@@ -198,7 +229,9 @@ export function findPids(...parts) {
     try {
       const cmd = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
       if (parts.every((p) => cmd.includes(p))) found.push(Number(d));
-    } catch {}
+    } catch {
+      // best effort
+    }
   }
   return found;
 }
@@ -215,7 +248,14 @@ export function peakRssMiB(pid) {
 
 /** Samples VmHWM while a process lives; `.peak` keeps the last value seen (VmHWM only grows). */
 export function rssSampler(pid, intervalMs = 100) {
-  const s = { peak: null, stop() { clearInterval(timer); sample(); return s.peak; } };
+  const s = {
+    peak: null,
+    stop() {
+      clearInterval(timer);
+      sample();
+      return s.peak;
+    },
+  };
   const sample = () => {
     const v = peakRssMiB(pid);
     if (v !== null) s.peak = Math.max(s.peak ?? 0, v);
@@ -246,7 +286,8 @@ export function dropCaches() {
     writeFileSync('/proc/sys/vm/drop_caches', '3\n');
     return true;
   } catch (err) {
-    if (!dropWarned) process.stderr.write(`bench: cannot drop caches (${err.code}); cold runs are only cold in the mount\n`);
+    if (!dropWarned)
+      process.stderr.write(`bench: cannot drop caches (${err.code}); cold runs are only cold in the mount\n`);
     dropWarned = true;
     return false;
   }

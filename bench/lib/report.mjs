@@ -10,7 +10,8 @@ export function median(xs) {
 /** A cell's outcome: {median} when every run measured, {failed: reason} when any run failed, {na} when n/a. */
 export function summarize(cell) {
   if (!cell) return { na: true };
-  if (cell.errors.length) return { failed: cell.errors[0], runs: cell.values.length + cell.errors.length, median: median(cell.values) };
+  if (cell.errors.length)
+    return { failed: cell.errors[0], runs: cell.values.length + cell.errors.length, median: median(cell.values) };
   if (!cell.values.length) return { na: true };
   return { median: median(cell.values), runs: cell.values.length, values: cell.values };
 }
@@ -89,7 +90,11 @@ export function targets({ latencyMs, metrics, results }) {
   if (byId.read_cold) {
     const s = med('read_cold', 'seafs');
     const want = limit('read_cold', 0.8);
-    add('seq read cold >= 0.8x HTTP (or 0.9x memfs if lower)', s == null || want == null ? null : s >= want, `${fmt(s)} vs ${fmt(want)} MB/s`);
+    add(
+      'seq read cold >= 0.8x HTTP (or 0.9x memfs if lower)',
+      s == null || want == null ? null : s >= want,
+      `${fmt(s)} vs ${fmt(want)} MB/s`,
+    );
   }
   if (byId.read_warm && byId.read_cold) {
     const c = med('read_cold', 'seafs');
@@ -99,13 +104,21 @@ export function targets({ latencyMs, metrics, results }) {
   if (byId.write) {
     const s = med('write', 'seafs');
     const want = limit('write', 0.7);
-    add('seq write >= 0.7x HTTP (or 0.9x memfs if lower)', s == null || want == null ? null : s >= want, `${fmt(s)} vs ${fmt(want)} MB/s`);
+    add(
+      'seq write >= 0.7x HTTP (or 0.9x memfs if lower)',
+      s == null || want == null ? null : s >= want,
+      `${fmt(s)} vs ${fmt(want)} MB/s`,
+    );
   }
   for (const m of metrics) {
     if (m.id.startsWith('rss_')) continue;
     const adv = seafsAdvantage(m, med(m.id, 'seafs'), med(m.id, 'rclone'));
     const need = latencyMs >= 20 && ['tar', 'ls_cold', 'find_cold'].includes(m.id) ? 2 : 1;
-    add(`${m.label}: >= ${need}x rclone`, adv == null ? null : adv >= need, adv == null ? 'missing' : `${adv.toFixed(2)}x`);
+    add(
+      `${m.label}: >= ${need}x rclone`,
+      adv == null ? null : adv >= need,
+      adv == null ? 'missing' : `${adv.toFixed(2)}x`,
+    );
   }
   for (const id of ['rss_read', 'rss_write']) {
     if (!byId[id]) continue;
@@ -116,5 +129,8 @@ export function targets({ latencyMs, metrics, results }) {
 }
 
 export function targetLines(list) {
-  return list.map((t) => `${t.pass === null ? 'n/a ' : t.pass ? 'MET ' : 'MISS'}  ${String(t.latencyMs).padStart(2)} ms  ${t.target} (${t.detail})`);
+  return list.map(
+    (t) =>
+      `${t.pass === null ? 'n/a ' : t.pass ? 'MET ' : 'MISS'}  ${String(t.latencyMs).padStart(2)} ms  ${t.target} (${t.detail})`,
+  );
 }

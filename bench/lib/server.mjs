@@ -67,9 +67,13 @@ export async function seed(server, { src, bigBytes, treeFolders, treeFiles, log 
   const { api, repo } = server;
   const t0 = Date.now();
   const link = await api.uploadLink(repo, '/');
-  await run('curl', ['-sS', '--fail-with-body', '-F', `file=@${src};filename=big.bin`, '-F', 'parent_dir=/', '-F', 'replace=1', link], {
-    timeoutMs: 900_000,
-  });
+  await run(
+    'curl',
+    ['-sS', '--fail-with-body', '-F', `file=@${src};filename=big.bin`, '-F', 'parent_dir=/', '-F', 'replace=1', link],
+    {
+      timeoutMs: 900_000,
+    },
+  );
   const size = await api.fileSize(repo, '/big.bin');
   if (size !== bigBytes) throw new Error(`seeding /big.bin: server has ${size} bytes, want ${bigBytes}`);
 
@@ -86,9 +90,12 @@ export async function seed(server, { src, bigBytes, treeFolders, treeFiles, log 
     await api.upload(l, dir, files);
   });
   const { files } = await api.walk(repo, '/tree', 16);
-  if (files.length !== treeFiles) throw new Error(`seeding /tree: server lists ${files.length} files, want ${treeFiles}`);
+  if (files.length !== treeFiles)
+    throw new Error(`seeding /tree: server lists ${files.length} files, want ${treeFiles}`);
   await api.mkdir(repo, '/w');
   await api.mkdir(repo, '/x');
-  log(`seeded ${bigBytes >> 20} MiB file and ${treeFiles} files in ${treeFolders} folders in ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+  log(
+    `seeded ${bigBytes >> 20} MiB file and ${treeFiles} files in ${treeFolders} folders in ${((Date.now() - t0) / 1000).toFixed(1)} s`,
+  );
   return layout;
 }

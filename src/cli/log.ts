@@ -24,7 +24,7 @@ export interface LogSink {
 /** Write all of `text` to a file descriptor. */
 function writeAll(fd: number, text: string): void {
   const buf = Buffer.from(text);
-  for (let off = 0; off < buf.length; ) off += writeSync(fd, buf, off);
+  for (let off = 0; off < buf.length;) off += writeSync(fd, buf, off);
 }
 
 const failure = (code: string) => Object.assign(new Error(`log output: ${code}`), { code });

@@ -11,7 +11,7 @@ export function parseAnswer(raw: Buffer): { status: number; text: string } | nul
   let body = raw.subarray(i + 4);
   if (head.some((l) => /^transfer-encoding:\s*chunked/i.test(l))) {
     const parts: Buffer[] = [];
-    for (let p = 0; ; ) {
+    for (let p = 0; ;) {
       const e = body.indexOf('\r\n', p);
       if (e < 0) break;
       const n = parseInt(body.toString('latin1', p, e), 16);

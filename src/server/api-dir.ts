@@ -182,7 +182,10 @@ export const dirRoutes: Route[] = [
       if (e?.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
       let files = 0;
       let dirs = 0;
-      for (const c of await readDir(ctx.store, e.id)) c.type === 'dir' ? dirs++ : files++;
+      for (const c of await readDir(ctx.store, e.id)) {
+        if (c.type === 'dir') dirs++;
+        else files++;
+      }
       sendJson(r.res, 200, {
         repo_id: repo.id,
         path: '/' + comps.join('/') + (comps.length ? '/' : ''),

@@ -339,7 +339,7 @@ class WalkOrderQueue {
   push(order: number[], task: () => Promise<void>): void {
     const h = this.heap;
     h.push({ order, task });
-    for (let i = h.length - 1; i > 0; ) {
+    for (let i = h.length - 1; i > 0;) {
       const up = (i - 1) >> 1;
       if (!WalkOrderQueue.before(h[i].order, h[up].order)) break;
       [h[i], h[up]] = [h[up], h[i]];
@@ -353,7 +353,7 @@ class WalkOrderQueue {
     const last = h.pop();
     if (h.length > 0 && last) {
       h[0] = last;
-      for (let i = 0; ; ) {
+      for (let i = 0; ;) {
         const l = 2 * i + 1;
         const r = l + 1;
         let m = i;

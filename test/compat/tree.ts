@@ -41,7 +41,7 @@ export function writeSeeded(file: string, size: number, seed: number, key: strin
   const hash = createHash('sha256');
   const fd = openSync(file, 'w');
   try {
-    for (let left = size; left > 0; ) {
+    for (let left = size; left > 0;) {
       const n = Math.min(left, zeros.length);
       const chunk = cipher.update(n === zeros.length ? zeros : zeros.subarray(0, n));
       writeSync(fd, chunk);

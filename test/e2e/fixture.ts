@@ -49,7 +49,7 @@ export function setupE2E(libraries: string[], serverOpts: { latencyMs?: number }
 export async function writeRandom(file: string, size: number): Promise<void> {
   const fh = await open(file, 'w');
   try {
-    for (let done = 0; done < size; ) {
+    for (let done = 0; done < size;) {
       const n = Math.min(1 << 20, size - done);
       await fh.write(randomBytes(n));
       done += n;

@@ -15,7 +15,7 @@ const ctx = setupE2E(['Times']);
 /** the mtime (seconds) of `name` in `dir`'s listing on the server, polled until it equals `want` or 30 s pass */
 async function remoteMtime(dir: string, name: string, want: number): Promise<number | undefined> {
   let got: number | undefined;
-  for (const end = Date.now() + 30_000; Date.now() < end; ) {
+  for (const end = Date.now() + 30_000; Date.now() < end;) {
     const l = await ctx.api.listDir(ctx.repos.Times, dir);
     got = l.entries.find((e) => e.name === name)?.mtime;
     if (got === want) break;

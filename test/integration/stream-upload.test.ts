@@ -72,7 +72,7 @@ describe('chunked streaming upload', () => {
       'streamed.bin',
     );
     // uneven pieces, as the writes land
-    for (let off = 0; off < data.length; ) {
+    for (let off = 0; off < data.length;) {
       const n = Math.min(data.length - off, 300_000 + (off % 7) * 1000);
       await up.write(data.subarray(off, off + n));
       off += n;

@@ -163,7 +163,7 @@ export class Segments {
     const run = async () => {
       // another try after a broken body, from where it stopped: as long as each try gets
       // at least one chunk further, and twice more when one does not
-      for (let stuck = 0; ; ) {
+      for (let stuck = 0; ;) {
         const before = cur;
         try {
           return await once();

@@ -96,7 +96,7 @@ export class SeqStreams {
     }
     st.waits.clear();
     wanted.sort((a, b) => a[0] - b[0]);
-    for (let k = 0; k < wanted.length; ) {
+    for (let k = 0; k < wanted.length;) {
       let e = k;
       while (e + 1 < wanted.length && wanted[e + 1][0] === wanted[e][0] + 1) e++;
       this.segments.ensure(f, fc, wanted[k][0], wanted[e][0], false);
