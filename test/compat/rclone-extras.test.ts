@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { totpAt } from '../../src/server/totp.js';
 import { adminToken, createUser, startTestServer } from '../helpers/server.js';
 import { obscure, Rclone } from '../helpers/rclone.js';
-import { writeSeeded } from './tree.js';
+import { writeSeeded } from '../helpers/tree.js';
 
 type Server = Awaited<ReturnType<typeof startTestServer>>;
 

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { adminToken, startTestServer } from '../helpers/server.js';
 import { Rclone, type LsJsonItem } from '../helpers/rclone.js';
 import { sha256File } from '../helpers/api-check.js';
-import { generateTree, walk, type Tree } from './tree.js';
+import { generateTree, walk, type Tree } from '../helpers/tree.js';
 
 const MiB = 1024 * 1024;
 const SMALL_FILES = 220;

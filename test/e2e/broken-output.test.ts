@@ -23,7 +23,7 @@ import {
   testEnv,
   trackMountProcess,
 } from '../helpers/mount.js';
-import { setupE2E, writeRandom } from './fixture.js';
+import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 
 // latency: an upload started by a close is still pending when the terminal closes
 const ctx = setupE2E(['Pipe', 'Tty', 'Logged'], { latencyMs: 100 });

@@ -4,7 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { remoteBytes, waitRemoteFile } from '../helpers/api-check.js';
 import { CLI, mountLibrary, q, run, scratchDir, sh } from '../helpers/mount.js';
-import { setupE2E, writeRandom } from './fixture.js';
+import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 
 const ctx = setupE2E(['Cached']);
 const env = () => ({ ...process.env, SEAFS_RUNTIME_DIR: path.join(scratchDir(), 'run') });

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { remoteBytes, remoteNames, waitRemoteExists } from '../helpers/api-check.js';
 import { mountLibrary, q, sh, type Mount } from '../helpers/mount.js';
 import { uploadTo } from '../helpers/server.js';
-import { setupE2E } from './fixture.js';
+import { setupE2E } from '../helpers/e2e-fixture.js';
 
 const ctx = setupE2E(['Team']);
 const CONFLICT = (stem: string, ext: string) =>

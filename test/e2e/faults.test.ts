@@ -14,7 +14,7 @@ import { expectRemoteTree, remoteSha, remoteTree, sha256, sha256File, waitRemote
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { CLI, mountLibrary, q, run, sh, sleep, testEnv, type Mount } from '../helpers/mount.js';
 import { uploadTo } from '../helpers/server.js';
-import { setupE2E, writeRandom } from './fixture.js';
+import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 
 const ctx = setupE2E(['Faults', 'Frozen', 'Stopped']);
 const MiB = 1024 * 1024;

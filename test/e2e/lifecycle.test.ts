@@ -23,7 +23,7 @@ import {
 } from '../helpers/mount.js';
 import { SeafileClient } from '../../src/client/client.js';
 import { createUser } from '../helpers/server.js';
-import { setupE2E, writeRandom } from './fixture.js';
+import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 
 const QUOTA_USER = 'small@seafs.test';
 const QUOTA_PW = 'small-quota-pw';

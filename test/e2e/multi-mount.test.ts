@@ -10,7 +10,7 @@ import { SeafileClient } from '../../src/client/client.js';
 import { expectRemoteTree, remoteBytes, remoteNames, waitRemoteExists, waitRemoteFile } from '../helpers/api-check.js';
 import { mountLibrary, q, sh, sleep } from '../helpers/mount.js';
 import { adminToken, apiAs, createUser } from '../helpers/server.js';
-import { setupE2E } from './fixture.js';
+import { setupE2E } from '../helpers/e2e-fixture.js';
 
 const ctx = setupE2E(['Shared', 'Mine', 'Second']);
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectRemoteFile, remoteExists, waitRemoteFile } from '../helpers/api-check.js';
 import { mountLibrary, q, run, sh } from '../helpers/mount.js';
-import { setupE2E } from './fixture.js';
+import { setupE2E } from '../helpers/e2e-fixture.js';
 
 const ctx = setupE2E(['Owned']);
 

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { expectRemoteTree, remoteNames, waitRemoteExists, waitRemoteFile } from '../helpers/api-check.js';
 import { mountLibrary, q, run, sh, type Mount } from '../helpers/mount.js';
-import { setupE2E, writeRandom } from './fixture.js';
+import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 
 const ctx = setupE2E(['Rename']);
 

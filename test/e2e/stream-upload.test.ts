@@ -14,7 +14,7 @@ import { SeafileClient } from '../../src/client/client.js';
 import { remoteNames, remoteSha, sha256, sha256File } from '../helpers/api-check.js';
 import { cleanupMounts, mountLibrary, q, scratchDir, sh, sleep } from '../helpers/mount.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { writeRandom } from './fixture.js';
+import { writeRandom } from '../helpers/e2e-fixture.js';
 
 const MiB = 1024 * 1024;
 let server: TestServer;

@@ -20,7 +20,7 @@ import { SeafileClient } from '../../src/client/client.js';
 import { expectRemoteFile } from '../helpers/api-check.js';
 import { CLI, isMountpoint, q, run, scratchDir, sh, sleep, testEnv } from '../helpers/mount.js';
 import { startTestServer } from '../helpers/server.js';
-import { setupE2E, writeRandom } from './fixture.js';
+import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const HELPER = path.join(ROOT, 'bin/mount.seafs');

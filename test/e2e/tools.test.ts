@@ -10,7 +10,7 @@ import { mountLibrary, q, run, sh, type Mount } from '../helpers/mount.js';
 
 const alive = (m: Mount) => m.child.exitCode === null && m.child.signalCode === null;
 import { uploadTo } from '../helpers/server.js';
-import { setupE2E, writeRandom } from './fixture.js';
+import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 
 const ctx = setupE2E(['Tools']);
 

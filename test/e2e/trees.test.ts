@@ -9,7 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { downloadTree, expectRemoteTree, remoteNames, sha256File, waitRemoteFile } from '../helpers/api-check.js';
 import { mountLibrary, q, run, sh, type Mount } from '../helpers/mount.js';
-import { setupE2E } from './fixture.js';
+import { setupE2E } from '../helpers/e2e-fixture.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const ctx = setupE2E(['Trees']);

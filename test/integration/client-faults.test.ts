@@ -11,7 +11,7 @@ import { ApiError } from '../../src/client/errors.js';
 import type { DirEntry } from '../../src/client/types.js';
 import { startFaultProxy, seededRandom, type FaultProxy } from '../helpers/fault-proxy.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { LocalFiles, adminClient, readAll } from './client-setup.js';
+import { LocalFiles, adminClient, readAll } from '../helpers/client-setup.js';
 
 const SEED = Number(process.env.SEAFS_FAULT_SEED ?? 17);
 // the rates of issue 17, with shorter stalls (they stay below the timeout either way)

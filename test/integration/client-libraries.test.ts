@@ -3,7 +3,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { FAST, LocalFiles, adminClient, expectApiError, fetchFile, newUser, readAll } from './client-setup.js';
+import { FAST, LocalFiles, adminClient, expectApiError, fetchFile, newUser, readAll } from '../helpers/client-setup.js';
 
 const UNLOCK_TTL = 2; // seconds, so the expiry can be observed
 

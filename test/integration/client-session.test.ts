@@ -2,7 +2,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { FAST, LocalFiles, adminClient, expectApiError, newUser, totp } from './client-setup.js';
+import { FAST, LocalFiles, adminClient, expectApiError, newUser, totp } from '../helpers/client-setup.js';
 
 let server: TestServer;
 let admin: SeafileClient;

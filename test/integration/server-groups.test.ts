@@ -16,7 +16,7 @@ import {
   uploadTo,
   type TestServer,
 } from '../helpers/server.js';
-import { FAST } from './client-setup.js';
+import { FAST } from '../helpers/client-setup.js';
 
 let server: TestServer;
 let admin: ReturnType<typeof apiAs>;

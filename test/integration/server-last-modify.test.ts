@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SeafileClient } from '../../src/client/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { LocalFiles, adminClient } from './client-setup.js';
+import { LocalFiles, adminClient } from '../helpers/client-setup.js';
 
 let server: TestServer;
 let c: SeafileClient;

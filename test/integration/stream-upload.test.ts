@@ -13,7 +13,7 @@ import { ApiError } from '../../src/client/errors.js';
 import { refusesChunked } from '../../src/client/errors.js';
 import { openUploadStream, streamUploadFor } from '../../src/client/stream-upload.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { adminClient, fetchFile, newUser } from './client-setup.js';
+import { adminClient, fetchFile, newUser } from '../helpers/client-setup.js';
 
 const MiB = 1024 * 1024;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');

@@ -24,7 +24,7 @@ import {
   unexpectedErrorHandler,
   type LogSink,
 } from '../../src/cli/log.js';
-import { FakeApi, apiError, makeVfs, writeWhole } from './fake-api.js';
+import { FakeApi, apiError, makeVfs, writeWhole } from '../helpers/fake-api.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-log-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

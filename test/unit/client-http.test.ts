@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/errors.js';
-import { closedPort, json, text, tinyServer, type Handler, type TinyServer } from './client-fixture.js';
+import { closedPort, json, text, tinyServer, type Handler, type TinyServer } from '../helpers/client-fixture.js';
 
 const servers: TinyServer[] = [];
 const clients: SeafileClient[] = [];

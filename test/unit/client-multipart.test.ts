@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { SeafileClient } from '../../src/client/client.js';
 import { parseUploadAnswer } from '../../src/client/upload-answer.js';
 import { multipartFraming, multipartFromFile } from '../../src/client/multipart.js';
-import { json, text, tinyServer } from './client-fixture.js';
+import { json, text, tinyServer } from '../helpers/client-fixture.js';
 
 // An upload sink: counts the body, checks it against Content-Length, answers with both.
 const SINK = `

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApiError, StreamUnsupported } from '../../src/client/errors.js';
 import { rawGet } from '../../src/client/raw-get.js';
 import { RemoteReader } from '../../src/vfs/read/reader.js';
-import { FakeApi } from './fake-api.js';
+import { FakeApi } from '../helpers/fake-api.js';
 
 const data = Buffer.alloc(3 * 1024 * 1024 + 99);
 for (let i = 0; i < data.length; i++) data[i] = (i * 31 + (i >> 12)) & 0xff;

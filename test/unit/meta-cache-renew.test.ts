@@ -1,6 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MetaCache } from '../../src/vfs/meta-cache.js';
-import { FakeApi, makeVfs } from './fake-api.js';
+import { FakeApi, makeVfs } from '../helpers/fake-api.js';
 
 // The clock is stubbed: "stale" means older than the cache time, without waiting for it.
 let now = 1_000_000_000_000;

@@ -5,7 +5,7 @@ import { constants as C } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { AttrShaper } from '../../src/vfs/attrs.js';
 import type { VfsError } from '../../src/vfs/errors.js';
-import { FakeApi, makeVfs } from './fake-api.js';
+import { FakeApi, makeVfs } from '../helpers/fake-api.js';
 
 const perms = (mode: number) => (mode & 0o7777).toString(8);
 

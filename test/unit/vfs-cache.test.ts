@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, makeVfs, sleep, writeWhole } from './fake-api.js';
+import { FakeApi, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs metadata cache', () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -115,7 +115,7 @@ describe('vfs remote changes', () => {
     try {
       expect((await vfs.getattr('/f.txt')).size).toBe(11);
       api.putFile(repo, '/f.txt', 'NEW CONTENT');
-      const { readWhole } = await import('./fake-api.js');
+      const { readWhole } = await import('../helpers/fake-api.js');
       expect((await readWhole(vfs, '/f.txt')).toString()).toBe('NEW CONTENT');
       api.putFile(repo, '/f.txt', 'newer, and longer');
       await readWhole(vfs, '/f.txt'); // notices the change; the listing is refreshed

@@ -1,7 +1,7 @@
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/errors.js';
-import { FakeApi, makeVfs, readWhole, writeWhole } from './fake-api.js';
+import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
 const CONFLICT = /^conf \(SFConflict me@example\.com \d{4}-\d\d-\d\d-\d\d-\d\d-\d\d\)\.txt$/;
 

@@ -6,7 +6,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { WrongLibraryPassword } from '../../src/vfs/library-unlock.js';
 import { VfsError } from '../../src/vfs/errors.js';
-import { FakeApi, apiError, makeVfs, writeWhole } from './fake-api.js';
+import { FakeApi, apiError, makeVfs, writeWhole } from '../helpers/fake-api.js';
 
 function encrypted(api: FakeApi, name: string): string {
   const id = api.addLibrary(name);

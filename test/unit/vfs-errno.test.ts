@@ -2,7 +2,7 @@ import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { ApiError } from '../../src/client/errors.js';
 import { errnoOf } from '../../src/vfs/errors.js';
-import { apiError, expectErrno, FakeApi, makeVfs, writeWhole } from './fake-api.js';
+import { apiError, expectErrno, FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs errno', () => {
   const cleanups: (() => Promise<void>)[] = [];

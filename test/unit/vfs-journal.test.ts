@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, makeVfs, writeWhole } from './fake-api.js';
+import { FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs journal', () => {
   const cleanups: (() => Promise<void>)[] = [];

@@ -1,6 +1,6 @@
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, makeVfs, readWhole, writeWhole } from './fake-api.js';
+import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
 describe('files locked on the server', () => {
   const cleanups: (() => Promise<void>)[] = [];

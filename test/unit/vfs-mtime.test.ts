@@ -5,7 +5,7 @@
 // the time was set makes the time the write's again.
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, makeVfs, writeWhole } from './fake-api.js';
+import { FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
 
 const T1 = Date.UTC(2001, 1, 3, 4, 5, 6);
 const T2 = Date.UTC(2010, 6, 7, 8, 9, 10);

@@ -3,7 +3,7 @@ import { ApiError } from '../../src/client/errors.js';
 import type { SeafileApi } from '../../src/client/types.js';
 import { Connectivity, unreachable } from '../../src/vfs/connectivity.js';
 import { errnoOf } from '../../src/vfs/errors.js';
-import { FakeApi, makeVfs, readWhole, sleep, writeWhole } from './fake-api.js';
+import { FakeApi, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('offline: the server goes away and comes back', () => {
   const cleanups: (() => Promise<void>)[] = [];

@@ -1,7 +1,7 @@
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StreamUnsupported } from '../../src/client/errors.js';
-import { apiError, FakeApi, makeVfs, readWhole, sleep } from './fake-api.js';
+import { apiError, FakeApi, makeVfs, readWhole, sleep } from '../helpers/fake-api.js';
 
 /** GETs of file content: ranged ones and streams */
 const gets = (api: FakeApi) => (api.calls.download ?? 0) + (api.calls.streamGet ?? 0);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, gate, makeVfs, readWhole, sleep, writeWhole } from './fake-api.js';
+import { FakeApi, gate, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs rename and unlink', () => {
   const cleanups: (() => Promise<void>)[] = [];

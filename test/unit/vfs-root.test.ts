@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { expectErrno, FakeApi, makeVfs, readWhole, writeWhole } from './fake-api.js';
+import { expectErrno, FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs all-libraries mode', () => {
   const cleanups: (() => Promise<void>)[] = [];

@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { randomBytes } from 'node:crypto';
 import { ApiError, EarlyAnswer, refusesChunked } from '../../src/client/errors.js';
 import type { FileUploadStream, StartUploadStream } from '../../src/client/types.js';
-import { FakeApi, makeVfs, sleep } from './fake-api.js';
+import { FakeApi, makeVfs, sleep } from '../helpers/fake-api.js';
 import type { Vfs } from '../../src/vfs/vfs.js';
 
 const MiB = 1024 * 1024;

@@ -3,7 +3,7 @@
 // succeeds and the new version is uploaded.
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, gate, makeVfs, sleep, writeWhole } from './fake-api.js';
+import { FakeApi, gate, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('upload interrupted by a change of the file', () => {
   const cleanups: (() => Promise<void>)[] = [];

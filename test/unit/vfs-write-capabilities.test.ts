@@ -3,7 +3,7 @@
 // them, and each file is read back from the fake's store afterwards.
 import { randomBytes } from 'node:crypto';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, apiError, gate, makeVfs, sleep, writeWhole } from './fake-api.js';
+import { FakeApi, apiError, gate, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 
 const MiB = 1024 * 1024;
 

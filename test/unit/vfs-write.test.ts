@@ -2,7 +2,7 @@ import { constants as FC } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, gate, makeVfs, readWhole, sleep, writeWhole } from './fake-api.js';
+import { FakeApi, gate, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs write path', () => {
   const cleanups: (() => Promise<void>)[] = [];
@@ -124,7 +124,7 @@ describe('vfs write path', () => {
 
   it('retries transient upload failures', async () => {
     const { api, repo, vfs } = await setup();
-    const { apiError } = await import('./fake-api.js');
+    const { apiError } = await import('../helpers/fake-api.js');
     api.failNext.set('upload', [apiError('server', 500, 'upload'), apiError('network', 0, 'upload')]);
     await writeWhole(vfs, '/r.txt', 'retry me');
     expect(await vfs.drain()).toEqual([]);
@@ -169,7 +169,7 @@ describe('vfs batch uploads', () => {
     const repo = api.addLibrary('lib');
     const g = gate();
     api.uploadGate = g.wait;
-    const { apiError } = await import('./fake-api.js');
+    const { apiError } = await import('../helpers/fake-api.js');
     api.offerUploadBatch();
     const m = await makeVfs(api, { library: 'lib', writeBack: { concurrency: 1, retryBaseMs: 10 } });
     try {

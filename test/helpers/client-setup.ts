@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { SeafileClient, type ClientOptions } from '../../src/client/client.js';
 import { ApiError, type ApiErrorKind } from '../../src/client/errors.js';
-import type { TestServer } from '../helpers/server.js';
+import type { TestServer } from './server.js';
 
 export const FAST: Partial<ClientOptions> = { retryBaseMs: 20, retryMaxMs: 200, timeoutMs: 15_000 };
 

@@ -108,7 +108,7 @@ export function generateTree(root: string, seed: number, count: number, bigSize:
 }
 
 // one definition, in the shared helpers; re-exported for the tests that import it from here
-export { sha256File } from '../helpers/api-check.js';
+export { sha256File } from './api-check.js';
 
 /** Files and folders found under `root` (relative paths), for comparing a download. */
 export function walk(root: string): { files: Map<string, number>; dirs: Set<string> } {

@@ -8,8 +8,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
-import { cleanupMounts } from '../helpers/mount.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
+import { cleanupMounts } from './mount.js';
+import { startTestServer, type TestServer } from './server.js';
 
 export interface E2E {
   server: TestServer;
