@@ -8,6 +8,7 @@ import { mountCommand, unmountCommand, demoCommand } from './mount.js';
 import { statusCommand } from './status.js';
 import { cacheCommand } from './cache.js';
 import { unlockCommand } from './unlock.js';
+import { lockFileCommand, unlockFileCommand } from './file-lock.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();
@@ -20,9 +21,11 @@ await yargs(hideBin(process.argv))
   .command(statusCommand)
   .command(cacheCommand)
   .command(unlockCommand)
+  .command(lockFileCommand)
+  .command(unlockFileCommand)
   .command(demoCommand)
   .command(serveCommand)
-  .demandCommand(1, 'Name a command: mount, unmount, status, cache, unlock, demo or serve.')
+  .demandCommand(1, 'Name a command: mount, unmount, status, cache, unlock, lock, unlock-file, demo or serve.')
   .strict()
   .help()
   .alias('h', 'help')

@@ -42,8 +42,8 @@ export async function listenControl(
   mountpoint: string,
   onUnmount: () => void,
   status: () => string,
-  /** further one-line commands, each answered with one line */
-  commands: Record<string, () => string> = {},
+  /** further one-line commands (`name [argument]`), each answered with one line */
+  commands: Record<string, (arg: string) => string | Promise<string>> = {},
   onUnlock?: UnlockHandler,
 ): Promise<ControlServer> {
   const { socket } = controlPaths(mountpoint);
@@ -67,8 +67,14 @@ export async function listenControl(
           c.end(status() + '\n');
         } else if (cmd.startsWith('unlock ') && onUnlock) {
           answerUnlock(c, cmd.slice('unlock '.length), onUnlock);
-        } else if (Object.hasOwn(commands, cmd)) {
-          c.end(commands[cmd]() + '\n');
+        } else if (Object.hasOwn(commands, cmd.split(' ')[0])) {
+          const name = cmd.split(' ')[0];
+          Promise.resolve()
+            .then(() => commands[name](cmd.slice(name.length + 1)))
+            .then(
+              (answer) => c.end(answer + '\n'),
+              (e: unknown) => c.end(`error ${(e as Error).message}\n`),
+            );
         } else {
           c.end(`error unknown command ${cmd}\n`);
         }

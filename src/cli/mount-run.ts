@@ -256,6 +256,13 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         log(`cache cleared: ${freed} bytes of downloaded data dropped (files waiting for upload are kept)`);
         return JSON.stringify({ freed });
       },
+      // `seafs lock PATH` / `seafs unlock-file PATH`: the path inside the mount, as JSON
+      'file-lock': async (arg) => {
+        const { path, on } = JSON.parse(arg) as { path: string; on: boolean };
+        await vfs.setLock(path, on);
+        log(`${path} ${on ? 'locked' : 'unlocked'} on the server`);
+        return 'ok';
+      },
     },
     async (library, password) => {
       logger.addSecret(password);

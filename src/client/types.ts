@@ -277,6 +277,11 @@ export interface SeafileApi {
   /** a chunked upload that runs while a large file is written */
   readonly startUploadStream?: StartUploadStream;
 
+  // --- optional capability: file locks (servers whose edition has them) ---
+  /** lock a file for this account (others then cannot change it) */
+  lockFile?(repoId: string, path: string): Promise<void>;
+  unlockFile?(repoId: string, path: string): Promise<void>;
+
   // --- optional capability: streaming GET (read path) ---
   // A GET of a download URL from byte `start` to the end of the file whose body is read
   // straight into buffers the sink hands out: no copy and no allocation per network read.

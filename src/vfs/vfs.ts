@@ -619,6 +619,18 @@ export class Vfs {
     };
   }
 
+  /** Lock (or unlock) a file on the server for this account: `seafs lock` / `seafs unlock-file`. */
+  async setLock(p: string, on: boolean): Promise<void> {
+    const loc = await this.repoOf(p);
+    const e = await this.lookup(loc.repo, loc.path);
+    if (!e) throw new VfsError('ENOENT', p);
+    if (e.type !== 'file') throw new VfsError('EISDIR', p);
+    const call = on ? this.api.lockFile : this.api.unlockFile;
+    if (!call) throw new VfsError('ENOTSUP', 'this server does not lock files');
+    await call.call(this.api, loc.repo, loc.path);
+    this.meta.invalidate(loc.repo, parentOf(loc.path));
+  }
+
   /** Drop the downloaded data kept on disk (never data waiting for upload); returns the bytes freed. */
   clearCache(): number {
     return this.disk?.clear() ?? 0;

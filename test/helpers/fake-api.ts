@@ -156,8 +156,24 @@ export class FakeApi implements SeafileApi {
     this.touch(repoId, parentOf(path));
   }
 
+  async lockFile(repoId: string, path: string): Promise<void> {
+    this.hit('lockFile');
+    const n = this.nodeAt(repoId, path);
+    if (!n || n.type !== 'file') throw apiError('not_found', 404, 'lock file');
+    if (n.lockedBy && n.lockedBy !== 'me@example.com') throw apiError('forbidden', 403, 'lock file', 'File is locked');
+    this.setLockOwner(repoId, path, 'me@example.com');
+  }
+
+  async unlockFile(repoId: string, path: string): Promise<void> {
+    this.hit('unlockFile');
+    const n = this.nodeAt(repoId, path);
+    if (!n || n.type !== 'file') throw apiError('not_found', 404, 'unlock file');
+    if (n.lockedBy && n.lockedBy !== 'me@example.com') throw apiError('forbidden', 403, 'unlock file', 'File is locked');
+    this.setLockOwner(repoId, path, null);
+  }
+
   /** lock a file as `owner` would (the fake's own account is me@example.com); null unlocks */
-  lockFile(repoId: string, path: string, owner: string | null): void {
+  setLockOwner(repoId: string, path: string, owner: string | null): void {
     const n = this.nodeAt(repoId, path);
     if (n?.type !== 'file') throw new Error(`no file ${path}`);
     n.lockedBy = owner ?? undefined;

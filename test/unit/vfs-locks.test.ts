@@ -15,8 +15,8 @@ describe('files locked on the server', () => {
     cleanups.push(m.cleanup);
     api.putFile(repo, '/theirs.doc', 'locked content');
     api.putFile(repo, '/mine.doc', 'my content');
-    api.lockFile(repo, '/theirs.doc', 'alice@example.com');
-    api.lockFile(repo, '/mine.doc', 'me@example.com');
+    api.setLockOwner(repo, '/theirs.doc', 'alice@example.com');
+    api.setLockOwner(repo, '/mine.doc', 'me@example.com');
     return { api, repo, ...m };
   }
 
@@ -42,5 +42,19 @@ describe('files locked on the server', () => {
     await vfs.release('/mine.doc', fh);
     expect(await vfs.drain()).toEqual([]);
     expect(api.content(repo, '/mine.doc')!.toString()).toBe('edited');
+  });
+
+  it('locks and unlocks a file for this account on the server; a file locked by someone else stays theirs', async () => {
+    const { api, vfs } = await setup();
+    api.putFile(api.repos.keys().next().value!, '/plan.txt', 'plan');
+    await vfs.setLock('/plan.txt', true);
+    const listed = async () => (await api.listDir(api.repos.keys().next().value!, '/')) as { entries: { name: string; is_locked?: boolean; locked_by_me?: boolean }[] };
+    expect((await listed()).entries.find((e) => e.name === 'plan.txt')).toMatchObject({ is_locked: true, locked_by_me: true });
+    // still writable for the one who locked it
+    expect((await vfs.getattr('/plan.txt')).mode & 0o777).toBe(0o644);
+    await vfs.setLock('/plan.txt', false);
+    expect((await listed()).entries.find((e) => e.name === 'plan.txt')?.is_locked).toBeUndefined();
+    await expect(vfs.setLock('/theirs.doc', false)).rejects.toMatchObject({ kind: 'forbidden' });
+    await expect(vfs.setLock('/missing.txt', true)).rejects.toMatchObject({ code: 'ENOENT' });
   });
 });
