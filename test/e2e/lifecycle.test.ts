@@ -105,7 +105,7 @@ describe('unmount, signals and crashes', () => {
     expect(await isMountpoint(m.mnt)).toBe(false);
   });
 
-  it('over quota: fsync says ENOSPC, unmount exits 1 naming the files, and a mount after the quota is raised uploads them', async () => {
+  it('over quota: fsync and close say ENOSPC, unmount exits 1 naming the files, and a mount after the quota is raised uploads them', async () => {
     await createUser(ctx.server, QUOTA_USER, QUOTA_PW, { storage: '2' });
     const { client } = await SeafileClient.login({ baseUrl: ctx.server.url }, QUOTA_USER, QUOTA_PW);
     let qrepo: string;
@@ -124,8 +124,10 @@ describe('unmount, signals and crashes', () => {
     const dd = await sh(`dd if=${q(f)} of=${q(mnt)}/over.bin bs=1M conv=fsync status=none`, { allowFail: true });
     expect(dd.code).not.toBe(0);
     expect(dd.err).toMatch(/No space left on device/);
-    // a plain cp closes before the upload: it succeeds, and the file must not be lost
-    await sh(`cp ${q(f)} ${q(mnt)}/later.bin`);
+    // a plain cp: its close already says ENOSPC (the quota the mount read cannot hold it), and the file is kept
+    const cp = await sh(`cp ${q(f)} ${q(mnt)}/later.bin`, { allowFail: true });
+    expect(cp.code).not.toBe(0);
+    expect(cp.err).toMatch(/failed to close .*No space left on device/);
     const un = await m.unmount();
     expect(un.code, un.out).toBe(1);
     expect(un.out).toMatch(/could not be uploaded/);

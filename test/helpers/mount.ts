@@ -85,6 +85,8 @@ export interface MountOptions {
   cacheDir?: string;
   extraArgs?: string[];
   readyTimeoutMs?: number;
+  /** the password of an encrypted library (SEAFS_LIBRARY_PASSWORD) */
+  libraryPassword?: string;
 }
 
 export interface Mount {
@@ -135,7 +137,10 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
   if (opts.dirCacheTime !== undefined) args.push('--dir-cache-time', String(opts.dirCacheTime));
   args.push(...(opts.extraArgs ?? []));
   const child = spawn(process.execPath, args, {
-    env: seafsEnv({ SEAFS_PASSWORD: opts.password ?? server.adminPassword }),
+    env: seafsEnv({
+      SEAFS_PASSWORD: opts.password ?? server.adminPassword,
+      ...(opts.libraryPassword !== undefined ? { SEAFS_LIBRARY_PASSWORD: opts.libraryPassword } : {}),
+    }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const entry = { mnt, child };
