@@ -105,7 +105,15 @@ export async function connect(
     throw new UserError(`the server URL must start with http:// or https:// (got ${url})`);
   let client: SeafileClient;
   let token: string;
-  const opts = { baseUrl, timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined };
+  const opts = {
+    baseUrl,
+    timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
+    // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
+    onAttempt: logger.enabled('debug')
+      ? (op: string, method: string, outcome: number | string, ms: number) =>
+          logger.debug(`api ${method} ${op}: ${outcome} in ${ms} ms`)
+      : undefined,
+  };
   try {
     if (secrets.token) {
       token = secrets.token;

@@ -6,6 +6,8 @@ import { USER_AGENT } from './raw/request-head.js';
 export interface ClientOptions {
   baseUrl: string;
   token?: string;
+  /** told of every HTTP attempt of an API call (operation, method, status or failure kind, ms): the debug log */
+  onAttempt?: (op: string, method: string, outcome: number | string, ms: number) => void;
   /**
    * headers and body timeout of API calls, and the time after which no retry
    * of a call starts; default 30 s
@@ -43,6 +45,7 @@ export function httpOptionsOf(opts: ClientOptions): HttpOptions {
     maxRetries: opts.maxRetries ?? 5,
     connections: opts.connections ?? 16,
     userAgent: opts.userAgent ?? USER_AGENT,
+    onAttempt: opts.onAttempt,
     backoff: {
       baseMs: opts.retryBaseMs ?? 250,
       maxMs: opts.retryMaxMs ?? 8_000,

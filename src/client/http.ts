@@ -32,6 +32,8 @@ export interface HttpOptions {
   connections: number;
   userAgent: string;
   backoff: BackoffOptions;
+  /** told of every attempt: the operation, its method, the HTTP status (or the failure's kind) and its time (no URL: links hold tokens) */
+  onAttempt?: (op: string, method: string, outcome: number | string, ms: number) => void;
 }
 
 export interface Call {
@@ -200,6 +202,7 @@ export class HttpCore {
     for (let attempt = 0; ; attempt++) {
       let failure: ApiError;
       let code: string | undefined;
+      const t0 = Date.now();
       try {
         const res = await this.agent.request({
           origin: url.origin,
@@ -214,6 +217,7 @@ export class HttpCore {
           signal: call.transfer ? undefined : AbortSignal.timeout(this.opts.timeoutMs * 2),
         });
         const status = res.statusCode;
+        this.opts.onAttempt?.(call.op, call.method, status, Date.now() - t0);
         if ((status >= 200 && status < 300) || accept.includes(status)) {
           return { status, headers: res.headers, body: res.body };
         }
@@ -221,6 +225,7 @@ export class HttpCore {
       } catch (e) {
         failure = transportError(e, call.op);
         code = (failure as ApiError & { code?: string }).code;
+        this.opts.onAttempt?.(call.op, call.method, failure.kind, Date.now() - t0);
       }
       if (attempt > 0 && failure.status === 404 && call.retriedNotFoundIsSuccess) return ALREADY_DONE;
       // the server forgot an encrypted library's password (it keeps it about an hour):

@@ -54,6 +54,19 @@ describe('retries', () => {
     expect(srv.seen[0]!.headers.authorization).toBe('Token tok');
   });
 
+  it('tells onAttempt of each attempt with its status and time, never the URL', async () => {
+    const seen: [string, string, number | string, number][] = [];
+    const { client } = await setup((_req, res, _b, n) => (n === 1 ? text(res, 500, 'boom') : json(res, 200, [])), {
+      onAttempt: (...a) => seen.push(a),
+    });
+    await client.listLibraries();
+    expect(seen.map(([op, method, outcome]) => [op, method, outcome])).toEqual([
+      ['list libraries', 'GET', 500],
+      ['list libraries', 'GET', 200],
+    ]);
+    expect(seen.every(([, , , ms]) => ms >= 0 && ms < 2000)).toBe(true);
+  });
+
   it('gives up after maxRetries with a server error', async () => {
     const { srv, client } = await setup((_req, res) => text(res, 502, '<html><title>Bad Gateway</title></html>'), {
       maxRetries: 2,
