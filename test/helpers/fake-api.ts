@@ -168,7 +168,8 @@ export class FakeApi implements SeafileApi {
     this.hit('unlockFile');
     const n = this.nodeAt(repoId, path);
     if (!n || n.type !== 'file') throw apiError('not_found', 404, 'unlock file');
-    if (n.lockedBy && n.lockedBy !== 'me@example.com') throw apiError('forbidden', 403, 'unlock file', 'File is locked');
+    if (n.lockedBy && n.lockedBy !== 'me@example.com')
+      throw apiError('forbidden', 403, 'unlock file', 'File is locked');
     this.setLockOwner(repoId, path, null);
   }
 

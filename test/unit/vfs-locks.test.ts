@@ -48,8 +48,14 @@ describe('files locked on the server', () => {
     const { api, vfs } = await setup();
     api.putFile(api.repos.keys().next().value!, '/plan.txt', 'plan');
     await vfs.setLock('/plan.txt', true);
-    const listed = async () => (await api.listDir(api.repos.keys().next().value!, '/')) as { entries: { name: string; is_locked?: boolean; locked_by_me?: boolean }[] };
-    expect((await listed()).entries.find((e) => e.name === 'plan.txt')).toMatchObject({ is_locked: true, locked_by_me: true });
+    const listed = async () =>
+      (await api.listDir(api.repos.keys().next().value!, '/')) as {
+        entries: { name: string; is_locked?: boolean; locked_by_me?: boolean }[];
+      };
+    expect((await listed()).entries.find((e) => e.name === 'plan.txt')).toMatchObject({
+      is_locked: true,
+      locked_by_me: true,
+    });
     // still writable for the one who locked it
     expect((await vfs.getattr('/plan.txt')).mode & 0o777).toBe(0o644);
     await vfs.setLock('/plan.txt', false);
