@@ -124,24 +124,7 @@ export function requestUnlock(
   password: string,
   timeoutMs = 60_000,
 ): Promise<string | null> {
-  const { socket } = controlPaths(mountpoint);
-  return new Promise((resolve) => {
-    const c = net.connect(socket);
-    let buf = '';
-    const timer = setTimeout(() => {
-      c.destroy();
-      resolve(buf.trim() || null);
-    }, timeoutMs);
-    c.setEncoding('utf8');
-    c.on('connect', () => c.write(`unlock ${JSON.stringify({ library, password })}\n`));
-    c.on('data', (d: string) => (buf += d));
-    const done = () => {
-      clearTimeout(timer);
-      resolve(buf.trim() || null);
-    };
-    c.on('error', done);
-    c.on('close', done);
-  });
+  return queryControl(mountpoint, `unlock ${JSON.stringify({ library, password })}`, timeoutMs);
 }
 
 /**

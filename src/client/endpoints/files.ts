@@ -51,49 +51,42 @@ export async function renameFile(http: HttpCore, repoId: string, path: string, n
   });
 }
 
-export async function moveFile(
-  http: HttpCore,
-  repoId: string,
-  path: string,
-  dstRepo: string,
-  dstDir: string,
-): Promise<void> {
-  await http.done({
-    op: 'move file',
-    method: 'POST',
-    repo: repoId,
-    url: repoPath(repoId, 'file/'),
-    query: { p: q(path) },
-    form: { operation: 'move', dst_repo: dstRepo, dst_dir: q(dstDir) },
-    retry: 'checked',
-    // done when the file left its folder and is in the target one
-    check: async () => {
-      const [dir, name] = splitLast(path);
-      const [src, dst] = await Promise.all([
-        holds(http, repoId, dir, name, 'file'),
-        holds(http, dstRepo, dstDir, name, 'file'),
-      ]);
-      return !src && dst;
-    },
-    accept: [301],
-  });
+export function moveFile(http: HttpCore, repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void> {
+  return moveOrCopy(http, 'move', repoId, path, dstRepo, dstDir);
 }
 
-export async function copyFile(
+export function copyFile(http: HttpCore, repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void> {
+  return moveOrCopy(http, 'copy', repoId, path, dstRepo, dstDir);
+}
+
+/**
+ * POST .../file/ operation=move|copy. A move whose answer was lost is done when
+ * the file left its folder and is in the target one; a copy is simply resent.
+ */
+async function moveOrCopy(
   http: HttpCore,
+  operation: 'move' | 'copy',
   repoId: string,
   path: string,
   dstRepo: string,
   dstDir: string,
 ): Promise<void> {
+  const check = async () => {
+    const [dir, name] = splitLast(path);
+    const [src, dst] = await Promise.all([
+      holds(http, repoId, dir, name, 'file'),
+      holds(http, dstRepo, dstDir, name, 'file'),
+    ]);
+    return !src && dst;
+  };
   await http.done({
-    op: 'copy file',
+    op: `${operation} file`,
     method: 'POST',
     repo: repoId,
     url: repoPath(repoId, 'file/'),
     query: { p: q(path) },
-    form: { operation: 'copy', dst_repo: dstRepo, dst_dir: q(dstDir) },
-    retry: 'write',
+    form: { operation, dst_repo: dstRepo, dst_dir: q(dstDir) },
+    ...(operation === 'move' ? { retry: 'checked' as const, check } : { retry: 'write' as const }),
     accept: [301],
   });
 }
