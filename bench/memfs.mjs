@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // In-memory fuse-native filesystem: the binding's ceiling on this machine.
-// Usage: node bench/memfs.mjs MOUNTPOINT [--big PATH:BYTES] [--tree PATH:FOLDERS:FILES:SEED]
+// Usage: node bench/memfs.mjs MOUNTPOINT [--big PATH:BYTES] [--tree PATH:FOLDERS:FILES:SEED[:MAXSIZE]]...
 // --big seeds one large file whose content is a repeated random 1 MiB block (no RAM cost until written);
-// --tree seeds the same folder/file layout (names and sizes) the benchmark uploads to the server.
+// --tree (repeatable) seeds the same folder/file layout (names and sizes) the benchmark uploads to the server.
 // Prints "mounted" once the kernel sees the mount; SIGTERM/SIGINT unmount and exit.
 import Fuse from 'fuse-native';
 import { randomFillSync } from 'node:crypto';
@@ -60,10 +60,10 @@ if (big) {
   mkfileNode(p, Number(bytes), true);
   link(p);
 }
-const tree = argOf('--tree');
-if (tree) {
-  const [root, folders, files, seed] = tree.split(':');
-  for (const f of treeLayout(Number(folders), Number(files), Number(seed))) {
+const trees = process.argv.flatMap((a, i) => (a === '--tree' && process.argv[i + 1] ? [process.argv[i + 1]] : []));
+for (const tree of trees) {
+  const [root, folders, files, seed, maxSize] = tree.split(':');
+  for (const f of treeLayout(Number(folders), Number(files), Number(seed), maxSize ? Number(maxSize) : undefined)) {
     const p = `${root}/${f.rel}`;
     ensureDirs(parentOf(p));
     mkfileNode(p, f.size);

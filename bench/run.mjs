@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The benchmark driver (run it through scripts/bench, which builds first and cleans up after a crash).
-//   node bench/run.mjs [--quick] [--runs N] [--latency 0,20] [--contenders seafs,rclone,http,memfs]
-//                      [--jobs seqread,write,tar,ls,find,randread] [--out bench-results] [--work DIR] [--keep-work]
+//   node bench/run.mjs [--quick] [--runs N] [--latency 0,20,80] [--contenders seafs,rclone,http,memfs]
+//                      [--jobs seqread,write,tar,ls,find,randread,bigtree] [--bigtree-runs N]
+//                      [--out bench-results] [--work DIR] [--keep-work]
 // Progress goes to stderr; the tables go to stdout; JSON and an SVG chart go to --out.
 import { spawnSync } from 'node:child_process';
 import {
@@ -23,7 +24,8 @@ import { cleanupAll, run, mountPoints } from './lib/proc.mjs';
 import { startServer, seed } from './lib/server.mjs';
 import { seafs, rclone, memfs } from './lib/mounts.mjs';
 import { metrics as metricList, JOBS, mountJob, httpJob, httpContender } from './lib/jobs.mjs';
-import { table, summarize, targets, targetLines } from './lib/report.mjs';
+import { table, summarize, targets, targetLines, latencyTable, crossTargets } from './lib/report.mjs';
+import { bigTreeJob, bigTreeShape, seedBigTree } from './lib/bigtree.mjs';
 import { chart } from './lib/svg.mjs';
 import {
   randomFile,
@@ -40,9 +42,10 @@ const { values: opt } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     runs: { type: 'string' },
-    latency: { type: 'string', default: '0,20' },
+    latency: { type: 'string', default: '0,20,80' },
     contenders: { type: 'string', default: 'seafs,rclone,http,memfs' },
     jobs: { type: 'string', default: JOBS.join(',') },
+    'bigtree-runs': { type: 'string' },
     out: { type: 'string', default: join(ROOT, 'bench-results') },
     work: { type: 'string' },
     'keep-work': { type: 'boolean', default: false },
@@ -51,13 +54,26 @@ const { values: opt } = parseArgs({
 });
 if (opt.help) {
   process.stdout.write(`Usage: bash scripts/bench [options]
-  --quick              small sizes (64 MiB file, 40 small files, 400 in the tree), 1 run, a few minutes
+  --quick              small sizes (64 MiB file, 40 small files, 400 in the tree, 2,000 in the large tree), 1 run
   --runs N             runs per workload and contender (default 3; --quick 1); medians are reported
-  --latency 0,20       server latencies in ms, one server each
+  --latency 0,20,80    server latencies in ms (seafs serve --latency-ms), one server and one table each;
+                       a last table puts seafs and rclone at every latency side by side
   --contenders LIST    seafs,rclone,http,memfs (default all)
   --jobs LIST          ${JOBS.join(',')} (default all)
+  --bigtree-runs N     runs of the large-tree job (default 1: rclone walks 2,000 folders at ~10 listings/s)
   --out DIR            where the JSON and SVG go (default bench-results/)
   --work DIR           working folder (default a fresh one under the temp dir); --keep-work keeps it
+
+Jobs and what they print (medians):
+  seqread   1 GiB read cold and warm (MB/s), peak RSS of the mount, mount CPU-s per GiB of the cold read
+            (utime+stime of the mount process from /proc/PID/stat; the http column is the network's limit)
+  write     1 GiB written until on the server (MB/s), peak RSS, mount CPU-s per GiB (until on the server)
+  tar       untar 2,000 small files until on the server (s)
+  ls, find  ls -lR / find -size +10k of 10,000 files in 500 folders, cold and warm (s)
+  randread  2,000 random 4 KiB reads (reads/s)
+  bigtree   100,000 files in 2,000 folders under /big: ls -lR, find -type f and du -s, each on a fresh mount
+            with the page cache dropped (s); peak RSS of the mount during ls -lR; the metadata cache's entries
+            and estimated size after it (seafs status). Seeded and run in the first latency section only.
 `);
   process.exit(0);
 }
@@ -70,6 +86,9 @@ const config = opt.quick
       treeFolders: 20,
       treeFiles: 400,
       randomReads: 100,
+      bigTreeFolders: 40,
+      bigTreeFiles: 2000,
+      bigTreeRuns: 1,
       runs: 1,
       timeoutMs: 120_000,
     }
@@ -79,10 +98,18 @@ const config = opt.quick
       treeFolders: 500,
       treeFiles: 10000,
       randomReads: 2000,
+      bigTreeFolders: 2000,
+      bigTreeFiles: 100_000,
+      bigTreeRuns: 1,
       runs: 3,
       timeoutMs: 1_200_000,
     };
 if (opt.runs) config.runs = Math.max(1, Number(opt.runs));
+if (opt['bigtree-runs']) config.bigTreeRuns = Math.max(1, Number(opt['bigtree-runs']));
+/** runs of a job: the large tree has its own count */
+const runsOf = (job) => (job === 'bigtree' ? config.bigTreeRuns : config.runs);
+/** jobs that run in the first latency section only */
+const FIRST_SECTION_ONLY = ['bigtree'];
 const latencies = opt.latency.split(',').map(Number);
 const ALL = { seafs, rclone, http: httpContender, memfs };
 const contenders = opt.contenders.split(',').map((n) => {
@@ -117,6 +144,7 @@ const SETTINGS = {
 };
 
 function applies(metric, contender) {
+  if (metric.notFor?.includes(contender)) return false;
   if (contender === 'http') return !['ls_warm', 'find_warm', 'rss_read', 'rss_write'].includes(metric.id);
   if (contender === 'memfs') return !metric.id.startsWith('rss_');
   return true;
@@ -232,7 +260,10 @@ async function main() {
       servers,
     };
     const goals = names.includes('seafs')
-      ? servers.flatMap((s) => targets({ latencyMs: s.latencyMs, metrics, results: s.results }))
+      ? [
+          ...servers.flatMap((s) => targets({ latencyMs: s.latencyMs, metrics, results: s.results })),
+          ...crossTargets({ servers, metrics }),
+        ]
       : [];
     report.targets = goals;
     const jsonPath = join(opt.out, `${stamp}.json`);
@@ -269,6 +300,8 @@ async function main() {
         log,
       });
       section.seedSeconds = (Date.now() - t0) / 1000;
+      if (jobs.includes('bigtree') && servers.length === 1)
+        section.bigTreeSeedSeconds = await seedBigTree(server, config, log);
       // let the seed's writes reach the disk before anything is timed (the first run after it was slower)
       spawnSync('sync');
       await new Promise((r) => setTimeout(r, 3000));
@@ -281,10 +314,13 @@ async function main() {
       continue;
     }
     const ctx = { work, cli, server, config, fixtures: fx, timeoutMs: config.timeoutMs };
+    if (jobs.includes('bigtree')) ctx.bigTree = bigTreeShape(config);
     try {
       for (const job of jobs) {
+        if (FIRST_SECTION_ONLY.includes(job) && servers.length > 1) continue;
         const jobMetrics = metrics.filter((m) => m.job === job);
-        for (let r = 1; r <= config.runs; r++) {
+        const runs = runsOf(job);
+        for (let r = 1; r <= runs; r++) {
           // each run starts with another contender: whatever the first one after a drop pays is spread over all
           const order = contenders.map((_, k) => contenders[(k + r - 1) % contenders.length]);
           for (const c of order) {
@@ -311,7 +347,8 @@ async function main() {
             let error = null;
             const t0 = Date.now();
             try {
-              out = c.http ? await httpJob(job, runCtx) : await mountJob(job, c, runCtx);
+              if (job === 'bigtree') out = await bigTreeJob(c, runCtx);
+              else out = c.http ? await httpJob(job, runCtx) : await mountJob(job, c, runCtx);
             } catch (err) {
               error = err.message.replace(/\s+/g, ' ').trim();
               if (server.dead && !c.memfs) error = `${server.dead}: ${error}`;
@@ -330,7 +367,7 @@ async function main() {
               .map(([k, v]) => `${k}=${v.toFixed(v < 10 ? 3 : 1)}`)
               .join(' ');
             log(
-              `${latencyMs} ms | ${job} ${r}/${config.runs} | ${c.name}: ${error ? `FAILED ${error}` : got} (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
+              `${latencyMs} ms | ${job} ${r}/${runs} | ${c.name}: ${error ? `FAILED ${error}` : got} (${((Date.now() - t0) / 1000).toFixed(1)} s)`,
             );
           }
         }
@@ -347,7 +384,7 @@ async function main() {
     process.stdout.write(
       table({
         latencyMs: s.latencyMs,
-        metrics,
+        metrics: metrics.filter((m) => s.results[m.id]), // a job of the first section only leaves no row
         contenders: names,
         results: s.results,
         note:
@@ -356,7 +393,11 @@ async function main() {
             : '',
       }) + '\n\n',
     );
-  if (goals.length) process.stdout.write(`issue 4 targets (seafs):\n${targetLines(goals).join('\n')}\n\n`);
+  if (servers.length > 1) {
+    const side = latencyTable({ servers, metrics, contenders: names.filter((n) => n === 'seafs' || n === 'rclone') });
+    if (side) process.stdout.write(side + '\n\n');
+  }
+  if (goals.length) process.stdout.write(`targets of issues 4 and 15 (seafs):\n${targetLines(goals).join('\n')}\n\n`);
   const busiest = Math.max(loadAtStart, report.machine.loadAvg1mAtEnd);
   if (busiest > cpus().length) {
     process.stdout.write(

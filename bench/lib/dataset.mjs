@@ -19,8 +19,8 @@ export function prng(seed) {
 
 const pad = (n, w) => String(n).padStart(w, '0');
 
-/** The listing tree: `files` files spread evenly over `folders` folders, sizes 1 B .. 20 KiB. */
-export function treeLayout(folders, files, seed = 1) {
+/** The listing tree: `files` files spread evenly over `folders` folders, sizes 1 B .. `maxSize` (20 KiB). */
+export function treeLayout(folders, files, seed = 1, maxSize = 20480) {
   const rnd = prng(seed);
   const out = [];
   for (let i = 0; i < files; i++) {
@@ -29,7 +29,7 @@ export function treeLayout(folders, files, seed = 1) {
       folder,
       name: `f${pad(i, 5)}.bin`,
       rel: `${folder}/f${pad(i, 5)}.bin`,
-      size: 1 + Math.floor(rnd() * 20480),
+      size: 1 + Math.floor(rnd() * maxSize),
     });
   }
   return out;

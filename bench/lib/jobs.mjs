@@ -5,14 +5,18 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
 import { agent, pool } from './api.mjs';
-import { run, dropCaches, primeServerDisk, rssSampler } from './proc.mjs';
+import { run, dropCaches, primeServerDisk, rssSampler, cpuMeter } from './proc.mjs';
 import { randomOffsets } from './dataset.mjs';
+import { BIGTREE_METRICS } from './bigtree.mjs';
 
 const RANDREAD = fileURLToPath(new URL('../randread.mjs', import.meta.url));
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const mbps = (bytes, ms) => bytes / 1e6 / (ms / 1000);
 
-/** Every metric, in table order. `better` says which direction wins. */
+/**
+ * Every metric, in table order. `better` says which direction wins; `notFor` names the contenders it does not
+ * apply to (shown as n/a); `runs1` marks a job that runs once whatever --runs says (see bigtree.mjs).
+ */
 export function metrics(c) {
   const big = c.bigBytes >= 1 << 30 ? `${c.bigBytes / (1 << 30)} GiB` : `${c.bigBytes >> 20} MiB`;
   return [
@@ -33,9 +37,27 @@ export function metrics(c) {
     },
     { id: 'rss_read', job: 'seqread', label: `peak RSS, ${big} read`, unit: 'MiB', better: 'lower' },
     { id: 'rss_write', job: 'write', label: `peak RSS, ${big} write`, unit: 'MiB', better: 'lower' },
+    // CPU time of the mount process (user + system, /proc/PID/stat) per GiB moved: the cost per byte
+    {
+      id: 'cpu_read',
+      job: 'seqread',
+      label: `mount CPU, ${big} cold read`,
+      unit: 'CPU-s/GiB',
+      better: 'lower',
+      notFor: ['http'],
+    },
+    {
+      id: 'cpu_write',
+      job: 'write',
+      label: `mount CPU, ${big} write`,
+      unit: 'CPU-s/GiB',
+      better: 'lower',
+      notFor: ['http'],
+    },
+    ...BIGTREE_METRICS(c),
   ];
 }
-export const JOBS = ['seqread', 'write', 'tar', 'ls', 'find', 'randread'];
+export const JOBS = ['seqread', 'write', 'tar', 'ls', 'find', 'randread', 'bigtree'];
 
 async function ddRead(file, expected, timeoutMs) {
   const r = await run('dd', [`if=${file}`, 'of=/dev/null', 'bs=1M'], { timeoutMs });
@@ -57,7 +79,10 @@ export async function mountJob(job, contender, ctx) {
       dropCaches();
       const rss = h.pid && !h.inMemory ? rssSampler(h.pid) : null;
       try {
+        const cpu = h.pid ? cpuMeter(h.pid) : null;
         out.read_cold = mbps(c.bigBytes, await ddRead(p('big.bin'), c.bigBytes, ctx.timeoutMs));
+        const used = cpu?.stop();
+        if (used != null) out.cpu_read = used / (c.bigBytes / 2 ** 30);
         out.read_warm = mbps(c.bigBytes, await ddRead(p('big.bin'), c.bigBytes, ctx.timeoutMs));
       } finally {
         if (rss) out.rss_read = rss.stop();
@@ -91,16 +116,21 @@ export async function mountJob(job, contender, ctx) {
       mkdirSync(p('w'), { recursive: true });
       await run('cat', [fixtures.src], { keepStdout: false }); // source in the page cache: time the mount, not the disk
       const rss = h.pid && !h.inMemory ? rssSampler(h.pid) : null;
+      // until the data is on the server: seafs's process ends at its unmount, the meter keeps its last sample
+      const cpu = h.pid ? cpuMeter(h.pid) : null;
       try {
         const t0 = now();
         await run('dd', [`if=${fixtures.src}`, `of=${p(`w/${name}`)}`, 'bs=1M'], { timeoutMs: ctx.timeoutMs });
         const t1 = now();
         await h.settle(async () => (await server.api.fileSize(server.repo, `/w/${name}`)) === c.bigBytes, `/w/${name}`);
         out.write = mbps(c.bigBytes, now() - t0);
+        const used = cpu?.stop();
+        if (used != null) out.cpu_write = used / (c.bigBytes / 2 ** 30);
         // Diagnostics (JSON only): time in dd, and time after close until the server had it.
         out.x_write_copy_s = (t1 - t0) / 1000;
         out.x_write_settle_s = (now() - t1) / 1000;
       } finally {
+        cpu?.stop();
         if (rss) out.rss_write = rss.stop();
         if (!h.inMemory) await server.api.deletePath(server.repo, `/w/${name}`);
       }

@@ -95,6 +95,15 @@ export const seafs = {
     return {
       path: mnt,
       pid,
+      /** the mount's answer to `seafs status --json` */
+      async status() {
+        const r = await run(process.execPath, [ctx.cli, 'status', '--json', mnt], {
+          env: runtime,
+          timeoutMs: 30_000,
+          name: 'seafs status',
+        });
+        return JSON.parse(r.stdout)[0];
+      },
       async settle(check, what) {
         await unmount();
         if (check && !(await check())) throw new Error(`${what}: not on the server after \`seafs unmount\` returned`);
@@ -192,7 +201,16 @@ export const memfs = {
     try {
       ({ child } = await startProcess(
         process.execPath,
-        [MEMFS, mnt, '--big', `/big.bin:${c.bigBytes}`, '--tree', `/tree:${c.treeFolders}:${c.treeFiles}:1`],
+        [
+          MEMFS,
+          mnt,
+          '--big',
+          `/big.bin:${c.bigBytes}`,
+          '--tree',
+          `/tree:${c.treeFolders}:${c.treeFiles}:1`,
+          // the large tree, when this run lists it (bigtree.mjs)
+          ...(ctx.bigTree ? ['--tree', ctx.bigTree.memfsArg] : []),
+        ],
         { ready: (out) => out.includes('mounted'), timeoutMs: 30_000, logFile: join(ctx.work, 'memfs.log') },
       ));
       await waitFor(() => isMounted(mnt), { timeoutMs: 10_000, what: 'the memfs mount' });

@@ -292,3 +292,39 @@ export function dropCaches() {
     return false;
   }
 }
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim()) || 100;
+
+/** CPU time (user + system) a live process has used so far, in seconds (null when it is gone). */
+export function cpuSeconds(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // the command name (field 2) may hold spaces: count fields after its closing parenthesis
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) / CLK_TCK; // fields 14 (utime) and 15 (stime)
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * The CPU time a process uses from now on. Sampled every `intervalMs` as well, so a process that exits before
+ * stop() (seafs ends at its unmount) still counts up to its last sample (at most one interval is lost).
+ */
+export function cpuMeter(pid, intervalMs = 50) {
+  const start = cpuSeconds(pid);
+  let last = start;
+  const timer = setInterval(() => {
+    const v = cpuSeconds(pid);
+    if (v !== null) last = v;
+  }, intervalMs);
+  return {
+    /** seconds used since the meter started (null when the process was never seen) */
+    stop() {
+      clearInterval(timer);
+      const v = cpuSeconds(pid);
+      if (v !== null) last = v;
+      return start === null ? null : last - start;
+    },
+  };
+}

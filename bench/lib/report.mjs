@@ -110,8 +110,30 @@ export function targets({ latencyMs, metrics, results }) {
       `${fmt(s)} vs ${fmt(want)} MB/s`,
     );
   }
+  if (byId.cpu_read) {
+    const s = med('cpu_read', 'seafs');
+    const mem = med('cpu_read', 'memfs');
+    add(
+      'mount CPU per GiB of cold read <= 1.3x memfs',
+      s == null || mem == null ? null : s <= 1.3 * mem,
+      `${fmt(s)} vs ${fmt(mem)} CPU-s/GiB: ${s == null || !mem ? '-' : (s / mem).toFixed(2)}x`,
+    );
+  }
+  if (byId.read_cold) {
+    const s = med('read_cold', 'seafs');
+    const http = med('read_cold', 'http');
+    add(
+      'seq read cold >= 0.8x direct HTTP',
+      s == null || http == null ? null : s >= 0.8 * http,
+      `${fmt(s)} vs ${fmt(http)} MB/s: ${s == null || !http ? '-' : (s / http).toFixed(2)}x`,
+    );
+  }
+  if (byId.ls_cold && latencyMs >= 80) {
+    const s = med('ls_cold', 'seafs');
+    add(`${byId.ls_cold.label} <= 5 s`, s == null ? null : s <= 5, `${fmt(s)} s`);
+  }
   for (const m of metrics) {
-    if (m.id.startsWith('rss_')) continue;
+    if (/^(rss|cpu|meta)_/.test(m.id)) continue;
     const adv = seafsAdvantage(m, med(m.id, 'seafs'), med(m.id, 'rclone'));
     const need = latencyMs >= 20 && ['tar', 'ls_cold', 'find_cold'].includes(m.id) ? 2 : 1;
     add(
@@ -133,4 +155,55 @@ export function targetLines(list) {
     (t) =>
       `${t.pass === null ? 'n/a ' : t.pass ? 'MET ' : 'MISS'}  ${String(t.latencyMs).padStart(2)} ms  ${t.target} (${t.detail})`,
   );
+}
+
+/** Targets across latency sections: untar at the highest latency (>= 80 ms) within 3x its 0 ms time. */
+export function crossTargets({ servers, metrics }) {
+  if (!metrics.some((m) => m.id === 'tar')) return [];
+  const tarAt = (s) => {
+    const r = summarize(s.results.tar?.seafs);
+    return r.failed || r.na ? null : r.median;
+  };
+  const base = servers.find((s) => s.latencyMs === 0);
+  const far = servers.filter((s) => s.latencyMs >= 80).sort((a, b) => b.latencyMs - a.latencyMs)[0];
+  if (!base || !far) return [];
+  const t0 = tarAt(base);
+  const t = tarAt(far);
+  return [
+    {
+      latencyMs: far.latencyMs,
+      target: 'untar <= 3x its 0 ms time',
+      pass: t0 == null || t == null ? null : t <= 3 * t0,
+      detail: `${fmt(t)} s vs 3 x ${fmt(t0)} s: ${t0 == null || t == null ? '-' : (t / t0).toFixed(2)}x`,
+    },
+  ];
+}
+
+/**
+ * One row per metric, one column per (contender, latency): how each contender's figures move as the server
+ * gets farther away. Rows no section measured are left out.
+ */
+export function latencyTable({ servers, metrics, contenders }) {
+  if (!contenders.length) return '';
+  const cols = contenders.flatMap((c) => servers.map((s) => ({ c, s })));
+  const rows = metrics
+    .filter((m) => servers.some((s) => contenders.some((c) => s.results[m.id]?.[c])))
+    .map((m) => [
+      m.label,
+      `${m.unit} ${m.better === 'higher' ? '↑' : '↓'}`,
+      ...cols.map(({ c, s }) => {
+        const r = summarize(s.results[m.id]?.[c]);
+        return r.na ? 'n/a' : r.failed ? 'FAILED' : fmt(r.median);
+      }),
+    ]);
+  if (!rows.length) return '';
+  const header = ['workload', 'unit', ...cols.map(({ c, s }) => `${c} ${s.latencyMs} ms`)];
+  const widths = header.map((h, i) => Math.max([...h].length, ...rows.map((r) => [...r[i]].length)));
+  const line = (r) => '| ' + r.map((x, i) => pad(x, widths[i] + x.length - [...x].length, i > 1)).join(' | ') + ' |';
+  return [
+    'by server latency (medians)',
+    line(header),
+    '|' + widths.map((w, i) => (i > 1 ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|') + '|',
+    ...rows.map(line),
+  ].join('\n');
 }
