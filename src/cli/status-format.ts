@@ -36,6 +36,8 @@ export interface MountStatus {
   /** null or absent: online */
   offline?: { offlineSince: string; cause: string } | null;
   rssBytes?: number;
+  /** the folder listings the mount holds in memory */
+  metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
 }
 
 export function fmtBytes(n: number): string {
@@ -134,6 +136,12 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
     const hits = st.disk ? `, ${st.disk.hits} chunk(s) read from it` : '';
     lines.push(
       `  cache: ${st.cacheMaxBytes ? `${used}${fmtBytes(st.cacheMaxBytes)}` : 'off'}${st.cacheDir ? ` in ${st.cacheDir}` : ''}${hits}`,
+    );
+  }
+  if (st.metaCache) {
+    const m = st.metaCache;
+    lines.push(
+      `  folder listings: ${m.folders} folder(s), ${m.entries} entries of at most ${m.maxEntries} (about ${fmtBytes(m.bytes)})`,
     );
   }
   if (st.rssBytes !== undefined) lines.push(`  memory: ${fmtBytes(st.rssBytes)} resident`);

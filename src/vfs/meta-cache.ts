@@ -2,6 +2,10 @@
 // from its parent's listing, so `ls -l` of a folder costs one listing request.
 // A listing older than the cache time is revalidated with its `oid`: an
 // "uptodate" answer renews it without transferring the entries again.
+// Memory stays bounded by entries, not only by folders: a listing is kept
+// with the fields the mount uses, and the least recently used listings go
+// once the entries held pass the budget (one folder of 100,000 files counts
+// as 100,000).
 import { LRUCache } from 'lru-cache';
 import { ZERO_ID, type DirEntry, type DirListing, type SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
@@ -32,7 +36,47 @@ export interface MetaStats {
   renewed: number;
 }
 
+/** What the cache holds now: folders, entries, and an estimate of their bytes on the heap. */
+export interface MetaHeld {
+  folders: number;
+  entries: number;
+  /** entry budget: least recently used listings are dropped beyond it */
+  maxEntries: number;
+  bytes: number;
+}
+
 const joinDir = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`);
+
+/**
+ * The fields of a listed entry the mount uses (the server sends a dozen more per file: modifier names and
+ * e-mails, starred, lock time, thumbnails, which would double the memory of a large tree's cache).
+ */
+export function slimEntry(e: DirEntry): DirEntry {
+  const out: DirEntry = { type: e.type, name: e.name, id: e.id, mtime: e.mtime };
+  if (e.size !== undefined) out.size = e.size;
+  if (e.permission !== undefined) out.permission = e.permission;
+  if (e.is_locked) {
+    out.is_locked = true;
+    if (e.lock_owner !== undefined) out.lock_owner = e.lock_owner;
+    if (e.locked_by_me !== undefined) out.locked_by_me = e.locked_by_me;
+  }
+  return out;
+}
+
+/**
+ * Heap bytes of one cached entry, estimated: the object with its few fields (about 100 bytes in V8), its place
+ * in the folder's Map (about 40), its strings (name and the 40-character id: header plus a byte a character
+ * for one-byte strings, two for others).
+ */
+function entryBytes(e: DirEntry): number {
+  const str = (v: string) => {
+    for (let i = 0; i < v.length; i++) if (v.charCodeAt(i) > 0xff) return 16 + 2 * v.length;
+    return 16 + v.length;
+  };
+  return 140 + str(e.name) + str(e.id) + (e.lock_owner ? str(e.lock_owner) : 0);
+}
+/** a listing's own object, Map and cache slot, and its key */
+const LISTING_BYTES = 300;
 
 const key = (repo: string, dir: string) => `${repo}\u0000${dir}`;
 
@@ -46,6 +90,8 @@ export class MetaCache {
   /** bumped on local changes so an in-flight fetch started before them is not stored over them */
   private readonly epoch = new Map<string, number>();
 
+  private readonly maxEntries: number;
+
   constructor(
     private readonly api: SeafileApi,
     private readonly ttlMs: number,
@@ -56,8 +102,25 @@ export class MetaCache {
     private readonly window = 64,
     /** sub-folders of a prefetched folder fetched on speculation, before the walk enters it */
     private readonly speculative = 8,
+    /** entries held at most, all folders together (a local change may pass it until the folder is fetched again) */
+    maxEntries = 500_000,
   ) {
-    this.lru = new LRUCache({ max: maxDirs });
+    this.maxEntries = maxEntries;
+    this.lru = new LRUCache({ max: maxDirs, maxSize: maxEntries, sizeCalculation: (l) => l.entries.size + 1 });
+  }
+
+  /** What the cache holds now (walks every entry: for status answers, not for hot paths). */
+  held(): MetaHeld {
+    let folders = 0;
+    let entries = 0;
+    let bytes = 0;
+    for (const [k, l] of this.lru.entries()) {
+      folders++;
+      entries += l.entries.size;
+      bytes += LISTING_BYTES + 2 * k.length;
+      for (const e of l.entries.values()) bytes += entryBytes(e);
+    }
+    return { folders, entries, maxEntries: this.maxEntries, bytes };
   }
 
   /**
@@ -261,7 +324,7 @@ export class MetaCache {
     }
     this.stats.fullListings++;
     const entries = new Map<string, DirEntry>();
-    for (const e of res.entries) entries.set(e.name, e);
+    for (const e of res.entries) entries.set(e.name, slimEntry(e));
     const listing: Listing = { oid: res.oid, entries, fetchedAt: now };
     if ((this.epoch.get(k) ?? 0) !== startEpoch) {
       // a local change raced with this fetch: use the answer but do not trust it for long

@@ -24,6 +24,13 @@ function status(over: Partial<MountStatus> = {}): MountStatus {
 }
 
 describe('seafs status text', () => {
+  it('shows the folder listings the mount holds: folders, entries against the budget, and their size', () => {
+    const st = status({ metaCache: { folders: 2001, entries: 102_000, maxEntries: 500_000, bytes: 23 * MiB } });
+    expect(formatStatus(st).split('\n')).toContain(
+      '  folder listings: 2001 folder(s), 102000 entries of at most 500000 (about 23.0 MiB)',
+    );
+  });
+
   it('says when everything is on the server, with the mount, server, account, uptime, cache and memory', () => {
     const text = formatStatus(status(), { now: 1_000_000 + 3725_000 });
     expect(text.split('\n')).toEqual([
