@@ -25,7 +25,7 @@ export interface ClientOptions {
   retryMaxMs?: number;
   /** longest wait honoured from a Retry-After header; default 60 s */
   maxRetryAfterMs?: number;
-  /** keep-alive connections per host; default 16 */
+  /** keep-alive connections per host; default 32 (16 may be busy with listings fetched ahead) */
   connections?: number;
   userAgent?: string;
   /** offer the streaming upload capability (startUploadStream); default true */
@@ -43,7 +43,7 @@ export function httpOptionsOf(opts: ClientOptions): HttpOptions {
     timeoutMs: opts.timeoutMs ?? 30_000,
     transferTimeoutMs: opts.transferTimeoutMs ?? opts.timeoutMs ?? 30_000,
     maxRetries: opts.maxRetries ?? 5,
-    connections: opts.connections ?? 16,
+    connections: opts.connections ?? 32,
     userAgent: opts.userAgent ?? USER_AGENT,
     onAttempt: opts.onAttempt,
     backoff: {

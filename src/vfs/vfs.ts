@@ -49,7 +49,7 @@ export interface VfsOptions {
   durableJournal?: boolean;
   /** bytes of downloaded data kept on disk (default 4 GiB; 0: none) */
   diskCacheBytes?: number;
-  /** sub-folder listings fetched ahead, at most this many at once (default 8; 0: none) */
+  /** sub-folder listings fetched ahead, at most this many at once (default 16; 0: none) */
   prefetchDirs?: number;
   /** while offline, the server is asked again after this long, doubling up to probeMaxMs (defaults 1 s, 30 s) */
   probeMinMs?: number;
@@ -112,7 +112,7 @@ export class Vfs {
       opts.umask ?? 0o022,
     );
     this.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (lib) => this.locks.requireOpen(lib));
-    this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 8);
+    this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
     this.disk =
@@ -613,6 +613,7 @@ export class Vfs {
       readerMemory: this.reader.memory(),
       disk: this.disk?.stats,
       meta: this.meta.stats,
+      metaCache: this.meta.held(),
       uploads: this.wb.stats,
       offline: this.net.state(),
       outages: this.net.outages,
