@@ -261,7 +261,9 @@ async function main() {
     };
     const goals = names.includes('seafs')
       ? [
-          ...servers.flatMap((s) => targets({ latencyMs: s.latencyMs, metrics, results: s.results })),
+          ...servers.flatMap((s) =>
+            targets({ latencyMs: s.latencyMs, metrics: metrics.filter((m) => s.results[m.id]), results: s.results }),
+          ),
           ...crossTargets({ servers, metrics }),
         ]
       : [];

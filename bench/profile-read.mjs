@@ -1,0 +1,122 @@
+#!/usr/bin/env node
+// Profiles a seafs mount's cold sequential read: node --cpu-prof on the mount process, one file read once with
+// dd after the page cache is dropped. Usage: node bench/profile-read.mjs OUTDIR [MiB] (root, for drop_caches).
+// The .cpuprofile lands in OUTDIR (open it in Chrome DevTools, or summarise it with --summary).
+import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startServer, seed } from './lib/server.mjs';
+import { randomFile } from './lib/dataset.mjs';
+import {
+  run,
+  spawnBackground,
+  waitFor,
+  isMounted,
+  lazyUnmount,
+  cleanupAll,
+  dropCaches,
+  cpuSeconds,
+  trackMount,
+} from './lib/proc.mjs';
+
+/** user and system CPU seconds of each thread of `pid`, by thread id */
+function threadCpu(pid) {
+  const m = new Map();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const st = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = st.slice(st.indexOf('(') + 1, st.lastIndexOf(')'));
+      const f = st.slice(st.lastIndexOf(')') + 2).split(' ');
+      m.set(tid, { name, user: Number(f[11]) / 100, sys: Number(f[12]) / 100 });
+    } catch {
+      // thread gone
+    }
+  }
+  return m;
+}
+
+const out = resolve(process.argv[2] ?? 'bench-profile');
+const mib = Number(process.argv[3] ?? 512);
+const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const log = (s) => process.stderr.write(`[profile] ${s}\n`);
+mkdirSync(out, { recursive: true });
+process.on('exit', cleanupAll);
+try {
+  const src = join(out, 'src.bin');
+  await randomFile(src, mib << 20);
+  const server = await startServer({ root: out, cli, latencyMs: 0, log });
+  await seed(server, { src, bigBytes: mib << 20, treeFolders: 1, treeFiles: 1, log });
+  const mnt = join(out, 'mnt');
+  mkdirSync(mnt, { recursive: true });
+  trackMount(mnt);
+  const env = { SEAFS_PASSWORD: server.user.password, SEAFS_RUNTIME_DIR: join(out, 'run') };
+  const child = spawnBackground(
+    process.execPath,
+    [
+      '--cpu-prof',
+      '--cpu-prof-dir',
+      out,
+      cli,
+      'mount',
+      server.url,
+      mnt,
+      '--library',
+      server.library,
+      '--user',
+      server.user.email,
+      '--cache-dir',
+      join(out, 'cache'),
+    ],
+    { env, logFile: join(out, 'mount.log') },
+  );
+  await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the mount' });
+  dropCaches();
+  const t0 = threadCpu(child.pid);
+  const c0 = cpuSeconds(child.pid);
+  const s0 = cpuSeconds(server.pid);
+  const w0 = Number(process.hrtime.bigint() / 1000n); // the profile's clock: monotonic microseconds
+  const r = await run('dd', [`if=${join(mnt, 'big.bin')}`, 'of=/dev/null', 'bs=1M']);
+  const w1 = Number(process.hrtime.bigint() / 1000n);
+  const used = cpuSeconds(child.pid) - c0;
+  const t1 = threadCpu(child.pid);
+  for (const [tid, v] of t1) {
+    const d = { user: v.user - (t0.get(tid)?.user ?? 0), sys: v.sys - (t0.get(tid)?.sys ?? 0) };
+    if (d.user + d.sys >= 0.01)
+      log(`  thread ${tid} ${v.name}: user ${d.user.toFixed(2)} s, system ${d.sys.toFixed(2)} s`);
+  }
+  const serverUsed = cpuSeconds(server.pid) - s0;
+  log(
+    `read ${mib} MiB in ${(r.ms / 1000).toFixed(2)} s: mount ${used.toFixed(2)} CPU-s (${(used / (mib / 1024)).toFixed(2)} per GiB), server ${serverUsed.toFixed(2)} CPU-s`,
+  );
+  await run(process.execPath, [cli, 'unmount', mnt], { env });
+  await waitFor(() => child.exitCode !== null, { timeoutMs: 30_000, what: 'the mount to exit' });
+  lazyUnmount(mnt);
+  await server.stop();
+  const prof = readdirSync(out).filter((f) => f.endsWith('.cpuprofile'));
+  log(`profile: ${prof.map((f) => join(out, f)).join(' ')}`);
+  // self time per function during the read only, top 25
+  const p = JSON.parse(readFileSync(join(out, prof[prof.length - 1]), 'utf8'));
+  const dt = new Map();
+  let at = p.startTime;
+  for (let i = 0; i < p.samples.length; i++) {
+    at += p.timeDeltas[i] ?? 0;
+    if (at >= w0 && at <= w1) dt.set(p.samples[i], (dt.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
+  }
+  const self = new Map();
+  let total = 0;
+  for (const n of p.nodes) {
+    const t = dt.get(n.id) ?? 0;
+    total += t;
+    const cf = n.callFrame;
+    const k = `${cf.functionName || '(anon)'} ${cf.url.replace(/.*\/(node_modules|dist)\//, '$1/')}:${cf.lineNumber + 1}`;
+    self.set(k, (self.get(k) ?? 0) + t);
+  }
+  for (const [k, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25))
+    process.stdout.write(
+      `${((100 * t) / total).toFixed(1).padStart(5)}%  ${(t / 1000).toFixed(0).padStart(6)} ms  ${k}\n`,
+    );
+} catch (err) {
+  log(`failed: ${err.stack}`);
+  process.exitCode = 1;
+}
+cleanupAll();
