@@ -83,9 +83,26 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
     }
   };
 
+  const getattrWait = handler('getattr', async (p: string) => [await vfs.getattr(p)]);
+
   return {
     init: (cb: Cb) => cb(0),
-    getattr: handler('getattr', async (p: string) => [await vfs.getattr(p)]),
+    getattr: (p: string, cb: Cb) => {
+      // answered at once when the mount holds the answer (tree walks ask it for every file)
+      let now = null;
+      try {
+        now = vfs.getattrNow(p);
+      } catch {
+        // the full path below reports it
+      }
+      if (!now) return getattrWait(p, cb);
+      opCounts.getattr = (opCounts.getattr ?? 0) + 1;
+      try {
+        cb(0, now);
+      } catch (e) {
+        log(`fuse getattr: callback failed: ${(e as Error).message}`);
+      }
+    },
     readdir: handler('readdir', async (p: string) => [await vfs.readdir(p)]),
     access: handler('access', async (p: string, mode: number) => {
       await vfs.access(p, mode);

@@ -76,6 +76,12 @@ export class Libraries {
     return [...(await this.byName()).values()].find((l) => l.id === repo);
   }
 
+  /** resolve without waiting: the location when one library is mounted, null otherwise (then use resolve) */
+  resolveNow(p: string): RepoLoc | null {
+    if (!this.lib) return null;
+    return { repo: this.lib.id, path: p, readOnly: this.readOnly || this.lib.permission === 'r' };
+  }
+
   /** `change`: the caller creates, deletes or renames `p` (refused at the root with EPERM) */
   async resolve(p: string, change = false): Promise<Loc> {
     if (this.lib) return { repo: this.lib.id, path: p, readOnly: this.readOnly || this.lib.permission === 'r' };

@@ -227,6 +227,27 @@ export class Vfs {
 
   // ---- attributes ----
 
+  /**
+   * getattr answered at once from what the mount holds (a fresh listing of the parent, or a file being
+   * written), or null when it needs to wait (then getattr). A tree walk asks this for every file, and the
+   * promise chain of getattr cost as much as the binding's own work per call.
+   */
+  getattrNow(p: string): Attr | null {
+    const loc = this.libraries.resolveNow(p);
+    if (!loc || loc.path === '/') return null;
+    const s = this.wb.get(loc.repo, loc.path);
+    if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
+    if (this.hidden.has(`${loc.repo}\u0000${loc.path}`)) return null;
+    const dir = parentOf(loc.path);
+    const l = this.meta.peek(loc.repo, dir);
+    if (!l || !this.meta.fresh(l)) return null;
+    this.meta.noteUse(loc.repo, dir, l);
+    const e = l.entries.get(baseOf(loc.path));
+    if (!e) return null;
+    if (e.type === 'dir') return this.attrs.dir(e.mtime, loc.readOnly);
+    return this.attrs.file(e.size ?? 0, (e.mtime || 0) * 1000, loc.readOnly || lockedByOther(e));
+  }
+
   async getattr(p: string): Promise<Attr> {
     const loc = await this.resolve(p);
     if (loc.repo === null) return this.attrs.dir(0, true);

@@ -10,6 +10,8 @@ const fakeVfs = {
     if (p === '/missing') throw new VfsError('ENOENT');
     return { mode: 0o40755 };
   },
+  // in memory: /known; everything else waits for getattr
+  getattrNow: (p: string) => (p === '/known' ? { mode: 0o100644, size: 7 } : null),
   read: () => 0,
 } as unknown as Vfs;
 
@@ -29,5 +31,14 @@ describe('fuse operation counters', () => {
     await call(opsB.getattr, '/');
     expect(a).toEqual({ getattr: 2, read: 1 });
     expect(b).toEqual({ getattr: 1 });
+  });
+
+  it('answers a getattr held in memory at once, in the same turn, and counts it', () => {
+    const counts: OpCounts = {};
+    const ops = makeOps(fakeVfs, { counts });
+    let res: unknown[] | null = null;
+    ops.getattr('/known', (...r: unknown[]) => (res = r));
+    expect(res).toEqual([0, { mode: 0o100644, size: 7 }]);
+    expect(counts).toEqual({ getattr: 1 });
   });
 });
