@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 // Profiles a seafs mount's cold sequential read: node --cpu-prof on the mount process, one file read once with
-// dd after the page cache is dropped. Usage: node bench/profile-read.mjs OUTDIR [MiB] (root, for drop_caches).
+// dd after the page cache is dropped. Usage: node bench/profile-read.mjs OUTDIR [MiB] [LATENCY_MS] (root, for
+// drop_caches). Prints the mount's reader counters (seafs status) too.
 // The .cpuprofile lands in OUTDIR (open it in Chrome DevTools, or summarise it with --summary).
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -37,6 +38,7 @@ function threadCpu(pid) {
 
 const out = resolve(process.argv[2] ?? 'bench-profile');
 const mib = Number(process.argv[3] ?? 512);
+const latencyMs = Number(process.argv[4] ?? 0);
 const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const log = (s) => process.stderr.write(`[profile] ${s}\n`);
 mkdirSync(out, { recursive: true });
@@ -44,7 +46,7 @@ process.on('exit', cleanupAll);
 try {
   const src = join(out, 'src.bin');
   await randomFile(src, mib << 20);
-  const server = await startServer({ root: out, cli, latencyMs: 0, log });
+  const server = await startServer({ root: out, cli, latencyMs, log });
   await seed(server, { src, bigBytes: mib << 20, treeFolders: 1, treeFiles: 1, log });
   const mnt = join(out, 'mnt');
   mkdirSync(mnt, { recursive: true });
@@ -88,6 +90,8 @@ try {
   log(
     `read ${mib} MiB in ${(r.ms / 1000).toFixed(2)} s: mount ${used.toFixed(2)} CPU-s (${(used / (mib / 1024)).toFixed(2)} per GiB), server ${serverUsed.toFixed(2)} CPU-s`,
   );
+  const st = JSON.parse((await run(process.execPath, [cli, 'status', '--json', mnt], { env })).stdout)[0];
+  log(`reader: ${JSON.stringify(st.reader)}`);
   await run(process.execPath, [cli, 'unmount', mnt], { env });
   await waitFor(() => child.exitCode !== null, { timeoutMs: 30_000, what: 'the mount to exit' });
   lazyUnmount(mnt);
