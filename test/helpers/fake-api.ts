@@ -8,6 +8,7 @@ import { Readable } from 'node:stream';
 import { ApiError, type ApiErrorKind } from '../../src/client/errors.js';
 import type {
   AccountInfo,
+  CommitRecord,
   DirEntry,
   DirListing,
   DownloadLink,
@@ -17,6 +18,7 @@ import type {
   LibraryType,
   RangeDownload,
   SeafileApi,
+  TrashEntry,
   UploadedFile,
 } from '../../src/client/types.js';
 import type { FileUploadStream, StartUploadStream, UploadBatch } from '../../src/client/types.js';
@@ -154,6 +156,131 @@ export class FakeApi implements SeafileApi {
     const d = this.dirAt(repoId, parentOf(path));
     d.children.set(baseOf(path), { type: 'file', id: this.store(Buffer.from(data)), mtime: now() });
     this.touch(repoId, parentOf(path));
+    this.noteVersion(repoId, path);
+  }
+
+  // ---- history and trash: a commit per change of a file's content, a trash entry per delete ----
+
+  /** the time (seconds) the next commit gets; null: now */
+  clockSec: number | null = null;
+  private commitCount = 0;
+  /** per repo and path: the file's versions, oldest first */
+  private readonly versions = new Map<string, { commit: string; ctime: number; id: string; size: number }[]>();
+  /** per repo: deleted entries, with the node as it was (restored from) */
+  private readonly trashed = new Map<string, { entry: TrashEntry; node: FNode }[]>();
+
+  private newCommit(): { id: string; ctime: number } {
+    return { id: (++this.commitCount).toString(16).padStart(40, 'c'), ctime: this.clockSec ?? now() };
+  }
+
+  private noteVersion(repoId: string, path: string): void {
+    const n = this.nodeAt(repoId, path);
+    if (n?.type !== 'file') return;
+    const k = `${repoId}\u0000${path}`;
+    const list = this.versions.get(k) ?? [];
+    if (list.length && list[list.length - 1].id === n.id) return;
+    const c = this.newCommit();
+    list.push({ commit: c.id, ctime: c.ctime, id: n.id, size: this.content(repoId, path)!.length });
+    this.versions.set(k, list);
+  }
+
+  private noteDeleted(repoId: string, path: string, node: FNode): void {
+    const c = this.newCommit();
+    const list = this.trashed.get(repoId) ?? [];
+    const size = node.type === 'file' && node.id !== ZERO ? this.blobs.get(node.id)!.length : 0;
+    list.push({
+      entry: {
+        commit_id: c.id,
+        obj_id: node.type === 'file' ? node.id : node.oid,
+        obj_name: baseOf(path),
+        is_dir: node.type === 'dir',
+        parent_dir: parentOf(path) === '/' ? '/' : `${parentOf(path)}/`,
+        size,
+        deleted_time: new Date(c.ctime * 1000).toISOString(),
+        scan_stat: null,
+      },
+      node: structuredClone(node),
+    });
+    this.trashed.set(repoId, list);
+    // the deleted file's history ends; its versions stay readable by commit (with the deletion's commit)
+    if (node.type === 'file') {
+      const k = `${repoId}\u0000${path}`;
+      this.goneVersions.push(...(this.versions.get(k) ?? []).map((v) => ({ ...v, k })));
+      this.goneVersions.push({ commit: c.id, ctime: c.ctime, id: node.id, size, k });
+      this.versions.delete(k);
+    }
+  }
+
+  private readonly goneVersions: { commit: string; ctime: number; id: string; size: number; k: string }[] = [];
+
+  private versionAt(repoId: string, path: string, commit: string) {
+    const k = `${repoId}\u0000${path}`;
+    return (
+      (this.versions.get(k) ?? []).find((w) => w.commit === commit) ??
+      this.goneVersions.find((w) => w.k === k && w.commit === commit)
+    );
+  }
+
+  async fileHistory(repoId: string, path: string): Promise<CommitRecord[]> {
+    this.hit('fileHistory');
+    const n = this.nodeAt(repoId, path);
+    if (n?.type !== 'file') throw apiError('not_found', 404, 'file history', 'File not found.');
+    return [...(this.versions.get(`${repoId}\u0000${path}`) ?? [])]
+      .map((v) => ({
+        id: v.commit,
+        parent_id: null,
+        second_parent_id: null,
+        root_id: ZERO,
+        repo_id: repoId,
+        creator: '',
+        creator_name: 'me@example.com',
+        ctime: v.ctime,
+        desc: 'Modified',
+        rev_file_id: v.id,
+        rev_file_size: v.size,
+      }))
+      .reverse();
+  }
+
+  async fileRevisionLink(repoId: string, path: string, commitId: string): Promise<string> {
+    this.hit('fileRevisionLink');
+    const v = this.versionAt(repoId, path, commitId);
+    if (!v) throw apiError('not_found', 404, 'file revision link', 'Revision not found.');
+    return `fake://files/${v.id}/${encodeURIComponent(baseOf(path))}`;
+  }
+
+  async libraryTrash(
+    repoId: string,
+    opts: { path?: string; perPage?: number; scanStat?: string | null },
+  ): Promise<{ data: TrashEntry[]; scan_stat: string | null; more: boolean }> {
+    this.hit('libraryTrash');
+    this.repo(repoId);
+    const all = [...(this.trashed.get(repoId) ?? [])].reverse().map((t) => t.entry);
+    const from = Number(opts.scanStat ?? 0);
+    const per = opts.perPage ?? 100;
+    const data = all.slice(from, from + per);
+    const more = from + per < all.length;
+    return { data, scan_stat: more ? String(from + per) : null, more };
+  }
+
+  async revertFile(repoId: string, path: string, commitId: string): Promise<void> {
+    this.hit('revertFile');
+    const v = this.versionAt(repoId, path, commitId);
+    if (!v) throw apiError('not_found', 404, 'revert file', 'File not found in that revision.');
+    this.putDir(repoId, parentOf(path));
+    this.dirAt(repoId, parentOf(path)).children.set(baseOf(path), { type: 'file', id: v.id, mtime: now() });
+    this.touch(repoId, parentOf(path));
+    this.noteVersion(repoId, path);
+  }
+
+  async revertDir(repoId: string, path: string, commitId: string): Promise<void> {
+    this.hit('revertDir');
+    const t = this.trashed.get(repoId)?.find((w) => w.entry.commit_id === commitId && w.node.type === 'dir');
+    if (!t) throw apiError('not_found', 404, 'revert folder', 'Folder not found in that revision.');
+    this.putDir(repoId, parentOf(path));
+    const d = this.dirAt(repoId, parentOf(path));
+    d.children.set(this.freeName(d, baseOf(path)), structuredClone(t.node));
+    this.touch(repoId, parentOf(path));
   }
 
   async lockFile(repoId: string, path: string): Promise<void> {
@@ -287,7 +414,9 @@ export class FakeApi implements SeafileApi {
   async deleteDir(repoId: string, path: string): Promise<void> {
     this.hit('deleteDir');
     const d = this.dirAt(repoId, parentOf(path));
-    if (!d.children.has(baseOf(path))) throw apiError('not_found', 404, 'deleteDir');
+    const gone = d.children.get(baseOf(path));
+    if (!gone) throw apiError('not_found', 404, 'deleteDir');
+    this.noteDeleted(repoId, path, gone);
     d.children.delete(baseOf(path));
     this.touch(repoId, parentOf(path));
   }
@@ -443,6 +572,8 @@ export class FakeApi implements SeafileApi {
   async deleteFile(repoId: string, path: string): Promise<void> {
     this.hit('deleteFile');
     const d = this.nodeAt(repoId, parentOf(path));
+    const gone = d?.type === 'dir' ? d.children.get(baseOf(path)) : undefined;
+    if (gone) this.noteDeleted(repoId, path, gone);
     if (d && d.type === 'dir' && d.children.delete(baseOf(path))) this.touch(repoId, parentOf(path));
   }
 
@@ -497,6 +628,7 @@ export class FakeApi implements SeafileApi {
     const id = this.store(data);
     d.children.set(final, { type: 'file', id, mtime: now() });
     this.touch(repoId, parentDir);
+    this.noteVersion(repoId, parentDir === '/' ? `/${final}` : `${parentDir}/${final}`);
     return [{ name: final, id, size: data.length }];
   }
 
@@ -613,6 +745,7 @@ export class FakeApi implements SeafileApi {
     n.id = this.store(await readFile(localFile));
     n.mtime = opts.lastModify !== undefined ? Math.floor(opts.lastModify / 1000) : now();
     this.touch(repoId, parentOf(targetFile));
+    this.noteVersion(repoId, targetFile);
     return n.id;
   }
 }
