@@ -590,7 +590,11 @@ export class FakeApi implements SeafileApi {
   async batchDelete(repoId: string, srcDir: string, names: string[]): Promise<void> {
     this.hit('batchDelete');
     const d = this.dirAt(repoId, srcDir);
-    for (const n of names) d.children.delete(n);
+    for (const n of names) {
+      const gone = d.children.get(n);
+      if (gone) this.noteDeleted(repoId, srcDir === '/' ? `/${n}` : `${srcDir}/${n}`, gone);
+      d.children.delete(n);
+    }
     this.touch(repoId, srcDir);
   }
 
