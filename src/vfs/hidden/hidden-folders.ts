@@ -66,9 +66,13 @@ export class HiddenFolders {
    * when neither path is hidden (an ordinary rename).
    */
   async rename(src: string, dst: string): Promise<boolean> {
-    const [s, dl] = [await this.which(await this.d.resolve(src)), await this.d.resolve(dst)];
-    const d = await this.which(dl);
+    // a path that does not resolve (the root of every library, a missing library) is the renamer's to refuse
+    const loc = (p: string) => this.d.resolve(p).catch(() => null);
+    const [sl, dl] = [await loc(src), await loc(dst)];
+    const s = sl && (await this.which(sl));
+    const d = dl && (await this.which(dl));
     if (!s && !d) return false;
+    if (!dl) return false;
     if (d || !s || s.view !== 'trash') throw new VfsError('EROFS', 'earlier versions and the trash are read-only');
     const parts = s.rest.split('/').filter(Boolean);
     if (parts.length !== 1) throw new VfsError('EROFS', 'only an entry of the trash itself can be restored');
