@@ -255,7 +255,17 @@ export class FakeApi implements SeafileApi {
   ): Promise<{ data: TrashEntry[]; scan_stat: string | null; more: boolean }> {
     this.hit('libraryTrash');
     this.repo(repoId);
-    const all = [...(this.trashed.get(repoId) ?? [])].reverse().map((t) => t.entry);
+    // as real servers: one entry per path (the latest deletion), none for what is back at its path
+    const seen = new Set<string>();
+    const all = [...(this.trashed.get(repoId) ?? [])]
+      .reverse()
+      .map((t) => t.entry)
+      .filter((e) => {
+        const path = `${e.parent_dir}${e.obj_name}`;
+        if (seen.has(path)) return false;
+        seen.add(path);
+        return this.nodeAt(repoId, path)?.type !== (e.is_dir ? 'dir' : 'file');
+      });
     const from = Number(opts.scanStat ?? 0);
     const per = opts.perPage ?? 100;
     const data = all.slice(from, from + per);
