@@ -194,13 +194,16 @@ describe('.seafile-history and .seafile-trash', () => {
   it('when the former path is taken again, mv gets EXDEV (it copies instead) and nothing there is overwritten', async () => {
     const { vfs, api, repo } = await setup();
     await vfs.unlink('/docs/report.txt');
-    api.putFile(repo, '/docs/report.txt', 'a new file');
+    // a folder of that name now (a file there would take the entry out of the trash)
+    api.putDir(repo, '/docs/report.txt');
+    api.putFile(repo, '/docs/report.txt/new.txt', 'a new file');
     const entry = (await vfs.readdir('/.seafile-trash'))[0];
     await expect(vfs.rename(`/.seafile-trash/${entry}`, '/docs/copy.txt')).rejects.toMatchObject({
       code: 'EXDEV',
     });
     expect(api.calls.revertFile ?? 0).toBe(0);
-    expect(api.content(repo, '/docs/report.txt')!.toString()).toBe('a new file');
+    expect(api.names(repo, '/docs')).toEqual(['report.txt']);
+    expect(api.content(repo, '/docs/report.txt/new.txt')!.toString()).toBe('a new file');
   });
 
   it('in a mount of every library, each library has its own hidden folders and a restore lands in it', async () => {
