@@ -288,7 +288,10 @@ export interface SeafileApi {
   /** a download URL of the file as it was at `commitId` (single use on real servers) */
   fileRevisionLink?(repoId: string, path: string, commitId: string): Promise<string>;
   /** one page of the library's trash; pass the previous page's `scan_stat` to continue */
-  libraryTrash?(repoId: string, opts: { path?: string; perPage?: number; scanStat?: string | null }): Promise<TrashPage>;
+  libraryTrash?(
+    repoId: string,
+    opts: { path?: string; perPage?: number; scanStat?: string | null },
+  ): Promise<TrashPage>;
   /** the file (or folder) as it was at `commitId` is put back at `path` */
   revertFile?(repoId: string, path: string, commitId: string): Promise<void>;
   revertDir?(repoId: string, path: string, commitId: string): Promise<void>;

@@ -44,11 +44,7 @@ describe('.seafile-history and .seafile-trash', () => {
   it("a file's folder lists one entry per version, named by its time, with that version's size and time", async () => {
     const { vfs } = await setup();
     const names = await vfs.readdir('/.seafile-history/docs/report.txt');
-    expect(names).toEqual([
-      name(T0, 'report.txt'),
-      name(T0 + 3600, 'report.txt'),
-      name(T0 + 7200, 'report.txt'),
-    ]);
+    expect(names).toEqual([name(T0, 'report.txt'), name(T0 + 3600, 'report.txt'), name(T0 + 7200, 'report.txt')]);
     const a = await vfs.getattr(`/.seafile-history/docs/report.txt/${names[1]}`);
     expect(a.size).toBe('version two, longer'.length);
     expect(a.mtime.getTime()).toBe((T0 + 3600) * 1000);

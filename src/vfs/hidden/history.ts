@@ -42,7 +42,11 @@ export class HistoryView {
         continue;
       }
       if (i === comps.length - 1) {
-        return { kind: 'dir', attr: this.d.attrs.dir(e.mtime, true), list: async () => [...(await this.versions(repo, path)).keys()] };
+        return {
+          kind: 'dir',
+          attr: this.d.attrs.dir(e.mtime, true),
+          list: async () => [...(await this.versions(repo, path)).keys()],
+        };
       }
       if (i < comps.length - 2) throw new VfsError('ENOTDIR', `${HISTORY_DIR}${rest}`);
       const v = (await this.versions(repo, path)).get(comps[i + 1]);

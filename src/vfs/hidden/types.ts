@@ -24,5 +24,4 @@ export interface HiddenDeps {
 }
 
 export type HiddenNode =
-  | { kind: 'dir'; attr: Attr; list: () => Promise<string[]> }
-  | { kind: 'file'; attr: Attr; remote: RemoteFile };
+  { kind: 'dir'; attr: Attr; list: () => Promise<string[]> } | { kind: 'file'; attr: Attr; remote: RemoteFile };
