@@ -65,7 +65,12 @@ describe('earlier versions and the trash in the drive', () => {
     expect(find.out).toContain('/docs/report.txt');
     expect(find.out).not.toContain('.seafile-');
     const lsa = await run('ls', ['-a', mnt]);
-    expect(lsa.out.trim().split('\n').sort()).toEqual(['.', '..', 'docs']);
+    expect(
+      lsa.out
+        .trim()
+        .split('\n')
+        .filter((n) => n !== '.' && n !== '..'),
+    ).toEqual(['docs']);
     const du = await run('du', ['-a', mnt]);
     expect(du.out).not.toContain('.seafile-');
     const dest = path.join(ctx.src, 'rsync-copy');

@@ -174,6 +174,18 @@ describe('.seafile-history and .seafile-trash', () => {
     expect((await readWhole(vfs, '/elsewhere/back.txt')).toString()).toBe('v3');
   });
 
+  it('a file whose folder was deleted after it comes back (the server recreates the folder) and moves elsewhere', async () => {
+    const { vfs, api, repo } = await setup();
+    await vfs.unlink('/docs/report.txt');
+    await vfs.rmdir('/docs');
+    expect(await vfs.readdir('/')).toEqual([]);
+    const entry = (await vfs.readdir('/.seafile-trash')).find((n) => n.endsWith(' docs%2Freport.txt'))!;
+    await vfs.rename(`/.seafile-trash/${entry}`, '/back.txt');
+    expect(api.content(repo, '/back.txt')!.toString()).toBe('v3');
+    expect(api.names(repo, '/docs')).toEqual([]);
+    expect((await vfs.readdir('/')).sort()).toEqual(['back.txt', 'docs']);
+  });
+
   it('mv of a trashed folder restores it with its content', async () => {
     const { vfs, api, repo } = await setup();
     api.putFile(repo, '/docs/inside.txt', 'inside');

@@ -71,7 +71,11 @@ export class TrashView {
       throw new VfsError('EXDEV', `${former} exists again: copying the trashed version instead of restoring it`);
     }
     await revert.call(this.d.api, repo, former, e.commit_id);
-    this.d.invalidate(repo, parentOf(former));
+    // the server creates missing parents: every folder on the way is listed afresh
+    for (let dir = parentOf(former); ; dir = parentOf(dir)) {
+      this.d.invalidate(repo, dir);
+      if (dir === '/') break;
+    }
     if (e.is_dir) this.d.invalidate(repo, former, true);
     this.forget(repo);
     this.d.log(`restored ${former} from the trash`);
