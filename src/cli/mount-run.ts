@@ -271,6 +271,13 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         log(`${path} ${on ? 'locked' : 'unlocked'} on the server`);
         return 'ok';
       },
+      // `seafs restore FILE --at TIME`: the path inside the mount and the time (ms), as JSON
+      'file-restore': async (arg) => {
+        const { path, at } = JSON.parse(arg) as { path: string; at: number };
+        const r = await vfs.restoreVersion(path, at);
+        if (!r.current) log(`${path} restored to its version "${r.name}"`);
+        return JSON.stringify(r);
+      },
     },
     async (library, password) => {
       logger.addSecret(password);

@@ -669,6 +669,19 @@ export class Vfs {
     this.meta.invalidate(loc.repo, parentOf(loc.path));
   }
 
+  /** `seafs restore FILE --at TIME`: the file's version current at `atMs` becomes current again (hidden/history.ts). */
+  async restoreVersion(p: string, atMs: number) {
+    const loc = await this.repoOf(p);
+    writable(loc);
+    const e = await this.lookup(loc.repo, loc.path);
+    if (!e) throw new VfsError('ENOENT', p);
+    if (e.type !== 'file') throw new VfsError('EISDIR', p);
+    refuseLocked(p, e);
+    // local data would be uploaded over the restored version (or read instead of it)
+    if (this.wb.get(loc.repo, loc.path)) throw new VfsError('EAGAIN', `${p} is open or not uploaded yet; try again`);
+    return this.hiddenDirs.history.restore(loc.repo, loc.path, atMs);
+  }
+
   /** Drop the downloaded data kept on disk (never data waiting for upload); returns the bytes freed. */
   clearCache(): number {
     return this.disk?.clear() ?? 0;

@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { stamp } from '../../src/vfs/hidden/names.js';
 import { remoteBytes, remoteExists, sha256, sha256File, waitRemoteFile } from '../helpers/api-check.js';
 import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
-import { mountLibrary, q, run, sh, sleep } from '../helpers/mount.js';
+import { CLI, mountLibrary, q, run, scratchDir, sh, sleep } from '../helpers/mount.js';
 
 const ctx = setupE2E(['History']);
 
@@ -58,6 +58,36 @@ describe('earlier versions and the trash in the drive', () => {
     expect(r.code, r.err).toBe(0);
   });
 
+  it('seafs restore FILE --at TIME makes the version of that time current by a revert', async () => {
+    const repo = ctx.repos.History;
+    const m = await mountLibrary(ctx.server, { library: 'History', dirCacheTime: 1, attrTimeout: 1 });
+    const file = path.join(m.mnt, 'docs', 'report.txt');
+    const env = { ...process.env, SEAFS_RUNTIME_DIR: path.join(scratchDir(), 'run') };
+    const versions = (await ctx.api.fileHistory(repo, '/docs/report.txt')).sort((a, b) => a.ctime - b.ctime);
+    const second = `${stamp(versions[1].ctime * 1000)} report.txt`;
+    const before = await sha256File(path.join(ctx.src, 'v2'));
+    // the version's name as shown in .seafile-history is a time it reads
+    const r = await run(process.execPath, [CLI, 'restore', file, '--at', second.replace(/ report\.txt$/, '')], {
+      env,
+      allowFail: true,
+    });
+    expect(r.code, r.err).toBe(0);
+    expect(r.out.trim()).toBe(`${file}: restored the version "${second}" (${24 * 1024 * 1024 + 123} bytes)`);
+    expect(sha256(await remoteBytes(ctx.api, repo, '/docs/report.txt'))).toBe(before);
+    await sleep(1100); // the mount's listing (1 s) shows the restored version
+    expect(await sha256File(file)).toBe(before);
+    const early = await run(process.execPath, [CLI, 'restore', file, '--at', '2001-01-01 00:00'], {
+      env,
+      allowFail: true,
+    });
+    expect(early.code).toBe(1);
+    expect(early.err.trim()).toBe(
+      `seafs: /docs/report.txt has no version at or before that time; the oldest version is "${stamp(versions[0].ctime * 1000)} report.txt"`,
+    );
+    const r2 = await m.unmount();
+    expect(r2.code, r2.err).toBe(0);
+  });
+
   it('find, ls -a, du and rsync -a never enter the hidden folders, which answer to their path and refuse changes', async () => {
     const m = await mountLibrary(ctx.server, { library: 'History', dirCacheTime: 1, attrTimeout: 1 });
     const mnt = m.mnt;
@@ -87,6 +117,7 @@ describe('earlier versions and the trash in the drive', () => {
     expect((await run('stat', ['-c', '%F', path.join(mnt, '.seafile-trash')])).out.trim()).toBe('directory');
 
     // every change under them is refused as on a read-only filesystem
+    const versionsBefore = (await ctx.api.fileHistory(ctx.repos.History, '/docs/report.txt')).length;
     const vdir = path.join(mnt, '.seafile-history', 'docs', 'report.txt');
     const first = (await run('ls', ['-1', vdir])).out.trim().split('\n')[0];
     const version = path.join(vdir, first);
@@ -107,7 +138,7 @@ describe('earlier versions and the trash in the drive', () => {
       expect(r.code, a).not.toBe(0);
       expect(r.err, a).toContain('Read-only file system');
     }
-    expect(await ctx.api.fileHistory(ctx.repos.History, '/docs/report.txt')).toHaveLength(4);
+    expect(await ctx.api.fileHistory(ctx.repos.History, '/docs/report.txt')).toHaveLength(versionsBefore);
     expect(await remoteExists(ctx.api, ctx.repos.History, '/docs/moved.txt')).toBe(false);
     const r = await m.unmount();
     expect(r.code, r.err).toBe(0);

@@ -1,5 +1,6 @@
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { parseTime } from '../../src/cli/file-restore.js';
 import { stamp, timeNames } from '../../src/vfs/hidden/names.js';
 import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
@@ -245,6 +246,65 @@ describe('.seafile-history and .seafile-trash', () => {
     await m.vfs.readdir('/.seafile-history/docs/report.txt');
     await m.vfs.readdir('/.seafile-history/docs/report.txt');
     expect(api.calls.fileHistory).toBe(3);
+  });
+});
+
+describe('seafs restore FILE --at TIME', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function setup() {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    for (const [i, text] of ['one', 'two!', 'three'].entries()) {
+      api.clockSec = T0 + i * 3600;
+      api.putFile(repo, '/f.txt', text);
+    }
+    api.clockSec = null;
+    const m = await makeVfs(api, { library: 'lib' });
+    cleanups.push(m.cleanup);
+    return { api, repo, ...m };
+  }
+
+  it('the version current at the time becomes current on the server by a revert', async () => {
+    const { vfs, api, repo } = await setup();
+    // half an hour after the second version: the second one
+    const r = await vfs.restoreVersion('/f.txt', (T0 + 3600 + 1800) * 1000);
+    expect(r).toEqual({ name: `${stamp((T0 + 3600) * 1000)} f.txt`, size: 4, current: false });
+    expect(api.calls.revertFile).toBe(1);
+    expect(api.calls.upload ?? 0).toBe(0);
+    expect(api.content(repo, '/f.txt')!.toString()).toBe('two!');
+    expect((await readWhole(vfs, '/f.txt')).toString()).toBe('two!');
+  });
+
+  it('a time at a version exactly picks it; the current version changes nothing', async () => {
+    const { vfs, api } = await setup();
+    expect((await vfs.restoreVersion('/f.txt', T0 * 1000)).size).toBe(3);
+    const again = await vfs.restoreVersion('/f.txt', Date.now());
+    expect(again.current).toBe(true);
+    expect(api.calls.revertFile).toBe(1);
+  });
+
+  it('a time before the first version is ENOENT naming the oldest, and a file with local changes is EAGAIN', async () => {
+    const { vfs, api, repo } = await setup();
+    await expect(vfs.restoreVersion('/f.txt', (T0 - 60) * 1000)).rejects.toThrow(
+      `the oldest version is "${stamp(T0 * 1000)} f.txt"`,
+    );
+    api.uploadGate = () => new Promise(() => {});
+    await writeWhole(vfs, '/f.txt', 'local');
+    await expect(vfs.restoreVersion('/f.txt', T0 * 1000)).rejects.toMatchObject({ code: 'EAGAIN' });
+    expect(api.calls.revertFile ?? 0).toBe(0);
+    expect(api.content(repo, '/f.txt')!.toString()).toBe('three');
+  });
+
+  it('reads the time as GNU date does, and a version name of .seafile-history', () => {
+    expect(parseTime('@1700000000')).toBe(1700000000 * 1000);
+    expect(parseTime('2026-11-20 10.15.00')).toBe(new Date(2026, 10, 20, 10, 15, 0).getTime());
+    expect(parseTime('2026-11-20 10.15.00-2')).toBe(new Date(2026, 10, 20, 10, 15, 0).getTime());
+    expect(parseTime('2026-11-20 10:15')).toBe(new Date(2026, 10, 20, 10, 15, 0).getTime());
+    expect(parseTime('not a time at all')).toBeNull();
   });
 });
 

@@ -9,7 +9,7 @@
 // mount's dir-cache-time.
 import { ZERO_ID, type CommitRecord } from '../../client/types.js';
 import { VfsError } from '../errors.js';
-import { joinPath, splitPath } from '../paths.js';
+import { joinPath, parentOf, splitPath } from '../paths.js';
 import { timeNames } from './names.js';
 import type { HiddenDeps, HiddenNode } from './types.js';
 
@@ -87,6 +87,31 @@ export class HistoryView {
     const base = path.slice(path.lastIndexOf('/') + 1);
     const names = timeNames(list.map((v) => ({ ms: v.mtimeSec * 1000, label: base })));
     return new Map(list.map((v, i) => [names[i], v.fileId === ZERO_ID ? { ...v, size: 0 } : v]));
+  }
+
+  /**
+   * `seafs restore FILE --at TIME`: the version of the file at `path` that
+   * was current at `atMs` (the latest one not after it) becomes current again
+   * by the server's revert (a new version, nothing downloaded or uploaded).
+   * `current`: it already was, nothing changed.
+   */
+  async restore(repo: string, path: string, atMs: number): Promise<{ name: string; size: number; current: boolean }> {
+    const revert = this.d.api.revertFile;
+    if (!revert) throw new VfsError('ENOTSUP', 'this server cannot revert a file');
+    this.cache.delete(`${repo}\u0000${path}`); // the versions as they are now
+    const all = [...(await this.versions(repo, path)).entries()];
+    const upTo = all.filter(([, v]) => v.mtimeSec * 1000 <= atMs);
+    const pick = upTo[upTo.length - 1];
+    if (!pick) {
+      const oldest = all[0] ? `; the oldest version is "${all[0][0]}"` : '';
+      throw new VfsError('ENOENT', `${path} has no version at or before that time${oldest}`);
+    }
+    const [name, v] = pick;
+    if (pick === all[all.length - 1]) return { name, size: v.size, current: true };
+    await revert.call(this.d.api, repo, path, v.commit);
+    this.cache.delete(`${repo}\u0000${path}`);
+    this.d.invalidate(repo, parentOf(path));
+    return { name, size: v.size, current: false };
   }
 
   forget(repo: string): void {
