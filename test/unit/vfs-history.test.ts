@@ -1,3 +1,4 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { parseTime } from '../../src/cli/file-restore.js';
@@ -68,6 +69,35 @@ describe('.seafile-history and .seafile-trash', () => {
     await writeWhole(vfs, '/docs/report.txt', 'local edit');
     const names = await vfs.readdir('/.seafile-history/docs/report.txt');
     expect((await readWhole(vfs, `/.seafile-history/docs/report.txt/${names[0]}`)).toString()).toBe('version one');
+  });
+
+  it('a large version is read in ranges and streams within the reader memory budget, never whole', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const big = randomBytes(20 * 1024 * 1024 + 77);
+    api.clockSec = T0;
+    api.putFile(repo, '/big.bin', big);
+    api.clockSec = T0 + 60;
+    api.putFile(repo, '/big.bin', 'small now');
+    api.clockSec = null;
+    const m = await makeVfs(api, { library: 'lib', reader: { memoryBytes: 4 * 1024 * 1024 } });
+    cleanups.push(m.cleanup);
+    const v = `/.seafile-history/big.bin/${name(T0, 'big.bin')}`;
+    const fh = await m.vfs.open(v, FC.O_RDONLY);
+    const hash = createHash('sha256');
+    const buf = Buffer.alloc(128 * 1024);
+    let peak = 0;
+    for (let off = 0; off < big.length; off += buf.length) {
+      const n = await m.vfs.read(v, fh, buf, buf.length, off);
+      hash.update(buf.subarray(0, n));
+      peak = Math.max(peak, m.vfs.reader.memory().used);
+    }
+    await m.vfs.release(v, fh);
+    expect(hash.digest('hex')).toBe(createHash('sha256').update(big).digest('hex'));
+    expect(peak).toBeLessThanOrEqual(4 * 1024 * 1024);
+    // through revision links, each byte fetched about once
+    expect(api.calls.fileRevisionLink).toBeGreaterThanOrEqual(1);
+    expect(api.bytesServed).toBeLessThan(big.length * 1.1);
   });
 
   it('a restore by copy (read a version, write it over the file) makes it current on the server', async () => {
