@@ -8,7 +8,6 @@ import { Readable } from 'node:stream';
 import { ApiError, type ApiErrorKind } from '../../src/client/errors.js';
 import type {
   AccountInfo,
-  CommitRecord,
   DirEntry,
   DirListing,
   DownloadLink,
@@ -18,9 +17,9 @@ import type {
   LibraryType,
   RangeDownload,
   SeafileApi,
-  TrashEntry,
   UploadedFile,
 } from '../../src/client/types.js';
+import type { CommitRecord, TrashEntry } from '../../src/client/types.js';
 import type { FileUploadStream, StartUploadStream, UploadBatch } from '../../src/client/types.js';
 import type { StreamControl, StreamSink } from '../../src/client/types.js';
 
