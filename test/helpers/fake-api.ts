@@ -288,7 +288,10 @@ export class FakeApi implements SeafileApi {
     if (!t) throw apiError('not_found', 404, 'revert folder', 'Folder not found in that revision.');
     this.putDir(repoId, parentOf(path));
     const d = this.dirAt(repoId, parentOf(path));
-    d.children.set(this.freeName(d, baseOf(path)), structuredClone(t.node));
+    // a taken name: " (n)" after the whole name, as real servers name a restored folder
+    let name = baseOf(path);
+    for (let i = 1; d.children.has(name); i++) name = `${baseOf(path)} (${i})`;
+    d.children.set(name, structuredClone(t.node));
     this.touch(repoId, parentOf(path));
   }
 

@@ -245,6 +245,29 @@ describe('.seafile-history and .seafile-trash', () => {
     expect(api.content(repo, '/docs/report.txt/new.txt')!.toString()).toBe('a new file');
   });
 
+  it('a trashed folder whose name is now a file comes back beside it and moves to the destination', async () => {
+    const { vfs, api, repo } = await setup();
+    api.putFile(repo, '/docs/inside.txt', 'inside');
+    await api.deleteDir(repo, '/docs');
+    api.putFile(repo, '/docs', 'a file named docs');
+    const entry = (await vfs.readdir('/.seafile-trash')).find((n) => n.endsWith(' docs'))!;
+    await vfs.rename(`/.seafile-trash/${entry}`, '/old-docs');
+    expect(api.calls.revertDir).toBe(1);
+    expect(api.names(repo, '/')).toEqual(['docs', 'old-docs']);
+    expect(api.content(repo, '/docs')!.toString()).toBe('a file named docs');
+    expect(api.content(repo, '/old-docs/inside.txt')!.toString()).toBe('inside');
+  });
+
+  it('a trashed file restored into another library of the mount lands there and leaves its library', async () => {
+    const { vfs, api, repo } = await setup({ allLibraries: true });
+    const other = api.addLibrary('other');
+    await vfs.unlink('/lib/docs/report.txt');
+    const entry = (await vfs.readdir('/lib/.seafile-trash'))[0];
+    await vfs.rename(`/lib/.seafile-trash/${entry}`, '/other/report.txt');
+    expect(api.content(other, '/report.txt')!.toString()).toBe('v3');
+    expect(api.names(repo, '/docs')).toEqual([]);
+  });
+
   it('in a mount of every library, each library has its own hidden folders and a restore lands in it', async () => {
     const { vfs, api, repo } = await setup({ allLibraries: true });
     expect(await vfs.readdir('/lib')).toEqual(['docs']);

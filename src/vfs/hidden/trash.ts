@@ -7,11 +7,13 @@
 //
 // `mv .seafile-trash/<entry> <dest>` restores: the server puts the file
 // (file/revert) or folder (dir/revert) back at its former path, then the
-// mount moves it to <dest> when that is elsewhere. When something already
-// holds the former path (or <dest> is in another library, or the server
-// cannot restore) the answer is EXDEV, on which mv copies the entry out
-// instead (and then reports that it cannot remove it from the read-only
-// trash): nothing at the former path is overwritten.
+// mount moves it to <dest> when that is elsewhere (another library too).
+// A folder whose former path is taken comes back beside it as "name (1)"
+// (as real servers restore it) and is moved from there. A file whose former
+// path is taken (the server would overwrite it), or any entry when the server
+// cannot restore, is EXDEV, on which mv copies the file out instead (and then
+// reports that it cannot remove it from the read-only trash): nothing at the
+// former path is overwritten.
 import type { TrashEntry } from '../../client/types.js';
 import { isNotFound, VfsError } from '../errors.js';
 import type { Loc } from '../libraries.js';
@@ -64,24 +66,33 @@ export class TrashView {
     if (!e) throw new VfsError('ENOENT', src);
     const revert = e.is_dir ? this.d.api.revertDir : this.d.api.revertFile;
     if (!revert) throw new VfsError('EXDEV', 'this server cannot restore from the trash: copying');
-    if (dstLoc.repo !== repo) throw new VfsError('EXDEV', 'restoring into another library: copying');
     if (dstLoc.readOnly) throw new VfsError('EROFS');
-    const former = formerPath(e);
-    if (await this.occupied(repo, former)) {
-      throw new VfsError('EXDEV', `${former} exists again: copying the trashed version instead of restoring it`);
+    let back = formerPath(e);
+    const taken = await this.occupied(repo, back);
+    // a file would replace what is there now: copied out instead
+    if (taken && !e.is_dir) {
+      throw new VfsError('EXDEV', `${back} exists again: copying the trashed version instead of restoring it`);
     }
-    await revert.call(this.d.api, repo, former, e.commit_id);
+    const before = taken ? new Set(await this.d.names(repo, parentOf(back))) : null;
+    await revert.call(this.d.api, repo, back, e.commit_id);
     // the server creates missing parents: every folder on the way is listed afresh
-    for (let dir = parentOf(former); ; dir = parentOf(dir)) {
+    for (let dir = parentOf(back); ; dir = parentOf(dir)) {
       this.d.invalidate(repo, dir);
       if (dir === '/') break;
     }
-    if (e.is_dir) this.d.invalidate(repo, former, true);
+    if (before) {
+      // a folder whose name is taken comes back as "name (1)" (real servers' dir/revert)
+      const added = (await this.d.names(repo, parentOf(back))).filter((n) => !before.has(n));
+      const mine = added.find((n) => n.startsWith(`${e.obj_name} (`));
+      if (!mine) throw new VfsError('EEXIST', `${back} is back already`);
+      back = joinPath(parentOf(back), mine);
+    }
+    if (e.is_dir) this.d.invalidate(repo, back, true);
     this.forget(repo);
-    this.d.log(`restored ${former} from the trash`);
-    // the mount path of the former path: the entry's mount path less its library path, plus the former path
+    this.d.log(`restored ${back} from the trash`);
+    // the restored path as a mount path: the entry's mount path less its library path, plus the path
     const prefix = src.slice(0, src.length - srcRest.length);
-    if (dstLoc.path !== former) await this.d.rename(`${prefix}${former}`, dst);
+    if (dstLoc.repo !== repo || dstLoc.path !== back) await this.d.rename(`${prefix}${back}`, dst);
   }
 
   /** something is at `path` now (asked afresh) */
