@@ -13,6 +13,7 @@ import { linkRoutes } from './api-links.js';
 import { repoRoutes } from './api-repos.js';
 import { shareRoutes } from './api-shares.js';
 import { groupRoutes } from './api-groups.js';
+import { linkHtmlRoutes } from './link-html.js';
 import { linkPageRoutes } from './link-pages.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
@@ -134,6 +135,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...historyRoutes,
     ...extraRoutes,
     ...linkPageRoutes,
+    ...linkHtmlRoutes,
   ]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
