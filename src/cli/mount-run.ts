@@ -198,6 +198,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       },
       unlockHint: (lib) => `give its password with: seafs unlock ${mnt} '${lib.name.replace(/'/g, `'\\''`)}'`,
       log: layerLog,
+      serverUrl: s.url,
     });
   } catch (e) {
     if (e instanceof WrongLibraryPassword || e instanceof UserError)

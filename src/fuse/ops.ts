@@ -35,6 +35,9 @@ const QUIET = new Set<ErrnoName>([
   'EINVAL',
   'ENAMETOOLONG',
   'EBADF',
+  // extended attributes: an absent name is ordinary (the kernel asks for security.* on writes)
+  'ENODATA',
+  'ENOTSUP',
 ]);
 
 /** calls per FUSE operation, by name */
@@ -160,6 +163,17 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
     }),
     chown: handler('chown', async (p: string, uid: number, gid: number) => {
       await vfs.chown(p, uid, gid);
+      return [];
+    }),
+    // extended attributes (src/vfs/xattrs.ts); `value` lives in libfuse memory, so it is copied
+    getxattr: handler('getxattr', async (p: string, name: string) => [await vfs.xattrs.get(p, name)]),
+    listxattr: handler('listxattr', async (p: string) => [await vfs.xattrs.list(p)]),
+    setxattr: handler('setxattr', async (p: string, name: string, value: Buffer) => {
+      await vfs.xattrs.set(p, name, Buffer.from(value));
+      return [];
+    }),
+    removexattr: handler('removexattr', async (p: string, name: string) => {
+      await vfs.xattrs.remove(p, name);
       return [];
     }),
   };
