@@ -191,9 +191,10 @@ export class Xattrs {
     if (s && s.dirty && !s.deleted) {
       const e = s.lastError;
       if (e && !unreachable(e)) return `error: ${e instanceof Error ? e.message : String(e)}`;
+      // the share sent is known for a file streamed while it is written (large files); a whole-file
+      // upload (or one refused while offline) is pending until the server has it
       const sent = this.src.streamed(s);
       if (sent !== null) return `uploading ${s.size > 0 ? Math.min(99, Math.floor((sent * 100) / s.size)) : 0}%`;
-      if (s.running) return 'uploading';
       return 'pending';
     }
     if (CONFLICT_NAME.test(baseOf(t.path))) return 'conflict';
