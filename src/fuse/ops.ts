@@ -19,6 +19,12 @@ export interface OpsOptions {
   debug?: boolean;
   /** counted into: calls per operation (for `status` and benchmarks); absent: not counted */
   counts?: OpCounts;
+  /**
+   * false: no extended-attribute operations. The kernel then answers them
+   * itself (EOPNOTSUPP) and stops asking for security.capability before
+   * every write, which it does once getxattr is answered at all.
+   */
+  xattrs?: boolean;
 }
 
 /** a failure the vfs has already told the log about (`quiet`: e.g. a locked encrypted library) */
@@ -86,7 +92,7 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
     }
   };
 
-  return {
+  const ops: Record<string, Cb> = {
     init: (cb: Cb) => cb(0),
     getattr: handler('getattr', async (p: string) => [await vfs.getattr(p)]),
     readdir: handler('readdir', async (p: string) => [await vfs.readdir(p)]),
@@ -177,4 +183,6 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       return [];
     }),
   };
+  if (opts.xattrs === false) for (const op of ['getxattr', 'listxattr', 'setxattr', 'removexattr']) delete ops[op];
+  return ops;
 }

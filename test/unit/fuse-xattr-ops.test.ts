@@ -33,6 +33,10 @@ describe('fuse xattr operations', () => {
       expect(api.calls.lockFile).toBe(1);
       // absent names are ordinary: nothing in the log
       expect(logged).toEqual([]);
+      // --no-xattrs: the operations are left out, so the kernel answers them itself
+      const off = makeOps(vfs as Vfs, { xattrs: false });
+      for (const op of ['getxattr', 'listxattr', 'setxattr', 'removexattr']) expect(off[op], op).toBeUndefined();
+      expect(off.getattr).toBeDefined();
     } finally {
       await cleanup();
     }
