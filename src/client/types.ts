@@ -281,6 +281,10 @@ export interface SeafileApi {
   /** lock a file for this account (others then cannot change it) */
   lockFile?(repoId: string, path: string): Promise<void>;
   unlockFile?(repoId: string, path: string): Promise<void>;
+  // --- optional capability: share links (the mount's user.seafile.share_link attribute) ---
+  /** the account's share links, of one library when `repoId` is given */
+  listShareLinks?(opts?: { repoId?: string; path?: string }): Promise<ShareLink[]>;
+  createShareLink?(repoId: string, path: string, opts?: { password?: string; expireDays?: number }): Promise<ShareLink>;
 
   // --- optional capability: history and trash (the mount's .seafile-history and .seafile-trash) ---
   /** the versions of a file, newest first (404 when it does not exist now) */

@@ -23,6 +23,7 @@ import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader
 import { Renamer } from './rename.js';
 import { Journal } from './write/journal.js';
 import { type FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
+import { Xattrs } from './xattrs.js';
 
 export type { Attr, StatFs } from './attrs.js';
 
@@ -56,6 +57,8 @@ export interface VfsOptions {
   probeMinMs?: number;
   probeMaxMs?: number;
   log?: (msg: string) => void;
+  /** the server's address (user.seafile.url) */
+  serverUrl?: string;
 }
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
@@ -90,6 +93,8 @@ export class Vfs {
   readonly api: SeafileApi;
   readonly net: Connectivity;
   readonly locks: LibraryLocks;
+  /** extended attributes (getfattr/setfattr), xattrs.ts */
+  readonly xattrs: Xattrs;
 
   private constructor(
     rawApi: SeafileApi,
@@ -144,7 +149,10 @@ export class Vfs {
         },
         offline: () => !this.net.online,
         // the server's version keeps the name: list the folder afresh to show it (and the copy)
-        onConflict: (repo, path) => this.meta.invalidate(repo, parentOf(path)),
+        onConflict: (repo, path, copy) => {
+          this.xattrs.noteConflict(repo, path, copy);
+          this.meta.invalidate(repo, parentOf(path));
+        },
         folderRecreated: (repo, dir) => {
           this.meta.invalidate(repo, parentOf(dir));
           this.meta.invalidateTree(repo, dir);
@@ -152,6 +160,17 @@ export class Vfs {
       },
       opts.writeBack,
     );
+    this.xattrs = new Xattrs({
+      api,
+      resolve: (p) => this.resolve(p),
+      lookup: (repo, path) => this.lookup(repo, path),
+      library: (repo) => this.libraries.byId(repo),
+      state: (repo, path) => this.wb.get(repo, path),
+      under: (repo, dir) => this.wb.under(repo, dir),
+      streamed: (s) => this.wb.streamedBytes(s),
+      setLock: (p, on) => this.setLock(p, on),
+      serverUrl: opts.serverUrl,
+    });
     // back online: what waited for the server goes now
     this.net.onBack = () => this.wb.retryNow();
     this.renamer = new Renamer({

@@ -17,6 +17,7 @@ import type {
   LibraryType,
   RangeDownload,
   SeafileApi,
+  ShareLink,
   UploadedFile,
 } from '../../src/client/types.js';
 import type { CommitRecord, TrashEntry } from '../../src/client/types.js';
@@ -28,6 +29,8 @@ interface FFile {
   id: string;
   mtime: number;
   lockedBy?: string;
+  /** the last modifier's e-mail, listed as modifier_email when set */
+  modifier?: string;
 }
 interface FDir {
   type: 'dir';
@@ -312,6 +315,46 @@ export class FakeApi implements SeafileApi {
     this.setLockOwner(repoId, path, null);
   }
 
+  /** the file's last modifier as the listing shows it */
+  setModifier(repoId: string, path: string, email: string): void {
+    const n = this.nodeAt(repoId, path);
+    if (n?.type !== 'file') throw new Error(`no file ${path}`);
+    n.modifier = email;
+    this.touch(repoId, parentOf(path));
+  }
+
+  /** share links made so far (by createShareLink or a test) */
+  readonly shareLinks: ShareLink[] = [];
+
+  async listShareLinks(opts: { repoId?: string; path?: string } = {}): Promise<ShareLink[]> {
+    this.hit('listShareLinks');
+    return this.shareLinks.filter(
+      (l) => (!opts.repoId || l.repo_id === opts.repoId) && (!opts.path || l.path === opts.path),
+    );
+  }
+
+  async createShareLink(repoId: string, path: string): Promise<ShareLink> {
+    this.hit('createShareLink');
+    const n = this.nodeAt(repoId, path);
+    if (!n) throw apiError('not_found', 404, 'create share link', 'file/folder not found.');
+    const token = (this.shareLinks.length + 1).toString(16).padStart(20, '0');
+    const link: ShareLink = {
+      username: 'me@example.com',
+      repo_id: repoId,
+      ctime: new Date().toISOString(),
+      expire_date: null,
+      token,
+      view_cnt: 0,
+      link: `https://fake.example.com/${n.type === 'dir' ? 'd' : 'f'}/${token}/`,
+      // folders are listed with a trailing slash, as real servers list them
+      path: n.type === 'dir' ? `${path}/` : path,
+      is_expired: false,
+      is_dir: n.type === 'dir',
+    };
+    this.shareLinks.push(link);
+    return link;
+  }
+
   /** lock a file as `owner` would (the fake's own account is me@example.com); null unlocks */
   setLockOwner(repoId: string, path: string, owner: string | null): void {
     const n = this.nodeAt(repoId, path);
@@ -390,7 +433,8 @@ export class FakeApi implements SeafileApi {
         const lock = n.lockedBy
           ? { is_locked: true, lock_owner: n.lockedBy, locked_by_me: n.lockedBy === 'me@example.com' }
           : {};
-        entries.push({ type: 'file', name, id: n.id, mtime: n.mtime, size, ...lock });
+        const modifier = n.modifier ? { modifier_email: n.modifier } : {};
+        entries.push({ type: 'file', name, id: n.id, mtime: n.mtime, size, ...lock, ...modifier });
       }
     }
     return { uptodate: false, oid: d.oid, entries };
