@@ -12,7 +12,7 @@ interface LockArgv {
 }
 
 /** The seafs mount holding `file`, and the path inside it ('/a/b'). */
-async function inMount(file: string): Promise<{ mnt: string; inner: string } | null> {
+export async function inMount(file: string): Promise<{ mnt: string; inner: string } | null> {
   let abs: string;
   try {
     abs = realpathSync(resolve(file));

@@ -9,6 +9,7 @@ import { statusCommand } from './status.js';
 import { cacheCommand } from './cache.js';
 import { unlockCommand } from './unlock.js';
 import { lockFileCommand, unlockFileCommand } from './file-lock.js';
+import { restoreCommand } from './file-restore.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();
@@ -23,9 +24,10 @@ await yargs(hideBin(process.argv))
   .command(unlockCommand)
   .command(lockFileCommand)
   .command(unlockFileCommand)
+  .command(restoreCommand)
   .command(demoCommand)
   .command(serveCommand)
-  .demandCommand(1, 'Name a command: mount, unmount, status, cache, unlock, lock, unlock-file, demo or serve.')
+  .demandCommand(1, 'Name a command: mount, unmount, status, cache, unlock, lock, unlock-file, restore, demo or serve.')
   .strict()
   .help()
   .alias('h', 'help')

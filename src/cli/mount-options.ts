@@ -28,6 +28,7 @@ export interface OptionSettings {
   gid?: number;
   /** octal text, as on the command line (parseUmask reads it) */
   umask?: string;
+  xattrs?: boolean;
 }
 
 type Kind = 'string' | 'number' | 'duration' | 'id' | 'octal';
@@ -58,6 +59,11 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
 const SWITCHES: Record<string, keyof OptionSettings> = {
   allow_other: 'allowOther',
   read_only: 'readOnly',
+};
+
+/** -o name -> boolean flag set to false */
+const OFF_SWITCHES: Record<string, keyof OptionSettings> = {
+  noxattr: 'xattrs',
 };
 
 /** generic options libfuse 2 passes on to the kernel mount */
@@ -106,7 +112,12 @@ function ownedByMount(name: string, hasValue: boolean): boolean {
   return /^x-/i.test(name) || (hasValue && (name === 'user' || name === 'comment'));
 }
 
-const ALL_NAMES = [...Object.keys(VALUED).map((k) => `${k}=`), ...Object.keys(SWITCHES), 'ro'];
+const ALL_NAMES = [
+  ...Object.keys(VALUED).map((k) => `${k}=`),
+  ...Object.keys(OFF_SWITCHES),
+  ...Object.keys(SWITCHES),
+  'ro',
+];
 
 /** fstab's octal escapes (`\040` for a space, `\011` tab, `\134` backslash) */
 export function unescapeOctal(s: string): string {
@@ -155,10 +166,10 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
           `-o ${name}= is refused: a secret in mount options is visible to every user (ps, /proc); use ${name}_file=FILE (first line, readable by root only)`,
         );
       }
-      const sw = SWITCHES[name];
+      const sw = SWITCHES[name] ?? OFF_SWITCHES[name];
       if (sw) {
         if (value !== undefined) throw new UserError(`-o ${given} takes no value (got ${item})`);
-        (settings as Record<string, unknown>)[sw] = true;
+        (settings as Record<string, unknown>)[sw] = SWITCHES[name] !== undefined;
         continue;
       }
       const v = VALUED[name];

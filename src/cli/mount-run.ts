@@ -46,6 +46,8 @@ export interface MountSettings {
   timeout?: number;
   /** generic mount options for the kernel mount (nosuid, noexec, ro, ...) */
   kernelOptions?: string[];
+  /** false: no extended attributes (the kernel then stops asking before every write) */
+  xattrs?: boolean;
   debug?: boolean;
 }
 
@@ -198,6 +200,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       },
       unlockHint: (lib) => `give its password with: seafs unlock ${mnt} '${lib.name.replace(/'/g, `'\\''`)}'`,
       log: layerLog,
+      serverUrl: s.url,
     });
   } catch (e) {
     if (e instanceof WrongLibraryPassword || e instanceof UserError)
@@ -221,6 +224,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       allowOther: s.allowOther,
       readAheadKb: s.readAhead,
       counts: opCounts,
+      xattrs: s.xattrs !== false,
       // other users are held to the owners and modes shown, as on a local disk
       extraOptions:
         s.allowOther && !s.kernelOptions?.includes('default_permissions')
@@ -270,6 +274,13 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         await vfs.setLock(path, on);
         log(`${path} ${on ? 'locked' : 'unlocked'} on the server`);
         return 'ok';
+      },
+      // `seafs restore FILE --at TIME`: the path inside the mount and the time (ms), as JSON
+      'file-restore': async (arg) => {
+        const { path, at } = JSON.parse(arg) as { path: string; at: number };
+        const r = await vfs.restoreVersion(path, at);
+        if (!r.current) log(`${path} restored to its version "${r.name}"`);
+        return JSON.stringify(r);
       },
     },
     async (library, password) => {

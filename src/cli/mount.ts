@@ -142,6 +142,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.cacheMaxSize !== undefined) args.push('--cache-max-size', String(argv.cacheMaxSize));
   if (argv.readAhead !== undefined) args.push('--read-ahead', String(argv.readAhead));
   if (argv.timeout !== undefined) args.push('--timeout', String(argv.timeout));
+  if (argv.xattrs === false) args.push('--no-xattrs');
   if (argv.kernelOptions?.length) args.push('-o', argv.kernelOptions.join(','));
   if (argv.retryForMs) args.push('--retry-for', `${argv.retryForMs}ms`);
   if (argv.debug) args.push('--debug');
@@ -235,6 +236,12 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         default: 30,
         describe: 'seconds a server request may wait for an answer (or between two chunks), retries included',
       })
+      .option('xattrs', {
+        type: 'boolean',
+        default: true,
+        describe:
+          'extended attributes user.seafile.* (getfattr/setfattr); --no-xattrs turns them off, which spares the kernel a question before every write',
+      })
       .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
       .option('options', {
         alias: 'o',
@@ -242,7 +249,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         array: true,
         nargs: 1,
         describe:
-          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
+          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, noxattr, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
       })
       .option('retry-for', {
         type: 'string',

@@ -222,6 +222,11 @@ export class SeafileClient implements SeafileApi {
     return history.fileRevisionLink(this.http, repoId, path, commitId);
   }
 
+  /** PUT .../dir/revert/: the folder as it was at `commitId` is put back (restoring a trashed folder). */
+  revertDir(repoId: string, path: string, commitId: string): Promise<void> {
+    return history.revertDir(this.http, repoId, path, commitId);
+  }
+
   // ---- folders (endpoints/folders.ts) ----
 
   listDir(

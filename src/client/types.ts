@@ -281,6 +281,24 @@ export interface SeafileApi {
   /** lock a file for this account (others then cannot change it) */
   lockFile?(repoId: string, path: string): Promise<void>;
   unlockFile?(repoId: string, path: string): Promise<void>;
+  // --- optional capability: share links (the mount's user.seafile.share_link attribute) ---
+  /** the account's share links, of one library when `repoId` is given */
+  listShareLinks?(opts?: { repoId?: string; path?: string }): Promise<ShareLink[]>;
+  createShareLink?(repoId: string, path: string, opts?: { password?: string; expireDays?: number }): Promise<ShareLink>;
+
+  // --- optional capability: history and trash (the mount's .seafile-history and .seafile-trash) ---
+  /** the versions of a file, newest first (404 when it does not exist now) */
+  fileHistory?(repoId: string, path: string): Promise<CommitRecord[]>;
+  /** a download URL of the file as it was at `commitId` (single use on real servers) */
+  fileRevisionLink?(repoId: string, path: string, commitId: string): Promise<string>;
+  /** one page of the library's trash; pass the previous page's `scan_stat` to continue */
+  libraryTrash?(
+    repoId: string,
+    opts: { path?: string; perPage?: number; scanStat?: string | null },
+  ): Promise<TrashPage>;
+  /** the file (or folder) as it was at `commitId` is put back at `path` */
+  revertFile?(repoId: string, path: string, commitId: string): Promise<void>;
+  revertDir?(repoId: string, path: string, commitId: string): Promise<void>;
 
   // --- optional capability: streaming GET (read path) ---
   // A GET of a download URL from byte `start` to the end of the file whose body is read

@@ -22,6 +22,8 @@ export interface FuseMountOptions {
   debug?: boolean;
   /** the FUSE operations count their calls into it */
   counts?: OpCounts;
+  /** false: the xattr operations are left out (answered ENOTSUP by the kernel, asked once) */
+  xattrs?: boolean;
   log?: (msg: string) => void;
 }
 
@@ -82,19 +84,23 @@ export async function mountVfs(vfs: Vfs, opts: FuseMountOptions): Promise<FuseMo
   const log = opts.log ?? (() => {});
   const attr = Math.max(0.1, opts.attrTimeoutSec ?? 2);
   const entry = Math.max(0.1, opts.entryTimeoutSec ?? attr);
-  const fuse = new Fuse(opts.mountpoint, makeOps(vfs, { log, debug: opts.debug, counts: opts.counts }), {
-    force: true,
-    mkdir: false,
-    fsname: `seafs:${optSafe(opts.name)}`,
-    subtype: 'seafs',
-    autoCache: true,
-    maxRead: 128 * 1024,
-    attrTimeout: attr,
-    entryTimeout: entry,
-    allowOther: !!opts.allowOther,
-    debug: !!opts.debug,
-    timeout: TIMEOUTS,
-  });
+  const fuse = new Fuse(
+    opts.mountpoint,
+    makeOps(vfs, { log, debug: opts.debug, counts: opts.counts, xattrs: opts.xattrs }),
+    {
+      force: true,
+      mkdir: false,
+      fsname: `seafs:${optSafe(opts.name)}`,
+      subtype: 'seafs',
+      autoCache: true,
+      maxRead: 128 * 1024,
+      attrTimeout: attr,
+      entryTimeout: entry,
+      allowOther: !!opts.allowOther,
+      debug: !!opts.debug,
+      timeout: TIMEOUTS,
+    },
+  );
   // fuse-native has no big_writes: without it the kernel sends 4 KiB writes
   const base = fuse._fuseOptions.bind(fuse);
   fuse._fuseOptions = () => {

@@ -19,6 +19,12 @@ export interface OpsOptions {
   debug?: boolean;
   /** counted into: calls per operation (for `status` and benchmarks); absent: not counted */
   counts?: OpCounts;
+  /**
+   * false: no extended-attribute operations. The kernel then answers them
+   * itself (EOPNOTSUPP) and stops asking for security.capability before
+   * every write, which it does once getxattr is answered at all.
+   */
+  xattrs?: boolean;
 }
 
 /** a failure the vfs has already told the log about (`quiet`: e.g. a locked encrypted library) */
@@ -35,6 +41,9 @@ const QUIET = new Set<ErrnoName>([
   'EINVAL',
   'ENAMETOOLONG',
   'EBADF',
+  // extended attributes: an absent name is ordinary (the kernel asks for security.* on writes)
+  'ENODATA',
+  'ENOTSUP',
 ]);
 
 /** calls per FUSE operation, by name */
@@ -85,7 +94,7 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
 
   const getattrWait = handler('getattr', async (p: string) => [await vfs.getattr(p)]);
 
-  return {
+  const ops: Record<string, Cb> = {
     init: (cb: Cb) => cb(0),
     getattr: (p: string, cb: Cb) => {
       // answered at once when the mount holds the answer (tree walks ask it for every file)
@@ -179,5 +188,18 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       await vfs.chown(p, uid, gid);
       return [];
     }),
+    // extended attributes (src/vfs/xattrs.ts); `value` lives in libfuse memory, so it is copied
+    getxattr: handler('getxattr', async (p: string, name: string) => [await vfs.xattrs.get(p, name)]),
+    listxattr: handler('listxattr', async (p: string) => [await vfs.xattrs.list(p)]),
+    setxattr: handler('setxattr', async (p: string, name: string, value: Buffer) => {
+      await vfs.xattrs.set(p, name, Buffer.from(value));
+      return [];
+    }),
+    removexattr: handler('removexattr', async (p: string, name: string) => {
+      await vfs.xattrs.remove(p, name);
+      return [];
+    }),
   };
+  if (opts.xattrs === false) for (const op of ['getxattr', 'listxattr', 'setxattr', 'removexattr']) delete ops[op];
+  return ops;
 }

@@ -149,8 +149,10 @@ async function trash(ctx: Ctx, r: Req): Promise<void> {
   const base = splitPath(r.query.get('path') ?? '/');
   const per = Math.max(1, Number(r.query.get('per_page') ?? 100) || 100);
   const scan = r.query.get('scan_stat');
-  const start = scan && scan !== 'null' ? scan : (await ctx.heads.get(repo.id)).commit_id;
+  const head = await ctx.heads.get(repo.id);
+  const start = scan && scan !== 'null' ? scan : head.commit_id;
   const data: Record<string, unknown>[] = [];
+  const seen = new Set<string>(); // as real servers: one entry per path in an answer, the latest deletion
   let next: string | null = null;
   let scanned = 0;
   for await (const c of commitsFrom(ctx, start)) {
@@ -166,6 +168,12 @@ async function trash(ctx: Ctx, r: Req): Promise<void> {
     await removed(ctx, parent.root_id, c.root_id, [], out);
     for (const { e, parent: dir } of out) {
       if (!base.every((b, i) => dir[i] === b)) continue;
+      const path = '/' + [...dir, e.name].join('/');
+      if (seen.has(path)) continue;
+      seen.add(path);
+      // as real servers: what is back at its path (with its type) is no longer in the trash
+      const now = await lookup(ctx.store, head.root_id, [...dir, e.name]);
+      if (now?.type === e.type) continue;
       data.push({
         commit_id: parent.id,
         obj_id: e.id,

@@ -3,6 +3,7 @@
 import { createReadStream, promises as fsp } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Ctx, Req } from './context.js';
+import type { RepoMeta, User } from './db.js';
 import { FileServerError, type HttpError, sendJson, sendText } from './http.js';
 import { parseMultipart, type UploadedPart } from './multipart.js';
 import { isValidName } from './names.js';
@@ -110,10 +111,27 @@ function lastModify(fields: Map<string, string[]>): number | undefined {
 
 export async function upload(ctx: Ctx, r: Req): Promise<void> {
   const { t, user, repo } = uploadToken(ctx, r, 'upload');
+  const stored = await storeUpload(ctx, r, { dir: t.dir, user, repo });
+  if (r.query.get('ret-json') === '1') sendJson(r.res, 200, stored);
+  else sendText(r.res, 200, stored.map((s) => s.id).join('\t'));
+}
+
+/**
+ * Receives an upload's multipart body and stores its files in `into.dir`
+ * (or below it, by `relative_path`) as `into.user`. The form's `parent_dir`
+ * must name that folder; a caller that knows it already (the upload link's
+ * web page) may let the form leave it out.
+ */
+export async function storeUpload(
+  ctx: Ctx,
+  r: Req,
+  into: { dir: string; user: User; repo: RepoMeta; impliedParent?: boolean },
+): Promise<{ name: string; id: string; size: number }[]> {
+  const { user, repo } = into;
   const { fields, files } = await receive(ctx, r, await ctx.quotaLeft(repo));
   try {
     const field = (k: string) => fields.get(k)?.[0];
-    const parentDir = field('parent_dir');
+    const parentDir = field('parent_dir') ?? (into.impliedParent ? into.dir : undefined);
     if (!parentDir) throw fsError(400, 'Invalid URL.');
     let parent: string[];
     let rel: string[];
@@ -123,7 +141,7 @@ export async function upload(ctx: Ctx, r: Req): Promise<void> {
     } catch {
       throw fsError(400, 'Invalid URL.');
     }
-    if ('/' + parent.join('/') !== t.dir) throw fsError(403, 'Permission denied.');
+    if ('/' + parent.join('/') !== into.dir) throw fsError(403, 'Permission denied.');
     if (rel.some((c) => !isValidName(c))) throw fsError(440, 'Invalid filename.');
     const root = (await ctx.heads.get(repo.id)).root_id;
     const folder = await lookup(ctx.store, root, parent);
@@ -135,7 +153,7 @@ export async function upload(ctx: Ctx, r: Req): Promise<void> {
       if (!isValidName(f.filename)) throw fsError(440, 'Invalid filename.');
     }
     for (const f of parts) await ctx.store.adoptFile(f.tmpPath, f.id);
-    const stored = await putFiles(
+    return await putFiles(
       ctx,
       user,
       repo.id,
@@ -143,8 +161,6 @@ export async function upload(ctx: Ctx, r: Req): Promise<void> {
       parts.map((f) => ({ name: f.filename, id: f.id, size: f.size, mtime: lastModify(fields) })),
       { replace: truthy(field('replace')), createParents: rel.length > 0 },
     );
-    if (r.query.get('ret-json') === '1') sendJson(r.res, 200, stored);
-    else sendText(r.res, 200, stored.map((s) => s.id).join('\t'));
   } finally {
     await discard(files);
   }

@@ -83,6 +83,37 @@ export class Form {
   }
 }
 
+const DRAIN_LIMIT = 64 << 20;
+
+/**
+ * Before an early answer (bad token, too large, over quota) the rest of the
+ * request body is read and dropped, so clients that write the whole body
+ * before reading (fetch) see the answer instead of EPIPE. Past a limit the
+ * connection is closed after the answer instead.
+ */
+export function drainBody(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    let n = 0;
+    const done = () => {
+      req.off('data', onData);
+      resolve();
+    };
+    const onData = (chunk: Buffer) => {
+      n += chunk.length;
+      if (n > DRAIN_LIMIT) {
+        res.setHeader('Connection', 'close');
+        req.pause();
+        done();
+      }
+    };
+    req.on('data', onData);
+    req.once('end', done);
+    req.once('error', done);
+    req.once('close', done);
+    req.resume();
+  });
+}
+
 const MAX_FORM_BYTES = 1 << 20;
 
 export async function readSmallBody(req: IncomingMessage): Promise<Buffer> {

@@ -13,11 +13,12 @@ import { linkRoutes } from './api-links.js';
 import { repoRoutes } from './api-repos.js';
 import { shareRoutes } from './api-shares.js';
 import { groupRoutes } from './api-groups.js';
+import { linkHtmlRoutes } from './link-html.js';
 import { linkPageRoutes } from './link-pages.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
 import { download, update, upload } from './fileserver.js';
-import { FileServerError, HttpError, parseBody, sendFileServerError, sendJson } from './http.js';
+import { drainBody, FileServerError, HttpError, parseBody, sendFileServerError, sendJson } from './http.js';
 import { Router } from './router.js';
 import { SecretBox } from './secret-box.js';
 import path from 'node:path';
@@ -85,37 +86,6 @@ function authenticate(ctx: Ctx, req: http.IncomingMessage) {
   return user;
 }
 
-const DRAIN_LIMIT = 64 << 20;
-
-/**
- * Before an early answer (bad token, too large, over quota) the rest of the
- * request body is read and dropped, so clients that write the whole body
- * before reading (fetch) see the answer instead of EPIPE. Past a limit the
- * connection is closed after the answer instead.
- */
-function drainBody(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    let n = 0;
-    const done = () => {
-      req.off('data', onData);
-      resolve();
-    };
-    const onData = (chunk: Buffer) => {
-      n += chunk.length;
-      if (n > DRAIN_LIMIT) {
-        res.setHeader('Connection', 'close');
-        req.pause();
-        done();
-      }
-    };
-    req.on('data', onData);
-    req.once('end', done);
-    req.once('error', done);
-    req.once('close', done);
-    req.resume();
-  });
-}
-
 /**
  * While a request body is arriving, the connection is closed once no byte
  * came for `ms` (a client that sent headers and then nothing holds no socket
@@ -165,6 +135,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...historyRoutes,
     ...extraRoutes,
     ...linkPageRoutes,
+    ...linkHtmlRoutes,
   ]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';

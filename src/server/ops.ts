@@ -427,7 +427,10 @@ export async function restoreDir(ctx: Ctx, user: User, repoId: string, dir: stri
           roots.get(repoId)!,
           comps,
           (entries) => {
-            name = uniqueName(entries, ent.name);
+            // as real servers: the same folder back already changes nothing; a name taken otherwise gets " (n)" (after any dot)
+            if (entries.some((e) => e.name === ent.name && e.type === 'dir' && e.id === ent.id)) return entries;
+            const taken = new Set(entries.map((e) => e.name));
+            for (let i = 1; taken.has(name); i++) name = `${ent.name} (${i})`;
             return [...entries, { ...ent, name }];
           },
           { now, modifier: user.email, createParents: true },

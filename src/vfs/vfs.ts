@@ -13,6 +13,7 @@ import { AttrShaper, statfsOf, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
 import { HandleTable } from './handles.js';
+import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
 import { LibraryLocks, watchLocked } from './library-unlock.js';
 import { MetaCache, type Listing } from './meta-cache.js';
@@ -22,6 +23,7 @@ import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader
 import { Renamer } from './rename.js';
 import { Journal } from './write/journal.js';
 import { type FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
+import { Xattrs } from './xattrs.js';
 
 export type { Attr, StatFs } from './attrs.js';
 
@@ -55,6 +57,8 @@ export interface VfsOptions {
   probeMinMs?: number;
   probeMaxMs?: number;
   log?: (msg: string) => void;
+  /** the server's address (user.seafile.url) */
+  serverUrl?: string;
 }
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
@@ -78,6 +82,8 @@ export class Vfs {
   private readonly handles = new HandleTable();
   private readonly attrs: AttrShaper;
   private readonly renamer: Renamer;
+  /** .seafile-history and .seafile-trash (src/vfs/hidden/) */
+  private readonly hiddenDirs: HiddenFolders;
   private accountCache: { at: number; info: AccountInfo } | null = null;
   private readonly log: (msg: string) => void;
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
@@ -87,6 +93,8 @@ export class Vfs {
   readonly api: SeafileApi;
   readonly net: Connectivity;
   readonly locks: LibraryLocks;
+  /** extended attributes (getfattr/setfattr), xattrs.ts */
+  readonly xattrs: Xattrs;
 
   private constructor(
     rawApi: SeafileApi,
@@ -129,6 +137,7 @@ export class Vfs {
       {
         log: this.log,
         onUploaded: (s, res, repo, path) => {
+          this.hiddenDirs.changed(repo);
           if (s.deleted) return;
           this.meta.upsert(repo, parentOf(path), {
             type: 'file',
@@ -140,7 +149,10 @@ export class Vfs {
         },
         offline: () => !this.net.online,
         // the server's version keeps the name: list the folder afresh to show it (and the copy)
-        onConflict: (repo, path) => this.meta.invalidate(repo, parentOf(path)),
+        onConflict: (repo, path, copy) => {
+          this.xattrs.noteConflict(repo, path, copy);
+          this.meta.invalidate(repo, parentOf(path));
+        },
         folderRecreated: (repo, dir) => {
           this.meta.invalidate(repo, parentOf(dir));
           this.meta.invalidateTree(repo, dir);
@@ -148,6 +160,17 @@ export class Vfs {
       },
       opts.writeBack,
     );
+    this.xattrs = new Xattrs({
+      api,
+      resolve: (p) => this.resolve(p),
+      lookup: (repo, path) => this.lookup(repo, path),
+      library: (repo) => this.libraries.byId(repo),
+      state: (repo, path) => this.wb.get(repo, path),
+      under: (repo, dir) => this.wb.under(repo, dir),
+      streamed: (s) => this.wb.streamedBytes(s),
+      setLock: (p, on) => this.setLock(p, on),
+      serverUrl: opts.serverUrl,
+    });
     // back online: what waited for the server goes now
     this.net.onBack = () => this.wb.retryNow();
     this.renamer = new Renamer({
@@ -160,6 +183,17 @@ export class Vfs {
       ensureEmpty: (repo, path) => this.ensureEmpty(repo, path),
       removeFile: (repo, path, st, e) => this.removeFile(repo, path, st, e),
       hide: (repo, src, hiddenPath) => this.hide(repo, src, hiddenPath),
+    });
+    this.hiddenDirs = new HiddenFolders({
+      api,
+      attrs: this.attrs,
+      ttlMs: dirTtl,
+      log: this.log,
+      resolve: (p) => this.resolve(p),
+      lookup: (repo, path) => this.lookup(repo, path),
+      names: async (repo, dir) => [...(await this.dir(repo, dir)).entries.keys()],
+      invalidate: (repo, dir, tree) => (tree ? this.meta.invalidateTree(repo, dir) : this.meta.invalidate(repo, dir)),
+      rename: (src, dst) => this.renamer.rename(src, dst),
     });
   }
 
@@ -255,11 +289,13 @@ export class Vfs {
       const lib = await this.libraries.byId(loc.repo);
       return this.attrs.dir(lib?.mtime ?? 0, loc.readOnly);
     }
+    const hid = await this.hiddenDirs.at(loc);
+    if (hid) return hid.attr;
     const s = this.wb.get(loc.repo, loc.path);
     // whole seconds, as the server keeps them: no change of mtime once the file is uploaded
     if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
-    const hid = this.hidden.get(`${loc.repo}\u0000${loc.path}`);
-    if (hid) return this.attrs.file(hid.size, hid.mtimeMs, loc.readOnly);
+    const gone = this.hidden.get(`${loc.repo}\u0000${loc.path}`);
+    if (gone) return this.attrs.file(gone.size, gone.mtimeMs, loc.readOnly);
     const e = await this.lookup(loc.repo, loc.path);
     if (!e) throw new VfsError('ENOENT', p);
     if (e.type === 'dir') return this.attrs.dir(e.mtime, loc.readOnly);
@@ -270,6 +306,9 @@ export class Vfs {
     const loc = await this.resolve(p);
     if (loc.repo === null) return [...(await this.libraries.byName()).keys()];
     if (loc.path === '/') await this.libraries.guardRoot(p);
+    const hid = await this.hiddenDirs.at(loc);
+    if (hid?.kind === 'dir') return hid.list();
+    if (hid) throw new VfsError('ENOTDIR', p);
     const l = await this.dir(loc.repo, loc.path);
     const names = new Set(l.entries.keys());
     for (const n of this.wb.childrenOf(loc.repo, loc.path)) names.add(n);
@@ -280,6 +319,7 @@ export class Vfs {
     const loc = await this.resolve(p);
     const attr = await this.getattr(p);
     if (mode & C.W_OK && loc.readOnly) throw new VfsError('EROFS');
+    if (mode & C.W_OK) await this.hiddenDirs.refuse(loc);
     // a file locked by someone else shows without write bits
     if (mode & C.W_OK && (attr.mode & 0o222) === 0) throw new VfsError('EACCES', `${p} is locked`);
   }
@@ -333,6 +373,12 @@ export class Vfs {
     const acc = flags & 3;
     const trunc = (flags & C.O_TRUNC) !== 0;
     const wantWrite = acc !== C.O_RDONLY || trunc;
+    const hid = await this.hiddenDirs.at(loc);
+    if (hid) {
+      if (wantWrite) throw new VfsError('EROFS', p);
+      if (hid.kind === 'dir') throw new VfsError('EISDIR', p);
+      return this.handles.add({ kind: 'remote', repo, path, remote: hid.remote, pattern: NEW_PATTERN() });
+    }
     if (wantWrite) writable(loc);
     let s = this.wb.get(repo, path);
     if (!wantWrite) {
@@ -374,6 +420,7 @@ export class Vfs {
     const loc = await this.repoOf(p, true);
     writable(loc);
     if (loc.path === '/') throw new VfsError('EISDIR');
+    await this.hiddenDirs.refuse(loc);
     checkName(baseOf(loc.path));
     const repo = loc.repo;
     let s = this.wb.get(repo, loc.path);
@@ -411,6 +458,7 @@ export class Vfs {
   async truncate(p: string, size: number): Promise<void> {
     const loc = await this.repoOf(p);
     writable(loc);
+    await this.hiddenDirs.refuse(loc);
     let s = this.wb.get(loc.repo, loc.path);
     if (!s) {
       const e = await this.lookup(loc.repo, loc.path);
@@ -483,6 +531,7 @@ export class Vfs {
   async utimens(p: string, mtimeMs: number): Promise<void> {
     const loc = await this.resolve(p);
     if (loc.repo === null || loc.path === '/') return;
+    await this.hiddenDirs.refuse(loc);
     const { repo, path } = loc;
     const ms = Math.floor(mtimeMs / 1000) * 1000;
     const s = this.wb.get(repo, path);
@@ -521,10 +570,12 @@ export class Vfs {
    */
   async chmod(p: string, _mode: number): Promise<void> {
     await this.getattr(p);
+    await this.hiddenDirs.refuse(await this.resolve(p));
   }
 
   async chown(p: string, _uid: number, _gid: number): Promise<void> {
     await this.getattr(p);
+    await this.hiddenDirs.refuse(await this.resolve(p));
   }
 
   // ---- namespace changes ----
@@ -535,6 +586,7 @@ export class Vfs {
     if (s) remote = (await this.wb.discard(s)) ?? remote;
     if (remote) await this.api.deleteFile(repo, remote);
     this.meta.remove(repo, parentOf(path), baseOf(path));
+    this.hiddenDirs.changed(repo);
   }
 
   async unlink(p: string): Promise<void> {
@@ -542,6 +594,7 @@ export class Vfs {
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM');
     writable(loc);
+    await this.hiddenDirs.refuse(loc);
     if (this.hidden.delete(`${loc.repo}\u0000${loc.path}`)) return;
     const s = this.wb.get(loc.repo, loc.path);
     const e = await this.lookup(loc.repo, loc.path);
@@ -570,6 +623,7 @@ export class Vfs {
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EEXIST');
     writable(loc);
+    await this.hiddenDirs.refuse(loc);
     const name = baseOf(loc.path);
     checkName(name);
     const dir = parentOf(loc.path);
@@ -584,6 +638,7 @@ export class Vfs {
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM', 'a library is removed on the server, not here');
     writable(loc);
+    await this.hiddenDirs.refuse(loc);
     const e = await this.lookup(loc.repo, loc.path);
     if (!e) {
       if (this.wb.get(loc.repo, loc.path)) throw new VfsError('ENOTDIR', p);
@@ -594,6 +649,7 @@ export class Vfs {
     await this.api.deleteDir(loc.repo, loc.path);
     this.meta.remove(loc.repo, parentOf(loc.path), baseOf(loc.path));
     this.meta.invalidateTree(loc.repo, loc.path);
+    this.hiddenDirs.changed(loc.repo);
   }
 
   /** ENOTEMPTY unless the folder is empty on the server (checked afresh) and locally. */
@@ -603,7 +659,8 @@ export class Vfs {
     if (l.entries.size > 0) throw new VfsError('ENOTEMPTY', path);
   }
 
-  rename(src: string, dst: string): Promise<void> {
+  async rename(src: string, dst: string): Promise<void> {
+    if (await this.hiddenDirs.rename(src, dst)) return;
     return this.renamer.rename(src, dst);
   }
 
@@ -651,6 +708,19 @@ export class Vfs {
     if (!call) throw new VfsError('ENOTSUP', 'this server does not lock files');
     await call.call(this.api, loc.repo, loc.path);
     this.meta.invalidate(loc.repo, parentOf(loc.path));
+  }
+
+  /** `seafs restore FILE --at TIME`: the file's version current at `atMs` becomes current again (hidden/history.ts). */
+  async restoreVersion(p: string, atMs: number) {
+    const loc = await this.repoOf(p);
+    writable(loc);
+    const e = await this.lookup(loc.repo, loc.path);
+    if (!e) throw new VfsError('ENOENT', p);
+    if (e.type !== 'file') throw new VfsError('EISDIR', p);
+    refuseLocked(p, e);
+    // local data would be uploaded over the restored version (or read instead of it)
+    if (this.wb.get(loc.repo, loc.path)) throw new VfsError('EAGAIN', `${p} is open or not uploaded yet; try again`);
+    return this.hiddenDirs.history.restore(loc.repo, loc.path, atMs);
   }
 
   /** Drop the downloaded data kept on disk (never data waiting for upload); returns the bytes freed. */

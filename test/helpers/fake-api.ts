@@ -17,8 +17,10 @@ import type {
   LibraryType,
   RangeDownload,
   SeafileApi,
+  ShareLink,
   UploadedFile,
 } from '../../src/client/types.js';
+import type { CommitRecord, TrashEntry } from '../../src/client/types.js';
 import type { FileUploadStream, StartUploadStream, UploadBatch } from '../../src/client/types.js';
 import type { StreamControl, StreamSink } from '../../src/client/types.js';
 
@@ -27,6 +29,8 @@ interface FFile {
   id: string;
   mtime: number;
   lockedBy?: string;
+  /** the last modifier's e-mail, listed as modifier_email when set */
+  modifier?: string;
 }
 interface FDir {
   type: 'dir';
@@ -154,6 +158,144 @@ export class FakeApi implements SeafileApi {
     const d = this.dirAt(repoId, parentOf(path));
     d.children.set(baseOf(path), { type: 'file', id: this.store(Buffer.from(data)), mtime: now() });
     this.touch(repoId, parentOf(path));
+    this.noteVersion(repoId, path);
+  }
+
+  // ---- history and trash: a commit per change of a file's content, a trash entry per delete ----
+
+  /** the time (seconds) the next commit gets; null: now */
+  clockSec: number | null = null;
+  private commitCount = 0;
+  /** per repo and path: the file's versions, oldest first */
+  private readonly versions = new Map<string, { commit: string; ctime: number; id: string; size: number }[]>();
+  /** per repo: deleted entries, with the node as it was (restored from) */
+  private readonly trashed = new Map<string, { entry: TrashEntry; node: FNode }[]>();
+
+  private newCommit(): { id: string; ctime: number } {
+    return { id: (++this.commitCount).toString(16).padStart(40, 'c'), ctime: this.clockSec ?? now() };
+  }
+
+  private noteVersion(repoId: string, path: string): void {
+    const n = this.nodeAt(repoId, path);
+    if (n?.type !== 'file') return;
+    const k = `${repoId}\u0000${path}`;
+    const list = this.versions.get(k) ?? [];
+    if (list.length && list[list.length - 1].id === n.id) return;
+    const c = this.newCommit();
+    list.push({ commit: c.id, ctime: c.ctime, id: n.id, size: this.content(repoId, path)!.length });
+    this.versions.set(k, list);
+  }
+
+  private noteDeleted(repoId: string, path: string, node: FNode): void {
+    const c = this.newCommit();
+    const list = this.trashed.get(repoId) ?? [];
+    const size = node.type === 'file' && node.id !== ZERO ? this.blobs.get(node.id)!.length : 0;
+    list.push({
+      entry: {
+        commit_id: c.id,
+        obj_id: node.type === 'file' ? node.id : node.oid,
+        obj_name: baseOf(path),
+        is_dir: node.type === 'dir',
+        parent_dir: parentOf(path) === '/' ? '/' : `${parentOf(path)}/`,
+        size,
+        deleted_time: new Date(c.ctime * 1000).toISOString(),
+        scan_stat: null,
+      },
+      node: structuredClone(node),
+    });
+    this.trashed.set(repoId, list);
+    // the deleted file's history ends; its versions stay readable by commit (with the deletion's commit)
+    if (node.type === 'file') {
+      const k = `${repoId}\u0000${path}`;
+      this.goneVersions.push(...(this.versions.get(k) ?? []).map((v) => ({ ...v, k })));
+      this.goneVersions.push({ commit: c.id, ctime: c.ctime, id: node.id, size, k });
+      this.versions.delete(k);
+    }
+  }
+
+  private readonly goneVersions: { commit: string; ctime: number; id: string; size: number; k: string }[] = [];
+
+  private versionAt(repoId: string, path: string, commit: string) {
+    const k = `${repoId}\u0000${path}`;
+    return (
+      (this.versions.get(k) ?? []).find((w) => w.commit === commit) ??
+      this.goneVersions.find((w) => w.k === k && w.commit === commit)
+    );
+  }
+
+  async fileHistory(repoId: string, path: string): Promise<CommitRecord[]> {
+    this.hit('fileHistory');
+    const n = this.nodeAt(repoId, path);
+    if (n?.type !== 'file') throw apiError('not_found', 404, 'file history', 'File not found.');
+    return [...(this.versions.get(`${repoId}\u0000${path}`) ?? [])]
+      .map((v) => ({
+        id: v.commit,
+        parent_id: null,
+        second_parent_id: null,
+        root_id: ZERO,
+        repo_id: repoId,
+        creator: '',
+        creator_name: 'me@example.com',
+        ctime: v.ctime,
+        desc: 'Modified',
+        rev_file_id: v.id,
+        rev_file_size: v.size,
+      }))
+      .reverse();
+  }
+
+  async fileRevisionLink(repoId: string, path: string, commitId: string): Promise<string> {
+    this.hit('fileRevisionLink');
+    const v = this.versionAt(repoId, path, commitId);
+    if (!v) throw apiError('not_found', 404, 'file revision link', 'Revision not found.');
+    return `fake://files/${v.id}/${encodeURIComponent(baseOf(path))}`;
+  }
+
+  async libraryTrash(
+    repoId: string,
+    opts: { path?: string; perPage?: number; scanStat?: string | null },
+  ): Promise<{ data: TrashEntry[]; scan_stat: string | null; more: boolean }> {
+    this.hit('libraryTrash');
+    this.repo(repoId);
+    // as real servers: one entry per path (the latest deletion), none for what is back at its path
+    const seen = new Set<string>();
+    const all = [...(this.trashed.get(repoId) ?? [])]
+      .reverse()
+      .map((t) => t.entry)
+      .filter((e) => {
+        const path = `${e.parent_dir}${e.obj_name}`;
+        if (seen.has(path)) return false;
+        seen.add(path);
+        return this.nodeAt(repoId, path)?.type !== (e.is_dir ? 'dir' : 'file');
+      });
+    const from = Number(opts.scanStat ?? 0);
+    const per = opts.perPage ?? 100;
+    const data = all.slice(from, from + per);
+    const more = from + per < all.length;
+    return { data, scan_stat: more ? String(from + per) : null, more };
+  }
+
+  async revertFile(repoId: string, path: string, commitId: string): Promise<void> {
+    this.hit('revertFile');
+    const v = this.versionAt(repoId, path, commitId);
+    if (!v) throw apiError('not_found', 404, 'revert file', 'File not found in that revision.');
+    this.putDir(repoId, parentOf(path));
+    this.dirAt(repoId, parentOf(path)).children.set(baseOf(path), { type: 'file', id: v.id, mtime: now() });
+    this.touch(repoId, parentOf(path));
+    this.noteVersion(repoId, path);
+  }
+
+  async revertDir(repoId: string, path: string, commitId: string): Promise<void> {
+    this.hit('revertDir');
+    const t = this.trashed.get(repoId)?.find((w) => w.entry.commit_id === commitId && w.node.type === 'dir');
+    if (!t) throw apiError('not_found', 404, 'revert folder', 'Folder not found in that revision.');
+    this.putDir(repoId, parentOf(path));
+    const d = this.dirAt(repoId, parentOf(path));
+    // a taken name: " (n)" after the whole name, as real servers name a restored folder
+    let name = baseOf(path);
+    for (let i = 1; d.children.has(name); i++) name = `${baseOf(path)} (${i})`;
+    d.children.set(name, structuredClone(t.node));
+    this.touch(repoId, parentOf(path));
   }
 
   async lockFile(repoId: string, path: string): Promise<void> {
@@ -171,6 +313,46 @@ export class FakeApi implements SeafileApi {
     if (n.lockedBy && n.lockedBy !== 'me@example.com')
       throw apiError('forbidden', 403, 'unlock file', 'File is locked');
     this.setLockOwner(repoId, path, null);
+  }
+
+  /** the file's last modifier as the listing shows it */
+  setModifier(repoId: string, path: string, email: string): void {
+    const n = this.nodeAt(repoId, path);
+    if (n?.type !== 'file') throw new Error(`no file ${path}`);
+    n.modifier = email;
+    this.touch(repoId, parentOf(path));
+  }
+
+  /** share links made so far (by createShareLink or a test) */
+  readonly shareLinks: ShareLink[] = [];
+
+  async listShareLinks(opts: { repoId?: string; path?: string } = {}): Promise<ShareLink[]> {
+    this.hit('listShareLinks');
+    return this.shareLinks.filter(
+      (l) => (!opts.repoId || l.repo_id === opts.repoId) && (!opts.path || l.path === opts.path),
+    );
+  }
+
+  async createShareLink(repoId: string, path: string): Promise<ShareLink> {
+    this.hit('createShareLink');
+    const n = this.nodeAt(repoId, path);
+    if (!n) throw apiError('not_found', 404, 'create share link', 'file/folder not found.');
+    const token = (this.shareLinks.length + 1).toString(16).padStart(20, '0');
+    const link: ShareLink = {
+      username: 'me@example.com',
+      repo_id: repoId,
+      ctime: new Date().toISOString(),
+      expire_date: null,
+      token,
+      view_cnt: 0,
+      link: `https://fake.example.com/${n.type === 'dir' ? 'd' : 'f'}/${token}/`,
+      // folders are listed with a trailing slash, as real servers list them
+      path: n.type === 'dir' ? `${path}/` : path,
+      is_expired: false,
+      is_dir: n.type === 'dir',
+    };
+    this.shareLinks.push(link);
+    return link;
   }
 
   /** lock a file as `owner` would (the fake's own account is me@example.com); null unlocks */
@@ -251,7 +433,8 @@ export class FakeApi implements SeafileApi {
         const lock = n.lockedBy
           ? { is_locked: true, lock_owner: n.lockedBy, locked_by_me: n.lockedBy === 'me@example.com' }
           : {};
-        entries.push({ type: 'file', name, id: n.id, mtime: n.mtime, size, ...lock });
+        const modifier = n.modifier ? { modifier_email: n.modifier } : {};
+        entries.push({ type: 'file', name, id: n.id, mtime: n.mtime, size, ...lock, ...modifier });
       }
     }
     return { uptodate: false, oid: d.oid, entries };
@@ -287,7 +470,9 @@ export class FakeApi implements SeafileApi {
   async deleteDir(repoId: string, path: string): Promise<void> {
     this.hit('deleteDir');
     const d = this.dirAt(repoId, parentOf(path));
-    if (!d.children.has(baseOf(path))) throw apiError('not_found', 404, 'deleteDir');
+    const gone = d.children.get(baseOf(path));
+    if (!gone) throw apiError('not_found', 404, 'deleteDir');
+    this.noteDeleted(repoId, path, gone);
     d.children.delete(baseOf(path));
     this.touch(repoId, parentOf(path));
   }
@@ -443,6 +628,8 @@ export class FakeApi implements SeafileApi {
   async deleteFile(repoId: string, path: string): Promise<void> {
     this.hit('deleteFile');
     const d = this.nodeAt(repoId, parentOf(path));
+    const gone = d?.type === 'dir' ? d.children.get(baseOf(path)) : undefined;
+    if (gone) this.noteDeleted(repoId, path, gone);
     if (d && d.type === 'dir' && d.children.delete(baseOf(path))) this.touch(repoId, parentOf(path));
   }
 
@@ -459,7 +646,11 @@ export class FakeApi implements SeafileApi {
   async batchDelete(repoId: string, srcDir: string, names: string[]): Promise<void> {
     this.hit('batchDelete');
     const d = this.dirAt(repoId, srcDir);
-    for (const n of names) d.children.delete(n);
+    for (const n of names) {
+      const gone = d.children.get(n);
+      if (gone) this.noteDeleted(repoId, srcDir === '/' ? `/${n}` : `${srcDir}/${n}`, gone);
+      d.children.delete(n);
+    }
     this.touch(repoId, srcDir);
   }
 
@@ -497,6 +688,7 @@ export class FakeApi implements SeafileApi {
     const id = this.store(data);
     d.children.set(final, { type: 'file', id, mtime: now() });
     this.touch(repoId, parentDir);
+    this.noteVersion(repoId, parentDir === '/' ? `/${final}` : `${parentDir}/${final}`);
     return [{ name: final, id, size: data.length }];
   }
 
@@ -613,6 +805,7 @@ export class FakeApi implements SeafileApi {
     n.id = this.store(await readFile(localFile));
     n.mtime = opts.lastModify !== undefined ? Math.floor(opts.lastModify / 1000) : now();
     this.touch(repoId, parentOf(targetFile));
+    this.noteVersion(repoId, targetFile);
     return n.id;
   }
 }

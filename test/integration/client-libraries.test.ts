@@ -230,6 +230,25 @@ describe('history and trash', () => {
     expect(one).toMatchObject({ is_dir: false, size: 1 });
     expect(one.parent_dir.replace(/\/$/, '')).toBe('/d');
   });
+
+  it('restores a trashed folder with revertDir and a trashed file with revertFile, at their commits', async () => {
+    const id = (await admin.createLibrary('Restore')).repo_id;
+    await admin.mkdir(id, '/keep/inner', { createParents: true });
+    await put(admin, id, '/keep/inner', 'k.txt', 'kept');
+    await put(admin, id, '/', 'f.txt', 'file');
+    await admin.deleteDir(id, '/keep');
+    await admin.deleteFile(id, '/f.txt');
+    const trash = (await admin.libraryTrash(id)).data;
+    const dir = trash.find((e) => e.obj_name === 'keep')!;
+    const file = trash.find((e) => e.obj_name === 'f.txt')!;
+    await admin.revertDir(id, '/keep', dir.commit_id);
+    await admin.revertFile(id, '/f.txt', file.commit_id);
+    const listing = await admin.listDir(id, '/keep/inner');
+    expect(listing.uptodate ? [] : listing.entries.map((e) => e.name)).toEqual(['k.txt']);
+    expect((await admin.fileDetail(id, '/f.txt')).size).toBe(4);
+    // back at their paths: no longer in the trash
+    expect((await admin.libraryTrash(id)).data).toEqual([]);
+  });
 });
 
 describe('persistence', () => {

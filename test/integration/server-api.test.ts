@@ -589,6 +589,28 @@ describe('history, revisions, revert, trash', () => {
     expect((await call('DELETE', `/api/v2.1/repos/${repo}/trash/`)).json).toEqual({ success: true });
     expect((await call('GET', `/api/v2.1/repos/${repo}/trash/`)).json.data).toEqual([]);
   });
+
+  it('lists a path deleted twice once (the latest deletion) and no longer lists it once it is restored, as real servers', async () => {
+    const gone = async () =>
+      (
+        (await call('GET', `/api/v2.1/repos/${repo}/trash/`)).json.data as { obj_name: string; commit_id: string }[]
+      ).filter((e) => e.obj_name === 'twice.txt');
+    await uploadTo(await uploadLink('/'), '/', { 'twice.txt': 'first' });
+    await call('DELETE', `/api2/repos/${repo}/file/`, { query: { p: '/twice.txt' } });
+    await uploadTo(await uploadLink('/'), '/', { 'twice.txt': 'second' });
+    await call('DELETE', `/api2/repos/${repo}/file/`, { query: { p: '/twice.txt' } });
+    const listed = await gone();
+    expect(listed).toHaveLength(1);
+    const rev = await call('GET', `/api2/repos/${repo}/file/revision/`, {
+      query: { p: '/twice.txt', commit_id: listed[0].commit_id },
+    });
+    expect(await (await fetch(rev.json)).text()).toBe('second');
+    await call('PUT', `/api2/repos/${repo}/file/revert/`, {
+      form: { p: '/twice.txt', commit_id: listed[0].commit_id },
+    });
+    expect((await fetchFile('/twice.txt')).body.toString()).toBe('second');
+    expect(await gone()).toEqual([]);
+  });
 });
 
 describe('starred, search, share and upload links', () => {

@@ -53,7 +53,7 @@ describe('library download info', () => {
 });
 
 describe('trash restore', () => {
-  it('a deleted folder listed in the trash comes back with dir/revert at its commit, under a new name when it is back already', async () => {
+  it('a deleted folder listed in the trash comes back with dir/revert at its commit, under a new name when another folder holds its name', async () => {
     await admin('POST', `/api2/repos/${repo}/dir/`, {
       query: { p: '/old/deep' },
       form: { operation: 'mkdir', create_parents: 'true' },
@@ -74,12 +74,28 @@ describe('trash restore', () => {
     expect(back.json).toEqual({ success: true });
     const dl = await admin('GET', `/api2/repos/${repo}/file/`, { query: { p: '/old/deep/kept.txt' } });
     expect(await (await fetch(dl.json)).text()).toBe('kept content');
-    // a second restore while the folder is back lands beside it under a new name
+    const rootNames = async () =>
+      ((await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json as { name: string }[])
+        .map((e) => e.name)
+        .sort();
+    // a second restore while the same folder is back changes nothing (real servers skip it)
+    const head = async () => (await admin('GET', `/api2/repos/${repo}/history/`)).json.commits[0].id as string;
+    const before = await head();
     await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/old', commit_id: item.commit_id } });
-    const names = (
-      (await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json as { name: string }[]
-    ).map((e) => e.name);
-    expect(names.sort()).toEqual(['old', 'old (1)']);
+    expect(await rootNames()).toEqual(['old']);
+    expect(await head()).toBe(before);
+    // once the folder there differs, the restore lands beside it with " (1)" after the whole name
+    await uploadTo(link, '/old/deep', { 'new.txt': 'new' });
+    await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/old', commit_id: item.commit_id } });
+    expect(await rootNames()).toEqual(['old', 'old (1)']);
+    await admin('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/v1.0' }, form: { operation: 'mkdir' } });
+    await admin('DELETE', `/api2/repos/${repo}/dir/`, { query: { p: '/v1.0' } });
+    const dotted = ((await admin('GET', `/api/v2.1/repos/${repo}/trash/`)).json.data as typeof trash).find(
+      (e) => e.obj_name === 'v1.0',
+    )!;
+    await admin('POST', `/api2/repos/${repo}/file/`, { query: { p: '/v1.0' }, form: { operation: 'create' } });
+    await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/v1.0', commit_id: dotted.commit_id } });
+    expect(await rootNames()).toEqual(['old', 'old (1)', 'v1.0', 'v1.0 (1)']);
     expect(
       (await admin('PUT', `/api2/repos/${repo}/dir/revert/`, { form: { p: '/nothing', commit_id: item.commit_id } }))
         .status,

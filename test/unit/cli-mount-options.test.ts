@@ -30,6 +30,11 @@ describe('mount sources and -o options', () => {
     expect(r.kernel).toEqual([]);
   });
 
+  it('noxattr turns the extended attributes off (and takes no value)', () => {
+    expect(parseMountOptions(['noxattr,allow_other']).settings).toEqual({ xattrs: false, allowOther: true });
+    expect(() => parseMountOptions(['noxattr=1'])).toThrowError(/noxattr takes no value/);
+  });
+
   it('accepts dashes for underscores, numbers, durations and several -o lists', () => {
     const r = parseMountOptions([
       'attr-timeout=5,dir_cache_time=30',

@@ -1,5 +1,6 @@
 // History endpoints: a library's commits (api2 and v2.1 pages), its trash,
-// a file's revisions and a download link of one revision.
+// a file's revisions, a download link of one revision, and a folder put back
+// from a commit (the trash's restore of a folder; files: files.ts revertFile).
 import type { HttpCore } from '../http.js';
 import type { CommitRecord, LibraryHistory, LibraryHistoryPage, TrashPage } from '../types.js';
 import { expectArray, expectObject, expectString } from './expect.js';
@@ -87,4 +88,16 @@ export async function fileRevisionLink(
     retry: 'read',
   });
   return expectString(op, r.value);
+}
+
+/** PUT /api2/repos/{id}/dir/revert/: the folder `path` as it was at `commitId` is put back (a trashed folder restored). */
+export async function revertDir(http: HttpCore, repoId: string, path: string, commitId: string): Promise<void> {
+  await http.done({
+    op: 'revert folder',
+    method: 'PUT',
+    repo: repoId,
+    url: repoPath(repoId, 'dir/revert/'),
+    form: { p: q(path), commit_id: commitId },
+    retry: 'write',
+  });
 }

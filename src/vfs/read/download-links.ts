@@ -1,8 +1,11 @@
 // Download links of the read engine: one reusable link per file version,
 // renewed before it expires, and a GET on it that asks for a fresh link once
-// when the server refuses the old one (expired or spent).
+// when the server refuses the old one (expired or spent). An earlier version
+// (`commit` set) is read through revision links, which real servers give out
+// for one use only: a fresh one per GET.
 import { ApiError } from '../../client/errors.js';
 import type { RangeDownload, SeafileApi } from '../../client/types.js';
+import { VfsError } from '../errors.js';
 import type { ReaderStats, RemoteFile } from './types.js';
 
 export class DownloadLinks {
@@ -18,6 +21,7 @@ export class DownloadLinks {
 
   /** A reusable download link for this version of the file, renewed before it expires. */
   async link(f: RemoteFile, renew = false): Promise<string> {
+    if (f.commit) return this.revisionLink(f, f.commit);
     const k = `${f.repo}\u0000${f.path}\u0000${f.version}`;
     const hit = this.links.get(k);
     if (hit && !renew) {
@@ -44,6 +48,12 @@ export class DownloadLinks {
     this.links.set(k, { url: '', at: 0, p });
     if (this.links.size > 10_000) this.links.delete(this.links.keys().next().value as string);
     return p;
+  }
+
+  private async revisionLink(f: RemoteFile, commit: string): Promise<string> {
+    if (!this.api.fileRevisionLink) throw new VfsError('ENOTSUP', 'this server gives no earlier versions');
+    this.stats.linkRequests++;
+    return this.api.fileRevisionLink(f.repo, f.path, commit);
   }
 
   /** A GET of the file (a range of it) through the API client. */

@@ -11,6 +11,8 @@ export interface RemoteFile {
   size: number;
   /** identifies the content: the file id, or a synthetic key when the id is unknown */
   version: string;
+  /** an earlier version: the file at `path` as it was at this commit (read through revision links) */
+  commit?: string;
 }
 
 /** Per open handle: where the last read ended and the current readahead window. */

@@ -1,0 +1,64 @@
+// `seafs restore FILE --at TIME`: the version of a file of a mounted library
+// that was current at TIME becomes current again, by the server's revert
+// (a new version; nothing is downloaded or uploaded), through the mount that
+// holds FILE. TIME is anything GNU date reads ("yesterday 17:00", "last
+// tuesday", "2026-11-20 10:15") or a version's name in .seafile-history
+// ("2026-11-20 10.15.00").
+import { execFileSync } from 'node:child_process';
+import type { CommandModule } from 'yargs';
+import { inMount } from './file-lock.js';
+import { queryControl } from './mount-control.js';
+
+interface RestoreArgv {
+  path: string;
+  at: string;
+}
+
+/** TIME as epoch ms in the local time zone; null when it cannot be read */
+export function parseTime(text: string): number | null {
+  // a version's name: dots between the hours, minutes and seconds
+  const t = text
+    .trim()
+    .replace(/(\d{1,2})\.(\d\d)(?:\.(\d\d))?(-\d+)?$/, (_m, h, mi, se) => `${h}:${mi}:${se ?? '00'}`);
+  try {
+    const out = execFileSync('date', ['-d', t, '+%s'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const sec = Number(out.trim());
+    if (Number.isFinite(sec)) return sec * 1000;
+  } catch {
+    /* not GNU date, or a time it cannot read */
+  }
+  const ms = Date.parse(t);
+  return Number.isFinite(ms) ? ms : null;
+}
+
+export const restoreCommand: CommandModule<object, RestoreArgv> = {
+  command: 'restore <path>',
+  describe: 'Make the version of a file current at a time (--at) its current version again (server-side revert)',
+  builder: (y) =>
+    y.positional('path', { type: 'string', demandOption: true, describe: 'a file on a seafs mount' }).option('at', {
+      type: 'string',
+      demandOption: true,
+      describe: 'the time: "yesterday 17:00", "2026-11-20 10:15" or a version name of .seafile-history',
+    }) as never,
+  handler: async (argv) => {
+    const fail = (msg: string) => {
+      process.stderr.write(`seafs: ${msg}\n`);
+      process.exit(1);
+    };
+    const at = parseTime(argv.at);
+    if (at === null) return fail(`cannot read the time "${argv.at}"`);
+    const where = await inMount(argv.path);
+    if (!where) return fail(`${argv.path} is not on a seafs mount`);
+    const answer = await queryControl(where.mnt, `file-restore ${JSON.stringify({ path: where.inner, at })}`, 60_000);
+    if (!answer || answer.startsWith('error ')) {
+      return fail(answer ? answer.replace(/^error ([A-Z]+: )?/, '') : `no seafs mount answers at ${where.mnt}`);
+    }
+    const r = JSON.parse(answer) as { name: string; size: number; current: boolean };
+    process.stdout.write(
+      r.current
+        ? `${argv.path}: already the version "${r.name}" (${r.size} bytes); nothing changed\n`
+        : `${argv.path}: restored the version "${r.name}" (${r.size} bytes)\n`,
+    );
+    process.exit(0);
+  },
+};

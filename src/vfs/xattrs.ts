@@ -1,0 +1,273 @@
+// Extended attributes of the files and folders of a library (getfattr,
+// setfattr): what the mount knows about each one, read from the listing cache
+// and the write-back table, so `getfattr -d -R` over a large tree asks the
+// server nothing per file. Only the share link may need the server: the
+// links of a library are listed once (and kept a minute); a link is created
+// only when `user.seafile.share_link` is read by name and none exists, and
+// that name is listed only once a link exists, so `getfattr -d` (which reads
+// every listed name) never creates links. `user.seafile.lock` is writable
+// (1/0 locks or unlocks) and readable but not listed, so that copying a file
+// with its attributes (cp -a, rsync -X) never locks the copy.
+import type { DirEntry, Library, SeafileApi, ShareLink } from '../client/types.js';
+import { unreachable } from './connectivity.js';
+import { VfsError } from './errors.js';
+import type { Loc } from './libraries.js';
+import { baseOf } from './paths.js';
+import type { FileState } from './write/file-state.js';
+
+export const XATTR = {
+  id: 'user.seafile.id',
+  library: 'user.seafile.library',
+  modifier: 'user.seafile.modifier',
+  status: 'user.seafile.status',
+  lockedBy: 'user.seafile.locked_by',
+  lock: 'user.seafile.lock',
+  shareLink: 'user.seafile.share_link',
+  url: 'user.seafile.url',
+} as const;
+
+/** what the attributes are computed from (the vfs passes its own) */
+export interface XattrSources {
+  api: SeafileApi;
+  resolve(p: string): Promise<Loc>;
+  /** the remote entry at a library path, from the listing cache (null: not on the server) */
+  lookup(repo: string, path: string): Promise<DirEntry | null>;
+  library(repo: string): Promise<Library | undefined>;
+  /** local data of a file (the write-back table) */
+  state(repo: string, path: string): FileState | undefined;
+  /** files with local data under a folder */
+  under(repo: string, dir: string): FileState[];
+  /** bytes sent by the upload that runs while the file is written (null: none) */
+  streamed(s: FileState): number | null;
+  setLock(p: string, on: boolean): Promise<void>;
+  /** the server's address, for user.seafile.url (absent: not offered) */
+  serverUrl?: string;
+}
+
+/** a conflict copy as Seafile's clients name it: `name (SFConflict ... 2026-11-23-10-15-00).ext` */
+const CONFLICT_NAME = /\(SFConflict [^)]*\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d(?: \d+)?\)/;
+
+/** how long a value read is answered again unchanged: getfattr asks for its size, then for it */
+const STEADY_MS = 1000;
+const LINKS_TTL_MS = 60_000;
+
+const key = (repo: string, path: string) => `${repo}\u0000${path}`;
+const trimSlash = (p: string) => (p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p);
+const encodePath = (p: string) => p.split('/').map(encodeURIComponent).join('/');
+
+interface Target {
+  repo: string;
+  path: string;
+  isDir: boolean;
+  /** the server's entry (null: a file only this mount has yet) */
+  entry: DirEntry | null;
+  state: FileState | undefined;
+}
+
+export class Xattrs {
+  /** paths whose upload ended as a conflict copy: path -> the copy's path */
+  private readonly conflicts = new Map<string, string>();
+  private readonly links = new Map<string, { at: number; byPath: Map<string, string>; p?: Promise<void> }>();
+  private readonly steady = new Map<string, { at: number; value: Buffer }>();
+  /** calls that created a share link (for tests and the log) */
+  linksCreated = 0;
+
+  constructor(private readonly src: XattrSources) {}
+
+  /** the server kept `path` and the local version went to `copy` */
+  noteConflict(repo: string, path: string, copy: string): void {
+    this.conflicts.set(key(repo, path), copy);
+  }
+
+  /** listxattr: the names that apply to `p` */
+  async list(p: string): Promise<string[]> {
+    const t = await this.target(p);
+    if (!t) return [];
+    const names: string[] = [];
+    if (this.idOf(t)) names.push(XATTR.id);
+    names.push(XATTR.library);
+    if (this.modifierOf(t)) names.push(XATTR.modifier);
+    names.push(XATTR.status);
+    if (!t.isDir) names.push(XATTR.lockedBy);
+    if (t.entry && (await this.existingLink(t))) names.push(XATTR.shareLink);
+    if (this.src.serverUrl) names.push(XATTR.url);
+    return names;
+  }
+
+  /** getxattr: ENODATA for a name that does not apply (or outside `user.`) */
+  async get(p: string, name: string): Promise<Buffer> {
+    const k = `${p}\u0000${name}`;
+    const now = Date.now();
+    const held = this.steady.get(k);
+    if (held && now - held.at < STEADY_MS) return held.value;
+    const value = Buffer.from(await this.compute(p, name));
+    if (this.steady.size > 4096) for (const [sk, v] of this.steady) if (now - v.at >= STEADY_MS) this.steady.delete(sk);
+    this.steady.set(k, { at: now, value });
+    return value;
+  }
+
+  /** setxattr: only user.seafile.lock (1 locks, 0 unlocks); anything else ENOTSUP */
+  async set(p: string, name: string, value: Buffer): Promise<void> {
+    if (name !== XATTR.lock) throw new VfsError('ENOTSUP', `${name} cannot be set`);
+    const v = value.toString().trim();
+    if (v !== '1' && v !== '0') throw new VfsError('EINVAL', `${name} takes 1 (lock) or 0 (unlock), not "${v}"`);
+    await this.changeLock(p, v === '1');
+  }
+
+  /** removexattr: removing user.seafile.lock unlocks; anything else ENOTSUP */
+  async remove(p: string, name: string): Promise<void> {
+    if (name !== XATTR.lock) throw new VfsError('ENOTSUP', `${name} cannot be removed`);
+    await this.changeLock(p, false);
+  }
+
+  private async changeLock(p: string, on: boolean): Promise<void> {
+    const t = await this.target(p);
+    if (!t) throw new VfsError('ENOTSUP', 'the root of the libraries has no lock');
+    await this.src.setLock(p, on);
+    for (const k of this.steady.keys()) if (k.startsWith(`${p}\u0000`)) this.steady.delete(k);
+  }
+
+  private async compute(p: string, name: string): Promise<string> {
+    const none = () => new VfsError('ENODATA', `${p}: no ${name}`);
+    if (!name.startsWith('user.')) throw none();
+    const t = await this.target(p);
+    if (!t) throw none();
+    switch (name) {
+      case XATTR.id: {
+        const id = this.idOf(t);
+        if (!id) throw none();
+        return id;
+      }
+      case XATTR.library:
+        return t.repo;
+      case XATTR.modifier: {
+        const m = this.modifierOf(t);
+        if (!m) throw none();
+        return m;
+      }
+      case XATTR.status:
+        return t.isDir ? this.folderStatus(t) : this.fileStatus(t);
+      case XATTR.lockedBy:
+        if (t.isDir) throw none();
+        return t.entry?.is_locked ? t.entry.lock_owner || 'another user' : '';
+      case XATTR.lock:
+        if (t.isDir) throw none();
+        return t.entry?.is_locked && t.entry.locked_by_me ? '1' : '0';
+      case XATTR.shareLink:
+        return this.shareLink(t);
+      case XATTR.url:
+        if (!this.src.serverUrl) throw none();
+        return this.urlOf(t);
+      default:
+        throw none();
+    }
+  }
+
+  /** the file or folder at `p` (null: the virtual root of the libraries); ENOENT when absent */
+  private async target(p: string): Promise<Target | null> {
+    const loc = await this.src.resolve(p);
+    if (loc.repo === null) return null;
+    const { repo, path } = loc;
+    if (path === '/')
+      return { repo, path, isDir: true, entry: { type: 'dir', name: '', id: '', mtime: 0 }, state: undefined };
+    const state = this.src.state(repo, path);
+    const entry = await this.src.lookup(repo, path);
+    if (!state && !entry) throw new VfsError('ENOENT', p);
+    return { repo, path, isDir: !state && entry?.type === 'dir', entry, state };
+  }
+
+  /** the server's object id; none for the library's root (it changes with every commit: the library id names it) */
+  private idOf(t: Target): string {
+    return t.path === '/' ? '' : (t.entry?.id ?? '');
+  }
+
+  private modifierOf(t: Target): string {
+    const m = t.entry?.modifier_email;
+    return typeof m === 'string' ? m : '';
+  }
+
+  private async fileStatus(t: Target): Promise<string> {
+    const s = t.state;
+    if (s && s.dirty && !s.deleted) {
+      const e = s.lastError;
+      if (e && !unreachable(e)) return `error: ${e instanceof Error ? e.message : String(e)}`;
+      // the share sent is known for a file streamed while it is written (large files); a whole-file
+      // upload (or one refused while offline) is pending until the server has it
+      const sent = this.src.streamed(s);
+      if (sent !== null) return `uploading ${s.size > 0 ? Math.min(99, Math.floor((sent * 100) / s.size)) : 0}%`;
+      return 'pending';
+    }
+    if (CONFLICT_NAME.test(baseOf(t.path))) return 'conflict';
+    const copy = this.conflicts.get(key(t.repo, t.path));
+    if (copy !== undefined) {
+      // the record lasts while the copy is there (deleting the copy resolves it); same folder: no new listing
+      if (await this.src.lookup(t.repo, copy)) return 'conflict';
+      this.conflicts.delete(key(t.repo, t.path));
+    }
+    return 'synced';
+  }
+
+  private folderStatus(t: Target): string {
+    let pending = 0;
+    let failed = 0;
+    for (const s of this.src.under(t.repo, t.path)) {
+      if (!s.dirty || s.deleted) continue;
+      pending++;
+      if (s.lastError && !unreachable(s.lastError)) failed++;
+    }
+    if (pending === 0) return 'synced';
+    return failed > 0 ? `${pending} pending (${failed} failed)` : `${pending} pending`;
+  }
+
+  private async urlOf(t: Target): Promise<string> {
+    const base = this.src.serverUrl!.replace(/\/+$/, '');
+    if (!t.isDir) return `${base}/lib/${t.repo}/file${encodePath(t.path)}`;
+    const lib = await this.src.library(t.repo);
+    const name = encodeURIComponent(lib?.name ?? t.repo);
+    return `${base}/library/${t.repo}/${name}${t.path === '/' ? '/' : `${encodePath(t.path)}/`}`;
+  }
+
+  /** The library's links by path, listed once a minute; null when the server cannot say. */
+  private async linksOf(repo: string): Promise<Map<string, string> | null> {
+    const list = this.src.api.listShareLinks;
+    if (!list) return null;
+    const c = this.links.get(repo);
+    if (c && !c.p && Date.now() - c.at < LINKS_TTL_MS) return c.byPath;
+    if (c?.p) {
+      await c.p.catch(() => {});
+      return this.links.get(repo)?.byPath ?? null;
+    }
+    const p = (async () => {
+      const all = await list.call(this.src.api, { repoId: repo });
+      const byPath = new Map<string, string>();
+      for (const l of all) if (l.repo_id === repo && !l.is_expired) byPath.set(trimSlash(l.path), l.link);
+      this.links.set(repo, { at: Date.now(), byPath });
+    })();
+    this.links.set(repo, { at: 0, byPath: c?.byPath ?? new Map(), p });
+    try {
+      await p;
+    } catch {
+      if (c) this.links.set(repo, c);
+      else this.links.delete(repo);
+      return c?.byPath ?? null;
+    }
+    return this.links.get(repo)!.byPath;
+  }
+
+  private async existingLink(t: Target): Promise<string | null> {
+    return (await this.linksOf(t.repo))?.get(t.path) ?? null;
+  }
+
+  /** the existing link of the file or folder, or a new one */
+  private async shareLink(t: Target): Promise<string> {
+    if (!t.entry) throw new VfsError('ENODATA', `${t.path} is not on the server yet`);
+    const have = await this.existingLink(t);
+    if (have) return have;
+    const create = this.src.api.createShareLink;
+    if (!create) throw new VfsError('ENODATA', 'this server does not make share links');
+    const made: ShareLink = await create.call(this.src.api, t.repo, t.path, {});
+    this.linksCreated++;
+    this.links.get(t.repo)?.byPath.set(t.path, made.link);
+    return made.link;
+  }
+}
