@@ -49,12 +49,14 @@ const joinDir = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${di
 
 /**
  * The fields of a listed entry the mount uses (the server sends a dozen more per file: modifier names and
- * e-mails, starred, lock time, thumbnails, which would double the memory of a large tree's cache).
+ * contact e-mails, starred, lock time, thumbnails, which would double the memory of a large tree's cache).
  */
 export function slimEntry(e: DirEntry): DirEntry {
   const out: DirEntry = { type: e.type, name: e.name, id: e.id, mtime: e.mtime };
   if (e.size !== undefined) out.size = e.size;
   if (e.permission !== undefined) out.permission = e.permission;
+  // user.seafile.modifier (xattrs.ts)
+  if (typeof e.modifier_email === 'string' && e.modifier_email) out.modifier_email = e.modifier_email;
   if (e.is_locked) {
     out.is_locked = true;
     if (e.lock_owner !== undefined) out.lock_owner = e.lock_owner;
@@ -73,7 +75,8 @@ function entryBytes(e: DirEntry): number {
     for (let i = 0; i < v.length; i++) if (v.charCodeAt(i) > 0xff) return 16 + 2 * v.length;
     return 16 + v.length;
   };
-  return 140 + str(e.name) + str(e.id) + (e.lock_owner ? str(e.lock_owner) : 0);
+  const extra = (v: unknown) => (typeof v === 'string' && v ? str(v) : 0);
+  return 140 + str(e.name) + str(e.id) + extra(e.lock_owner) + extra(e.modifier_email);
 }
 /** a listing's own object, Map and cache slot, and its key */
 const LISTING_BYTES = 300;

@@ -42,7 +42,7 @@ function serverOf(perFolder: number, lockedFirst = false) {
 }
 
 describe('metadata cache memory', () => {
-  it('keeps the fields of an entry the mount uses and drops the rest (modifier, starred, lock time)', async () => {
+  it('keeps the fields of an entry the mount uses and drops the rest (modifier name, starred, lock time)', async () => {
     const { api } = serverOf(3, true);
     const cache = new MetaCache(api, 60_000, 100, 0);
     const l = await cache.list(REPO, '/a');
@@ -53,10 +53,11 @@ describe('metadata cache memory', () => {
       mtime: 1_700_000_001,
       size: 101,
       permission: 'rw',
+      modifier_email: 'someone@example.com',
     });
     // a file locked by someone else keeps what the mount needs to refuse writing it
     expect(l.entries.get('f00000.bin')).toMatchObject({ is_locked: true, lock_owner: 'other@example.com' });
-    expect(l.entries.get('f00000.bin')).not.toHaveProperty('modifier_email');
+    expect(l.entries.get('f00000.bin')).not.toHaveProperty('modifier_name');
   });
 
   it('reports the folders and entries it holds, and bytes growing with the entries', async () => {
