@@ -40,6 +40,8 @@ export interface MountSettings {
   dirCacheTime?: number;
   /** MiB of downloaded data kept on disk */
   cacheMaxSize?: number;
+  /** a front-to-back read is kept in the disk cache too (default true) */
+  cacheStreams?: boolean;
   /** kernel readahead, KiB (0: the kernel's default) */
   readAhead?: number;
   /** seconds a server request may wait for an answer (the client's timeoutMs) */
@@ -191,6 +193,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
+      reader: { cacheStreams: s.cacheStreams ?? true },
       libraryPassword: async (lib) => {
         const password = await readLibraryPassword(s, lib.name);
         logger.addSecret(password);
@@ -325,6 +328,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         say(`unmounted ${mnt}; every upload is on the server`);
         control.broadcast('done ok');
       }
+      // the disk cache's last writes and their markers, before the next mount may read them
+      await vfs.disk?.close();
       await control.close();
       vfs.close();
       await client.close().catch(() => {});

@@ -3,7 +3,9 @@
 // paused whenever it is far enough ahead of the reader. Through the API's
 // streaming GET capability when it has one (no copy: the socket reads into
 // the chunk buffers), else through its ordinary download(). What a stream
-// that ends or fails leaves unread is handed to ranged segments.
+// that ends or fails leaves unread is handed to ranged segments. What it
+// delivers is also handed to the disk cache (cacheStreams), which gathers it
+// into large writes off this path, so that a later mount reads it locally.
 import { ApiError, StreamUnsupported } from '../../client/errors.js';
 import type { SeafileApi, StreamControl } from '../../client/types.js';
 import type { BlockCache } from './block-cache.js';
@@ -144,8 +146,11 @@ export class SeqStreams {
     const d = st.waits.get(i);
     if (d) st.waits.delete(i);
     if (d && fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
-    if (!fc.have.has(i)) this.store.put(f, fc, i, parts, size, pooled);
-    else if (pooled && !d) this.store.retire(parts[0]);
+    if (!fc.have.has(i)) {
+      this.store.put(f, fc, i, parts, size, pooled);
+      // copied when pooled: the buffer returns to the pool once memory lets the chunk go
+      if (this.cfg.cacheStreams && this.disk?.worthCaching(f.size)) this.disk.put(f.version, i, parts, size, pooled);
+    } else if (pooled && !d) this.store.retire(parts[0]);
     d?.resolve(parts);
   }
 
@@ -228,8 +233,6 @@ export class SeqStreams {
     const C = this.cfg.chunk;
     const lastChunk = Math.floor((f.size - 1) / C);
     const res = await this.links.get(f, { start: st.next * C });
-    // a sequential pass is not written to the disk cache: it would cost more CPU than the
-    // network read itself, and a re-read is served by the kernel's page cache
     const asm = new ChunkAssembler(
       C,
       f.size,
