@@ -117,8 +117,9 @@ const SETTINGS = {
 };
 
 function applies(metric, contender) {
-  if (contender === 'http') return !['ls_warm', 'find_warm', 'rss_read', 'rss_write'].includes(metric.id);
-  if (contender === 'memfs') return !metric.id.startsWith('rss_');
+  if (contender === 'http')
+    return !['ls_warm', 'find_warm', 'rss_read', 'rss_write'].includes(metric.id) && metric.job !== 'remount';
+  if (contender === 'memfs') return !metric.id.startsWith('rss_') && metric.id !== 'remount_mib';
   return true;
 }
 

@@ -7,6 +7,7 @@ import { request } from 'undici';
 import { agent, pool } from './api.mjs';
 import { run, dropCaches, primeServerDisk, rssSampler } from './proc.mjs';
 import { randomOffsets } from './dataset.mjs';
+import { remountJob } from './remount.mjs';
 
 const RANDREAD = fileURLToPath(new URL('../randread.mjs', import.meta.url));
 const now = () => Number(process.hrtime.bigint()) / 1e6;
@@ -31,11 +32,19 @@ export function metrics(c) {
       unit: 'reads/s',
       better: 'higher',
     },
+    {
+      id: 'read_remount',
+      job: 'remount',
+      label: `seq read ${big} after a remount (memfs: cold)`,
+      unit: 'MB/s',
+      better: 'higher',
+    },
+    { id: 'remount_mib', job: 'remount', label: `downloaded by that read`, unit: 'MiB', better: 'lower' },
     { id: 'rss_read', job: 'seqread', label: `peak RSS, ${big} read`, unit: 'MiB', better: 'lower' },
     { id: 'rss_write', job: 'write', label: `peak RSS, ${big} write`, unit: 'MiB', better: 'lower' },
   ];
 }
-export const JOBS = ['seqread', 'write', 'tar', 'ls', 'find', 'randread'];
+export const JOBS = ['seqread', 'write', 'tar', 'ls', 'find', 'randread', 'remount'];
 
 async function ddRead(file, expected, timeoutMs) {
   const r = await run('dd', [`if=${file}`, 'of=/dev/null', 'bs=1M'], { timeoutMs });
@@ -47,6 +56,7 @@ async function ddRead(file, expected, timeoutMs) {
 /** Runs job `job` on a fresh mount of `contender`; `ctx` carries the server, config, fixtures and run id. */
 export async function mountJob(job, contender, ctx) {
   const { config: c, server, fixtures, runId } = ctx;
+  if (job === 'remount') return remountJob(contender, ctx);
   const mode = job === 'write' || job === 'tar' ? 'write' : 'read';
   const out = {};
   const h = await contender.mount(ctx, mode);
