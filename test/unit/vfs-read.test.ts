@@ -1,6 +1,11 @@
+import { createHash } from 'node:crypto';
 import { constants as FC } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StreamUnsupported } from '../../src/client/errors.js';
+import { BlockCache } from '../../src/vfs/read/block-cache.js';
 import { apiError, FakeApi, makeVfs, readWhole, sleep } from '../helpers/fake-api.js';
 
 /** GETs of file content: ranged ones and streams */
@@ -139,6 +144,37 @@ describe('vfs disk cache across mounts', () => {
   it('with cacheStreams off the streamed pass is not kept, and the next mount downloads the file again', async () => {
     const { fetched, size } = await twoMounts(false);
     expect(fetched).toBe(size);
+  });
+
+  it('a file partly on disk downloads only what is missing: short holes by ranged GETs, a long stretch by a stream that stops where the disk takes over', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const C = 128 * 1024;
+    const data = pattern(24 * 1024 * 1024 + 5); // 193 chunks
+    api.putFile(repo, '/f.bin', data);
+    const id = createHash('sha1').update(data).digest('hex');
+    const cacheDir = await mkdtemp(join(tmpdir(), 'seafs-unit-'));
+    // what an earlier mount left: chunks 0-59 missing, 60-192 there but for a few skipped ones
+    const missing = new Set([...Array(60).keys(), 70, 71, 100, 150, 151, 152]);
+    const pre = new BlockCache(join(cacheDir, 'blocks'), C, 1024 ** 3);
+    await pre.init();
+    await pre.open(id, data.length);
+    for (let i = 0; i < 193; i++) {
+      if (missing.has(i)) continue;
+      pre.put(id, i, [data.subarray(i * C, Math.min(data.length, (i + 1) * C))], Math.min(C, data.length - i * C));
+      await pre.flush();
+    }
+    await pre.close();
+    const m = await makeVfs(api, { library: 'lib', cacheDir });
+    try {
+      expect((await readWhole(m.vfs, '/f.bin')).equals(data)).toBe(true);
+      // the stream's socket may have brought part of the chunk after its last before it paused
+      expect(api.bytesServed).toBeGreaterThanOrEqual(missing.size * C);
+      expect(api.bytesServed).toBeLessThanOrEqual((missing.size + 1) * C);
+      expect(m.vfs.reader.stats.diskChunks).toBe(193 - missing.size);
+    } finally {
+      await m.cleanup();
+    }
   });
 
   it('a new version of the file is downloaded, never served from the blocks of the old one', async () => {

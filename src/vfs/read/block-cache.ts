@@ -384,16 +384,25 @@ export class BlockCache {
   }
 
   /** the chunk's bytes from disk, or null when it is not (or no longer) there */
-  async get(version: string, idx: number, size: number): Promise<Buffer | null> {
+  get(version: string, idx: number, size: number): Promise<Buffer | null> {
+    return this.getRun(version, idx, 1, size);
+  }
+
+  /**
+   * Chunks first..first+count-1 in one read (`bytes` in all: whole chunks but
+   * maybe the file's last), or null unless every one of them is there.
+   */
+  async getRun(version: string, first: number, count: number, bytes: number): Promise<Buffer | null> {
     const e = this.entries.get(version);
-    if (e?.present?.[idx] !== 1 || !e.fh) return null;
+    if (!e?.present || !e.fh) return null;
+    for (let i = first; i < first + count; i++) if (e.present[i] !== 1) return null;
     e.used = Date.now();
     try {
       const fh = await e.fh;
-      const buf = Buffer.allocUnsafe(size);
-      const { bytesRead } = await fh.read(buf, 0, size, e.dataOff + idx * this.chunk);
-      if (bytesRead !== size || e.dead) return null;
-      this.stats.hits++;
+      const buf = Buffer.allocUnsafe(bytes);
+      const { bytesRead } = await fh.read(buf, 0, bytes, e.dataOff + first * this.chunk);
+      if (bytesRead !== bytes || e.dead) return null;
+      this.stats.hits += count;
       this.touch(e);
       return buf;
     } catch {
