@@ -355,7 +355,7 @@ export class BlockCache {
         try {
           const fh = await e.fh;
           await fh.datasync();
-          for (let k = 0; k < marks.length; ) {
+          for (let k = 0; k < marks.length;) {
             let j = k;
             while (j + 1 < marks.length && marks[j + 1] === marks[j] + 1) j++;
             await fh.write(Buffer.alloc(j - k + 1, 1), 0, j - k + 1, HEADER + marks[k]);

@@ -52,23 +52,23 @@ export class SeqStreams {
     }
     // the last chunk the stream is set to deliver so far
     let tail = st ? Math.max(st.until, st.next - 1) : -1;
-    let disk = false;
     for (let i = st ? Math.max(from, st.next, st.until + 1) : from; i <= to; i++) {
       if (fc.have.has(i) || fc.inflight.has(i)) continue;
       if (this.disk?.has(f.version, i)) {
         i = this.segments.fromDisk(f, fc, i, to);
-        disk = true;
         continue;
       }
       // a short hole among chunks on disk (chunks skipped when they were written): a ranged GET,
-      // not a stream that would download the chunks after it again
+      // not a stream that would download the chunks after it again (looked at past `to`: a hole
+      // at the end of the readahead window is no reason for a stream either)
       if (this.disk && !(st && i === tail + 1)) {
+        const lastChunk = Math.floor((f.size - 1) / C);
         let j = i;
-        while (j < to && !fc.have.has(j + 1) && !fc.inflight.has(j + 1) && !this.disk.has(f.version, j + 1)) j++;
-        if (j < to && this.disk.has(f.version, j + 1) && j - i + 1 < this.cfg.segChunks) {
+        const gap = (k: number) => !fc.have.has(k) && !fc.inflight.has(k) && !this.disk!.has(f.version, k);
+        while (j < lastChunk && j - i + 1 < this.cfg.segChunks && gap(j + 1)) j++;
+        if (j < lastChunk && j - i + 1 < this.cfg.segChunks && this.disk.has(f.version, j + 1)) {
           this.segments.ensure(f, fc, i, j, false);
           i = j;
-          disk = true;
           continue;
         }
       }
@@ -87,8 +87,9 @@ export class SeqStreams {
       tail = i;
     }
     if (!st) return;
-    // with chunks coming from disk, the stream goes no further than what it was given: past it lie chunks on disk
-    const until = disk ? tail : to;
+    // with a disk cache the stream goes no further than the chunks it was given: past them may lie chunks
+    // on disk (an earlier mount's), which it would download again
+    const until = this.disk ? tail : to;
     if (until > st.until) st.until = until;
     const w = st.wake;
     st.wake = null;
