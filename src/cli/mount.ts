@@ -229,7 +229,8 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('cache-streams', {
         type: 'boolean',
         default: true,
-        describe: 'keep what a front-to-back read downloads in the disk cache too (--no-cache-streams: only random reads)',
+        describe:
+          'keep what a front-to-back read downloads in the disk cache too (--no-cache-streams: only random reads)',
       })
       .option('read-ahead', {
         type: 'number',

@@ -73,6 +73,12 @@ describe('the disk cache across mounts', () => {
       expect((await sh(`sha256sum < ${q(m1.mnt)}/again.bin`)).out.split(' ')[0]).toBe(sha256(data));
       const first = proxy.counts.downloadBytes;
       expect(first).toBeGreaterThanOrEqual(data.length);
+      // chunks the disk cache skipped because the disk fell behind (a busy machine) are downloaded again
+      const skipped = (
+        JSON.parse(
+          (await run(process.execPath, [CLI, 'status', m1.mnt, '--json'], { env: env(), timeoutMs: 10_000 })).out,
+        ) as { disk: { skippedBytes: number } }[]
+      )[0].disk.skippedBytes;
       const st = await run(process.execPath, [CLI, 'status', m1.mnt], { env: env() });
       const used = /cache: ([\d.]+) (KiB|MiB|GiB) of ([\d.]+) GiB/.exec(st.out);
       expect(used, st.out).not.toBeNull();
@@ -90,11 +96,13 @@ describe('the disk cache across mounts', () => {
       ]);
       expect(a.out.split(' ')[0]).toBe(sha256(data));
       expect(b.out.split(' ')[0]).toBe(sha256(data));
-      expect(proxy.counts.downloadBytes - first).toBe(0);
+      // by one of the two mounts, or both when they reach a hole at once
+      expect(proxy.counts.downloadBytes - first).toBeLessThanOrEqual(2 * skipped);
+      if (skipped === 0) expect(proxy.counts.downloadBytes - first).toBe(0);
       expect((await m2.unmount()).code).toBe(0);
       expect((await m3.unmount()).code).toBe(0);
       console.log(
-        `remount: first read downloaded ${first} bytes, the reads after the remount ${proxy.counts.downloadBytes - first}`,
+        `remount: first read downloaded ${first} bytes (${skipped} not written to the disk cache), the reads after the remount ${proxy.counts.downloadBytes - first}`,
       );
     } finally {
       await proxy.close();
@@ -144,8 +152,11 @@ describe('the disk cache across mounts', () => {
     await seed(repo, '/off', { 'away.bin': data });
     const cacheDir = path.join(scratchDir(), 'cache-offline');
     const m1 = await mountLibrary(ctx.server, { library: 'Cached', cacheDir });
-    await dropCaches();
-    await sh(`cat ${q(m1.mnt)}/off/away.bin > /dev/null`);
+    // read twice: the second pass comes from disk and fills what the first skipped if the disk fell behind
+    for (let pass = 0; pass < 2; pass++) {
+      await dropCaches();
+      await sh(`cat ${q(m1.mnt)}/off/away.bin > /dev/null`);
+    }
     expect((await m1.unmount()).code).toBe(0);
 
     const m2 = await mountLibrary(ctx.server, { library: 'Cached', cacheDir, extraArgs: ['--timeout', '3'] });

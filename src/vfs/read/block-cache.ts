@@ -314,7 +314,7 @@ export class BlockCache {
       } finally {
         this.writesInFlight--;
         this.queuedBytes -= b.len;
-        if (b.arena && this.arenas.length < 4) this.arenas.push(b.arena);
+        if (b.arena && this.arenas.length < 2) this.arenas.push(b.arena);
       }
       for (let i = b.first; i < b.first + b.count; i++) {
         if (e.present![i] !== 2) continue;
