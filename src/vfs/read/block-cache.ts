@@ -384,29 +384,31 @@ export class BlockCache {
   }
 
   /** the chunk's bytes from disk, or null when it is not (or no longer) there */
-  get(version: string, idx: number, size: number): Promise<Buffer | null> {
-    return this.getRun(version, idx, 1, size);
+  async get(version: string, idx: number, size: number): Promise<Buffer | null> {
+    const buf = Buffer.allocUnsafe(size);
+    return (await this.getRun(version, idx, [buf])) ? buf : null;
   }
 
   /**
-   * Chunks first..first+count-1 in one read (`bytes` in all: whole chunks but
-   * maybe the file's last), or null unless every one of them is there.
+   * Chunks first, first+1, ... into `bufs` (one per chunk, each its chunk's
+   * size) in one read; false unless every one of them is there.
    */
-  async getRun(version: string, first: number, count: number, bytes: number): Promise<Buffer | null> {
+  async getRun(version: string, first: number, bufs: Buffer[]): Promise<boolean> {
     const e = this.entries.get(version);
-    if (!e?.present || !e.fh) return null;
-    for (let i = first; i < first + count; i++) if (e.present[i] !== 1) return null;
+    if (!e?.present || !e.fh) return false;
+    for (let i = first; i < first + bufs.length; i++) if (e.present[i] !== 1) return false;
     e.used = Date.now();
     try {
       const fh = await e.fh;
-      const buf = Buffer.allocUnsafe(bytes);
-      const { bytesRead } = await fh.read(buf, 0, bytes, e.dataOff + first * this.chunk);
-      if (bytesRead !== bytes || e.dead) return null;
-      this.stats.hits += count;
+      let bytes = 0;
+      for (const b of bufs) bytes += b.length;
+      const { bytesRead } = await fh.readv(bufs, e.dataOff + first * this.chunk);
+      if (bytesRead !== bytes || e.dead) return false;
+      this.stats.hits += bufs.length;
       this.touch(e);
-      return buf;
+      return true;
     } catch {
-      return null;
+      return false;
     }
   }
 

@@ -66,16 +66,24 @@ export class Segments {
       this.disk!.has(f.version, e + 1)
     )
       e++;
-    const bytes = Math.min(f.size, (e + 1) * C) - a * C;
-    const run = this.disk!.getRun(f.version, a, e - a + 1, bytes);
+    // whole chunks are read into the pool's buffers, which go back to it once memory lets them go
+    const bufs: Buffer[] = [];
+    for (let i = a; i <= e; i++) bufs.push(this.store.buffer(Math.min(C, f.size - i * C)));
+    const run = this.disk!.getRun(f.version, a, bufs);
     for (let i = a; i <= e; i++) {
-      const size = Math.min(C, f.size - i * C);
-      const p: Pending = run.then((buf): Chunk | Promise<Chunk> => {
+      const buf = bufs[i - a];
+      const size = buf.length;
+      const p: Pending = run.then((ok): Chunk | Promise<Chunk> => {
         if (fc.inflight.get(i) === p) fc.inflight.delete(i);
-        if (buf) {
+        if (ok) {
           this.stats.diskChunks++;
-          const parts = [buf.subarray((i - a) * C, (i - a) * C + size)];
-          if (!fc.have.has(i)) this.store.put(f, fc, i, parts, size);
+          const have = fc.have.get(i);
+          if (have) {
+            if (size === C) this.store.retire(buf);
+            return have;
+          }
+          const parts = [buf];
+          this.store.put(f, fc, i, parts, size, size === C);
           return parts;
         }
         const have = fc.have.get(i);
