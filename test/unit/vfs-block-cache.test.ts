@@ -205,6 +205,25 @@ describe('disk block cache', () => {
     expect((await b.get(id, 5, C))?.equals(chunk(5))).toBe(true);
   });
 
+  it('keeps a bounded number of versions open: the least recently used is closed, and read again from its markers later', async () => {
+    const dir = await tempDir();
+    const cache = new BlockCache(dir, C, 64 * MiB, undefined, undefined, 2);
+    caches.push(cache);
+    await cache.init();
+    const ids = [fileId('a'), fileId('b'), fileId('c')];
+    for (const [k, id] of ids.entries()) {
+      await cache.open(id, 2 * C);
+      cache.put(id, 0, [chunk(k)], C);
+      await cache.flush();
+      await new Promise((r) => setTimeout(r, 5)); // a later last use for each
+    }
+    expect(cache.ready(ids[0])).toBe(false); // closed: the third open went over the limit
+    expect(cache.ready(ids[2])).toBe(true);
+    expect(cache.usage().used).toBe(3 * C); // still counted as on disk
+    await cache.open(ids[0], 2 * C);
+    expect((await cache.get(ids[0], 0, C))?.equals(chunk(0))).toBe(true);
+  });
+
   it('a version without a real file id is kept only for the process, never under a name', async () => {
     const dir = await tempDir();
     const a = await cacheIn(dir);

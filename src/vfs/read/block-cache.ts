@@ -98,6 +98,8 @@ export class BlockCache {
     private readonly maxQueuedBytes = 16 * 1024 * 1024,
     /** how long written chunks wait for their markers (and the datasync before them) */
     private readonly markDelayMs = 1000,
+    /** versions kept open at once (a file descriptor each) */
+    private readonly maxOpen = 512,
   ) {}
 
   /** Finds what earlier mounts left; removes leftovers of dead processes (and of the per-process layout). */
@@ -174,7 +176,11 @@ export class BlockCache {
         await unlink(join(this.dir, name)).catch(() => {});
       }
     }
-    if (this.entries.has(version)) return; // opened meanwhile by another read
+    if (this.entries.has(version)) {
+      // opened meanwhile by another read
+      void e.fh?.then((h) => h.close()).catch(() => {});
+      return;
+    }
     const found = this.onDisk.get(name);
     if (found) {
       this.onDisk.delete(name);
@@ -182,6 +188,30 @@ export class BlockCache {
     }
     this.entries.set(version, e);
     this.total += e.bytes;
+    if (this.entries.size > this.maxOpen) this.forgetOldest();
+  }
+
+  /**
+   * Too many versions open (each holds a file descriptor): the least recently
+   * used one with nothing waiting is closed and counted as a file on disk
+   * again; a later read of it opens it anew.
+   */
+  private forgetOldest(): void {
+    let victim: Entry | null = null;
+    for (const e of this.entries.values()) {
+      if (e.marks.length || this.batch?.e === e || e.present?.includes(2)) continue;
+      if (!victim || e.used < victim.used) victim = e;
+    }
+    if (!victim) return;
+    this.entries.delete(victim.version);
+    this.total -= victim.bytes;
+    if (victim.persistent && victim.bytes > 0) {
+      this.onDisk.set(victim.name, { bytes: victim.bytes, used: victim.used });
+      this.total += victim.bytes;
+    }
+    const fh = victim.fh;
+    // a read of it may be under way: closed a little later (should it fail, that read downloads instead)
+    if (fh) setTimeout(() => void fh.then((h) => h.close()).catch(() => {}), 5000).unref();
   }
 
   /** the header must say this version, size and chunk size; then the markers are read into `present` */
