@@ -9,7 +9,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { remoteBytes, sha256, sha256File, waitRemoteFile } from '../helpers/api-check.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
-import { CLI, mountLibrary, q, run, scratchDir, sh } from '../helpers/mount.js';
+import { CLI, mountLibrary, q, run, scratchDir, sh, sleep } from '../helpers/mount.js';
 import { uploadTo } from '../helpers/server.js';
 import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 
@@ -120,8 +120,11 @@ describe('the disk cache across mounts', () => {
     try {
       const m1 = await mountLibrary(via, { library: 'Cached', cacheDir });
       await dropCaches();
-      // half the file read; the stream's readahead is still being written to the cache when the process dies
-      await sh(`head -c ${32 * MiB} ${q(m1.mnt)}/crash.bin > /dev/null`);
+      // a quarter read, its chunks recorded (their markers follow within a second); then half, and the
+      // process dies while the stream's readahead is still being written to the cache, markers pending
+      await sh(`head -c ${16 * MiB} ${q(m1.mnt)}/crash.bin > /dev/null`);
+      await sleep(2500);
+      await sh(`dd if=${q(m1.mnt)}/crash.bin of=/dev/null bs=1M skip=16 count=16 2>/dev/null`);
       await m1.kill9();
       await run('fusermount', ['-uz', m1.mnt], { allowFail: true });
       const blocks = path.join(cacheDir, (await readdir(cacheDir))[0], 'blocks');
