@@ -65,6 +65,26 @@ function countingProxy(target) {
   );
 }
 
+/** seafs' own counters: MiB its disk cache wrote and skipped (the disk fell behind), MiB it downloaded, GETs */
+async function seafsDisk(ctx, mnt) {
+  try {
+    const r = await run(process.execPath, [ctx.cli, 'status', mnt, '--json'], {
+      env: { SEAFS_RUNTIME_DIR: join(ctx.work, 'run') },
+      timeoutMs: 10_000,
+    });
+    const { disk, reader } = JSON.parse(r.stdout)[0];
+    return {
+      written: disk.writtenBytes / 2 ** 20,
+      skipped: disk.skippedBytes / 2 ** 20,
+      fetched: reader.bytesFetched / 2 ** 20,
+      streams: reader.streams,
+      ranges: reader.rangeRequests,
+    };
+  } catch {
+    return {};
+  }
+}
+
 export async function remountJob(contender, ctx) {
   const { config: c, server, fixtures } = ctx;
   const big = (h) => join(h.path, 'big.bin');
@@ -92,6 +112,11 @@ export async function remountJob(contender, ctx) {
       out.x_remount_first_mbps = mbps(c.bigBytes, await ddRead(big(h), c.bigBytes, ctx.timeoutMs));
       const cpu = perGiB(cpu0, cpuSeconds(h.pid));
       if (cpu !== undefined) out.x_remount_first_cpu_s_per_gib = cpu;
+      if (contender.name === 'seafs') {
+        const d = await seafsDisk(ctx, h.path);
+        out.x_cache_written_mib = d.written;
+        out.x_cache_skipped_mib = d.skipped;
+      }
     } finally {
       await h.close();
     }
@@ -104,6 +129,12 @@ export async function remountJob(contender, ctx) {
       const cpu = perGiB(cpu0, cpuSeconds(h.pid));
       if (cpu !== undefined) out.x_remount_cpu_s_per_gib = cpu;
       out.remount_mib = (proxy.counts.downloadBytes - first) / 2 ** 20;
+      if (contender.name === 'seafs') {
+        const d = await seafsDisk(ctx, h.path);
+        out.x_remount_fetched_by_mount_mib = d.fetched;
+        out.x_remount_streams = d.streams;
+        out.x_remount_ranges = d.ranges;
+      }
       if (ctx.verify) await run('cmp', [big(h), fixtures.src], { timeoutMs: ctx.timeoutMs });
     } finally {
       await h.close();

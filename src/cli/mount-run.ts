@@ -316,6 +316,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       await fuse.unmount();
       // writes that were still in flight when the mount detached
       const failed = await vfs.drain((list) => say(`waiting for ${describe(list)}`));
+      // the disk cache's last writes and their markers, before `seafs unmount` returns and a next mount reads them
+      await vfs.disk?.close();
       let code = 0;
       if (failed.length) {
         code = 1;
@@ -328,8 +330,6 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         say(`unmounted ${mnt}; every upload is on the server`);
         control.broadcast('done ok');
       }
-      // the disk cache's last writes and their markers, before the next mount may read them
-      await vfs.disk?.close();
       await control.close();
       vfs.close();
       await client.close().catch(() => {});
