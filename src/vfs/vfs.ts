@@ -115,8 +115,7 @@ export class Vfs {
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 8);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
-    this.disk =
-      diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes) : null;
+    this.disk = diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes) : null;
     this.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, this.disk, (f) => {
       this.log(`${f.path} changed on the server; refreshing its folder`);
       this.meta.invalidate(f.repo, parentOf(f.path));
