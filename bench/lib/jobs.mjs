@@ -8,6 +8,7 @@ import { agent, pool } from './api.mjs';
 import { run, dropCaches, primeServerDisk, rssSampler, cpuMeter } from './proc.mjs';
 import { randomOffsets } from './dataset.mjs';
 import { BIGTREE_METRICS } from './bigtree.mjs';
+import { remountJob } from './remount.mjs';
 
 const RANDREAD = fileURLToPath(new URL('../randread.mjs', import.meta.url));
 const now = () => Number(process.hrtime.bigint()) / 1e6;
@@ -35,6 +36,14 @@ export function metrics(c) {
       unit: 'reads/s',
       better: 'higher',
     },
+    {
+      id: 'read_remount',
+      job: 'remount',
+      label: `seq read ${big} after a remount (memfs: cold)`,
+      unit: 'MB/s',
+      better: 'higher',
+    },
+    { id: 'remount_mib', job: 'remount', label: `downloaded by that read`, unit: 'MiB', better: 'lower' },
     { id: 'rss_read', job: 'seqread', label: `peak RSS, ${big} read`, unit: 'MiB', better: 'lower' },
     { id: 'rss_write', job: 'write', label: `peak RSS, ${big} write`, unit: 'MiB', better: 'lower' },
     // CPU time of the mount process (user + system, /proc/PID/stat) per GiB moved: the cost per byte
@@ -57,7 +66,7 @@ export function metrics(c) {
     ...BIGTREE_METRICS(c),
   ];
 }
-export const JOBS = ['seqread', 'write', 'tar', 'ls', 'find', 'randread', 'bigtree'];
+export const JOBS = ['seqread', 'write', 'tar', 'ls', 'find', 'randread', 'remount', 'bigtree'];
 
 async function ddRead(file, expected, timeoutMs) {
   const r = await run('dd', [`if=${file}`, 'of=/dev/null', 'bs=1M'], { timeoutMs });
@@ -69,6 +78,7 @@ async function ddRead(file, expected, timeoutMs) {
 /** Runs job `job` on a fresh mount of `contender`; `ctx` carries the server, config, fixtures and run id. */
 export async function mountJob(job, contender, ctx) {
   const { config: c, server, fixtures, runId } = ctx;
+  if (job === 'remount') return remountJob(contender, ctx);
   const mode = job === 'write' || job === 'tar' ? 'write' : 'read';
   const out = {};
   const h = await contender.mount(ctx, mode);

@@ -5,6 +5,7 @@
 //             clock stops: seafs unmounts (its unmount waits for pending uploads), rclone polls `check`,
 //             memfs has no server. `check()` resolves true when the server holds the expected data.
 //   close()   unmounts if still mounted and ends the process (never timed).
+// opts.cacheDir (seafs, rclone): mount on this cache dir and leave it in place (the remount job's).
 import { mkdirSync, mkdtempSync, rmSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -49,9 +50,9 @@ async function waitExit(pid, ms) {
 
 export const seafs = {
   name: 'seafs',
-  async mount(ctx) {
+  async mount(ctx, mode, opts = {}) {
     const mnt = fresh(ctx, 'mnt', 'seafs');
-    const cache = fresh(ctx, 'cache', 'seafs');
+    const cache = opts.cacheDir ?? fresh(ctx, 'cache', 'seafs');
     trackMount(mnt);
     // control socket and log inside the work dir, which the run removes (not in /run/seafs for good)
     const runtime = { SEAFS_RUNTIME_DIR: join(ctx.work, 'run') };
@@ -115,7 +116,7 @@ export const seafs = {
           lazyUnmount(mnt);
           if (pid && !(await waitExit(pid, 10_000))) await killPid(pid);
           untrackPid(pid);
-          rmSync(cache, { recursive: true, force: true });
+          if (!opts.cacheDir) rmSync(cache, { recursive: true, force: true });
           removeMountDir(mnt);
         }
       },
@@ -138,9 +139,9 @@ async function rcloneEnv(ctx) {
 export const rclone = {
   name: 'rclone',
   /** mode 'read' -> --vfs-cache-mode full, 'write' -> writes (as issue 4 asks). */
-  async mount(ctx, mode) {
+  async mount(ctx, mode, opts = {}) {
     const mnt = fresh(ctx, 'mnt', 'rclone');
-    const cache = fresh(ctx, 'cache', 'rclone');
+    const cache = opts.cacheDir ?? fresh(ctx, 'cache', 'rclone');
     trackMount(mnt);
     const args = [
       'mount',
@@ -182,7 +183,7 @@ export const rclone = {
           lazyUnmount(mnt);
           if (!(await waitExit(pid, 15_000))) await killPid(pid);
           untrackPid(pid);
-          rmSync(cache, { recursive: true, force: true });
+          if (!opts.cacheDir) rmSync(cache, { recursive: true, force: true });
           removeMountDir(mnt);
         }
       },

@@ -133,13 +133,24 @@ export function targets({ latencyMs, metrics, results }) {
     add(`${byId.ls_cold.label} <= 5 s`, s == null ? null : s <= 5, `${fmt(s)} s`);
   }
   for (const m of metrics) {
-    if (/^(rss|cpu|meta)_/.test(m.id)) continue;
+    if (/^(rss|cpu|meta)_/.test(m.id) || m.id === 'remount_mib') continue;
     const adv = seafsAdvantage(m, med(m.id, 'seafs'), med(m.id, 'rclone'));
     const need = latencyMs >= 20 && ['tar', 'ls_cold', 'find_cold'].includes(m.id) ? 2 : 1;
     add(
       `${m.label}: >= ${need}x rclone`,
       adv == null ? null : adv >= need,
       adv == null ? 'missing' : `${adv.toFixed(2)}x`,
+    );
+  }
+  if (byId.remount_mib) {
+    const s = med('remount_mib', 'seafs');
+    add('downloaded by a read after a remount = 0', s == null ? null : s === 0, `${fmt(s)} MiB`);
+    const r = med('read_remount', 'seafs');
+    const mem = med('read_remount', 'memfs');
+    add(
+      'seq read after a remount >= 0.8x memfs cold',
+      r == null || mem == null ? null : r >= 0.8 * mem,
+      `${fmt(r)} vs ${fmt(mem)} MB/s`,
     );
   }
   for (const id of ['rss_read', 'rss_write']) {

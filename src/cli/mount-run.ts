@@ -40,6 +40,8 @@ export interface MountSettings {
   dirCacheTime?: number;
   /** MiB of downloaded data kept on disk */
   cacheMaxSize?: number;
+  /** a front-to-back read is kept in the disk cache too (default true) */
+  cacheStreams?: boolean;
   /** kernel readahead, KiB (0: the kernel's default) */
   readAhead?: number;
   /** seconds a server request may wait for an answer (the client's timeoutMs) */
@@ -193,6 +195,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
+      reader: { cacheStreams: s.cacheStreams ?? true },
       libraryPassword: async (lib) => {
         const password = await readLibraryPassword(s, lib.name);
         logger.addSecret(password);
@@ -324,6 +327,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       await fuse.unmount();
       // writes that were still in flight when the mount detached
       const failed = await vfs.drain((list) => say(`waiting for ${describe(list)}`));
+      // the disk cache's last writes and their markers, before `seafs unmount` returns and a next mount reads them
+      await vfs.disk?.close();
       let code = 0;
       if (failed.length) {
         code = 1;

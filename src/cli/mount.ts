@@ -141,6 +141,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.dirCacheTime !== undefined) args.push('--dir-cache-time', String(argv.dirCacheTime));
   if (argv.cacheMaxSize !== undefined) args.push('--cache-max-size', String(argv.cacheMaxSize));
   if (argv.readAhead !== undefined) args.push('--read-ahead', String(argv.readAhead));
+  if (argv.cacheStreams === false) args.push('--no-cache-streams');
   if (argv.timeout !== undefined) args.push('--timeout', String(argv.timeout));
   if (argv.xattrs === false) args.push('--no-xattrs');
   if (argv.kernelOptions?.length) args.push('-o', argv.kernelOptions.join(','));
@@ -225,6 +226,12 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         type: 'number',
         default: 4096,
         describe: 'MiB of downloaded data kept on disk in the cache dir (0: none)',
+      })
+      .option('cache-streams', {
+        type: 'boolean',
+        default: true,
+        describe:
+          'keep what a front-to-back read downloads in the disk cache too (--no-cache-streams: only random reads)',
       })
       .option('read-ahead', {
         type: 'number',

@@ -54,7 +54,7 @@ async function sample(mountpoints: string[]): Promise<Sample[]> {
       if (status) {
         status.mountpoint ??= mountpoint;
         if (status.cacheDir && status.cacheMaxBytes)
-          status.cacheUsedBytes = await diskUsage(join(status.cacheDir, 'blocks', String(status.pid)));
+          status.cacheUsedBytes = await diskUsage(join(status.cacheDir, 'blocks'));
       }
       return { mountpoint, status, at: Date.now() };
     }),

@@ -123,8 +123,7 @@ export class Vfs {
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
-    this.disk =
-      diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks', String(process.pid)), chunk, diskBytes) : null;
+    this.disk = diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes) : null;
     this.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, this.disk, (f) => {
       this.log(`${f.path} changed on the server; refreshing its folder`);
       this.meta.invalidate(f.repo, parentOf(f.path));
@@ -689,7 +688,7 @@ export class Vfs {
       pending: this.pendingUploads(),
       reader: this.reader.stats,
       readerMemory: this.reader.memory(),
-      disk: this.disk?.stats,
+      disk: this.disk ? { ...this.disk.stats, ...this.disk.usage() } : undefined,
       meta: this.meta.stats,
       metaCache: this.meta.held(),
       uploads: this.wb.stats,

@@ -45,6 +45,8 @@ export interface FaultCounts {
   stall: number;
   frozen: number;
   refused: number;
+  /** body bytes of the file server's answers (/seafhttp/: downloads) passed on to clients */
+  downloadBytes: number;
 }
 
 export type ProxyMode = 'faults' | 'freeze' | 'refuse' | 'clean';
@@ -94,6 +96,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     stall: 0,
     frozen: 0,
     refused: 0,
+    downloadBytes: 0,
   };
   let mode: ProxyMode = 'faults';
   const sockets = new Set<Socket>();
@@ -133,6 +136,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
           return;
         }
         res.writeHead(ans.statusCode ?? 502, ans.headers);
+        if (req.url?.startsWith('/seafhttp/')) ans.on('data', (d: Buffer) => (counts.downloadBytes += d.length));
         ans.pipe(res);
         ans.on('error', () => res.destroy());
       },

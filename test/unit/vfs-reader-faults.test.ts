@@ -186,6 +186,8 @@ describe('disk block cache names', () => {
         [`${long}/one@1:4096`, `${long}/two@1:4096`],
       ];
       for (const [a, b] of pairs) {
+        await disk.open(a, 4096);
+        await disk.open(b, 4096);
         disk.put(a, 0, [Buffer.alloc(4096, 1)], 4096);
         disk.put(b, 0, [Buffer.alloc(4096, 2)], 4096);
         while (disk.pendingWrites > 0) await new Promise((r) => setTimeout(r, 5));

@@ -1,54 +1,131 @@
-// A bounded on-disk cache of downloaded chunks, so that data the kernel and
-// the in-memory chunks have let go of is read again from local disk rather
-// than the network. One sparse file per file version (content id), an
-// in-memory index of the chunks present, whole versions evicted least
-// recently used first. Writes are fire-and-forget: a failure only means a
-// later miss. The cache starts empty with every mount.
-import { createHash } from 'node:crypto';
-import { mkdir, open, readdir, rm, type FileHandle } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+// A bounded on-disk cache of downloaded chunks that outlives the mount, so
+// that data the kernel and the in-memory chunks have let go of, or that an
+// earlier mount downloaded, is read from local disk rather than the network.
+//
+// Layout: one file per file version in `dir`, named by the sha256 of its
+// file id. Seafile's file ids are content hashes, so a file that changes gets
+// a new id and is never served from old blocks, and two processes writing the
+// same chunk write the same bytes. A file holds a 64-byte header (magic, chunk
+// size, file size, file id), one marker byte per chunk, then the chunks at
+// fixed offsets (sparse). A marker is set only after its chunk's data was
+// written and datasync'd, so a crash (kill -9, power loss) leaves at worst
+// chunks without markers, which are never served; a header that does not
+// match (another chunk size, a torn creation) drops the file.
+//
+// Versions without a real file id (synthetic keys) get a nameless file,
+// gone with the process. Sharing: any number of mounts may use one dir at
+// once; each reads the markers when it first reads a version. Eviction
+// unlinks a file (a process holding it open keeps reading its own copy).
+// `maxBytes` caps the whole dir: each process counts the files it found at
+// start and its own writes, and rescans the dir before it evicts, least
+// recently used first by modification time (touched at most once a minute
+// on use).
+//
+// Writes are off the read path and fire-and-forget: contiguous chunks are
+// gathered into one write of up to 4 MiB (copied when their buffers are the
+// stream's pooled ones), with a bounded amount of data waiting for the disk;
+// beyond it a chunk is skipped (counted) and a later read fetches it again.
+import { createHash, randomBytes } from 'node:crypto';
+import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+
+const MAGIC = 'SEAFSBC1';
+const HEADER = 64;
+const BATCH = 4 * 1024 * 1024;
+const TOUCH_MS = 60_000;
+const ID = /^[0-9a-f]{40}$/;
+const ZERO_ID = '0'.repeat(40);
 
 interface Entry {
-  fh: Promise<FileHandle>;
-  present: Set<number>;
-  writing: Set<number>;
+  version: string;
+  name: string;
+  /** a real file id: kept under its name for later mounts */
+  persistent: boolean;
+  size: number;
+  dataOff: number;
+  /** per chunk: 0 absent, 1 on disk, 2 being written; null: not cached (too large) */
+  present: Uint8Array | null;
+  fh: Promise<FileHandle> | null;
   bytes: number;
+  /** last use, ms since the epoch */
   used: number;
+  touched: number;
+  /** chunks written whose markers are not on disk yet */
+  marks: number[];
   dead: boolean;
 }
 
+interface Batch {
+  e: Entry;
+  first: number;
+  count: number;
+  len: number;
+  bufs: Buffer[];
+  arena: Buffer | null;
+  timer: NodeJS.Timeout;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
 export class BlockCache {
-  readonly stats = { hits: 0, writes: 0, evictions: 0, skipped: 0 };
+  readonly stats = { hits: 0, writes: 0, evictions: 0, skipped: 0, skippedBytes: 0, writtenBytes: 0, reopened: 0 };
+  /** versions this process opened (read the markers of, or created) */
   private readonly entries = new Map<string, Entry>();
+  /** files found in the dir that this process has not opened: name -> size and last use */
+  private readonly onDisk = new Map<string, { bytes: number; used: number }>();
   private total = 0;
-  private clock = 0;
+  private batch: Batch | null = null;
   private writesInFlight = 0;
   private queuedBytes = 0;
+  private readonly arenas: Buffer[] = [];
+  private marksTimer: NodeJS.Timeout | null = null;
+  private marking: Promise<void> = Promise.resolve();
+  private rescanning: Promise<void> | null = null;
 
   constructor(
+    /** the account's blocks folder, shared by its mounts */
     private readonly dir: string,
     private readonly chunk: number,
     private readonly maxBytes: number,
     /** bytes of chunk writes allowed to wait for the disk at once */
     private readonly maxQueuedBytes = 16 * 1024 * 1024,
+    /** how long written chunks wait for their markers (and the datasync before them) */
+    private readonly markDelayMs = 1000,
+    /** versions kept open at once (a file descriptor each) */
+    private readonly maxOpen = 512,
   ) {}
 
-  /** `dir` is this process' own folder (named after its pid); folders of dead processes go */
+  /** Finds what earlier mounts left; removes leftovers of dead processes (and of the per-process layout). */
   async init(): Promise<void> {
-    await rm(this.dir, { recursive: true, force: true });
-    await mkdir(this.dir, { recursive: true });
-    const parent = dirname(this.dir);
-    for (const n of await readdir(parent).catch(() => [] as string[])) {
-      const pid = Number(n);
-      if (!Number.isInteger(pid) || pid === process.pid) continue;
-      let alive = true;
-      try {
-        process.kill(pid, 0);
-      } catch (e) {
-        alive = (e as NodeJS.ErrnoException).code === 'EPERM';
-      }
-      if (!alive) await rm(join(parent, n), { recursive: true, force: true }).catch(() => {});
+    await mkdir(this.dir, { recursive: true, mode: 0o700 });
+    for (const n of await readdir(this.dir)) {
+      const pid = /^\d+$/.test(n) ? Number(n) : Number(/\.tmp-(\d+)-/.exec(n)?.[1] ?? NaN);
+      if (Number.isInteger(pid) && pid !== process.pid && !alive(pid))
+        await rm(join(this.dir, n), { recursive: true, force: true }).catch(() => {});
     }
+    await this.scan();
+    if (this.total > this.maxBytes) await this.evict(null);
+  }
+
+  private async scan(): Promise<void> {
+    const mine = new Set<string>();
+    for (const e of this.entries.values()) mine.add(e.name);
+    this.onDisk.clear();
+    for (const n of await readdir(this.dir).catch(() => [] as string[])) {
+      if (!/^[0-9a-f]{64}$/.test(n) || mine.has(n)) continue;
+      const st = await stat(join(this.dir, n)).catch(() => null);
+      if (st?.isFile()) this.onDisk.set(n, { bytes: st.blocks * 512, used: st.mtimeMs });
+    }
+    this.total = 0;
+    for (const e of this.entries.values()) this.total += e.bytes;
+    for (const d of this.onDisk.values()) this.total += d.bytes;
   }
 
   /** versions larger than this are not cached (they would evict everything else and themselves) */
@@ -56,63 +133,270 @@ export class BlockCache {
     return this.maxBytes > 0 && size <= this.maxBytes / 2;
   }
 
-  has(version: string, idx: number): boolean {
-    return this.entries.get(version)?.present.has(idx) ?? false;
+  /** bytes the cache dir holds as far as this process knows, and the cap */
+  usage(): { used: number; max: number } {
+    return { used: this.total, max: this.maxBytes };
+  }
+
+  /** open() has run for this version: has() answers for it */
+  ready(version: string): boolean {
+    return this.entries.has(version);
   }
 
   /**
-   * One name per version: a hash, since versions may be synthetic keys
-   * (`repo:path@mtime:size`) that differ only in characters a file name
-   * cannot hold, or only after 200 of them.
+   * Reads what the disk holds of a version (its markers) before the first
+   * has() about it. Never rejects: a file that cannot be read is a miss.
    */
-  private fileName(version: string): string {
-    return join(this.dir, createHash('sha256').update(version).digest('hex'));
+  async open(version: string, size: number): Promise<void> {
+    if (this.entries.has(version)) return;
+    const name = createHash('sha256').update(version).digest('hex');
+    const nChunks = Math.ceil(size / this.chunk);
+    const e: Entry = {
+      version,
+      name,
+      persistent: ID.test(version) && version !== ZERO_ID,
+      size,
+      dataOff: Math.ceil((HEADER + nChunks) / 4096) * 4096,
+      present: this.worthCaching(size) && size > 0 ? new Uint8Array(nChunks) : null,
+      fh: null,
+      bytes: 0,
+      used: Date.now(),
+      touched: 0,
+      marks: [],
+      dead: false,
+    };
+    if (e.present && e.persistent) {
+      const fh = await open(join(this.dir, name), 'r+').catch(() => null);
+      if (fh && (await this.readMarkers(fh, e).catch(() => false))) {
+        e.fh = Promise.resolve(fh);
+        this.stats.reopened++;
+        this.touch(e);
+      } else if (fh) {
+        await fh.close().catch(() => {});
+        await unlink(join(this.dir, name)).catch(() => {});
+      }
+    }
+    if (this.entries.has(version)) {
+      // opened meanwhile by another read
+      void e.fh?.then((h) => h.close()).catch(() => {});
+      return;
+    }
+    const found = this.onDisk.get(name);
+    if (found) {
+      this.onDisk.delete(name);
+      this.total -= found.bytes;
+    }
+    this.entries.set(version, e);
+    this.total += e.bytes;
+    if (this.entries.size > this.maxOpen) this.forgetOldest();
   }
 
-  put(version: string, idx: number, parts: Buffer[], size: number): void {
-    // each queued write holds its chunk's buffers: when the disk falls behind, skip caching
+  /**
+   * Too many versions open (each holds a file descriptor): the least recently
+   * used one with nothing waiting is closed and counted as a file on disk
+   * again; a later read of it opens it anew.
+   */
+  private forgetOldest(): void {
+    let victim: Entry | null = null;
+    for (const e of this.entries.values()) {
+      if (e.marks.length || this.batch?.e === e || e.present?.includes(2)) continue;
+      if (!victim || e.used < victim.used) victim = e;
+    }
+    if (!victim) return;
+    this.entries.delete(victim.version);
+    this.total -= victim.bytes;
+    if (victim.persistent && victim.bytes > 0) {
+      this.onDisk.set(victim.name, { bytes: victim.bytes, used: victim.used });
+      this.total += victim.bytes;
+    }
+    const fh = victim.fh;
+    // a read of it may be under way: closed a little later (should it fail, that read downloads instead)
+    if (fh) setTimeout(() => void fh.then((h) => h.close()).catch(() => {}), 5000).unref();
+  }
+
+  /** the header must say this version, size and chunk size; then the markers are read into `present` */
+  private async readMarkers(fh: FileHandle, e: Entry): Promise<boolean> {
+    const n = e.present!.length;
+    const buf = Buffer.alloc(HEADER + n);
+    const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
+    if (bytesRead < HEADER) return false;
+    if (!buf.subarray(0, HEADER).equals(this.header(e))) return false;
+    for (let i = 0; i < n && HEADER + i < bytesRead; i++) {
+      if (buf[HEADER + i] !== 1) continue;
+      e.present![i] = 1;
+      e.bytes += this.chunkSize(e, i);
+    }
+    return true;
+  }
+
+  private header(e: Entry): Buffer {
+    const h = Buffer.alloc(HEADER);
+    h.write(MAGIC, 0, 'latin1');
+    h.writeUInt32LE(this.chunk, 8);
+    h.writeDoubleLE(e.size, 12);
+    h.write(e.version, 20, 40, 'latin1');
+    return h;
+  }
+
+  private chunkSize(e: Entry, i: number): number {
+    return Math.min(this.chunk, e.size - i * this.chunk);
+  }
+
+  /** A writable file for the version: created under a temp name with its header, then linked into place. */
+  private async create(e: Entry): Promise<FileHandle> {
+    const tmp = join(this.dir, `${e.name}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`);
+    const fh = await open(tmp, 'w+', 0o600);
+    if (!e.persistent) {
+      await unlink(tmp); // nameless: gone with the process
+      return fh;
+    }
+    try {
+      await fh.write(this.header(e), 0, HEADER, 0);
+      await link(tmp, join(this.dir, e.name));
+      return fh;
+    } catch (err) {
+      await fh.close().catch(() => {});
+      if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+      // another mount created it first: use theirs (same content, so their chunks are ours too)
+      const theirs = await open(join(this.dir, e.name), 'r+');
+      const mine = e.present!.slice();
+      e.present!.fill(0);
+      e.bytes = 0;
+      if (!(await this.readMarkers(theirs, e))) {
+        await theirs.close();
+        throw new Error('cache file of another process does not match');
+      }
+      this.total += e.bytes;
+      for (let i = 0; i < mine.length; i++) if (mine[i] === 2 && e.present![i] === 0) e.present![i] = 2;
+      return theirs;
+    } finally {
+      if (e.persistent) await unlink(tmp).catch(() => {});
+    }
+  }
+
+  has(version: string, idx: number): boolean {
+    return this.entries.get(version)?.present?.[idx] === 1;
+  }
+
+  /**
+   * Keep a chunk (after open()). `copy`: its buffers are reused by their
+   * owner once it lets go of them, so they are copied now.
+   */
+  put(version: string, idx: number, parts: Buffer[], size: number, copy = false): void {
+    const e = this.entries.get(version);
+    if (!e?.present || e.dead || e.present[idx] !== 0) return;
+    let b = this.batch;
+    if (b && (b.e !== e || idx !== b.first + b.count || b.len + size > BATCH)) {
+      this.flushBatch();
+      b = null;
+    }
+    // each queued write holds its chunks' bytes: when the disk falls behind, skip caching
     // (a later miss costs a fetch) rather than let memory grow with the backlog
     if (this.queuedBytes + size > this.maxQueuedBytes) {
       this.stats.skipped++;
+      this.stats.skippedBytes += size;
       return;
     }
-    let e = this.entries.get(version);
-    if (!e) {
-      e = {
-        fh: open(this.fileName(version), 'w+'),
-        present: new Set(),
-        writing: new Set(),
-        bytes: 0,
-        used: 0,
-        dead: false,
+    if (!b) {
+      b = this.batch = {
+        e,
+        first: idx,
+        count: 0,
+        len: 0,
+        bufs: [],
+        arena: null,
+        timer: setTimeout(() => this.flushBatch(), 20),
       };
-      e.fh.catch(() => {});
-      this.entries.set(version, e);
+      b.timer.unref();
+      this.writesInFlight++;
     }
-    if (e.present.has(idx) || e.writing.has(idx)) return;
-    const entry = e;
-    entry.used = ++this.clock;
-    entry.writing.add(idx);
-    this.writesInFlight++;
+    if (copy) {
+      b.arena ??= this.arenas.pop() ?? Buffer.allocUnsafe(BATCH);
+      let at = b.len;
+      for (const p of parts) at += p.copy(b.arena, at);
+      b.bufs.push(b.arena.subarray(b.len, at));
+    } else b.bufs.push(...parts);
+    b.len += size;
+    b.count++;
     this.queuedBytes += size;
+    e.present[idx] = 2;
+    e.used = Date.now();
+    if (b.len >= BATCH) this.flushBatch();
+  }
+
+  private flushBatch(): void {
+    const b = this.batch;
+    if (!b) return;
+    this.batch = null;
+    clearTimeout(b.timer);
+    const e = b.e;
     void (async () => {
+      let ok = false;
       try {
-        const fh = await entry.fh;
-        await fh.writev(parts, idx * this.chunk);
-        entry.writing.delete(idx);
-        if (entry.dead) return;
-        entry.present.add(idx);
-        entry.bytes += size;
-        this.total += size;
-        this.stats.writes++;
-        this.evict(version);
+        e.fh ??= this.create(e);
+        const fh = await e.fh;
+        if (!e.dead) {
+          await fh.writev(b.bufs, e.dataOff + b.first * this.chunk);
+          ok = true;
+        }
       } catch {
-        entry.writing.delete(idx);
+        if (e.fh && !e.dead) e.fh = null; // a failed creation is tried again by a later write
       } finally {
         this.writesInFlight--;
-        this.queuedBytes -= size;
+        this.queuedBytes -= b.len;
+        if (b.arena && this.arenas.length < 2) this.arenas.push(b.arena);
       }
+      for (let i = b.first; i < b.first + b.count; i++) {
+        if (e.present![i] !== 2) continue;
+        if (!ok || e.dead) {
+          e.present![i] = 0;
+          continue;
+        }
+        e.present![i] = 1;
+        e.marks.push(i);
+        const n = this.chunkSize(e, i);
+        e.bytes += n;
+        if (!e.dead) this.total += n;
+      }
+      if (!ok || e.dead) return;
+      this.stats.writes += b.count;
+      this.stats.writtenBytes += b.len;
+      if (e.persistent) this.scheduleMarks();
+      if (this.total > this.maxBytes) void this.evict(e);
     })();
+  }
+
+  private scheduleMarks(): void {
+    if (this.marksTimer) return;
+    this.marksTimer = setTimeout(() => {
+      this.marksTimer = null;
+      void this.writeMarks();
+    }, this.markDelayMs);
+    this.marksTimer.unref();
+  }
+
+  /** For each version with new chunks: datasync its data, then set their markers (one write per run). */
+  private writeMarks(): Promise<void> {
+    this.marking = this.marking.then(async () => {
+      for (const e of this.entries.values()) {
+        if (!e.marks.length || !e.fh || e.dead) continue;
+        const marks = e.marks.sort((a, b) => a - b);
+        e.marks = [];
+        try {
+          const fh = await e.fh;
+          await fh.datasync();
+          for (let k = 0; k < marks.length;) {
+            let j = k;
+            while (j + 1 < marks.length && marks[j + 1] === marks[j] + 1) j++;
+            await fh.write(Buffer.alloc(j - k + 1, 1), 0, j - k + 1, HEADER + marks[k]);
+            k = j + 1;
+          }
+        } catch {
+          // markers not written: those chunks are misses for the next mount
+        }
+      }
+    });
+    return this.marking;
   }
 
   /** chunk writes started by put() and not finished yet (they are fire-and-forget) */
@@ -120,52 +404,113 @@ export class BlockCache {
     return this.writesInFlight;
   }
 
+  /** Writes what waits now, and the markers of everything written (for tests and unmount). */
+  async flush(): Promise<void> {
+    this.flushBatch();
+    while (this.writesInFlight > 0) await new Promise((r) => setTimeout(r, 5));
+    if (this.marksTimer) clearTimeout(this.marksTimer);
+    this.marksTimer = null;
+    await this.writeMarks();
+  }
+
   /** the chunk's bytes from disk, or null when it is not (or no longer) there */
   async get(version: string, idx: number, size: number): Promise<Buffer | null> {
+    const buf = Buffer.allocUnsafe(size);
+    return (await this.getRun(version, idx, [buf])) ? buf : null;
+  }
+
+  /**
+   * Chunks first, first+1, ... into `bufs` (one per chunk, each its chunk's
+   * size) in one read; false unless every one of them is there.
+   */
+  async getRun(version: string, first: number, bufs: Buffer[]): Promise<boolean> {
     const e = this.entries.get(version);
-    if (!e?.present.has(idx)) return null;
-    e.used = ++this.clock;
+    if (!e?.present || !e.fh) return false;
+    for (let i = first; i < first + bufs.length; i++) if (e.present[i] !== 1) return false;
+    e.used = Date.now();
     try {
       const fh = await e.fh;
-      const buf = Buffer.allocUnsafe(size);
-      const { bytesRead } = await fh.read(buf, 0, size, idx * this.chunk);
-      if (bytesRead !== size || e.dead) return null;
-      this.stats.hits++;
-      return buf;
+      let bytes = 0;
+      for (const b of bufs) bytes += b.length;
+      const { bytesRead } = await fh.readv(bufs, e.dataOff + first * this.chunk);
+      if (bytesRead !== bytes || e.dead) return false;
+      this.stats.hits += bufs.length;
+      this.touch(e);
+      return true;
     } catch {
-      return null;
+      return false;
     }
   }
 
-  private evict(keep: string): void {
-    while (this.total > this.maxBytes) {
-      let victim: [string, Entry] | null = null;
-      for (const kv of this.entries) if (kv[0] !== keep && (!victim || kv[1].used < victim[1].used)) victim = kv;
-      if (!victim) return;
-      this.drop(victim[0], victim[1]);
-    }
+  /** the file's modification time is its last use, for the eviction order of later mounts */
+  private touch(e: Entry): void {
+    if (!e.persistent || e.used - e.touched < TOUCH_MS || !e.fh) return;
+    e.touched = e.used;
+    const t = new Date(e.used);
+    void e.fh.then((fh) => fh.utimes(t, t)).catch(() => {});
   }
 
-  private drop(version: string, e: Entry): void {
+  /** Least recently used first, among this process' versions and the files others left, until under the cap. */
+  private evict(keep: Entry | null): Promise<void> {
+    this.rescanning ??= (async () => {
+      try {
+        await this.scan();
+        const target = this.maxBytes * 0.9;
+        const victims: { used: number; drop: () => void }[] = [];
+        for (const e of this.entries.values())
+          if (e !== keep && e.bytes > 0) victims.push({ used: e.used, drop: () => this.drop(e) });
+        for (const [n, d] of this.onDisk)
+          victims.push({
+            used: d.used,
+            drop: () => {
+              this.onDisk.delete(n);
+              this.total -= d.bytes;
+              this.stats.evictions++;
+              void unlink(join(this.dir, n)).catch(() => {});
+            },
+          });
+        victims.sort((a, b) => a.used - b.used);
+        for (const v of victims) {
+          if (this.total <= target) break;
+          v.drop();
+        }
+      } finally {
+        this.rescanning = null;
+      }
+    })();
+    return this.rescanning;
+  }
+
+  private drop(e: Entry): void {
     e.dead = true;
-    this.entries.delete(version);
+    this.entries.delete(e.version);
     this.total -= e.bytes;
     this.stats.evictions++;
-    const name = this.fileName(version);
-    void e.fh
-      .then((fh) => fh.close())
-      .catch(() => {})
-      .then(() => rm(name, { force: true }));
+    const fh = e.fh;
+    const name = join(this.dir, e.name);
+    void (async () => {
+      if (e.persistent) await unlink(name).catch(() => {});
+      await fh?.then((h) => h.close()).catch(() => {});
+    })();
   }
 
-  /** Drop every cached chunk now (`seafs cache clear`); returns the bytes freed. */
+  /** Drop every cached chunk now (`seafs cache clear`), other mounts' too; returns the bytes freed. */
   clear(): number {
     const freed = this.total;
-    for (const [v, e] of [...this.entries]) this.drop(v, e);
+    for (const e of [...this.entries.values()]) this.drop(e);
+    for (const n of this.onDisk.keys()) void unlink(join(this.dir, n)).catch(() => {});
+    this.onDisk.clear();
+    this.total = 0;
     return freed;
   }
 
+  /** Writes what waits and the markers, then closes every file (they stay for the next mount). */
   async close(): Promise<void> {
-    for (const [v, e] of [...this.entries]) this.drop(v, e);
+    await this.flush().catch(() => {});
+    for (const e of [...this.entries.values()]) {
+      e.dead = true;
+      this.entries.delete(e.version);
+      await e.fh?.then((h) => h.close()).catch(() => {});
+    }
   }
 }

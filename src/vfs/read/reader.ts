@@ -46,6 +46,7 @@ export function readConfig(opts: ReaderOptions = {}): ReadConfig {
     fillMax: opts.fillMaxBytes ?? 2 * 1024 ** 3,
     streamIdle: opts.streamIdleMs ?? 5_000,
     stall: opts.stallMs,
+    cacheStreams: opts.cacheStreams ?? true,
   };
 }
 
@@ -101,6 +102,11 @@ export class RemoteReader {
    */
   read(f: RemoteFile, target: Buffer, len: number, offset: number, pat: ReadPattern): number | Promise<number> {
     if (offset >= f.size || len <= 0) return 0;
+    // the first read of a version learns which of its chunks the disk holds (an earlier mount's too)
+    if (this.disk && !this.disk.ready(f.version)) {
+      const again = () => this.read(f, target, len, offset, pat);
+      return this.disk.open(f.version, f.size).then(again, again);
+    }
     const end = Math.min(f.size, offset + len);
     const step = classifyRead(pat, offset, end, f.size, this.cfg);
     pat.window = step.window;
@@ -147,7 +153,7 @@ export class RemoteReader {
 
   /** resolves once the disk cache has no chunk writes in flight (for tests and shutdown) */
   async diskIdle(): Promise<void> {
-    while (this.disk && this.disk.pendingWrites > 0) await new Promise((r) => setTimeout(r, 10));
+    await this.disk?.flush();
   }
 
   private copyOut(parts: Chunk, i: number, target: Buffer, at: number, offset: number, end: number): number {

@@ -37,7 +37,7 @@ export class Segments {
     for (let i = a; i <= b; i++) {
       let missing = !fc.inflight.has(i) && !fc.have.has(i);
       if (missing && this.disk?.has(f.version, i)) {
-        this.fromDisk(f, fc, i);
+        i = this.fromDisk(f, fc, i, b);
         missing = false;
       }
       if (missing && runStart < 0) runStart = i;
@@ -49,26 +49,54 @@ export class Segments {
     if (runStart >= 0) flush(b);
   }
 
-  /** A chunk from the on-disk cache; a miss there (evicted meanwhile) falls back to the network. */
-  fromDisk(f: RemoteFile, fc: FileChunks, i: number): void {
-    const size = Math.min(this.cfg.chunk, f.size - i * this.cfg.chunk);
-    const p: Pending = this.disk!.get(f.version, i, size).then((buf): Chunk | Promise<Chunk> => {
-      if (fc.inflight.get(i) === p) fc.inflight.delete(i);
-      if (buf) {
-        this.stats.diskChunks++;
-        const parts = [buf];
-        if (!fc.have.has(i)) this.store.put(f, fc, i, parts, size);
-        return parts;
-      }
-      const have = fc.have.get(i);
-      if (have) return have;
-      const other = fc.inflight.get(i);
-      if (other) return other;
-      this.fetchSegment(f, fc, i, i);
-      return fc.inflight.get(i)!;
-    });
-    p.catch(() => {});
-    fc.inflight.set(i, p);
+  /**
+   * Chunk a, and those after it up to b that are on disk too and not held or
+   * on their way (at most a segment), from the on-disk cache in one read; a
+   * miss there (evicted meanwhile) falls back to the network. Returns the
+   * last chunk taken.
+   */
+  fromDisk(f: RemoteFile, fc: FileChunks, a: number, b = a): number {
+    const C = this.cfg.chunk;
+    let e = a;
+    while (
+      e < b &&
+      e + 1 - a < this.cfg.segChunks &&
+      !fc.have.has(e + 1) &&
+      !fc.inflight.has(e + 1) &&
+      this.disk!.has(f.version, e + 1)
+    )
+      e++;
+    // whole chunks are read into the pool's buffers, which go back to it once memory lets them go
+    const bufs: Buffer[] = [];
+    for (let i = a; i <= e; i++) bufs.push(this.store.buffer(Math.min(C, f.size - i * C)));
+    const run = this.disk!.getRun(f.version, a, bufs);
+    for (let i = a; i <= e; i++) {
+      const buf = bufs[i - a];
+      const size = buf.length;
+      const p: Pending = run.then((ok): Chunk | Promise<Chunk> => {
+        if (fc.inflight.get(i) === p) fc.inflight.delete(i);
+        if (ok) {
+          this.stats.diskChunks++;
+          const have = fc.have.get(i);
+          if (have) {
+            if (size === C) this.store.retire(buf);
+            return have;
+          }
+          const parts = [buf];
+          this.store.put(f, fc, i, parts, size, size === C);
+          return parts;
+        }
+        const have = fc.have.get(i);
+        if (have) return have;
+        const other = fc.inflight.get(i);
+        if (other) return other;
+        this.fetchSegment(f, fc, i, i);
+        return fc.inflight.get(i)!;
+      });
+      p.catch(() => {});
+      fc.inflight.set(i, p);
+    }
+    return e;
   }
 
   /**

@@ -3,7 +3,9 @@
 // paused whenever it is far enough ahead of the reader. Through the API's
 // streaming GET capability when it has one (no copy: the socket reads into
 // the chunk buffers), else through its ordinary download(). What a stream
-// that ends or fails leaves unread is handed to ranged segments.
+// that ends or fails leaves unread is handed to ranged segments. What it
+// delivers is also handed to the disk cache (cacheStreams), which gathers it
+// into large writes off this path, so that a later mount reads it locally.
 import { ApiError, StreamUnsupported } from '../../client/errors.js';
 import type { SeafileApi, StreamControl } from '../../client/types.js';
 import type { BlockCache } from './block-cache.js';
@@ -53,8 +55,22 @@ export class SeqStreams {
     for (let i = st ? Math.max(from, st.next, st.until + 1) : from; i <= to; i++) {
       if (fc.have.has(i) || fc.inflight.has(i)) continue;
       if (this.disk?.has(f.version, i)) {
-        this.segments.fromDisk(f, fc, i);
+        i = this.segments.fromDisk(f, fc, i, to);
         continue;
+      }
+      // a short hole among chunks on disk (chunks skipped when they were written): a ranged GET,
+      // not a stream that would download the chunks after it again (looked at past `to`: a hole
+      // at the end of the readahead window is no reason for a stream either)
+      if (this.disk && !(st && i === tail + 1)) {
+        const lastChunk = Math.floor((f.size - 1) / C);
+        let j = i;
+        const gap = (k: number) => !fc.have.has(k) && !fc.inflight.has(k) && !this.disk!.has(f.version, k);
+        while (j < lastChunk && j - i + 1 < this.cfg.segChunks && gap(j + 1)) j++;
+        if (j < lastChunk && j - i + 1 < this.cfg.segChunks && this.disk.has(f.version, j + 1)) {
+          this.segments.ensure(f, fc, i, j, false);
+          i = j;
+          continue;
+        }
       }
       if (st && i > tail + 1 + this.cfg.segChunks) {
         this.stop(f, st);
@@ -71,7 +87,10 @@ export class SeqStreams {
       tail = i;
     }
     if (!st) return;
-    if (to > st.until) st.until = to;
+    // with a disk cache the stream goes no further than the chunks it was given: past them may lie chunks
+    // on disk (an earlier mount's), which it would download again
+    const until = this.disk ? tail : to;
+    if (until > st.until) st.until = until;
     const w = st.wake;
     st.wake = null;
     w?.();
@@ -144,8 +163,11 @@ export class SeqStreams {
     const d = st.waits.get(i);
     if (d) st.waits.delete(i);
     if (d && fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
-    if (!fc.have.has(i)) this.store.put(f, fc, i, parts, size, pooled);
-    else if (pooled && !d) this.store.retire(parts[0]);
+    if (!fc.have.has(i)) {
+      this.store.put(f, fc, i, parts, size, pooled);
+      // copied when pooled: the buffer returns to the pool once memory lets the chunk go
+      if (this.cfg.cacheStreams && this.disk?.worthCaching(f.size)) this.disk.put(f.version, i, parts, size, pooled);
+    } else if (pooled && !d) this.store.retire(parts[0]);
     d?.resolve(parts);
   }
 
@@ -228,8 +250,6 @@ export class SeqStreams {
     const C = this.cfg.chunk;
     const lastChunk = Math.floor((f.size - 1) / C);
     const res = await this.links.get(f, { start: st.next * C });
-    // a sequential pass is not written to the disk cache: it would cost more CPU than the
-    // network read itself, and a re-read is served by the kernel's page cache
     const asm = new ChunkAssembler(
       C,
       f.size,

@@ -44,6 +44,8 @@ export interface ReaderOptions {
   fillMaxBytes?: number;
   /** a stream paused this long with no reader moving on ends (default 5 s) */
   streamIdleMs?: number;
+  /** a streamed sequential pass is written to the disk cache too (default true) */
+  cacheStreams?: boolean;
   /**
    * a stream that receives nothing this long is given up and what readers wait
    * for is fetched again by ranged GETs (default: the API's own call timeout)
@@ -70,6 +72,7 @@ export interface ReadConfig {
   streamIdle: number;
   /** undefined: the streaming GET's own default (the client's timeout) */
   stall: number | undefined;
+  cacheStreams: boolean;
 }
 
 /** What the read engine counts (shown by `status`, asserted by tests). */
