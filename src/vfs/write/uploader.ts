@@ -8,11 +8,12 @@
 import { ApiError } from '../../client/errors.js';
 import { mayHaveLanded } from '../errors.js';
 import { lockedLibrary } from '../library-unlock.js';
-import type { DirEntry, SeafileApi } from '../../client/types.js';
+import type { BatchFile, DirEntry, SeafileApi } from '../../client/types.js';
 import { baseOf, joinPath, parentOf } from '../paths.js';
 import type { TransferLinks } from '../transfer-links.js';
 import type { FileState } from './file-state.js';
 import type { FileJournal } from './journal.js';
+import type { LocalData } from './local-data.js';
 import { freeConflictName } from './conflict-name.js';
 import type { Streams } from './streaming.js';
 import { NEEDS_QUOTING, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
@@ -34,6 +35,7 @@ export class Uploader {
     private readonly links: TransferLinks,
     private readonly streams: Streams,
     private readonly journal: FileJournal,
+    private readonly data: LocalData,
     private readonly stats: WriteStats,
     private readonly hooks: WriteBackHooks,
     private readonly check: VersionCheck,
@@ -98,6 +100,7 @@ export class Uploader {
     if (streamed) return streamed;
     const size = s.size;
     if (v.kind === 'base' && s.uploadKind(path) === 'update') {
+      await this.data.toDisk(s); // the update call sends a file
       try {
         const id = await this.links.use('update', repo, dir, (url) =>
           this.api.update(url, path, s.tmp, { lastModify: s.mtime }),
@@ -111,15 +114,22 @@ export class Uploader {
     return this.fresh(s, repo, dir, name);
   }
 
+  /** A file of a multi-file POST: its bytes when it is in memory, else its temp file. */
+  private part(s: FileState, name: string): BatchFile {
+    const data = this.data.bytes(s);
+    return data ? { path: s.tmp, name, data } : { path: s.tmp, name };
+  }
+
   /** Upload the local data as the file `name` of `dir` (replacing what is there). */
   private async fresh(s: FileState, repo: string, dir: string, name: string): Promise<UploadResult> {
     const size = s.size;
     if (NEEDS_QUOTING.test(name)) return this.awkward(s, repo, dir, name, size);
     // the multi-file body when available: it also carries the file's modification time
     const many = this.api.uploadBatch;
+    if (!many) await this.data.toDisk(s); // the single upload call sends a file
     const res = await this.links.use('upload', repo, dir, (url) =>
       many
-        ? many(url, dir, [{ path: s.tmp, name }], { replace: true, lastModify: s.mtime })
+        ? many(url, dir, [this.part(s, name)], { replace: true, lastModify: s.mtime })
         : this.api.upload(url, dir, s.tmp, name, { replace: true }),
     );
     const r = res.find((x) => x.name === name) ?? res[0];
@@ -167,6 +177,7 @@ export class Uploader {
    * (form-encoded, no quoting problem) onto the real name.
    */
   private async awkward(s: FileState, repo: string, dir: string, name: string, size: number): Promise<UploadResult> {
+    await this.data.toDisk(s);
     const tmpName = `.seafs-upload-${s.id}`;
     const tmpPath = dir === '/' ? `/${tmpName}` : `${dir}/${tmpName}`;
     const res = await this.links.use('upload', repo, dir, (url) =>
@@ -248,7 +259,7 @@ export class Uploader {
     const began = Date.now();
     try {
       await Promise.all(ok.map((s) => this.journal.persist(s)));
-      const files = ok.map((s) => ({ path: s.tmp, name: baseOf(s.path) }));
+      const files = ok.map((s) => this.part(s, baseOf(s.path)));
       const res = await this.links.use('upload', repo, dir, (url) =>
         uploadBatch(url, dir, files, { replace: true, lastModify }),
       );
