@@ -57,10 +57,15 @@ export class Journal {
     return join(this.dir, `${id}.json`);
   }
 
-  /** Writes the entry of a file; `data`: its content, for a file held in memory. */
-  async write(e: JournalEntry, data?: Buffer): Promise<void> {
+  /**
+   * Writes the entry of a file; `data`: its content, for a file held in
+   * memory. `fresh`: no entry of this id exists, so it is written in place
+   * (a crash midway leaves a torn entry, which recovery ignores, and nothing
+   * older to lose); otherwise beside it and renamed over it.
+   */
+  async write(e: JournalEntry, data?: Buffer, fresh = false): Promise<void> {
     const final = this.file(e.id);
-    const tmp = `${final}.tmp`;
+    const tmp = fresh ? final : `${final}.tmp`;
     const fh = await open(tmp, 'w');
     try {
       const line = Buffer.from(JSON.stringify(data ? { ...e, inline: data.length } : e) + '\n');
@@ -70,7 +75,7 @@ export class Journal {
     } finally {
       await fh.close();
     }
-    await rename(tmp, final);
+    if (tmp !== final) await rename(tmp, final);
   }
 
   async remove(id: string): Promise<void> {
@@ -115,9 +120,13 @@ export class Journal {
 export class FileJournal {
   /**
    * per file: the chain of its journal operations, where its entry says it
-   * lives, and for an entry that carries the content, the version it holds
+   * lives, for an entry that carries the content the version it holds, and
+   * whether an entry is on disk
    */
-  private readonly books = new WeakMap<FileState, { chain: Promise<void>; at: string | null; inline: number | null }>();
+  private readonly books = new WeakMap<
+    FileState,
+    { chain: Promise<void>; at: string | null; inline: number | null; exists: boolean }
+  >();
 
   constructor(
     readonly journal: Journal,
@@ -128,7 +137,7 @@ export class FileJournal {
   private book(s: FileState) {
     let b = this.books.get(s);
     if (!b) {
-      b = { chain: Promise.resolve(), at: null, inline: null };
+      b = { chain: Promise.resolve(), at: null, inline: null, exists: false };
       this.books.set(s, b);
     }
     return b;
@@ -164,7 +173,9 @@ export class FileJournal {
           mtime: s.mtime,
         },
         data ?? undefined,
+        !b.exists,
       );
+      b.exists = true;
       b.at = where;
       b.inline = data ? version : null;
     });
@@ -188,7 +199,10 @@ export class FileJournal {
   forget(s: FileState): Promise<void> {
     const b = this.book(s);
     b.at = null;
-    const run = b.chain.then(() => this.journal.remove(s.id));
+    const run = b.chain.then(async () => {
+      await this.journal.remove(s.id);
+      b.exists = false;
+    });
     b.chain = run.catch(() => {});
     return run;
   }
