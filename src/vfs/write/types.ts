@@ -28,7 +28,7 @@ export interface WriteBackOptions {
   batchMaxBytes?: number;
   /** larger files are uploaded on their own */
   batchFileMax?: number;
-  /** batches of one folder sent at once (default 2); files closed meanwhile gather into the next */
+  /** batches of one folder sent at once (default 1); files closed meanwhile gather into the next */
   batchesPerFolder?: number;
   /**
    * a new file waits this long after its last close before its upload starts,

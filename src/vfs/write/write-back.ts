@@ -79,7 +79,7 @@ export class WriteBack {
       batchMaxFiles: opts.batchMaxFiles ?? 32,
       batchMaxBytes: opts.batchMaxBytes ?? 8 * 1024 * 1024,
       batchFileMax: opts.batchFileMax ?? 1024 * 1024,
-      batchesPerFolder: opts.batchesPerFolder ?? 2,
+      batchesPerFolder: opts.batchesPerFolder ?? 1,
     });
   }
 
