@@ -4,7 +4,6 @@
 import { createHash } from 'node:crypto';
 import { chmod, stat, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
-import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
 import { SeafileClient, type ClientOptions } from '../client/client.js';
 import { ApiError } from '../client/errors.js';
@@ -169,9 +168,6 @@ export interface RunningMount {
 }
 
 export async function startMount(s: MountSettings, client: SeafileClient, email: string): Promise<RunningMount> {
-  // streaming hundreds of MB/s: the young generation's size trades garbage
-  // collection time against memory (reused buffers keep the need small)
-  v8.setFlagsFromString(`--max-semi-space-size=${Number(process.env.SEAFS_SEMI_SPACE_MB) || 16}`);
   const mnt = resolve(s.mountpoint);
   await prepareMountpoint(mnt);
   const root = s.cacheDir ? resolve(s.cacheDir) : join(homedir(), '.cache', 'seafs');

@@ -15,6 +15,16 @@ import { UserError } from './user-error.js';
 // by the command that needs it, so `seafs serve` and `--help` stay light.
 const mountRun = () => import('./mount-run.js');
 
+/**
+ * The V8 flag that sizes the mount process's young generation (MiB per
+ * semi-space; SEAFS_SEMI_SPACE_MB, default 16). It takes effect only on the
+ * node command line (set at run time with v8.setFlagsFromString it leaves
+ * the heap as it is), so `--daemon` starts the mount process with it.
+ */
+function youngGenerationFlag(): string {
+  return `--max-semi-space-size=${Number(process.env.SEAFS_SEMI_SPACE_MB) || 16}`;
+}
+
 /** The log options of mount and demo. */
 interface LogArgv {
   logLevel?: LogLevel;
@@ -151,7 +161,11 @@ async function daemonize(argv: MountArgv): Promise<never> {
   const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
   delete env.SEAFS_PASSWORD;
   if (libraryPassword !== undefined) env.SEAFS_LIBRARY_PASSWORD = libraryPassword;
-  const child = spawn(process.execPath, args, { detached: true, stdio: ['ignore', out, out, 'pipe'], env });
+  const child = spawn(process.execPath, [youngGenerationFlag(), ...args], {
+    detached: true,
+    stdio: ['ignore', out, out, 'pipe'],
+    env,
+  });
   closeSync(out);
   const pipe = child.stdio[3] as NodeJS.ReadableStream;
   pipe.setEncoding('utf8');

@@ -69,12 +69,18 @@ export async function rawUpload(
         ['Content-Length', String(frame.length)],
       ]),
     );
-    // two buffers: one is read into while the other is being sent
-    const bufs = [Buffer.allocUnsafe(BUF), Buffer.allocUnsafe(BUF)];
+    // two buffers: one is read into while the other is being sent (none for files held in memory)
+    let bufs: Buffer[] | null = null;
     for (let i = 0; i < files.length; i++) {
       await write(frame.heads[i]);
       const size = frame.sizes[i];
       if (size === 0) continue;
+      const data = files[i].data;
+      if (data) {
+        await write(data);
+        continue;
+      }
+      bufs ??= [Buffer.allocUnsafe(BUF), Buffer.allocUnsafe(BUF)];
       const fh = await open(files[i].path, 'r');
       try {
         let pos = 0;

@@ -90,6 +90,8 @@ export interface BatchFile {
   path: string;
   /** name in the folder */
   name: string;
+  /** the content, when it is held in memory (then `path` is not read) */
+  data?: Buffer;
 }
 
 /** Several files of one folder in one multipart POST to an upload link. */

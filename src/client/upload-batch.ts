@@ -1,6 +1,7 @@
 // Several small new files of one folder in one multipart POST to the
 // folder's upload link: one request and one server commit instead of one
-// per file. The body streams from the temp files; its length is exact.
+// per file. The body streams from the temp files (or the bytes held in
+// memory); its length is exact.
 import { createReadStream, promises as fsp } from 'node:fs';
 import { Readable } from 'node:stream';
 import { closingBoundary, fieldParts, filePartHead, formDataType, newBoundary } from './raw/form-data.js';
@@ -12,7 +13,7 @@ export async function batchFraming(
   files: BatchFile[],
 ): Promise<{ contentType: string; heads: Buffer[]; tail: Buffer; sizes: number[]; length: number }> {
   const boundary = newBoundary();
-  const sizes = await Promise.all(files.map(async (f) => (await fsp.stat(f.path)).size));
+  const sizes = await Promise.all(files.map(async (f) => f.data?.length ?? (await fsp.stat(f.path)).size));
   const head = fieldParts(boundary, fields);
   const heads = files.map((f, i) =>
     Buffer.from(`${i === 0 ? head : '\r\n'}${filePartHead(boundary, 'file', f.name)}`, 'utf8'),
@@ -30,7 +31,10 @@ export async function multipartOfFiles(
   async function* parts(): AsyncGenerator<Buffer> {
     for (let i = 0; i < files.length; i++) {
       yield heads[i];
-      if (sizes[i] > 0) {
+      const data = files[i].data;
+      if (data) {
+        if (data.length > 0) yield data;
+      } else if (sizes[i] > 0) {
         let sent = 0;
         for await (const c of createReadStream(files[i].path, {
           start: 0,

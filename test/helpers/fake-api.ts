@@ -696,7 +696,7 @@ export class FakeApi implements SeafileApi {
   uploadMany = async (
     link: string,
     parentDir: string,
-    files: { path: string; name: string }[],
+    files: { path: string; name: string; data?: Buffer }[],
     opts: { replace: boolean; lastModify?: number },
   ): Promise<UploadedFile[]> => {
     this.hit('uploadMany');
@@ -707,7 +707,7 @@ export class FakeApi implements SeafileApi {
     const out: UploadedFile[] = [];
     for (const f0 of files) {
       const f = { ...f0, name: this.mangleQuotes ? f0.name.replace(/"/g, '%22') : f0.name };
-      const data = await readFile(f.path);
+      const data = f.data ? Buffer.from(f.data) : await readFile(f.path);
       const existing = d.children.get(f.name);
       const final = opts.replace && existing?.type === 'file' ? f.name : this.freeName(d, f.name);
       const id = this.store(data);

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawUpload } from '../../src/client/raw-post.js';
+import { multipartOfFiles } from '../../src/client/upload-batch.js';
 
 describe('raw upload POST over a bare socket', () => {
   let server: http.Server;
@@ -85,6 +86,33 @@ describe('raw upload POST over a bare socket', () => {
     expect(parts[3].body.length).toBe(0);
     expect(parts[4].head).toContain('filename="ünï cödé.txt"');
     expect(parts[4].body.toString()).toBe('small');
+  });
+
+  it('sends files held in memory from their bytes (no file is read) beside files on disk, over either transport', async () => {
+    writeFileSync(join(dir, 'disk'), 'from the disk');
+    const files = [
+      { path: join(dir, 'no-such-file'), name: 'mem.txt', data: Buffer.from('from memory') },
+      { path: join(dir, 'disk'), name: 'disk.txt' },
+      { path: join(dir, 'no-such-file'), name: 'empty.txt', data: Buffer.alloc(0) },
+    ];
+    const bodies = (raw: Buffer, type: string) => {
+      const boundary = /boundary=(.+)$/.exec(type)![1];
+      return raw
+        .toString('latin1')
+        .split(`--${boundary}`)
+        .slice(1, -1)
+        .map((seg) => seg.slice(seg.indexOf('\r\n\r\n') + 4, -2));
+    };
+    const r = await rawUpload(`${base}/upload-api/tok`, 'T', [['parent_dir', '/d']], files);
+    expect(r.sizes).toEqual([11, 13, 0]);
+    expect(Number(last!.headers['content-length'])).toBe(last!.body.length);
+    expect(bodies(last!.body, last!.headers['content-type']!)).toEqual(['/d', 'from memory', 'from the disk', '']);
+    const mp = await multipartOfFiles([['parent_dir', '/d']], files);
+    const chunks: Buffer[] = [];
+    for await (const c of mp.stream) chunks.push(c as Buffer);
+    const body = Buffer.concat(chunks);
+    expect(body.length).toBe(mp.length);
+    expect(bodies(body, mp.contentType)).toEqual(['/d', 'from memory', 'from the disk', '']);
   });
 
   it('maps refusals to ApiError kinds and reads chunked answers', async () => {

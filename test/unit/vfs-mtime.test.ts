@@ -5,7 +5,7 @@
 // the time was set makes the time the write's again.
 import { constants as FC } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
+import { FakeApi, gate, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 
 const T1 = Date.UTC(2001, 1, 3, 4, 5, 6);
 const T2 = Date.UTC(2010, 6, 7, 8, 9, 10);
@@ -66,6 +66,39 @@ describe('modification times', () => {
     expect(shown).toBeGreaterThan(Date.now() - 60_000);
     expect(await vfs.drain()).toEqual([]);
     expect(remoteMtime('/w.txt')).toBeGreaterThan(T1 / 1000);
+  });
+
+  it('new files given their times while open (tar x) go in multi-file uploads, one per second of time, each keeping its own', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, concurrency: 1 } });
+    cleanups.push(m.cleanup);
+    const { vfs } = m;
+    const g = gate();
+    api.uploadGate = g.wait;
+    await writeWhole(vfs, '/first.txt', 'first'); // holds the only upload slot while the others are written
+    await sleep(20);
+    // as tar does: create, write, futimens, close
+    const times: Record<string, number | null> = { a: T1, b: T1 + 400, c: T2, d: null, e: T2 + 900, f: T1 };
+    for (const [name, t] of Object.entries(times)) {
+      const fh = await vfs.create(`/${name}.txt`, 0o644);
+      await vfs.write(`/${name}.txt`, fh, Buffer.from(`${name}!`), 2, 0);
+      if (t !== null) await vfs.utimens(`/${name}.txt`, t);
+      await vfs.flush(`/${name}.txt`, fh);
+      await vfs.release(`/${name}.txt`, fh);
+    }
+    g.open();
+    expect(await vfs.drain()).toEqual([]);
+    for (const [name, t] of Object.entries(times)) {
+      expect(api.content(repo, `/${name}.txt`)!.toString()).toBe(`${name}!`);
+      const mtime = (api.nodeAt(repo, `/${name}.txt`) as { mtime: number }).mtime;
+      if (t === null) expect(mtime).toBeGreaterThan(Date.now() / 1000 - 60);
+      else expect(mtime, name).toBe(Math.floor(t / 1000));
+    }
+    // the first file alone, then the six in three POSTs (T1: a, b, f; T2: c, e; no time of its own: d)
+    expect(api.calls.uploadMany).toBe(4);
+    expect(api.calls.upload ?? 0).toBe(0);
+    expect(vfs.wb.stats.uploads).toBe(7);
   });
 
   it('utimens of a missing file is ENOENT', async () => {

@@ -58,6 +58,23 @@ describe('write path capabilities through the API interface', () => {
     expect(api.names(repo, '/')).toHaveLength(7);
   });
 
+  it('while a batch of a folder is sent, files closed meanwhile wait and go together in the next, upload slots free or not', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const { repo, vfs } = await setup(api); // 8 upload slots
+    const g = gate();
+    api.uploadGate = g.wait;
+    await writeWhole(vfs, '/d0.txt', 'zero'); // its batch waits at the gate
+    await sleep(20);
+    for (let i = 1; i <= 5; i++) await writeWhole(vfs, `/d${i}.txt`, `file ${i}`);
+    await sleep(20);
+    expect(api.calls.uploadMany).toBe(1); // the five wait for the folder's batch under way
+    g.open();
+    expect(await vfs.drain()).toEqual([]);
+    for (let i = 1; i <= 5; i++) expect(api.content(repo, `/d${i}.txt`)!.toString()).toBe(`file ${i}`);
+    expect(api.calls.uploadMany).toBe(2);
+    expect(vfs.wb.stats.uploads).toBe(6);
+  });
+
   it('the files a failed batch could not take are handed back and uploaded one by one', async () => {
     const api = new FakeApi().offerUploadBatch();
     const { repo, vfs } = await setup(api, { concurrency: 1 });

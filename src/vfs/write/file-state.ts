@@ -1,4 +1,4 @@
-// One file with local data (a temp file in the cache dir) and its lifecycle.
+// One file with local data (in memory or a temp file in the cache dir) and its lifecycle.
 // The flags and counters the rest of the vfs reads change only through the
 // methods below, so each transition is named and happens in one place:
 //
@@ -22,7 +22,16 @@ export const stateKey = (repo: string, path: string): string => `${repo}\u0000${
 export class FileState {
   repo: string;
   path: string;
+  /** the temp file, open (null while the file is in memory, or once disposed) */
   fh: FileHandle | null = null;
+  /**
+   * The content of a small new file held in memory: bytes [0, size) of this
+   * buffer (which may be larger); null when the file lives in its temp file.
+   * Reads, writes and the move to the temp file are local-data.ts's.
+   */
+  mem: Buffer | null = null;
+  /** the move of the file from memory to its temp file, while it runs */
+  spilling: Promise<void> | null = null;
   /** bytes in the temp file (the file's size as the mount shows it) */
   size = 0;
   mtime = Date.now();

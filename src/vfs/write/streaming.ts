@@ -164,6 +164,7 @@ export class Streams {
       return;
     }
     if (!this.fresh.has(s) || !this.start || s.size < this.threshold || s.deleted || s.hold || s.running) return;
+    if (s.mem !== null) return; // held in memory: it streams (if still appended to) once it lives in its temp file
     if (this.live >= this.max) return;
     const name = baseOf(s.path);
     if (NEEDS_QUOTING.test(name)) return;

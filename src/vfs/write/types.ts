@@ -28,6 +28,8 @@ export interface WriteBackOptions {
   batchMaxBytes?: number;
   /** larger files are uploaded on their own */
   batchFileMax?: number;
+  /** batches of one folder sent at once (default 1); files closed meanwhile gather into the next */
+  batchesPerFolder?: number;
   /**
    * a new file waits this long after its last close before its upload starts,
    * so that a write-temp-then-rename lands in one upload at the final name
@@ -43,6 +45,10 @@ export interface WriteBackOptions {
   streamThresholdBytes?: number;
   /** at most this many files stream at once; others upload after close (default 4) */
   maxStreams?: number;
+  /** a new file is held in memory until it is larger than this (default 1 MiB; 0: never in memory) */
+  memoryFileMax?: number;
+  /** bytes all new files held in memory may take together (default 8 MiB); others go to temp files */
+  memoryBudget?: number;
 }
 
 /** Counters of the write path, shown by `status`. */

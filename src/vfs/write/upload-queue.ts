@@ -1,5 +1,7 @@
 // When uploads run: a bounded number at a time, new small files of a folder
-// gathered into batches, each file retried with backoff (and, after it failed
+// gathered into batches (at most `batchesPerFolder` of a folder under way:
+// files closed meanwhile wait for the next, so a batch fills as fast as the
+// server answers, and a lone file still goes at once), each file retried with backoff (and, after it failed
 // for good, again every 30 s), an upload after the last close (or a little
 // later for a new file), and the drain before unmount. What one attempt does
 // is uploader.ts's job; a batch hands the files it could not take back here.
@@ -39,6 +41,17 @@ export interface QueueOptions {
   batchMaxFiles: number;
   batchMaxBytes: number;
   batchFileMax: number;
+  /** batches of one folder sent at once; files closed meanwhile gather into the next one */
+  batchesPerFolder: number;
+}
+
+/** the new small files of one folder waiting for a batch, and its batches under way */
+interface FolderQueue {
+  items: Waiting[];
+  /** a batch run is waiting for an upload slot */
+  queued: boolean;
+  /** batch runs sending now */
+  sending: number;
 }
 
 interface Waiting {
@@ -51,7 +64,7 @@ export class UploadQueue {
   private readonly limit: ReturnType<typeof pLimit>;
   private retryTimer: NodeJS.Timeout | null = null;
   /** new small files waiting for an upload slot, per folder */
-  private readonly batches = new Map<string, { items: Waiting[]; queued: boolean }>();
+  private readonly batches = new Map<string, FolderQueue>();
 
   constructor(
     private readonly uploader: Uploader,
@@ -123,8 +136,7 @@ export class UploadQueue {
   }
 
   private batchable(s: FileState): boolean {
-    // a batch carries one last_modify for all its files: a file with a time of its own (utimens) goes alone
-    if (!this.uploader.batches || s.remotePath !== null || s.writers > 0 || s.timeSet) return false;
+    if (!this.uploader.batches || s.remotePath !== null || s.writers > 0) return false;
     return s.size <= this.o.batchFileMax && !NEEDS_QUOTING.test(baseOf(s.path));
   }
 
@@ -133,21 +145,30 @@ export class UploadQueue {
     const k = stateKey(s.repo, parentOf(s.path));
     let q = this.batches.get(k);
     if (!q) {
-      q = { items: [], queued: false };
+      q = { items: [], queued: false, sending: 0 };
       this.batches.set(k, q);
     }
     const queue = q;
     return new Promise<boolean>((resolve) => {
       queue.items.push({ s, done: resolve });
-      if (!queue.queued) {
-        queue.queued = true;
-        void this.limit(() => this.runBatch(k, queue));
-      }
+      this.kick(k, queue);
     });
   }
 
+  /**
+   * Start a batch of the folder unless one already waits for a slot or the
+   * folder has `batchesPerFolder` under way: files closed meanwhile gather
+   * into the next batch (one listing and one commit for many files, as the
+   * upload's own time clocks it), and a lone file still goes at once.
+   */
+  private kick(k: string, q: FolderQueue): void {
+    if (q.queued || q.items.length === 0 || q.sending >= this.o.batchesPerFolder) return;
+    q.queued = true;
+    void this.limit(() => this.runBatch(k, q));
+  }
+
   /** In an upload slot: take what has accumulated for the folder (up to the limits) and send it. */
-  private async runBatch(k: string, q: { items: Waiting[]; queued: boolean }): Promise<void> {
+  private async runBatch(k: string, q: FolderQueue): Promise<void> {
     q.queued = false;
     const take: Waiting[] = [];
     let bytes = 0;
@@ -156,19 +177,18 @@ export class UploadQueue {
       take.push(it);
       bytes += it.s.size;
     }
-    if (q.items.length) {
-      q.queued = true;
-      void this.limit(() => this.runBatch(k, q));
-    } else if (this.batches.get(k) === q) {
-      this.batches.delete(k);
-    }
+    q.sending++;
+    this.kick(k, q);
     let rest: Set<FileState> | null = null;
     try {
       const states = take.map((t) => t.s);
-      rest = new Set(take.length > 1 ? await this.uploader.batch(states) : states);
+      rest = new Set(await this.uploader.batch(states));
     } finally {
+      q.sending--;
       // the files the batch did not take go back to the queue, each in a slot of its own
       for (const t of take) t.done(rest === null || rest.has(t.s));
+      this.kick(k, q);
+      if (!q.queued && q.sending === 0 && q.items.length === 0 && this.batches.get(k) === q) this.batches.delete(k);
     }
   }
 

@@ -8,11 +8,12 @@
 import { ApiError } from '../../client/errors.js';
 import { mayHaveLanded } from '../errors.js';
 import { lockedLibrary } from '../library-unlock.js';
-import type { DirEntry, SeafileApi } from '../../client/types.js';
+import type { BatchFile, DirEntry, SeafileApi } from '../../client/types.js';
 import { baseOf, joinPath, parentOf } from '../paths.js';
 import type { TransferLinks } from '../transfer-links.js';
 import type { FileState } from './file-state.js';
 import type { FileJournal } from './journal.js';
+import type { LocalData } from './local-data.js';
 import { freeConflictName } from './conflict-name.js';
 import type { Streams } from './streaming.js';
 import { NEEDS_QUOTING, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
@@ -34,6 +35,7 @@ export class Uploader {
     private readonly links: TransferLinks,
     private readonly streams: Streams,
     private readonly journal: FileJournal,
+    private readonly data: LocalData,
     private readonly stats: WriteStats,
     private readonly hooks: WriteBackHooks,
     private readonly check: VersionCheck,
@@ -98,6 +100,7 @@ export class Uploader {
     if (streamed) return streamed;
     const size = s.size;
     if (v.kind === 'base' && s.uploadKind(path) === 'update') {
+      await this.data.toDisk(s); // the update call sends a file
       try {
         const id = await this.links.use('update', repo, dir, (url) =>
           this.api.update(url, path, s.tmp, { lastModify: s.mtime }),
@@ -111,15 +114,22 @@ export class Uploader {
     return this.fresh(s, repo, dir, name);
   }
 
+  /** A file of a multi-file POST: its bytes when it is in memory, else its temp file. */
+  private part(s: FileState, name: string): BatchFile {
+    const data = this.data.bytes(s);
+    return data ? { path: s.tmp, name, data } : { path: s.tmp, name };
+  }
+
   /** Upload the local data as the file `name` of `dir` (replacing what is there). */
   private async fresh(s: FileState, repo: string, dir: string, name: string): Promise<UploadResult> {
     const size = s.size;
     if (NEEDS_QUOTING.test(name)) return this.awkward(s, repo, dir, name, size);
     // the multi-file body when available: it also carries the file's modification time
     const many = this.api.uploadBatch;
+    if (!many) await this.data.toDisk(s); // the single upload call sends a file
     const res = await this.links.use('upload', repo, dir, (url) =>
       many
-        ? many(url, dir, [{ path: s.tmp, name }], { replace: true, lastModify: s.mtime })
+        ? many(url, dir, [this.part(s, name)], { replace: true, lastModify: s.mtime })
         : this.api.upload(url, dir, s.tmp, name, { replace: true }),
     );
     const r = res.find((x) => x.name === name) ?? res[0];
@@ -167,6 +177,7 @@ export class Uploader {
    * (form-encoded, no quoting problem) onto the real name.
    */
   private async awkward(s: FileState, repo: string, dir: string, name: string, size: number): Promise<UploadResult> {
+    await this.data.toDisk(s);
     const tmpName = `.seafs-upload-${s.id}`;
     const tmpPath = dir === '/' ? `/${tmpName}` : `${dir}/${tmpName}`;
     const res = await this.links.use('upload', repo, dir, (url) =>
@@ -179,7 +190,8 @@ export class Uploader {
   }
 
   /**
-   * One POST for several new files of one folder. Returns the files that must
+   * New files of one folder (one or several): one listing for the conflict
+   * check, then one POST per modification time. Returns the files that must
    * go on their own (moved meanwhile, missing from the answer, written again,
    * or all of them when the POST failed): the queue takes them back.
    */
@@ -196,14 +208,12 @@ export class Uploader {
         if (s.remotePath !== null || s.repo !== repo || parentOf(s.path) !== dir) rest.push(s);
         else ok.push(s);
       }
-      if (ok.length <= 1) {
-        rest.push(...ok);
-        return;
-      }
+      if (ok.length === 0) return;
       let checkedAt = Date.now();
       try {
-        // the batch replaces nothing: a name the server holds now goes on its own (conflict check)
-        const there = await this.check.folder(repo, dir);
+        // the batch replaces nothing: a name the server holds now goes on its own (conflict check);
+        // a listing already under way may predate a change made before these files closed: not joined
+        const there = await this.check.folder(repo, dir, Infinity);
         checkedAt = Date.now();
         for (let i = ok.length - 1; i >= 0; i--) {
           if (!there || there.has(baseOf(ok[i].path))) rest.push(...ok.splice(i, 1));
@@ -215,40 +225,66 @@ export class Uploader {
           );
         rest.push(...ok.splice(0));
       }
-      if (ok.length <= 1) {
-        rest.push(...ok);
-        return;
+      if (ok.length === 0) return;
+      // one last_modify per POST: files with a time of their own (utimens: tar x, cp -p) go with
+      // the others of the same second; the rest take the server's time
+      const groups = new Map<number, FileState[]>();
+      for (const s of ok) {
+        const t = s.timeSet ? Math.floor(s.mtime / 1000) * 1000 : 0;
+        const g = groups.get(t);
+        if (g) g.push(s);
+        else groups.set(t, [s]);
       }
-      const versions = ok.map((s) => s.version);
-      const paths = ok.map((s) => s.path);
-      const began = Date.now();
-      try {
-        await Promise.all(ok.map((s) => this.journal.persist(s)));
-        const files = ok.map((s) => ({ path: s.tmp, name: baseOf(s.path) }));
-        const res = await this.links.use('upload', repo, dir, (url) => uploadBatch(url, dir, files, { replace: true }));
-        this.noteWindow(Date.now() - checkedAt);
-        const byName = new Map(res.map((r) => [r.name, r]));
-        for (let i = 0; i < ok.length; i++) {
-          const s = ok[i];
-          const r = byName.get(baseOf(paths[i]));
-          if (!r) {
-            rest.push(s);
-            continue;
-          }
-          await this.record(s, versions[i], repo, paths[i], { id: r.id, size: r.size });
-          if (s.dirty && s.writers === 0) rest.push(s);
-        }
-        this.stats.batches++;
-      } catch (e) {
-        if (!lockedLibrary(e))
-          this.hooks.log(
-            `batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`,
-          );
-        // the POST may have stored them although its answer was lost: the conflict check must know
-        if (mayHaveLanded(e)) for (const s of ok) s.unsure(began);
-        rest.push(...ok);
+      for (const [t, group] of groups) {
+        // a file alone carries its own time, as a single upload does
+        const lastModify = t || (group.length === 1 ? group[0].mtime : undefined);
+        rest.push(...(await this.post(uploadBatch, repo, dir, group, lastModify, checkedAt)));
       }
     });
+    return rest;
+  }
+
+  /** One POST of `ok` (checked new files of `dir`); returns the files that must go on their own. */
+  private async post(
+    uploadBatch: NonNullable<SeafileApi['uploadBatch']>,
+    repo: string,
+    dir: string,
+    ok: FileState[],
+    lastModify: number | undefined,
+    checkedAt: number,
+  ): Promise<FileState[]> {
+    const rest: FileState[] = [];
+    const versions = ok.map((s) => s.version);
+    const paths = ok.map((s) => s.path);
+    const began = Date.now();
+    try {
+      await Promise.all(ok.map((s) => this.journal.persist(s)));
+      const files = ok.map((s) => this.part(s, baseOf(s.path)));
+      const res = await this.links.use('upload', repo, dir, (url) =>
+        uploadBatch(url, dir, files, { replace: true, lastModify }),
+      );
+      this.noteWindow(Date.now() - checkedAt);
+      const byName = new Map(res.map((r) => [r.name, r]));
+      for (let i = 0; i < ok.length; i++) {
+        const s = ok[i];
+        const r = byName.get(baseOf(paths[i]));
+        if (!r) {
+          rest.push(s);
+          continue;
+        }
+        await this.record(s, versions[i], repo, paths[i], { id: r.id, size: r.size });
+        if (s.dirty && s.writers === 0) rest.push(s);
+      }
+      if (ok.length > 1) this.stats.batches++;
+    } catch (e) {
+      if (!lockedLibrary(e))
+        this.hooks.log(
+          `batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`,
+        );
+      // the POST may have stored them although its answer was lost: the conflict check must know
+      if (mayHaveLanded(e)) for (const s of ok) s.unsure(began);
+      rest.push(...ok);
+    }
     return rest;
   }
 }

@@ -1,9 +1,10 @@
-// The write path, composed: every file being written lives in a temp file in
-// the cache dir (never in memory); once its last writer closes it is uploaded
+// The write path, composed: a file being written lives in memory while it is
+// new and small, else in a temp file in the cache dir (local-data.ts); once
+// its last writer closes it is uploaded
 // in the background (upload-queue.ts, uploader.ts), large files already while
 // they are written (streaming.ts), and recorded in the journal until it is on
 // the server (journal.ts). This file holds the table of files with local
-// data, their temp-file I/O, and the moves (rename, unlink, folder rename)
+// data, their reads and writes, and the moves (rename, unlink, folder rename)
 // that must not interleave with an upload: each runs under the file's lock,
 // so a pending upload never lands at a path the file has left.
 import { randomBytes } from 'node:crypto';
@@ -15,6 +16,7 @@ import { baseOf, isWithin, parentOf } from '../paths.js';
 import { TransferLinks } from '../transfer-links.js';
 import { FileState, stateKey } from './file-state.js';
 import { FileJournal, type Journal } from './journal.js';
+import { LocalData } from './local-data.js';
 import { Streams } from './streaming.js';
 import { newWriteStats, type WriteBackHooks, type WriteBackOptions } from './types.js';
 import { UploadQueue } from './upload-queue.js';
@@ -28,6 +30,8 @@ export class WriteBack {
   readonly stats = newWriteStats();
   private readonly states = new Map<string, FileState>();
   private readonly journal: FileJournal;
+  /** the bytes of each file, in memory or in its temp file */
+  readonly data: LocalData;
   private readonly streams: Streams;
   private readonly queue: UploadQueue;
   /** the conflict check's listings */
@@ -40,12 +44,20 @@ export class WriteBack {
     private readonly hooks: WriteBackHooks,
     opts: WriteBackOptions = {},
   ) {
-    this.journal = new FileJournal(journal);
+    this.journal = new FileJournal(journal, (s) => this.data.bytes(s));
     const links = new TransferLinks(api, opts.linkTtlMs ?? 50 * 60 * 1000, () => this.stats.linkRequests++);
     const threshold = opts.streamThresholdBytes ?? 8 * 1024 * 1024;
+    // a file in memory never streams: it spills before it could reach the streaming threshold
+    this.data = new LocalData(
+      {
+        fileMax: Math.min(opts.memoryFileMax ?? 1024 * 1024, threshold - 1),
+        budget: opts.memoryBudget ?? 8 * 1024 * 1024,
+      },
+      (s) => this.journal.moved(s),
+    );
     this.streams = new Streams(api.startUploadStream, links, this.stats, hooks.log, threshold, opts.maxStreams ?? 4);
     this.check = new VersionCheck(api);
-    const uploader = new Uploader(api, links, this.streams, this.journal, this.stats, hooks, this.check);
+    const uploader = new Uploader(api, links, this.streams, this.journal, this.data, this.stats, hooks, this.check);
     const table = {
       all: () => this.states.values(),
       pending: () => this.pending(),
@@ -67,6 +79,7 @@ export class WriteBack {
       batchMaxFiles: opts.batchMaxFiles ?? 32,
       batchMaxBytes: opts.batchMaxBytes ?? 8 * 1024 * 1024,
       batchFileMax: opts.batchFileMax ?? 1024 * 1024,
+      batchesPerFolder: opts.batchesPerFolder ?? 1,
     });
   }
 
@@ -125,14 +138,16 @@ export class WriteBack {
     if (this.states.get(stateKey(s.repo, s.path)) === s) this.states.delete(stateKey(s.repo, s.path));
   }
 
-  // ---- the temp file ----
+  // ---- the local data ----
 
-  /** A new, empty file (create): dirty at once, so even an empty file is uploaded. */
+  /** A new, empty file (create): dirty at once, so even an empty file is uploaded. In memory when there is room. */
   async createNew(repo: string, path: string): Promise<FileState> {
     const s = this.newState(repo, path);
     s.markDirty();
     this.streams.setStreamable(s, true);
     this.states.set(stateKey(repo, path), s);
+    // journaled at close, with its content
+    if (this.data.start(s)) return s;
     s.ready = (async () => {
       s.fh = await open(s.tmp, 'w+');
     })();
@@ -189,32 +204,34 @@ export class WriteBack {
     return s;
   }
 
-  async read(s: FileState, buf: Buffer, len: number, pos: number): Promise<number> {
-    await s.ready;
-    if (!s.fh) throw new VfsError('EIO', 'file closed');
-    const want = Math.max(0, Math.min(len, s.size - pos));
-    if (want === 0) return 0;
-    const { bytesRead } = await s.fh.read(buf, 0, want, pos);
-    return bytesRead;
+  /** Synchronous (a number) when the file is in memory. */
+  read(s: FileState, buf: Buffer, len: number, pos: number): number | Promise<number> {
+    return this.data.read(s, buf, len, pos);
   }
 
-  async write(s: FileState, buf: Buffer, len: number, pos: number): Promise<number> {
-    await s.ready;
-    if (!s.fh) throw new VfsError('EIO', 'file closed');
-    const { bytesWritten } = await s.fh.write(buf, 0, len, pos);
-    s.size = Math.max(s.size, pos + bytesWritten);
+  /** Synchronous (a number) when the file stays in memory. */
+  write(s: FileState, buf: Buffer, len: number, pos: number): number | Promise<number> {
+    const n = this.data.write(s, buf, len, pos);
+    if (typeof n === 'number') {
+      this.wrote(s, pos);
+      return n;
+    }
+    return n.then((k) => {
+      this.wrote(s, pos);
+      return k;
+    });
+  }
+
+  private wrote(s: FileState, pos: number): void {
     s.markDirty();
     if (!this.journal.journaled(s)) this.journal.persistSoon(s);
     this.streams.wrote(s, pos);
-    return bytesWritten;
   }
 
   async truncate(s: FileState, size: number): Promise<void> {
     await s.ready;
-    if (!s.fh) throw new VfsError('EIO', 'file closed');
     this.streams.stop(s, 'truncate');
-    await s.fh.truncate(size);
-    s.size = size;
+    await this.data.truncate(s, size);
     s.markDirty();
     // emptied: written again from offset 0, it may stream again
     this.streams.setStreamable(s, size === 0);
@@ -344,6 +361,10 @@ export class WriteBack {
     if (s.dirty && !s.deleted) return;
     this.unplace(s);
     if (!s.markDisposed()) return;
+    // a file that only ever lived in memory has no temp file to remove
+    const inMemory = s.mem !== null && s.spilling === null && s.fh === null;
+    this.data.drop(s);
+    if (inMemory) return;
     const fh = s.fh;
     s.fh = null;
     void (async () => {
@@ -358,26 +379,30 @@ export class WriteBack {
     let n = 0;
     for (const e of await this.journal.journal.orphans()) {
       if (!accept(e.repo)) continue;
-      let size: number;
+      // a temp file that exists holds the latest content (a file in memory that moved to it after its entry)
+      let size: number | null = null;
       try {
         size = (await stat(e.tmp)).size;
       } catch {
-        await this.journal.journal.remove(e.id);
-        continue;
+        if (!e.data) {
+          await this.journal.journal.remove(e.id);
+          continue;
+        }
       }
       if (this.states.get(stateKey(e.repo, e.path))) continue;
       const s = new FileState(e.id, e.tmp, e.repo, e.path);
-      s.size = size;
+      if (size === null) this.data.adopt(s, e.data!);
+      else s.size = size;
       s.markDirty();
       // what the conflict check compares with (entries of older mounts have none: a file there is kept)
       s.baseId = e.base ?? null;
       s.remotePath = e.remote ?? null;
       if (e.mtime) s.mtime = e.mtime;
       s.unsure(e.at); // the mount may have died after the upload, before noting it
-      s.fh = await open(e.tmp, 'r+');
+      if (size !== null) s.fh = await open(e.tmp, 'r+');
       this.states.set(stateKey(e.repo, e.path), s);
       await this.journal.persist(s);
-      this.hooks.log(`recovering ${e.path} (${size} bytes) from the journal`);
+      this.hooks.log(`recovering ${e.path} (${s.size} bytes) from the journal`);
       void this.queue.schedule(s);
       n++;
     }

@@ -1,0 +1,187 @@
+// Small new files held in memory (write/local-data.ts): no temp file while
+// they are small, a move to the temp file when they outgrow the per-file
+// limit or the shared budget, holes and truncates as on disk, and a journal
+// entry that carries their bytes so that a crash after close loses nothing.
+import { randomBytes } from 'node:crypto';
+import { constants as FC } from 'node:fs';
+import { readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Journal } from '../../src/vfs/write/journal.js';
+import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
+
+const KiB = 1024;
+
+describe('small new files in memory', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  async function setup(writeBack: Record<string, number> = {}, api = new FakeApi().offerUploadBatch()) {
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, ...writeBack } });
+    cleanups.push(m.cleanup);
+    const tempFiles = async () => await readdir(join(m.cacheDir, 'dirty'));
+    return { api, repo, ...m, tempFiles };
+  }
+
+  it('a small new file gets no temp file: it is read back from memory and uploaded from it', async () => {
+    const { api, repo, vfs, tempFiles } = await setup();
+    const data = randomBytes(40 * KiB);
+    const fh = await vfs.create('/small.bin', 0o644);
+    for (let off = 0; off < data.length; off += 10 * KiB)
+      await vfs.write('/small.bin', fh, data.subarray(off, off + 10 * KiB), 10 * KiB, off);
+    expect(await tempFiles()).toEqual([]);
+    const back = Buffer.alloc(data.length);
+    expect(vfs.read('/small.bin', fh, back, back.length, 0)).toBe(data.length); // answered at once
+    expect(back.equals(data)).toBe(true);
+    await vfs.flush('/small.bin', fh);
+    await vfs.release('/small.bin', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/small.bin')!.equals(data)).toBe(true);
+    expect(await tempFiles()).toEqual([]);
+    expect(vfs.wb.data.held).toBe(0);
+  });
+
+  it('a file that outgrows the per-file limit moves to its temp file intact and goes on there', async () => {
+    const { api, repo, vfs, tempFiles } = await setup({ memoryFileMax: 64 * KiB });
+    const data = randomBytes(200 * KiB + 123);
+    const fh = await vfs.create('/grows.bin', 0o644);
+    let off = 0;
+    for (; off < 60 * KiB; off += 10 * KiB) await vfs.write('/grows.bin', fh, data.subarray(off), 10 * KiB, off);
+    expect(await tempFiles()).toEqual([]);
+    for (; off < data.length; off += 10 * KiB) {
+      const n = Math.min(10 * KiB, data.length - off);
+      await vfs.write('/grows.bin', fh, data.subarray(off, off + n), n, off);
+    }
+    expect(await tempFiles()).toHaveLength(1);
+    expect(vfs.wb.data.held).toBe(0);
+    await vfs.flush('/grows.bin', fh);
+    await vfs.release('/grows.bin', fh);
+    expect((await readWhole(vfs, '/grows.bin')).equals(data)).toBe(true);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/grows.bin')!.equals(data)).toBe(true);
+  });
+
+  it('new files beyond the shared budget go to temp files; the budget is never passed and every file arrives', async () => {
+    const { api, repo, vfs, tempFiles } = await setup({ memoryBudget: 100 * KiB });
+    const files = Array.from({ length: 8 }, (_, i) => ({ path: `/f${i}.bin`, data: randomBytes(30 * KiB + i) }));
+    // all open at once (as parallel writers would have them)
+    const handles = await Promise.all(files.map((f) => vfs.create(f.path, 0o644)));
+    for (let off = 0; off < 32 * KiB; off += 8 * KiB) {
+      for (const [i, f] of files.entries()) {
+        const n = Math.max(0, Math.min(8 * KiB, f.data.length - off));
+        if (n > 0) await vfs.write(f.path, handles[i], f.data.subarray(off, off + n), n, off);
+        expect(vfs.wb.data.held).toBeLessThanOrEqual(100 * KiB);
+      }
+    }
+    expect((await tempFiles()).length).toBeGreaterThan(0);
+    for (const [i, f] of files.entries()) {
+      await vfs.flush(f.path, handles[i]);
+      await vfs.release(f.path, handles[i]);
+    }
+    expect(await vfs.drain()).toEqual([]);
+    for (const f of files) expect(api.content(repo, f.path)!.equals(f.data), f.path).toBe(true);
+  });
+
+  it('holes read as zeros and truncates shrink and grow a file in memory as on disk', async () => {
+    const { api, repo, vfs, tempFiles } = await setup();
+    const fh = await vfs.create('/holes.bin', 0o644);
+    await vfs.write('/holes.bin', fh, Buffer.from('abcdef'), 6, 0);
+    await vfs.ftruncate('/holes.bin', fh, 3); // "abc"
+    await vfs.write('/holes.bin', fh, Buffer.from('XY'), 2, 10); // "abc" + 7 zeros + "XY"
+    await vfs.ftruncate('/holes.bin', fh, 14); // + 2 zeros
+    const want = Buffer.concat([Buffer.from('abc'), Buffer.alloc(7), Buffer.from('XY'), Buffer.alloc(2)]);
+    expect(await tempFiles()).toEqual([]);
+    await vfs.flush('/holes.bin', fh);
+    await vfs.release('/holes.bin', fh);
+    expect((await readWhole(vfs, '/holes.bin')).equals(want)).toBe(true);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/holes.bin')!.equals(want)).toBe(true);
+  });
+
+  it('without the multi-file capability a file in memory moves to its temp file for its upload', async () => {
+    const { api, repo, vfs } = await setup({}, new FakeApi());
+    await writeWhole(vfs, '/plain.txt', 'sent by the single-file call');
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/plain.txt')!.toString()).toBe('sent by the single-file call');
+    expect(api.calls.upload).toBe(1);
+  });
+});
+
+describe('small new files in memory: crashes', () => {
+  const cleanups: (() => Promise<void>)[] = [];
+  afterEach(async () => {
+    while (cleanups.length) await cleanups.pop()!();
+  });
+
+  it('a closed file in memory comes back from its journal entry after a crash, with what the last close saw', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    api.uploadGate = () => new Promise<void>(() => {}); // the first mount never gets an upload through
+    const first = await makeVfs(api, { library: 'lib' });
+    cleanups.push(first.cleanup);
+    await writeWhole(first.vfs, '/note.txt', 'first close;');
+    // opened again and appended to: the entry is rewritten at the next close
+    const fh = await first.vfs.open('/note.txt', FC.O_WRONLY | FC.O_APPEND);
+    await first.vfs.write('/note.txt', fh, Buffer.from(' second close'), 13, 12);
+    await first.vfs.flush('/note.txt', fh);
+    await first.vfs.release('/note.txt', fh);
+    expect(await readdir(join(first.cacheDir, 'dirty'))).toEqual([]); // nothing but the journal holds it
+    first.vfs.close(); // the "crash": nothing more of the first mount runs
+
+    api.uploadGate = null;
+    const second = await makeVfs(api, { library: 'lib', cacheDir: first.cacheDir });
+    expect(await second.vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/note.txt')!.toString()).toBe('first close; second close');
+    expect(await readdir(join(first.cacheDir, 'journal'))).toEqual([]);
+    second.vfs.close();
+  });
+
+  it('an entry that carries bytes gives way to a temp file that exists (the file moved there after the entry)', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    const first = await makeVfs(api, { library: 'lib' });
+    cleanups.push(first.cleanup);
+    first.vfs.close();
+    // as a mount that died between a file's move to its temp file and the rewrite of its entry leaves them
+    const journal = new Journal(join(first.cacheDir, 'journal'), false);
+    const tmp = join(first.cacheDir, 'dirty', 'moved');
+    const entry = { id: 'moved', repo, path: '/moved.bin', tmp, pid: 2 ** 22 + 1, at: Date.now() };
+    await journal.write(entry, Buffer.from('older bytes'));
+    await writeFile(tmp, 'older bytes and newer ones');
+    // and one whose temp file never existed: its bytes are in the entry only
+    await journal.write(
+      { ...entry, id: 'inline', path: '/inline.bin', tmp: join(first.cacheDir, 'dirty', 'x') },
+      Buffer.from('only here'),
+    );
+    const second = await makeVfs(api, { library: 'lib', cacheDir: first.cacheDir });
+    expect(await second.vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/moved.bin')!.toString()).toBe('older bytes and newer ones');
+    expect(api.content(repo, '/inline.bin')!.toString()).toBe('only here');
+    second.vfs.close();
+  });
+
+  it('a torn entry (fewer bytes than it names) is ignored, never uploaded short', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    const first = await makeVfs(api, { library: 'lib' });
+    cleanups.push(first.cleanup);
+    first.vfs.close();
+    const line = JSON.stringify({
+      id: 'torn',
+      repo,
+      path: '/torn.bin',
+      tmp: '/nonexistent',
+      pid: 2 ** 22 + 1,
+      at: 1,
+      inline: 100,
+    });
+    await writeFile(join(first.cacheDir, 'journal', 'torn.json'), `${line}\nonly forty bytes of the hundred it named`);
+    const second = await makeVfs(api, { library: 'lib', cacheDir: first.cacheDir });
+    expect(await second.vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/torn.bin')).toBeUndefined();
+    second.vfs.close();
+  });
+});
