@@ -224,7 +224,7 @@ export class SeafileClient implements SeafileApi {
 
   /** PUT .../dir/revert/: the folder as it was at `commitId` is put back (restoring a trashed folder). */
   revertDir(repoId: string, path: string, commitId: string): Promise<void> {
-    return history.revertDir(this.http, repoId, path, commitId);
+    return history.revert(this.http, 'dir', repoId, path, commitId);
   }
 
   // ---- folders (endpoints/folders.ts) ----
@@ -289,7 +289,7 @@ export class SeafileClient implements SeafileApi {
 
   /** PUT .../file/revert/: the file's content at `commitId` becomes current again. */
   revertFile(repoId: string, path: string, commitId: string): Promise<void> {
-    return files.revertFile(this.http, repoId, path, commitId);
+    return history.revert(this.http, 'file', repoId, path, commitId);
   }
 
   batchMove(repoId: string, srcDir: string, names: string[], dstRepo: string, dstDir: string): Promise<void> {

@@ -1,5 +1,5 @@
 // File endpoints on library paths: detail, create, rename, move, copy,
-// delete, lock, revert, and the batch copy/move/delete of several names.
+// delete, lock, and the batch copy/move/delete of several names.
 // Calls the server may auto-rename are checked against a fresh listing
 // after a lost answer before they are sent again (folders.ts).
 import type { HttpCore } from '../http.js';
@@ -117,18 +117,6 @@ export async function setFileLock(
     repo: repoId,
     url: repoPath(repoId, 'file/'),
     form: { p: q(path), operation },
-    retry: 'write',
-  });
-}
-
-/** PUT .../file/revert/: the file's content at `commitId` becomes current again. */
-export async function revertFile(http: HttpCore, repoId: string, path: string, commitId: string): Promise<void> {
-  await http.done({
-    op: 'revert file',
-    method: 'PUT',
-    repo: repoId,
-    url: repoPath(repoId, 'file/revert/'),
-    form: { p: q(path), commit_id: commitId },
     retry: 'write',
   });
 }

@@ -1,6 +1,6 @@
 // History endpoints: a library's commits (api2 and v2.1 pages), its trash,
 // a file's revisions, a download link of one revision, and a folder put back
-// from a commit (the trash's restore of a folder; files: files.ts revertFile).
+// from a commit (the trash's restore, a version made current again).
 import type { HttpCore } from '../http.js';
 import type { CommitRecord, LibraryHistory, LibraryHistoryPage, TrashPage } from '../types.js';
 import { expectArray, expectObject, expectString } from './expect.js';
@@ -90,13 +90,20 @@ export async function fileRevisionLink(
   return expectString(op, r.value);
 }
 
-/** PUT /api2/repos/{id}/dir/revert/: the folder `path` as it was at `commitId` is put back (a trashed folder restored). */
-export async function revertDir(http: HttpCore, repoId: string, path: string, commitId: string): Promise<void> {
+/** PUT /api2/repos/{id}/{file,dir}/revert/: `path` as it was at `commitId` is put back (a new version, or a
+ * trashed file or folder restored). */
+export async function revert(
+  http: HttpCore,
+  kind: 'file' | 'dir',
+  repoId: string,
+  path: string,
+  commitId: string,
+): Promise<void> {
   await http.done({
-    op: 'revert folder',
+    op: `revert ${kind === 'dir' ? 'folder' : 'file'}`,
     method: 'PUT',
     repo: repoId,
-    url: repoPath(repoId, 'dir/revert/'),
+    url: repoPath(repoId, `${kind}/revert/`),
     form: { p: q(path), commit_id: commitId },
     retry: 'write',
   });

@@ -28,6 +28,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { processAlive } from '../process-alive.js';
 
 const MAGIC = 'SEAFSBC1';
 const HEADER = 64;
@@ -65,15 +66,6 @@ interface Batch {
   timer: NodeJS.Timeout;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export class BlockCache {
   readonly stats = { hits: 0, writes: 0, evictions: 0, skipped: 0, skippedBytes: 0, writtenBytes: 0, reopened: 0 };
   /** versions this process opened (read the markers of, or created) */
@@ -107,7 +99,7 @@ export class BlockCache {
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     for (const n of await readdir(this.dir)) {
       const pid = /^\d+$/.test(n) ? Number(n) : Number(/\.tmp-(\d+)-/.exec(n)?.[1] ?? NaN);
-      if (Number.isInteger(pid) && pid !== process.pid && !alive(pid))
+      if (Number.isInteger(pid) && pid !== process.pid && !processAlive(pid))
         await rm(join(this.dir, n), { recursive: true, force: true }).catch(() => {});
     }
     await this.scan();

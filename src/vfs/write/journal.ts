@@ -12,6 +12,7 @@
 import { mkdir, open, readdir, readFile, rename, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stateKey, type FileState } from './file-state.js';
+import { processAlive } from '../process-alive.js';
 
 export interface JournalEntry {
   id: string;
@@ -33,15 +34,6 @@ export interface JournalEntry {
 
 /** An entry read back; `data`: the bytes an inline entry carries. */
 export type RecoveredEntry = JournalEntry & { data?: Buffer };
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 export class Journal {
   constructor(
@@ -102,7 +94,7 @@ export class Journal {
           if (nl < 0 || data.length !== e.inline) continue; // torn: written by hand or half copied
           e.data = data;
         }
-        if (e.pid === process.pid || !alive(e.pid)) out.push(e);
+        if (e.pid === process.pid || !processAlive(e.pid)) out.push(e);
       } catch {
         // a torn entry cannot name its file: ignore it
       }
