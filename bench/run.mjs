@@ -63,6 +63,7 @@ if (opt.help) {
   --bigtree-runs N     runs of the large-tree job (default 1: rclone walks 2,000 folders at ~10 listings/s)
   --out DIR            where the JSON and SVG go (default bench-results/)
   --work DIR           working folder (default a fresh one under the temp dir); --keep-work keeps it
+  BENCH_SEAFS_ARGS     (environment) extra seafs mount options, e.g. '--no-cache-streams', to compare variants
 
 Jobs and what they print (medians):
   seqread   1 GiB read cold and warm (MB/s), peak RSS of the mount, mount CPU-s per GiB of the cold read

@@ -69,6 +69,8 @@ export const seafs = {
       '--daemon',
       '--cache-dir',
       cache,
+      // variants measured side by side, e.g. BENCH_SEAFS_ARGS='--no-cache-streams'
+      ...(process.env.BENCH_SEAFS_ARGS ?? '').split(' ').filter(Boolean),
     ];
     try {
       await run(process.execPath, args, { env, timeoutMs: 60_000, name: 'seafs mount' });
