@@ -71,6 +71,7 @@ export const seafs = {
       cache,
       // variants measured side by side, e.g. BENCH_SEAFS_ARGS='--no-cache-streams'
       ...(process.env.BENCH_SEAFS_ARGS ?? '').split(' ').filter(Boolean),
+      ...(opts.seafsArgs ?? []),
     ];
     try {
       await run(process.execPath, args, { env, timeoutMs: 60_000, name: 'seafs mount' });

@@ -29,6 +29,7 @@ export interface OptionSettings {
   /** octal text, as on the command line (parseUmask reads it) */
   umask?: string;
   xattrs?: boolean;
+  cacheStreams?: boolean;
 }
 
 type Kind = 'string' | 'number' | 'duration' | 'id' | 'octal';
@@ -59,11 +60,13 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
 const SWITCHES: Record<string, keyof OptionSettings> = {
   allow_other: 'allowOther',
   read_only: 'readOnly',
+  cache_streams: 'cacheStreams',
 };
 
 /** -o name -> boolean flag set to false */
 const OFF_SWITCHES: Record<string, keyof OptionSettings> = {
   noxattr: 'xattrs',
+  nocache_streams: 'cacheStreams',
 };
 
 /** generic options libfuse 2 passes on to the kernel mount */

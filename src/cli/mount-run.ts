@@ -39,7 +39,7 @@ export interface MountSettings {
   dirCacheTime?: number;
   /** MiB of downloaded data kept on disk */
   cacheMaxSize?: number;
-  /** a front-to-back read is kept in the disk cache too (default true) */
+  /** a front-to-back read is kept in the disk cache too: true any size, false never, unset up to 256 MiB */
   cacheStreams?: boolean;
   /** kernel readahead, KiB (0: the kernel's default) */
   readAhead?: number;
@@ -191,7 +191,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       cacheDir,
       dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
-      reader: { cacheStreams: s.cacheStreams ?? true },
+      reader: { cacheStreamsUpTo: s.cacheStreams === undefined ? undefined : s.cacheStreams ? Infinity : 0 },
       libraryPassword: async (lib) => {
         const password = await readLibraryPassword(s, lib.name);
         logger.addSecret(password);

@@ -151,7 +151,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.dirCacheTime !== undefined) args.push('--dir-cache-time', String(argv.dirCacheTime));
   if (argv.cacheMaxSize !== undefined) args.push('--cache-max-size', String(argv.cacheMaxSize));
   if (argv.readAhead !== undefined) args.push('--read-ahead', String(argv.readAhead));
-  if (argv.cacheStreams === false) args.push('--no-cache-streams');
+  if (argv.cacheStreams !== undefined) args.push(argv.cacheStreams ? '--cache-streams' : '--no-cache-streams');
   if (argv.timeout !== undefined) args.push('--timeout', String(argv.timeout));
   if (argv.xattrs === false) args.push('--no-xattrs');
   if (argv.kernelOptions?.length) args.push('-o', argv.kernelOptions.join(','));
@@ -243,9 +243,8 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       })
       .option('cache-streams', {
         type: 'boolean',
-        default: true,
         describe:
-          'keep what a front-to-back read downloads in the disk cache too (--no-cache-streams: only random reads)',
+          'keep what a front-to-back read downloads in the disk cache, whatever the file size (default: files up to 256 MiB; --no-cache-streams: none)',
       })
       .option('read-ahead', {
         type: 'number',

@@ -30,6 +30,12 @@ describe('mount sources and -o options', () => {
     expect(r.kernel).toEqual([]);
   });
 
+  it('cache_streams and nocache_streams set stream caching on for any size, or off', () => {
+    expect(parseMountOptions(['cache_streams']).settings).toEqual({ cacheStreams: true });
+    expect(parseMountOptions(['nocache_streams']).settings).toEqual({ cacheStreams: false });
+    expect(parseMountOptions(['allow_other']).settings.cacheStreams).toBeUndefined();
+  });
+
   it('noxattr turns the extended attributes off (and takes no value)', () => {
     expect(parseMountOptions(['noxattr,allow_other']).settings).toEqual({ xattrs: false, allowOther: true });
     expect(() => parseMountOptions(['noxattr=1'])).toThrowError(/noxattr takes no value/);

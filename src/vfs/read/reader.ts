@@ -46,7 +46,7 @@ export function readConfig(opts: ReaderOptions = {}): ReadConfig {
     fillMax: opts.fillMaxBytes ?? 2 * 1024 ** 3,
     streamIdle: opts.streamIdleMs ?? 5_000,
     stall: opts.stallMs,
-    cacheStreams: opts.cacheStreams ?? true,
+    cacheStreamsUpTo: opts.cacheStreamsUpTo ?? 256 * 1024 * 1024,
   };
 }
 

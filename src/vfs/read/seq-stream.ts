@@ -4,7 +4,7 @@
 // streaming GET capability when it has one (no copy: the socket reads into
 // the chunk buffers), else through its ordinary download(). What a stream
 // that ends or fails leaves unread is handed to ranged segments. What it
-// delivers is also handed to the disk cache (cacheStreams), which gathers it
+// delivers is also handed to the disk cache (cacheStreamsUpTo), which gathers it
 // into large writes off this path, so that a later mount reads it locally.
 import { ApiError, StreamUnsupported } from '../../client/errors.js';
 import type { SeafileApi, StreamControl } from '../../client/types.js';
@@ -166,7 +166,8 @@ export class SeqStreams {
     if (!fc.have.has(i)) {
       this.store.put(f, fc, i, parts, size, pooled);
       // copied when pooled: the buffer returns to the pool once memory lets the chunk go
-      if (this.cfg.cacheStreams && this.disk?.worthCaching(f.size)) this.disk.put(f.version, i, parts, size, pooled);
+      if (f.size <= this.cfg.cacheStreamsUpTo && this.disk?.worthCaching(f.size))
+        this.disk.put(f.version, i, parts, size, pooled);
     } else if (pooled && !d) this.store.retire(parts[0]);
     d?.resolve(parts);
   }

@@ -44,8 +44,15 @@ export interface ReaderOptions {
   fillMaxBytes?: number;
   /** a stream paused this long with no reader moving on ends (default 5 s) */
   streamIdleMs?: number;
-  /** a streamed sequential pass is written to the disk cache too (default true) */
-  cacheStreams?: boolean;
+  /**
+   * a streamed sequential pass of a file up to this size (bytes) is written to
+   * the disk cache too (default 256 MiB; 0: never; Infinity: any size the cache
+   * takes). Writing what a stream brings costs CPU and memory per byte (measured
+   * on 1 GiB: 216 vs 395 MB/s, 3.7 vs 1.8 CPU-s/GiB, 174 vs 134 MiB peak RSS) and
+   * one pass of a large file would evict the working set, so by default only
+   * files of a working-set size survive a remount this way.
+   */
+  cacheStreamsUpTo?: number;
   /**
    * a stream that receives nothing this long is given up and what readers wait
    * for is fetched again by ranged GETs (default: the API's own call timeout)
@@ -72,7 +79,7 @@ export interface ReadConfig {
   streamIdle: number;
   /** undefined: the streaming GET's own default (the client's timeout) */
   stall: number | undefined;
-  cacheStreams: boolean;
+  cacheStreamsUpTo: number;
 }
 
 /** What the read engine counts (shown by `status`, asserted by tests). */
