@@ -58,9 +58,9 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
 
 /** -o name -> boolean flag set to true */
 const SWITCHES: Record<string, keyof OptionSettings> = {
+  cache_streams: 'cacheStreams',
   allow_other: 'allowOther',
   read_only: 'readOnly',
-  cache_streams: 'cacheStreams',
 };
 
 /** -o name -> boolean flag set to false */
