@@ -8,20 +8,9 @@ import { describe, expect, it } from 'vitest';
 import { remoteBytes } from '../helpers/api-check.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
 import { mountLibrary } from '../helpers/mount.js';
+import { prng as rng } from '../helpers/tree.js';
 
 const ctx = setupE2E(['Random']);
-
-/** mulberry32: a small seeded generator, so a failing run can be repeated */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const OPS = Number(process.env.SEAFS_RANDOM_OPS) || 3000;
 const MAX_SIZE = 1024 * 1024;

@@ -12,6 +12,8 @@
 // paths get the same faults.
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { prng as seededRandom } from './tree.js';
+export { seededRandom };
 
 export interface FaultRates {
   /** probability of answering 500 without forwarding */
@@ -58,18 +60,6 @@ export interface FaultProxy {
   /** 'faults' (the rates), 'clean' (forward all), 'freeze' (hold all), 'refuse' (close all connections) */
   setMode(mode: ProxyMode): void;
   close(): Promise<void>;
-}
-
-/** mulberry32: a small seeded generator, the same sequence for the same seed. */
-export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 type Fault = 'error500' | 'throttle429' | 'resetAfter' | 'stall' | null;

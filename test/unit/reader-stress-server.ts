@@ -6,17 +6,8 @@
 // reader that retries from where it stopped always gets through.
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-
-export function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { prng as mulberry32 } from '../helpers/tree.js';
+export { mulberry32 };
 
 /** `n` pseudo-random bytes from `seed` */
 export function seededBytes(seed: number, n: number): Buffer {
