@@ -51,6 +51,8 @@ export interface VfsOptions {
   durableJournal?: boolean;
   /** bytes of downloaded data kept on disk (default 4 GiB; 0: none) */
   diskCacheBytes?: number;
+  /** bytes of chunk writes allowed to wait for the disk before it skips some (default 16 MiB; tests lower it) */
+  diskQueueBytes?: number;
   /** sub-folder listings fetched ahead, at most this many at once (default 16; 0: none) */
   prefetchDirs?: number;
   /** while offline, the server is asked again after this long, doubling up to probeMaxMs (defaults 1 s, 30 s) */
@@ -123,7 +125,8 @@ export class Vfs {
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
-    this.disk = diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes) : null;
+    this.disk =
+      diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes, opts.diskQueueBytes) : null;
     this.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, this.disk, (f) => {
       this.log(`${f.path} changed on the server; refreshing its folder`);
       this.meta.invalidate(f.repo, parentOf(f.path));
@@ -730,6 +733,6 @@ export class Vfs {
   close(): void {
     this.net.close();
     this.wb.close();
-    void this.disk?.close();
+    void this.reader.closeDisk();
   }
 }

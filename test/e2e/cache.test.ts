@@ -155,11 +155,9 @@ describe('the disk cache across mounts', () => {
     await seed(repo, '/off', { 'away.bin': data });
     const cacheDir = path.join(scratchDir(), 'cache-offline');
     const m1 = await mountLibrary(ctx.server, { library: 'Cached', cacheDir });
-    // read twice: the second pass comes from disk and fills what the first skipped if the disk fell behind
-    for (let pass = 0; pass < 2; pass++) {
-      await dropCaches();
-      await sh(`cat ${q(m1.mnt)}/off/away.bin > /dev/null`);
-    }
+    // one pass: chunks the disk skipped while behind (a busy machine) are still in memory and written at unmount
+    await dropCaches();
+    await sh(`cat ${q(m1.mnt)}/off/away.bin > /dev/null`);
     expect((await m1.unmount()).code).toBe(0);
 
     const m2 = await mountLibrary(ctx.server, { library: 'Cached', cacheDir, extraArgs: ['--timeout', '3'] });

@@ -44,6 +44,8 @@ describe('disk block cache', () => {
     await idle(cache);
     for (let i = 0; i < 4; i++) expect((await cache.get('v1', i, C))?.equals(chunk(i))).toBe(true);
     expect(cache.has('v1', 4)).toBe(false);
+    expect(cache.wasSkipped('v1', 4)).toBe(true); // its owner may offer it again
+    expect(cache.wasSkipped('v1', 3)).toBe(false);
     expect(await cache.get('v1', 4, C)).toBeNull();
     // once the queue drained, writes are taken again
     cache.put('v1', 7, [chunk(7)], C);

@@ -109,20 +109,20 @@ describe('vfs on-disk block cache', () => {
 });
 
 describe('vfs disk cache across mounts', () => {
-  async function twoMounts(cacheStreamsUpTo?: number) {
+  async function twoMounts(cacheStreamsUpTo?: number, diskQueueBytes?: number) {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
     const data = pattern(24 * 1024 * 1024 + 5); // above streamMinBytes: one streaming GET
     api.putFile(repo, '/f.bin', data);
-    const opts = { library: 'lib', diskCacheBytes: 256 * 1024 * 1024, reader: { cacheStreamsUpTo } };
+    const opts = { library: 'lib', diskCacheBytes: 256 * 1024 * 1024, diskQueueBytes, reader: { cacheStreamsUpTo } };
     const first = await makeVfs(api, opts);
     try {
       expect((await readWhole(first.vfs, '/f.bin')).equals(data)).toBe(true);
       expect(api.calls.streamGet).toBeGreaterThan(0);
       expect(api.bytesServed).toBe(data.length);
-      // chunks the disk could not take in time are skipped (counted), and downloaded again by the next mount
+      // chunks the disk could not take in time are skipped (counted) and written at unmount from memory
       const skipped = first.vfs.disk!.stats.skippedBytes;
-      await first.vfs.disk!.close(); // what the unmount does before it says done
+      await first.vfs.reader.closeDisk(); // what the unmount does before it says done
       first.vfs.close();
       const second = await makeVfs(api, { ...opts, cacheDir: first.cacheDir });
       try {
@@ -138,10 +138,16 @@ describe('vfs disk cache across mounts', () => {
   }
 
   it('a file read front to back by a stream is read again by the next mount from disk, with no download', async () => {
-    const { fetched, skipped, second } = await twoMounts();
-    expect(fetched).toBeLessThanOrEqual(2 * skipped); // 0 when nothing was skipped (a quiet machine)
-    expect(skipped).toBeLessThan(24 * 1024 * 1024); // the fake serves at memory speed: under load the disk skips some
-    if (skipped === 0) expect(second.vfs.reader.stats.diskChunks).toBe(193);
+    const { fetched, second } = await twoMounts();
+    // the fake serves at memory speed, so the disk may fall behind and skip chunks: the file (24 MiB) stays
+    // within the reader's memory (32 MiB), so the unmount writes those, and nothing is downloaded again
+    expect(fetched).toBe(0);
+    expect(second.vfs.reader.stats.diskChunks).toBe(193);
+    // a disk that takes one chunk at a time skips most of them while the stream runs: still nothing downloaded
+    const slow = await twoMounts(undefined, 128 * 1024);
+    expect(slow.skipped).toBeGreaterThan(1024 * 1024);
+    expect(slow.fetched).toBe(0);
+    expect(slow.second.vfs.reader.stats.diskChunks).toBe(193);
   });
 
   it('with stream caching off the streamed pass is not kept, and the next mount downloads the file again', async () => {
@@ -154,8 +160,7 @@ describe('vfs disk cache across mounts', () => {
     expect(over.fetched).toBe(over.size);
     expect(over.skipped).toBe(0); // not even offered to the disk
     const under = await twoMounts(24 * 1024 * 1024 + 5);
-    expect(under.fetched).toBeLessThanOrEqual(2 * under.skipped);
-    expect(under.skipped).toBeLessThan(under.size);
+    expect(under.fetched).toBe(0);
   });
 
   it('a file partly on disk downloads only what is missing: short holes by ranged GETs, a long stretch by a stream that stops where the disk takes over', async () => {

@@ -24,7 +24,10 @@
 // Writes are off the read path and fire-and-forget: contiguous chunks are
 // gathered into one write of up to 4 MiB (copied when their buffers are the
 // stream's pooled ones), with a bounded amount of data waiting for the disk;
-// beyond it a chunk is skipped (counted) and a later read fetches it again.
+// beyond it a chunk is skipped (counted) and remembered: the reader offers
+// it again when its memory lets the chunk go and at unmount, so a busy disk
+// delays caching rather than losing it; a chunk gone from memory by then is
+// fetched again by a later read.
 import { createHash, randomBytes } from 'node:crypto';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -44,7 +47,7 @@ interface Entry {
   persistent: boolean;
   size: number;
   dataOff: number;
-  /** per chunk: 0 absent, 1 on disk, 2 being written; null: not cached (too large) */
+  /** per chunk: 0 absent, 1 on disk, 2 being written, 3 skipped (offer it again); null: not cached (too large) */
   present: Uint8Array | null;
   fh: Promise<FileHandle> | null;
   bytes: number;
@@ -259,7 +262,7 @@ export class BlockCache {
         throw new Error('cache file of another process does not match');
       }
       this.total += e.bytes;
-      for (let i = 0; i < mine.length; i++) if (mine[i] === 2 && e.present![i] === 0) e.present![i] = 2;
+      for (let i = 0; i < mine.length; i++) if (mine[i] >= 2 && e.present![i] === 0) e.present![i] = mine[i];
       return theirs;
     } finally {
       if (e.persistent) await unlink(tmp).catch(() => {});
@@ -274,9 +277,9 @@ export class BlockCache {
    * Keep a chunk (after open()). `copy`: its buffers are reused by their
    * owner once it lets go of them, so they are copied now.
    */
-  put(version: string, idx: number, parts: Buffer[], size: number, copy = false): void {
+  put(version: string, idx: number, parts: Buffer[], size: number, copy = false): boolean {
     const e = this.entries.get(version);
-    if (!e?.present || e.dead || e.present[idx] !== 0) return;
+    if (!e?.present || e.dead || (e.present[idx] !== 0 && e.present[idx] !== 3)) return false;
     let b = this.batch;
     if (b && (b.e !== e || idx !== b.first + b.count || b.len + size > BATCH)) {
       this.flushBatch();
@@ -287,7 +290,8 @@ export class BlockCache {
     if (this.queuedBytes + size > this.maxQueuedBytes) {
       this.stats.skipped++;
       this.stats.skippedBytes += size;
-      return;
+      e.present[idx] = 3;
+      return false;
     }
     if (!b) {
       b = this.batch = {
@@ -314,6 +318,12 @@ export class BlockCache {
     e.present[idx] = 2;
     e.used = Date.now();
     if (b.len >= BATCH) this.flushBatch();
+    return true;
+  }
+
+  /** the chunk was offered while the disk was behind and is not on disk: worth offering again */
+  wasSkipped(version: string, idx: number): boolean {
+    return this.entries.get(version)?.present?.[idx] === 3;
   }
 
   private flushBatch(): void {

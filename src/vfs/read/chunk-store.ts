@@ -36,7 +36,19 @@ export class ChunkStore {
   constructor(
     private readonly chunk: number,
     private readonly budget: number,
+    /** a chunk leaves memory (its buffer is still intact during the call) */
+    private readonly onEvict?: (version: string, idx: number, buf: Chunk, size: number) => void,
   ) {}
+
+  /** every chunk held now, with its file version */
+  *held(): Generator<{ version: string; idx: number; buf: Chunk; size: number }> {
+    for (const [version, fc] of this.files)
+      for (const [idx, buf] of fc.have) {
+        let size = 0;
+        for (const p of buf) size += p.length;
+        yield { version, idx, buf, size };
+      }
+  }
 
   /** The chunk table of this file version (created empty). */
   fileChunks(f: RemoteFile): FileChunks {
@@ -66,6 +78,7 @@ export class ChunkStore {
         old.fc.have.delete(old.idx);
         old.fc.bytes -= old.size;
         this.used -= old.size;
+        this.onEvict?.(old.version, old.idx, old.buf, old.size);
         if (old.pooled) this.retire(old.buf[0]);
         if (old.fc.bytes === 0 && old.fc.inflight.size === 0 && this.files.get(old.version) === old.fc)
           this.files.delete(old.version);

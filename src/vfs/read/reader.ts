@@ -74,7 +74,10 @@ export class RemoteReader {
     onStale?: (f: RemoteFile) => void,
   ) {
     this.cfg = readConfig(opts);
-    this.store = new ChunkStore(this.cfg.chunk, this.cfg.memBudget);
+    // a chunk the disk skipped (it was behind) is offered again as memory lets it go
+    this.store = new ChunkStore(this.cfg.chunk, this.cfg.memBudget, (version, idx, buf, size) => {
+      if (disk?.wasSkipped(version, idx)) disk.put(version, idx, buf, size, true);
+    });
     this.links = new DownloadLinks(api, this.cfg.linkTtl, this.stats, onStale);
     this.segments = new Segments(this.cfg, this.stats, this.store, this.links, disk);
     this.streams = new SeqStreams(api, this.cfg, this.stats, this.store, this.links, this.segments, disk);
@@ -154,6 +157,23 @@ export class RemoteReader {
   /** resolves once the disk cache has no chunk writes in flight (for tests and shutdown) */
   async diskIdle(): Promise<void> {
     await this.disk?.flush();
+  }
+
+  /**
+   * At unmount: the chunks still in memory that the disk skipped are written
+   * now (waiting for the disk when it is behind), then the disk cache closes.
+   */
+  async closeDisk(): Promise<void> {
+    const disk = this.disk;
+    if (!disk) return;
+    for (const c of this.store.held()) {
+      if (!disk.wasSkipped(c.version, c.idx)) continue;
+      if (!disk.put(c.version, c.idx, c.buf, c.size, true) && disk.wasSkipped(c.version, c.idx)) {
+        await disk.flush();
+        disk.put(c.version, c.idx, c.buf, c.size, true);
+      }
+    }
+    await disk.close();
   }
 
   private copyOut(parts: Chunk, i: number, target: Buffer, at: number, offset: number, end: number): number {
