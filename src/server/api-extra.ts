@@ -306,6 +306,8 @@ async function createUploadLink(
 ) {
   if (!repoId) throw new HttpError(400, 'repo_id invalid.');
   const { repo } = ctx.repoFor(r.user!, repoId, 'rw');
+  // as share links: the server cannot encrypt what an anonymous uploader sends (the page refuses it too)
+  if (repo.encrypted) throw new HttpError(403, 'Permission denied.');
   const path = cleanPath(p ?? '/');
   const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
   if (e?.type !== 'dir') throw new HttpError(404, 'Folder not found.');

@@ -346,4 +346,16 @@ describe('the upload page of an upload link', () => {
     expect((await browse(bobsPage, { body: fd })).status).toBe(404);
     expect((await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json).toEqual([]);
   });
+
+  it('an encrypted library gets no upload link, unlocked or not, by either API form', async () => {
+    const repo = (await admin('POST', '/api2/repos/', { form: { name: 'drop-enc', passwd: 'enc-pw-1' } })).json
+      .repo_id as string;
+    expect((await admin('POST', `/api2/repos/${repo}/`, { form: { password: 'enc-pw-1' } })).status).toBe(200);
+    const v21 = await admin('POST', '/api/v2.1/upload-links/', { json: { repo_id: repo, path: '/' } });
+    expect(v21.status).toBe(403);
+    const v2 = await admin('PUT', `/api2/repos/${repo}/file/shared-link/`, { form: { p: '/', share_type: 'upload' } });
+    expect(v2.status).toBe(403);
+    const mine = (await admin('GET', '/api/v2.1/upload-links/')).json as { repo_id: string }[];
+    expect(mine.filter((l) => l.repo_id === repo)).toEqual([]);
+  });
 });
