@@ -232,8 +232,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('cache-dir', { type: 'string', describe: 'cache dir (default ~/.cache/seafs)' })
       .option('attr-timeout', {
         type: 'number',
-        describe:
-          'seconds the kernel keeps attributes and names, taken from --dir-cache-time (default: half of it)',
+        describe: 'seconds the kernel keeps attributes and names, taken from --dir-cache-time (default: half of it)',
       })
       .option('dir-cache-time', {
         type: 'number',
