@@ -10,11 +10,12 @@ export const ADMIN = { email: 'admin@bench.local', password: 'bench-admin-pw' };
 export const USER = { email: 'bench@bench.local', password: 'bench-user-pw' };
 export const LIBRARY = 'Bench';
 
-export async function startServer({ root, cli, latencyMs, log, onDeath = () => {} }) {
+export async function startServer({ root, cli, latencyMs, log, onDeath = () => {}, extraArgs = [] }) {
   const data = join(root, `server-${latencyMs}ms`);
   mkdirSync(data, { recursive: true });
   const args = [cli, 'serve', '--data', data, '--port', '0', '--admin-email', ADMIN.email];
   if (latencyMs) args.push('--latency-ms', String(latencyMs));
+  args.push(...extraArgs);
   const { child, value } = await startProcess(process.execPath, args, {
     env: { SEAFS_ADMIN_PASSWORD: ADMIN.password }, // kept out of argv
     ready: (out) => /listening on (http:\/\/\S+)/.exec(out)?.[1],

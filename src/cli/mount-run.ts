@@ -17,6 +17,7 @@ import { UnreachableError } from './mount-retry.js';
 import { fmtBytes, fmtDuration, type UploadQueueEntry } from './status-format.js';
 import { readLibraryPassword, type Secrets } from './mount-secrets.js';
 import { WrongLibraryPassword } from '../vfs/library-unlock.js';
+import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './mount-options.js';
 import { UserError } from './user-error.js';
 
@@ -180,6 +181,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   await mkdir(cacheDir, { recursive: true, mode: 0o700 });
   await chmod(cacheDir, 0o700);
 
+  const times = cacheTimes(s.dirCacheTime, s.attrTimeout);
   let vfs: Vfs;
   try {
     vfs = await Vfs.create(client, {
@@ -189,7 +191,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       gid: s.gid,
       umask: s.umask !== undefined ? parseUmask(s.umask, '--umask') : undefined,
       cacheDir,
-      dirCacheTimeMs: Math.round((s.dirCacheTime ?? 10) * 1000),
+      dirCacheTimeMs: times.listingMs,
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
       reader: { cacheStreamsUpTo: s.cacheStreams === undefined ? undefined : s.cacheStreams ? Infinity : 0 },
       libraryPassword: async (lib) => {
@@ -219,7 +221,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     fuse = await mountVfs(vfs, {
       mountpoint: mnt,
       name: vfs.library?.name ?? 'all',
-      attrTimeoutSec: s.attrTimeout,
+      attrTimeoutSec: times.kernelSec,
       allowOther: s.allowOther,
       readAheadKb: s.readAhead,
       counts: opCounts,

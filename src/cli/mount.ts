@@ -230,11 +230,15 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         describe: 'octal mask taken from 777 (folders) and 666 (files) (default 022)',
       })
       .option('cache-dir', { type: 'string', describe: 'cache dir (default ~/.cache/seafs)' })
-      .option('attr-timeout', { type: 'number', default: 2, describe: 'seconds the kernel keeps attributes' })
+      .option('attr-timeout', {
+        type: 'number',
+        describe: 'seconds the kernel keeps attributes and names, taken from --dir-cache-time (default: half of it)',
+      })
       .option('dir-cache-time', {
         type: 'number',
         default: 10,
-        describe: 'seconds before a folder listing is revalidated',
+        describe:
+          'seconds a change on the server may take to show: folder listings are revalidated after this less --attr-timeout',
       })
       .option('cache-max-size', {
         type: 'number',

@@ -21,6 +21,8 @@ export interface Listing {
   used?: boolean;
   /** a walk has since gone into one of its sub-folders: their own sub-folders are then fetched on speculation */
   walked?: boolean;
+  /** the count of local changes when its content was last taken from the server (see changedSince) */
+  seq?: number;
   /** its sub-folders in listing order (the order `find` walks), with their positions; built at first need */
   subdirs?: { names: string[]; index: Map<string, number> };
   /** which of `subdirs` were handed to the prefetch since it was last fetched or revalidated */
@@ -92,6 +94,9 @@ export class MetaCache {
   private readonly inflight = new Map<string, Promise<Listing>>();
   /** bumped on local changes so an in-flight fetch started before them is not stored over them */
   private readonly epoch = new Map<string, number>();
+  /** local changes counted, and the last one of each folder (oldest first), while a listing may predate it */
+  private seq = 0;
+  private readonly changed = new Map<string, { seq: number; at: number }>();
 
   private readonly maxEntries: number;
 
@@ -272,6 +277,7 @@ export class MetaCache {
     if (!parent || parent.entries.get(baseOf(dir))?.id !== l.oid || !this.current(repo, parentDir, parent))
       return false;
     l.fetchedAt = parent.fetchedAt;
+    l.seq = parent.seq;
     // as after a revalidation: the next real look refreshes the sub-folders ahead again
     l.used = false;
     l.walked = false;
@@ -298,6 +304,7 @@ export class MetaCache {
 
   private async fetch(repo: string, dir: string, k: string, cached: Listing | undefined): Promise<Listing> {
     const startEpoch = this.epoch.get(k) ?? 0;
+    const startSeq = this.seq;
     this.stats.listRequests++;
     let res: DirListing;
     try {
@@ -316,6 +323,7 @@ export class MetaCache {
       this.stats.uptodate++;
       if (cached && (this.epoch.get(k) ?? 0) === startEpoch) {
         cached.fetchedAt = now;
+        cached.seq = startSeq;
         // revalidated: the next real look refreshes the sub-folders ahead again
         cached.used = false;
         cached.walked = false;
@@ -328,7 +336,7 @@ export class MetaCache {
     this.stats.fullListings++;
     const entries = new Map<string, DirEntry>();
     for (const e of res.entries) entries.set(e.name, slimEntry(e));
-    const listing: Listing = { oid: res.oid, entries, fetchedAt: now };
+    const listing: Listing = { oid: res.oid, entries, fetchedAt: now, seq: startSeq };
     if ((this.epoch.get(k) ?? 0) !== startEpoch) {
       // a local change raced with this fetch: use the answer but do not trust it for long
       listing.fetchedAt = 0;
@@ -340,6 +348,7 @@ export class MetaCache {
 
   private touch(k: string): void {
     this.epoch.set(k, (this.epoch.get(k) ?? 0) + 1);
+    this.noteChange(k);
     // locally edited entries no longer match their oid: a folder whose content
     // returns to that state (same oid) would otherwise be "uptodate" with wrong entries
     const l = this.lru.get(k);
@@ -368,7 +377,42 @@ export class MetaCache {
   setEmpty(repo: string, dir: string): void {
     const k = key(repo, dir);
     this.touch(k);
-    this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now() });
+    this.lru.set(k, { oid: null, entries: new Map(), fetchedAt: Date.now(), seq: this.seq });
+  }
+
+  /**
+   * Whether something in `dir` or below it changed here after its parent's
+   * listing was taken from the server. A folder's id is a hash of its
+   * content, so the id that listing names for `dir` is then out of date (a
+   * folder made here shows the empty folder's id until then). False for the
+   * root, and when the parent's listing is not held.
+   */
+  changedSinceParentListed(repo: string, dir: string): boolean {
+    if (dir === '/') return false;
+    const parent = this.lru.peek(key(repo, parentOf(dir)));
+    if (!parent) return false;
+    const since = parent.seq ?? 0;
+    const k = key(repo, dir);
+    const below = `${k}/`;
+    for (const [ck, c] of this.changed) if (c.seq > since && (ck === k || ck.startsWith(below))) return true;
+    return false;
+  }
+
+  /**
+   * Listings used are at most the cache time old, so a change older than
+   * that (twice, and a minute, for a fetch that took long) predates them all
+   * and is forgotten once many are held.
+   */
+  private noteChange(k: string): void {
+    const now = Date.now();
+    this.changed.delete(k);
+    this.changed.set(k, { seq: ++this.seq, at: now });
+    if (this.changed.size <= 4096) return;
+    const before = now - 2 * this.ttlMs - 60_000;
+    for (const [ck, c] of this.changed) {
+      if (c.at >= before) break;
+      this.changed.delete(ck);
+    }
   }
 
   invalidate(repo: string, dir: string): void {

@@ -166,6 +166,8 @@ export class Vfs {
       api,
       resolve: (p) => this.resolve(p),
       lookup: (repo, path) => this.lookup(repo, path),
+      folderChanged: (repo, path) => this.meta.changedSinceParentListed(repo, path),
+      relist: async (repo, dir) => void (await this.meta.list(repo, dir, true)),
       library: (repo) => this.libraries.byId(repo),
       state: (repo, path) => this.wb.get(repo, path),
       under: (repo, dir) => this.wb.under(repo, dir),

@@ -12,7 +12,7 @@ import type { DirEntry, Library, SeafileApi, ShareLink } from '../client/types.j
 import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
 import type { Loc } from './libraries.js';
-import { baseOf } from './paths.js';
+import { baseOf, parentOf } from './paths.js';
 import type { FileState } from './write/file-state.js';
 
 export const XATTR = {
@@ -32,6 +32,10 @@ export interface XattrSources {
   resolve(p: string): Promise<Loc>;
   /** the remote entry at a library path, from the listing cache (null: not on the server) */
   lookup(repo: string, path: string): Promise<DirEntry | null>;
+  /** something in or below the folder changed here since its parent was listed: the id listed is out of date */
+  folderChanged(repo: string, path: string): boolean;
+  /** list a folder afresh from the server */
+  relist(repo: string, dir: string): Promise<void>;
   library(repo: string): Promise<Library | undefined>;
   /** local data of a file (the write-back table) */
   state(repo: string, path: string): FileState | undefined;
@@ -134,7 +138,7 @@ export class Xattrs {
     if (!t) throw none();
     switch (name) {
       case XATTR.id: {
-        const id = this.idOf(t);
+        const id = this.idOf(await this.currentFolder(t));
         if (!id) throw none();
         return id;
       }
@@ -174,6 +178,17 @@ export class Xattrs {
     const entry = await this.src.lookup(repo, path);
     if (!state && !entry) throw new VfsError('ENOENT', p);
     return { repo, path, isDir: !state && entry?.type === 'dir', entry, state };
+  }
+
+  /**
+   * A folder made, or changed inside, through the mount since its parent was
+   * listed has a new id on the server (ids hash the content; an upload under
+   * way is not in it yet): the parent is listed again to learn it.
+   */
+  private async currentFolder(t: Target): Promise<Target> {
+    if (!t.isDir || t.path === '/' || !this.src.folderChanged(t.repo, t.path)) return t;
+    await this.src.relist(t.repo, parentOf(t.path));
+    return { ...t, entry: await this.src.lookup(t.repo, t.path) };
   }
 
   /** the server's object id; none for the library's root (it changes with every commit: the library id names it) */

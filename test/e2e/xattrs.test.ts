@@ -9,11 +9,12 @@ import { SeafileClient } from '../../src/client/client.js';
 import { remoteBytes, remoteNames, waitRemoteFile } from '../helpers/api-check.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
 import { mountLibrary, run, sleep, type Mount } from '../helpers/mount.js';
-import { createUser, uploadTo } from '../helpers/server.js';
+import { createUser, startTestServer, uploadTo } from '../helpers/server.js';
 
 const ctx = setupE2E(['Attrs']);
 const BOB = 'bob@seafs.test';
 const BOB_PW = 'bob-secret-pw';
+const SLOW_MS = 2500;
 
 /** `getfattr -d`: every user.* attribute of `file` with its value */
 async function dump(file: string): Promise<Record<string, string>> {
@@ -110,6 +111,32 @@ describe('extended attributes through the mount', () => {
     expect((await value(M('offline'), 'user.seafile.status')).out).toBe('synced');
     expect((await remoteBytes(ctx.api, repo, '/offline/deep/note.txt')).toString()).toBe('written offline');
   });
+
+  it('a file written while the server is slowed (--latency-ms 2500) is pending (its folder counts it), then synced', async () => {
+    // a server of its own: every answer 2.5 s late, so an upload (a link, then the POST) outlasts getfattr
+    const slow = await startTestServer({ latencyMs: SLOW_MS });
+    try {
+      const { client } = await SeafileClient.login({ baseUrl: slow.url }, slow.adminEmail, slow.adminPassword);
+      try {
+        const repo = (await client.createLibrary('Slowed')).repo_id;
+        const sm = await mountLibrary(slow, { library: 'Slowed', readyTimeoutMs: 120_000 });
+        const S = (p: string) => path.join(sm.mnt, p);
+        await run('mkdir', [S('docs')]);
+        await run('bash', ['-c', `printf 'written while slow' > '${S('docs/slow.txt')}'`]);
+        // the upload needs two answers at least (a link, the POST): 5 s
+        expect((await value(S('docs/slow.txt'), 'user.seafile.status')).out).toBe('pending');
+        expect((await value(S('docs'), 'user.seafile.status')).out).toBe('1 pending');
+        await waitStatus(S('docs/slow.txt'), /^synced$/);
+        expect((await value(S('docs'), 'user.seafile.status')).out).toBe('synced');
+        expect((await remoteBytes(client, repo, '/docs/slow.txt')).toString()).toBe('written while slow');
+        expect((await sm.unmount()).code).toBe(0);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      await slow.stop();
+    }
+  }, 300_000); // every answer late: the mount's start, the mkdir, the upload and the unmount (about 45 s under load)
 
   it('locked_by names another user who locked the file; setfattr user.seafile.lock 1/0 locks and unlocks', async () => {
     const repo = ctx.repos.Attrs;

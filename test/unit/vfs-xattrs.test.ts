@@ -240,4 +240,58 @@ describe('extended attributes: what the mount knows about each file and folder',
     expect(made.listShareLinks).toBe(1);
     expect(total).toBeLessThanOrEqual(dirs + 2);
   });
+
+  it('a folder made through the mount shows the id the server gives it, afresh once a file is uploaded into it', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putDir(repo, '/a/old');
+    api.putFile(repo, '/a/old/kept.txt', 'kept');
+    await vfs.readdir('/a');
+    await vfs.mkdir('/a/new', 0o755);
+    const serverId = async (name: string) => {
+      const l = await api.listDir(repo, '/a');
+      if (l.uptodate) throw new Error('unexpected uptodate');
+      return l.entries.find((e) => e.name === name)!.id;
+    };
+    const listings = () => api.calls.listDir ?? 0;
+
+    // made here after /a was listed: /a is listed again, once
+    let before = listings();
+    const made = await get(vfs, '/a/new', 'user.seafile.id');
+    expect(listings() - before).toBe(1);
+    expect(made).toBe(await serverId('new'));
+    expect(await vfs.xattrs.list('/a/new')).toContain('user.seafile.id');
+
+    // a file uploaded into it changes its id on the server
+    await writeWhole(vfs, '/a/new/f.txt', 'content');
+    expect(await vfs.drain()).toEqual([]);
+    await sleep(1100); // a value read is answered unchanged for a second
+    before = listings();
+    const after = await get(vfs, '/a/new', 'user.seafile.id');
+    expect(listings() - before).toBe(1);
+    expect(after).not.toBe(made);
+    expect(after).toBe(await serverId('new'));
+
+    // nothing changed since: no listing; nor for a folder never changed here
+    await sleep(1100);
+    before = listings();
+    expect(await get(vfs, '/a/new', 'user.seafile.id')).toBe(after);
+    expect(await get(vfs, '/a/old', 'user.seafile.id')).toBe(await serverId('old'));
+    expect(listings() - before).toBe(1); // serverId's own
+  });
+
+  it('a change two levels down makes the id of the folder above it asked afresh too', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putDir(repo, '/top/mid');
+    api.putFile(repo, '/top/mid/a.txt', 'a');
+    await vfs.readdir('/top/mid');
+    const old = await get(vfs, '/top', 'user.seafile.id');
+    await writeWhole(vfs, '/top/mid/b.txt', 'b');
+    expect(await vfs.drain()).toEqual([]);
+    await sleep(1100);
+    const l = await api.listDir(repo, '/');
+    if (l.uptodate) throw new Error('unexpected uptodate');
+    const now = l.entries.find((e) => e.name === 'top')!.id;
+    expect(now).not.toBe(old);
+    expect(await get(vfs, '/top', 'user.seafile.id')).toBe(now);
+  });
 });
