@@ -23,11 +23,13 @@
 //
 // Writes are off the read path and fire-and-forget: contiguous chunks are
 // gathered into one write of up to 4 MiB (copied when their buffers are the
-// stream's pooled ones), with a bounded amount of data waiting for the disk;
-// beyond it a chunk is skipped (counted) and remembered: the reader offers
-// it again when its memory lets the chunk go and at unmount, so a busy disk
-// delays caching rather than losing it; a chunk gone from memory by then is
-// fetched again by a later read.
+// stream's pooled ones), with a bounded amount of data waiting for the disk.
+// A stream whose file is kept holds back while the disk is behind (whenRoom),
+// so a file read once is whole on disk. For other writers a chunk beyond the
+// bound is skipped (counted) and remembered: the reader offers it again when
+// its memory lets the chunk go and at unmount, so a busy disk delays caching
+// rather than losing it; a chunk gone from memory by then is fetched again
+// by a later read.
 import { createHash, randomBytes } from 'node:crypto';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -83,6 +85,8 @@ export class BlockCache {
   private marksTimer: NodeJS.Timeout | null = null;
   private marking: Promise<void> = Promise.resolve();
   private rescanning: Promise<void> | null = null;
+  /** callers holding back until the disk catches up (whenRoom) */
+  private roomWaiters: (() => void)[] = [];
 
   constructor(
     /** the account's blocks folder, shared by its mounts */
@@ -275,9 +279,11 @@ export class BlockCache {
 
   /**
    * Keep a chunk (after open()). `copy`: its buffers are reused by their
-   * owner once it lets go of them, so they are copied now.
+   * owner once it lets go of them, so they are copied now. `force`: queued
+   * even when the disk is behind (the caller waits for whenRoom() before
+   * it offers more).
    */
-  put(version: string, idx: number, parts: Buffer[], size: number, copy = false): boolean {
+  put(version: string, idx: number, parts: Buffer[], size: number, copy = false, force = false): boolean {
     const e = this.entries.get(version);
     if (!e?.present || e.dead || (e.present[idx] !== 0 && e.present[idx] !== 3)) return false;
     let b = this.batch;
@@ -286,8 +292,9 @@ export class BlockCache {
       b = null;
     }
     // each queued write holds its chunks' bytes: when the disk falls behind, skip caching
-    // (a later miss costs a fetch) rather than let memory grow with the backlog
-    if (this.queuedBytes + size > this.maxQueuedBytes) {
+    // (a later miss costs a fetch) rather than let memory grow with the backlog; `force`:
+    // the caller holds back (whenRoom) instead, so the backlog passes the cap by a chunk or so
+    if (!force && this.queuedBytes + size > this.maxQueuedBytes) {
       this.stats.skipped++;
       this.stats.skippedBytes += size;
       e.present[idx] = 3;
@@ -321,6 +328,18 @@ export class BlockCache {
     return true;
   }
 
+  /** as many bytes wait for the disk as may: a put() now would be skipped */
+  behind(): boolean {
+    return this.queuedBytes >= this.maxQueuedBytes;
+  }
+
+  /** Calls `fn` once the disk is no longer behind (now, if it is not). */
+  whenRoom(fn: () => void): void {
+    if (!this.behind()) return fn();
+    this.roomWaiters.push(fn);
+    this.flushBatch(); // what still gathers is written now rather than after its timer
+  }
+
   /** the chunk was offered while the disk was behind and is not on disk: worth offering again */
   wasSkipped(version: string, idx: number): boolean {
     return this.entries.get(version)?.present?.[idx] === 3;
@@ -347,6 +366,11 @@ export class BlockCache {
         this.writesInFlight--;
         this.queuedBytes -= b.len;
         if (b.arena && this.arenas.length < 2) this.arenas.push(b.arena);
+        if (this.roomWaiters.length && !this.behind()) {
+          const ws = this.roomWaiters;
+          this.roomWaiters = [];
+          for (const w of ws) w();
+        }
       }
       for (let i = b.first; i < b.first + b.count; i++) {
         if (e.present![i] !== 2) continue;
