@@ -50,19 +50,21 @@ export class SeqStreams {
       this.stop(f, st);
       st = pat.stream = undefined;
     }
+    const lastChunk = Math.floor((f.size - 1) / C);
     // the last chunk the stream is set to deliver so far
     let tail = st ? Math.max(st.until, st.next - 1) : -1;
     for (let i = st ? Math.max(from, st.next, st.until + 1) : from; i <= to; i++) {
       if (fc.have.has(i) || fc.inflight.has(i)) continue;
       if (this.disk?.has(f.version, i)) {
-        i = this.segments.fromDisk(f, fc, i, to);
+        // a whole segment at once, past the window if need be: the window's edge moves a chunk per read,
+        // and a read from disk per chunk would cost a syscall and a thread hop for each
+        i = this.segments.fromDisk(f, fc, i, Math.min(lastChunk, Math.max(to, i + this.cfg.segChunks - 1)));
         continue;
       }
       // a short hole among chunks on disk (chunks skipped when they were written): a ranged GET,
       // not a stream that would download the chunks after it again (looked at past `to`: a hole
       // at the end of the readahead window is no reason for a stream either)
       if (this.disk && !(st && i === tail + 1)) {
-        const lastChunk = Math.floor((f.size - 1) / C);
         let j = i;
         const gap = (k: number) => !fc.have.has(k) && !fc.inflight.has(k) && !this.disk!.has(f.version, k);
         while (j < lastChunk && j - i + 1 < this.cfg.segChunks && gap(j + 1)) j++;
