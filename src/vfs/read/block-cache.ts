@@ -5,12 +5,22 @@
 // Layout: one file per file version in `dir`, named by the sha256 of its
 // file id. Seafile's file ids are content hashes, so a file that changes gets
 // a new id and is never served from old blocks, and two processes writing the
-// same chunk write the same bytes. A file holds a 64-byte header (magic, chunk
-// size, file size, file id), one marker byte per chunk, then the chunks at
-// fixed offsets (sparse). A marker is set only after its chunk's data was
-// written and datasync'd, so a crash (kill -9, power loss) leaves at worst
-// chunks without markers, which are never served; a header that does not
-// match (another chunk size, a torn creation) drops the file.
+// same chunk write the same bytes. A file holds a 128-byte header (magic, chunk
+// size, file size, file id, boot id), one marker byte per chunk, then the
+// chunks at fixed offsets (sparse). A marker is set only after its chunk's
+// data was written: 2 once the write returned, 1 once a datasync followed.
+// A process that dies (kill -9) leaves its writes in the page cache, so a 2
+// is good for as long as the machine runs: the header names the boot
+// (/proc/sys/kernel/random/boot_id) whose 2s they are, and a later boot (a
+// power loss may have lost the data behind them) trusts only the 1s. Before
+// a file gets new 2s under a new boot id, the old boot's 2s are zeroed and
+// that is synced, so none of them can pass for the new boot's. A version's
+// 2s become 1s (one datasync) once it has had no write for a while and at
+// unmount: a sync per batch of a stream would cost CPU and disk on the read
+// path. Without a boot id (not Linux) every marker waits for its datasync.
+// So a crash leaves at worst chunks without (trusted) markers, which are
+// never served; a header that does not match (another chunk size, a torn
+// creation) drops the file.
 //
 // Versions without a real file id (synthetic keys) get a nameless file,
 // gone with the process. Sharing: any number of mounts may use one dir at
@@ -31,16 +41,30 @@
 // rather than losing it; a chunk gone from memory by then is fetched again
 // by a later read.
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { processAlive } from '../process-alive.js';
 
-const MAGIC = 'SEAFSBC1';
-const HEADER = 64;
+const MAGIC = 'SEAFSBC2';
+const HEADER = 128;
+/** the header's fixed part (magic, chunk size, file size, file id); the boot id follows */
+const FIXED = 64;
+const BOOT_LEN = 36;
 const BATCH = 4 * 1024 * 1024;
 const TOUCH_MS = 60_000;
 const ID = /^[0-9a-f]{40}$/;
 const ZERO_ID = '0'.repeat(40);
+
+/** this boot of the machine ('' when unknown: then every marker waits for a datasync) */
+export function currentBootId(): string {
+  try {
+    const id = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim();
+    return /^[0-9a-f-]{36}$/.test(id) ? id : '';
+  } catch {
+    return '';
+  }
+}
 
 interface Entry {
   version: string;
@@ -58,6 +82,14 @@ interface Entry {
   touched: number;
   /** chunks written whose markers are not on disk yet */
   marks: number[];
+  /** the boot whose unsynced markers (2) the file's header vouches for */
+  boot: string;
+  /** chunks marked 2 by an earlier boot: not trusted, zeroed before the header names this boot */
+  stale: number[];
+  /** chunks this process marked 2: they become 1 after a datasync */
+  unsynced: number[];
+  /** last chunk write, ms since the epoch */
+  wrote: number;
   dead: boolean;
 }
 
@@ -83,6 +115,7 @@ export class BlockCache {
   private queuedBytes = 0;
   private readonly arenas: Buffer[] = [];
   private marksTimer: NodeJS.Timeout | null = null;
+  private settleTimer: NodeJS.Timeout | null = null;
   private marking: Promise<void> = Promise.resolve();
   private rescanning: Promise<void> | null = null;
   /** callers holding back until the disk catches up (whenRoom) */
@@ -99,6 +132,10 @@ export class BlockCache {
     private readonly markDelayMs = 1000,
     /** versions kept open at once (a file descriptor each) */
     private readonly maxOpen = 512,
+    /** a version with no write for this long has its markers made durable (datasync, then 1s) */
+    private readonly settleMs = 30_000,
+    /** this boot's id (tests pass another to play a reboot) */
+    private readonly boot = currentBootId(),
   ) {}
 
   /** Finds what earlier mounts left; removes leftovers of dead processes (and of the per-process layout). */
@@ -162,6 +199,10 @@ export class BlockCache {
       used: Date.now(),
       touched: 0,
       marks: [],
+      boot: this.boot,
+      stale: [],
+      unsynced: [],
+      wrote: 0,
       dead: false,
     };
     if (e.present && e.persistent) {
@@ -213,15 +254,23 @@ export class BlockCache {
     if (fh) setTimeout(() => void fh.then((h) => h.close()).catch(() => {}), 5000).unref();
   }
 
-  /** the header must say this version, size and chunk size; then the markers are read into `present` */
+  /**
+   * The header must say this version, size and chunk size; then the markers
+   * are read into `present`: 1s, and 2s when the header names this boot.
+   */
   private async readMarkers(fh: FileHandle, e: Entry): Promise<boolean> {
     const n = e.present!.length;
     const buf = Buffer.alloc(HEADER + n);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
     if (bytesRead < HEADER) return false;
-    if (!buf.subarray(0, HEADER).equals(this.header(e))) return false;
+    const h = this.header(e);
+    if (!buf.subarray(0, FIXED).equals(h.subarray(0, FIXED))) return false;
+    e.boot = buf.toString('latin1', FIXED, FIXED + BOOT_LEN).replace(/\0+$/, '');
+    const sameBoot = this.boot !== '' && e.boot === this.boot;
     for (let i = 0; i < n && HEADER + i < bytesRead; i++) {
-      if (buf[HEADER + i] !== 1) continue;
+      const m = buf[HEADER + i];
+      if (m === 2 && !sameBoot) e.stale.push(i);
+      if (m !== 1 && !(m === 2 && sameBoot)) continue;
       e.present![i] = 1;
       e.bytes += this.chunkSize(e, i);
     }
@@ -234,6 +283,7 @@ export class BlockCache {
     h.writeUInt32LE(this.chunk, 8);
     h.writeDoubleLE(e.size, 12);
     h.write(e.version, 20, 40, 'latin1');
+    h.write(this.boot, FIXED, BOOT_LEN, 'latin1');
     return h;
   }
 
@@ -380,6 +430,7 @@ export class BlockCache {
         }
         e.present![i] = 1;
         e.marks.push(i);
+        e.wrote = Date.now();
         const n = this.chunkSize(e, i);
         e.bytes += n;
         if (!e.dead) this.total += n;
@@ -401,28 +452,81 @@ export class BlockCache {
     this.marksTimer.unref();
   }
 
-  /** For each version with new chunks: datasync its data, then set their markers (one write per run). */
-  private writeMarks(): Promise<void> {
+  /**
+   * For each version with new chunks, set their markers: 2 (written, good
+   * for this boot), or without a boot id 1 after a datasync. `settle`: the
+   * 2s of every version (else those of versions idle for settleMs) become
+   * 1s after a datasync.
+   */
+  private writeMarks(settle = false): Promise<void> {
     this.marking = this.marking.then(async () => {
+      const now = Date.now();
       for (const e of this.entries.values()) {
-        if (!e.marks.length || !e.fh || e.dead) continue;
-        const marks = e.marks.sort((a, b) => a - b);
-        e.marks = [];
+        if (!e.fh || e.dead) continue;
         try {
-          const fh = await e.fh;
-          await fh.datasync();
-          for (let k = 0; k < marks.length;) {
-            let j = k;
-            while (j + 1 < marks.length && marks[j + 1] === marks[j] + 1) j++;
-            await fh.write(Buffer.alloc(j - k + 1, 1), 0, j - k + 1, HEADER + marks[k]);
-            k = j + 1;
+          if (e.marks.length) {
+            const marks = e.marks.sort((a, b) => a - b);
+            e.marks = [];
+            const fh = await e.fh;
+            if (!this.boot) {
+              await fh.datasync();
+              await this.setMarkers(fh, marks, 1);
+              continue;
+            }
+            if (e.boot !== this.boot) {
+              // an earlier boot's unsynced markers must never pass for this boot's: zeroed, durably, first
+              if (e.stale.length) {
+                await this.setMarkers(
+                  fh,
+                  e.stale.sort((a, b) => a - b),
+                  0,
+                );
+                await fh.datasync();
+              }
+              e.stale = [];
+              await fh.write(Buffer.from(this.boot, 'latin1'), 0, BOOT_LEN, FIXED);
+              e.boot = this.boot;
+            }
+            await this.setMarkers(fh, marks, 2);
+            for (const i of marks) e.unsynced.push(i);
+          }
+          if (e.unsynced.length && (settle || now - e.wrote >= this.settleMs)) {
+            const marks = e.unsynced.sort((a, b) => a - b);
+            e.unsynced = [];
+            const fh = await e.fh;
+            await fh.datasync();
+            await this.setMarkers(fh, marks, 1);
           }
         } catch {
           // markers not written: those chunks are misses for the next mount
         }
       }
+      this.scheduleSettle();
     });
     return this.marking;
+  }
+
+  /** one write per run of consecutive chunks (`marks` sorted) */
+  private async setMarkers(fh: FileHandle, marks: number[], value: number): Promise<void> {
+    for (let k = 0; k < marks.length;) {
+      let j = k;
+      while (j + 1 < marks.length && marks[j + 1] === marks[j] + 1) j++;
+      await fh.write(Buffer.alloc(j - k + 1, value), 0, j - k + 1, HEADER + marks[k]);
+      k = j + 1;
+    }
+  }
+
+  /** versions with unsynced markers are looked at again once they may have been idle for settleMs */
+  private scheduleSettle(): void {
+    if (this.settleTimer) return;
+    let pending = false;
+    for (const e of this.entries.values()) if (e.unsynced.length && !e.dead) pending = true;
+    if (!pending) return;
+    this.settleTimer = setTimeout(() => {
+      this.settleTimer = null;
+      void this.writeMarks();
+    }, this.settleMs);
+    this.settleTimer.unref();
   }
 
   /** chunk writes started by put() and not finished yet (they are fire-and-forget) */
@@ -530,9 +634,12 @@ export class BlockCache {
     return freed;
   }
 
-  /** Writes what waits and the markers, then closes every file (they stay for the next mount). */
+  /** Writes what waits and the markers (made durable), then closes every file (they stay for the next mount). */
   async close(): Promise<void> {
     await this.flush().catch(() => {});
+    await this.writeMarks(true).catch(() => {});
+    if (this.settleTimer) clearTimeout(this.settleTimer);
+    this.settleTimer = null;
     for (const e of [...this.entries.values()]) {
       e.dead = true;
       this.entries.delete(e.version);
