@@ -572,6 +572,29 @@ export class BlockCache {
     }
   }
 
+  /**
+   * Bytes [offset, offset + len) of a version straight into `target` (a
+   * chunk's data sits at its fixed place, so a range of chunks is one range
+   * of the file); false unless every chunk they touch is there.
+   */
+  async readAt(version: string, offset: number, target: Buffer, len: number): Promise<boolean> {
+    const e = this.entries.get(version);
+    if (!e?.present || !e.fh) return false;
+    const last = Math.floor((offset + len - 1) / this.chunk);
+    for (let i = Math.floor(offset / this.chunk); i <= last; i++) if (e.present[i] !== 1) return false;
+    e.used = Date.now();
+    try {
+      const fh = await e.fh;
+      const { bytesRead } = await fh.read(target, 0, len, e.dataOff + offset);
+      if (bytesRead !== len) return false;
+      this.stats.hits++;
+      this.touch(e);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
   /** the file's modification time is its last use, for the eviction order of later mounts */
   private touch(e: Entry): void {
     if (!e.persistent || e.used - e.touched < TOUCH_MS || !e.fh) return;

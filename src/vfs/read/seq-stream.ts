@@ -41,8 +41,10 @@ export class SeqStreams {
    * stream (started, or restarted past a long stretch it would only re-send).
    * A chunk the stream has already gone past (delivered, then evicted) is
    * left to the read that wants it: the stream will not bring it again.
+   * `diskDirect`: chunks on disk are left where they are (the reader reads
+   * them from the cache file itself).
    */
-  ahead(f: RemoteFile, fc: FileChunks, pat: ReadPattern, from: number, to: number): void {
+  ahead(f: RemoteFile, fc: FileChunks, pat: ReadPattern, from: number, to: number, diskDirect = false): void {
     const C = this.cfg.chunk;
     let st = pat.stream;
     // a stream far behind the reader (it jumped ahead) is replaced; one ahead of it just waits
@@ -56,6 +58,8 @@ export class SeqStreams {
     for (let i = st ? Math.max(from, st.next, st.until + 1) : from; i <= to; i++) {
       if (fc.have.has(i) || fc.inflight.has(i)) continue;
       if (this.disk?.has(f.version, i)) {
+        // read straight from the cache file when the reader gets there
+        if (diskDirect) continue;
         // a whole segment at once, past the window if need be: the window's edge moves a chunk per read,
         // and a read from disk per chunk would cost a syscall and a thread hop for each
         i = this.segments.fromDisk(f, fc, i, Math.min(lastChunk, Math.max(to, i + this.cfg.segChunks - 1)));
