@@ -2,7 +2,8 @@
 // download link, cut into fixed chunks kept in a bounded in-memory store,
 // with readahead that grows while a reader stays sequential (a streaming GET
 // for large files, ranged segments for small ones). A random small read
-// fetches one chunk, never the whole file. This file composes the engine:
+// fetches one chunk, never the whole file; a read wholly on disk goes from
+// the disk cache's file straight into the caller's buffer. This file composes the engine:
 // pattern.ts classifies each read, chunk-store.ts holds the chunks,
 // seq-stream.ts and segments.ts fetch them, block-cache.ts keeps them on disk.
 import { createWriteStream } from 'node:fs';

@@ -1,11 +1,13 @@
 // The sequential stream: one GET per sequential reader from its position to
-// the end of the file (or to the next chunk the disk cache holds), delivered chunk by chunk into the chunk store and
-// paused whenever it is far enough ahead of the reader. Through the API's
-// streaming GET capability when it has one (no copy: the socket reads into
-// the chunk buffers), else through its ordinary download(). What a stream
-// that ends or fails leaves unread is handed to ranged segments. What it
-// delivers is also handed to the disk cache (cacheStreamsUpTo), which gathers it
-// into large writes off this path, so that a later mount reads it locally.
+// the end of the file (or to the next chunk the disk cache holds), delivered
+// chunk by chunk into the chunk store and paused whenever it is far enough
+// ahead of the reader. Through the API's streaming GET capability when it has
+// one (no copy: the socket reads into the chunk buffers), else through its
+// ordinary download(). What a stream that ends or fails leaves unread is
+// handed to ranged segments. What it delivers is also handed to the disk
+// cache (cacheStreamsUpTo), which gathers it into large writes off this path,
+// so that a later mount reads it locally; while the disk is behind, the
+// stream waits for it.
 import { ApiError, StreamUnsupported } from '../../client/errors.js';
 import type { SeafileApi, StreamControl } from '../../client/types.js';
 import type { BlockCache } from './block-cache.js';
@@ -313,7 +315,7 @@ export class SeqStreams {
         // the disk cache is behind: wait for it (see runDirect)
         while (disk?.behind() && !st.dead) await new Promise<void>((r) => disk.whenRoom(r));
         // far enough ahead of the reader: pause (unread data stays in the socket)
-        while (st.next > st.until && !st.dead) {
+        while (st.next > st.until && st.next <= st.last && !st.dead) {
           const moved = await new Promise<boolean>((r) => {
             const t = setTimeout(() => r(false), this.cfg.streamIdle);
             t.unref();
