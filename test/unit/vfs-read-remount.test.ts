@@ -112,6 +112,8 @@ describe('re-reading a file from the disk cache', () => {
         expect((await readWhole(second.vfs, '/f.bin')).equals(data)).toBe(true);
         expect(api.bytesServed).toBe(data.length);
         expect(second.vfs.reader.stats.diskChunks).toBe(193);
+        // read from the cache file into the caller's buffers: no chunk passed through the reader's memory
+        expect(second.vfs.reader.memory().used).toBe(0);
       } finally {
         second.vfs.close();
       }
