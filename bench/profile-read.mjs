@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Profiles a seafs mount's cold sequential read: node --cpu-prof on the mount process, one file read once with
-// dd after the page cache is dropped. Usage: node bench/profile-read.mjs OUTDIR [MiB] [LATENCY_MS] (root, for
-// drop_caches). Prints the mount's reader counters (seafs status) too.
+// dd after the page cache is dropped. Usage: node bench/profile-read.mjs OUTDIR [MiB] [LATENCY_MS] [--remount]
+// (root, for drop_caches); --remount profiles a read from the disk cache that an earlier mount filled. Prints the mount's reader counters (seafs status) too.
 // The .cpuprofile lands in OUTDIR (open it in Chrome DevTools, or summarise it with --summary).
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -36,9 +36,13 @@ function threadCpu(pid) {
   return m;
 }
 
-const out = resolve(process.argv[2] ?? 'bench-profile');
-const mib = Number(process.argv[3] ?? 512);
-const latencyMs = Number(process.argv[4] ?? 0);
+const args = process.argv.slice(2).filter((a) => a !== '--remount');
+/** --remount: the file is read once through a mount (with --cache-streams), which is unmounted; the profiled
+ * mount then reads it again on the same cache dir (from the disk cache) */
+const remount = process.argv.includes('--remount');
+const out = resolve(args[0] ?? 'bench-profile');
+const mib = Number(args[1] ?? 512);
+const latencyMs = Number(args[2] ?? 0);
 const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const log = (s) => process.stderr.write(`[profile] ${s}\n`);
 mkdirSync(out, { recursive: true });
@@ -52,26 +56,37 @@ try {
   mkdirSync(mnt, { recursive: true });
   trackMount(mnt);
   const env = { SEAFS_PASSWORD: server.user.password, SEAFS_RUNTIME_DIR: join(out, 'run') };
-  const child = spawnBackground(
-    process.execPath,
-    [
-      '--cpu-prof',
-      '--cpu-prof-dir',
-      out,
-      cli,
-      'mount',
-      server.url,
-      mnt,
-      '--library',
-      server.library,
-      '--user',
-      server.user.email,
-      '--cache-dir',
-      join(out, 'cache'),
-    ],
-    { env, logFile: join(out, 'mount.log') },
-  );
-  await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the mount' });
+  const mount = async (node) => {
+    const m = spawnBackground(
+      process.execPath,
+      [
+        ...node,
+        cli,
+        'mount',
+        server.url,
+        mnt,
+        '--library',
+        server.library,
+        '--user',
+        server.user.email,
+        '--cache-dir',
+        join(out, 'cache'),
+        ...(remount ? ['--cache-streams'] : []),
+      ],
+      { env, logFile: join(out, 'mount.log') },
+    );
+    await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the mount' });
+    return m;
+  };
+  if (remount) {
+    const first = await mount([]);
+    dropCaches();
+    const r0 = await run('dd', [`if=${join(mnt, 'big.bin')}`, 'of=/dev/null', 'bs=1M']);
+    log(`first read (kept on disk): ${(r0.ms / 1000).toFixed(2)} s`);
+    await run(process.execPath, [cli, 'unmount', mnt], { env });
+    await waitFor(() => first.exitCode !== null, { timeoutMs: 60_000, what: 'the first mount to exit' });
+  }
+  const child = await mount(['--cpu-prof', '--cpu-prof-dir', out]);
   dropCaches();
   const t0 = threadCpu(child.pid);
   const c0 = cpuSeconds(child.pid);

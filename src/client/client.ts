@@ -317,9 +317,9 @@ export class SeafileClient implements SeafileApi {
    * timeout) ends the stream with a timeout error. Throws StreamUnsupported for what it cannot read
    * (https) and when the `rawStreams` option is off.
    */
-  streamGet(url: string, start: number, sink: StreamSink, opts: { idleMs?: number } = {}): StreamControl {
+  streamGet(url: string, start: number, sink: StreamSink, opts: { idleMs?: number; end?: number } = {}): StreamControl {
     if (!this.rawStreams) throw new StreamUnsupported('raw streams are off');
-    return rawGet(url, start, sink, opts.idleMs ?? this.timeoutMs);
+    return rawGet(url, start, sink, opts.idleMs ?? this.timeoutMs, opts.end);
   }
 
   /** how long a call may wait for an answer (the mount's --timeout); also a stream's idle limit */

@@ -15,7 +15,8 @@ import type { StreamControl, StreamSink } from './types.js';
 /** the response header is read into this much, and grown only for a longer header */
 const HEAD_BUF = 16 * 1024;
 
-export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60_000): StreamControl {
+/** bytes `start` to `end` (inclusive; none: to the end of the file) of `url` into the sink */
+export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60_000, end?: number): StreamControl {
   const u = new URL(url);
   if (u.protocol !== 'http:') throw new StreamUnsupported(u.protocol);
   const port = Number(u.port || 80);
@@ -125,7 +126,7 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
   );
   sock.on('connect', () => {
     sock.write(
-      `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nRange: bytes=${start}-\r\n` +
+      `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nRange: bytes=${start}-${end ?? ''}\r\n` +
         `User-Agent: ${USER_AGENT}\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n`,
     );
   });

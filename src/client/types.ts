@@ -303,15 +303,16 @@ export interface SeafileApi {
   revertDir?(repoId: string, path: string, commitId: string): Promise<void>;
 
   // --- optional capability: streaming GET (read path) ---
-  // A GET of a download URL from byte `start` to the end of the file whose body is read
+  // A GET of a download URL from byte `start` (to `end` or the end of the file) whose body is read
   // straight into buffers the sink hands out: no copy and no allocation per network read.
   // The reader's sequential stream uses it when present, and `download()` otherwise.
   // Refusals are ApiError (through sink.end); a URL or answer it cannot read is
   // StreamUnsupported (thrown, or through sink.end before head()): the caller then uses
   // `download()`. `idleMs`: give up (ApiError 'timeout') when nothing arrives this long
-  // (default: the client's call timeout, the mount's --timeout).
+  // (default: the client's call timeout, the mount's --timeout). `end`: the last byte
+  // wanted (inclusive); without it the GET runs to the end of the file.
   // SeafileClient: over a bare socket for plain-http URLs (its `rawStreams` option).
-  streamGet?(url: string, start: number, sink: StreamSink, opts?: { idleMs?: number }): StreamControl;
+  streamGet?(url: string, start: number, sink: StreamSink, opts?: { idleMs?: number; end?: number }): StreamControl;
 }
 
 /** What POST /api2/repos/ answers. */

@@ -516,13 +516,13 @@ export class FakeApi implements SeafileApi {
 
   // ---- optional capability: streaming GET (read path) ----
   /**
-   * Like the bare-socket GET: Range from `start` to the end (200 with the
+   * Like the bare-socket GET: Range from `start` to `end` or the end (200 with the
    * whole file when ignoreRange), the body written straight into the sink's
    * buffers, at most 64 KiB per turn of the event loop, paused and resumed
    * like a socket; a failure (failNext 'streamGet', an unknown blob) comes
    * through sink.end.
    */
-  streamGet(url: string, start: number, sink: StreamSink, _opts?: { idleMs?: number }): StreamControl {
+  streamGet(url: string, start: number, sink: StreamSink, opts?: { idleMs?: number; end?: number }): StreamControl {
     let paused = false;
     let done = false;
     let queued = false;
@@ -566,7 +566,7 @@ export class FakeApi implements SeafileApi {
         sink.head(200, 0, data.length);
       } else {
         if (start >= data.length) return finish(apiError('bad_request', 416, 'download', 'HTTP 416'));
-        body = data.subarray(start);
+        body = data.subarray(start, Math.min(data.length - 1, opts?.end ?? data.length - 1) + 1);
         sink.head(206, start, body.length);
       }
       if (body.length === 0) return finish(null);

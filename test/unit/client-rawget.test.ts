@@ -117,7 +117,7 @@ describe('raw ranged GET over a bare socket', () => {
     let streamed = 0;
     api.streamGet = (url, start, sink, opts) => {
       streamed++;
-      return rawGet(url, start, sink, opts?.idleMs);
+      return rawGet(url, start, sink, opts?.idleMs, opts?.end);
     };
     const reader = new RemoteReader(api, {
       streamMinBytes: 1024 * 1024,

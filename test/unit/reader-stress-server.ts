@@ -39,7 +39,8 @@ export interface Faults {
 }
 
 export class StressServer {
-  readonly stats = { requests: 0, stalls: 0, drops: 0, refused: 0, linkRequests: 0 };
+  /** bodyBytes: what the server wrote of bodies, whether or not the reader took it (socket buffers) */
+  readonly stats = { requests: 0, stalls: 0, drops: 0, refused: 0, linkRequests: 0, bodyBytes: 0 };
   url = '';
   private readonly server: http.Server;
   private readonly sockets = new Set<Socket>();
@@ -147,6 +148,7 @@ export class StressServer {
       if (stallAt > off) n = Math.min(n, stallAt - off);
       const more = res.write(data.subarray(off, off + n));
       off += n;
+      this.stats.bodyBytes += n;
       if (!more && !closed) {
         await new Promise<void>((resolve) => {
           const go = () => {

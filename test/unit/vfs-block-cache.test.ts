@@ -127,6 +127,76 @@ describe('disk block cache', () => {
     caches.splice(caches.indexOf(a), 1);
   });
 
+  it('markers a process set without a datasync are trusted within the same boot only: after a reboot their chunks are misses, and are never revived under the new boot', async () => {
+    const dir = await tempDir();
+    const id = fileId('reboot');
+    const bootA = 'aaaaaaaa-0000-4000-8000-000000000001';
+    const bootB = 'bbbbbbbb-0000-4000-8000-000000000002';
+    const inBoot = async (boot: string, settleMs = 3_600_000) => {
+      const c = new BlockCache(dir, C, 64 * MiB, undefined, undefined, undefined, settleMs, boot);
+      caches.push(c);
+      await c.init();
+      await c.open(id, 4 * C);
+      return c;
+    };
+    // boot A: four chunks written, markers set (not synced: no idle time, no unmount), then a kill -9
+    const a = await inBoot(bootA);
+    for (let i = 0; i < 4; i++) a.put(id, i, [chunk(i)], C);
+    await a.flush();
+    caches.splice(caches.indexOf(a), 1);
+    // the same boot: the page cache holds what a wrote, so its markers are good
+    const same = await inBoot(bootA);
+    for (let i = 0; i < 4; i++) expect((await same.get(id, i, C))?.equals(chunk(i))).toBe(true);
+    await same.close(); // nothing of its own to settle: a's markers stay unsynced
+    // after a reboot (power loss may have taken the data behind them): none of them is served
+    const b = await inBoot(bootB);
+    for (let i = 0; i < 4; i++) expect(b.has(id, i)).toBe(false);
+    expect(await b.get(id, 1, C)).toBeNull();
+    // boot B writes chunk 0 again: the file now vouches for boot B's markers, and a's are gone for good
+    b.put(id, 0, [chunk(0)], C);
+    await b.flush();
+    caches.splice(caches.indexOf(b), 1); // killed too
+    const againB = await inBoot(bootB);
+    expect(againB.has(id, 0)).toBe(true);
+    for (let i = 1; i < 4; i++) expect(againB.has(id, i)).toBe(false);
+    await againB.close();
+    // a third boot trusts neither (the header names boot B; a's markers were zeroed, not left to boot A's id)
+    const back = await inBoot(bootA);
+    for (let i = 0; i < 4; i++) expect(back.has(id, i)).toBe(false);
+    await back.close();
+  });
+
+  it('markers are made durable at unmount and once a version has been idle: a later boot trusts those', async () => {
+    const dir = await tempDir();
+    const bootA = 'aaaaaaaa-0000-4000-8000-000000000003';
+    const bootB = 'bbbbbbbb-0000-4000-8000-000000000004';
+    const ids = [fileId('unmounted'), fileId('idle')];
+    const a = new BlockCache(dir, C, 64 * MiB, undefined, 10, undefined, 200, bootA);
+    caches.push(a);
+    await a.init();
+    for (const id of ids) {
+      await a.open(id, 2 * C);
+      a.put(id, 0, [chunk(0)], C);
+      a.put(id, 1, [chunk(1)], C);
+    }
+    await a.flush();
+    // idle past settleMs: synced and marked for good, with no unmount (a kill -9 after it loses nothing)
+    await new Promise((r) => setTimeout(r, 600));
+    const b = new BlockCache(dir, C, 64 * MiB, undefined, undefined, undefined, undefined, bootB);
+    caches.push(b);
+    await b.init();
+    for (const id of ids) {
+      await b.open(id, 2 * C);
+      expect((await b.get(id, 1, C))?.equals(chunk(1))).toBe(true);
+    }
+    // one more chunk, then an unmount: durable at once
+    await a.open(fileId('late'), 2 * C);
+    a.put(fileId('late'), 0, [chunk(5)], C);
+    await a.close();
+    await b.open(fileId('late'), 2 * C);
+    expect((await b.get(fileId('late'), 0, C))?.equals(chunk(5))).toBe(true);
+  });
+
   it('a torn or foreign file under a version name is dropped, and a partial chunk without its marker is not read', async () => {
     const dir = await tempDir();
     const id = fileId('torn');

@@ -5,12 +5,22 @@
 // Layout: one file per file version in `dir`, named by the sha256 of its
 // file id. Seafile's file ids are content hashes, so a file that changes gets
 // a new id and is never served from old blocks, and two processes writing the
-// same chunk write the same bytes. A file holds a 64-byte header (magic, chunk
-// size, file size, file id), one marker byte per chunk, then the chunks at
-// fixed offsets (sparse). A marker is set only after its chunk's data was
-// written and datasync'd, so a crash (kill -9, power loss) leaves at worst
-// chunks without markers, which are never served; a header that does not
-// match (another chunk size, a torn creation) drops the file.
+// same chunk write the same bytes. A file holds a 128-byte header (magic, chunk
+// size, file size, file id, boot id), one marker byte per chunk, then the
+// chunks at fixed offsets (sparse). A marker is set only after its chunk's
+// data was written: 2 once the write returned, 1 once a datasync followed.
+// A process that dies (kill -9) leaves its writes in the page cache, so a 2
+// is good for as long as the machine runs: the header names the boot
+// (/proc/sys/kernel/random/boot_id) whose 2s they are, and a later boot (a
+// power loss may have lost the data behind them) trusts only the 1s. Before
+// a file gets new 2s under a new boot id, the old boot's 2s are zeroed and
+// that is synced, so none of them can pass for the new boot's. A version's
+// 2s become 1s (one datasync) once it has had no write for a while and at
+// unmount: a sync per batch of a stream would cost CPU and disk on the read
+// path. Without a boot id (not Linux) every marker waits for its datasync.
+// So a crash leaves at worst chunks without (trusted) markers, which are
+// never served; a header that does not match (another chunk size, a torn
+// creation) drops the file.
 //
 // Versions without a real file id (synthetic keys) get a nameless file,
 // gone with the process. Sharing: any number of mounts may use one dir at
@@ -23,22 +33,38 @@
 //
 // Writes are off the read path and fire-and-forget: contiguous chunks are
 // gathered into one write of up to 4 MiB (copied when their buffers are the
-// stream's pooled ones), with a bounded amount of data waiting for the disk;
-// beyond it a chunk is skipped (counted) and remembered: the reader offers
-// it again when its memory lets the chunk go and at unmount, so a busy disk
-// delays caching rather than losing it; a chunk gone from memory by then is
-// fetched again by a later read.
+// stream's pooled ones), with a bounded amount of data waiting for the disk.
+// A stream whose file is kept holds back while the disk is behind (whenRoom),
+// so a file read once is whole on disk. For other writers a chunk beyond the
+// bound is skipped (counted) and remembered: the reader offers it again when
+// its memory lets the chunk go and at unmount, so a busy disk delays caching
+// rather than losing it; a chunk gone from memory by then is fetched again
+// by a later read.
 import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { processAlive } from '../process-alive.js';
 
-const MAGIC = 'SEAFSBC1';
-const HEADER = 64;
+const MAGIC = 'SEAFSBC2';
+const HEADER = 128;
+/** the header's fixed part (magic, chunk size, file size, file id); the boot id follows */
+const FIXED = 64;
+const BOOT_LEN = 36;
 const BATCH = 4 * 1024 * 1024;
 const TOUCH_MS = 60_000;
 const ID = /^[0-9a-f]{40}$/;
 const ZERO_ID = '0'.repeat(40);
+
+/** this boot of the machine ('' when unknown: then every marker waits for a datasync) */
+export function currentBootId(): string {
+  try {
+    const id = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim();
+    return /^[0-9a-f-]{36}$/.test(id) ? id : '';
+  } catch {
+    return '';
+  }
+}
 
 interface Entry {
   version: string;
@@ -56,6 +82,14 @@ interface Entry {
   touched: number;
   /** chunks written whose markers are not on disk yet */
   marks: number[];
+  /** the boot whose unsynced markers (2) the file's header vouches for */
+  boot: string;
+  /** chunks marked 2 by an earlier boot: not trusted, zeroed before the header names this boot */
+  stale: number[];
+  /** chunks this process marked 2: they become 1 after a datasync */
+  unsynced: number[];
+  /** last chunk write, ms since the epoch */
+  wrote: number;
   dead: boolean;
 }
 
@@ -81,8 +115,11 @@ export class BlockCache {
   private queuedBytes = 0;
   private readonly arenas: Buffer[] = [];
   private marksTimer: NodeJS.Timeout | null = null;
+  private settleTimer: NodeJS.Timeout | null = null;
   private marking: Promise<void> = Promise.resolve();
   private rescanning: Promise<void> | null = null;
+  /** callers holding back until the disk catches up (whenRoom) */
+  private roomWaiters: (() => void)[] = [];
 
   constructor(
     /** the account's blocks folder, shared by its mounts */
@@ -95,6 +132,10 @@ export class BlockCache {
     private readonly markDelayMs = 1000,
     /** versions kept open at once (a file descriptor each) */
     private readonly maxOpen = 512,
+    /** a version with no write for this long has its markers made durable (datasync, then 1s) */
+    private readonly settleMs = 30_000,
+    /** this boot's id (tests pass another to play a reboot) */
+    private readonly boot = currentBootId(),
   ) {}
 
   /** Finds what earlier mounts left; removes leftovers of dead processes (and of the per-process layout). */
@@ -158,6 +199,10 @@ export class BlockCache {
       used: Date.now(),
       touched: 0,
       marks: [],
+      boot: this.boot,
+      stale: [],
+      unsynced: [],
+      wrote: 0,
       dead: false,
     };
     if (e.present && e.persistent) {
@@ -209,15 +254,23 @@ export class BlockCache {
     if (fh) setTimeout(() => void fh.then((h) => h.close()).catch(() => {}), 5000).unref();
   }
 
-  /** the header must say this version, size and chunk size; then the markers are read into `present` */
+  /**
+   * The header must say this version, size and chunk size; then the markers
+   * are read into `present`: 1s, and 2s when the header names this boot.
+   */
   private async readMarkers(fh: FileHandle, e: Entry): Promise<boolean> {
     const n = e.present!.length;
     const buf = Buffer.alloc(HEADER + n);
     const { bytesRead } = await fh.read(buf, 0, buf.length, 0);
     if (bytesRead < HEADER) return false;
-    if (!buf.subarray(0, HEADER).equals(this.header(e))) return false;
+    const h = this.header(e);
+    if (!buf.subarray(0, FIXED).equals(h.subarray(0, FIXED))) return false;
+    e.boot = buf.toString('latin1', FIXED, FIXED + BOOT_LEN).replace(/\0+$/, '');
+    const sameBoot = this.boot !== '' && e.boot === this.boot;
     for (let i = 0; i < n && HEADER + i < bytesRead; i++) {
-      if (buf[HEADER + i] !== 1) continue;
+      const m = buf[HEADER + i];
+      if (m === 2 && !sameBoot) e.stale.push(i);
+      if (m !== 1 && !(m === 2 && sameBoot)) continue;
       e.present![i] = 1;
       e.bytes += this.chunkSize(e, i);
     }
@@ -230,6 +283,7 @@ export class BlockCache {
     h.writeUInt32LE(this.chunk, 8);
     h.writeDoubleLE(e.size, 12);
     h.write(e.version, 20, 40, 'latin1');
+    h.write(this.boot, FIXED, BOOT_LEN, 'latin1');
     return h;
   }
 
@@ -275,9 +329,11 @@ export class BlockCache {
 
   /**
    * Keep a chunk (after open()). `copy`: its buffers are reused by their
-   * owner once it lets go of them, so they are copied now.
+   * owner once it lets go of them, so they are copied now. `force`: queued
+   * even when the disk is behind (the caller waits for whenRoom() before
+   * it offers more).
    */
-  put(version: string, idx: number, parts: Buffer[], size: number, copy = false): boolean {
+  put(version: string, idx: number, parts: Buffer[], size: number, copy = false, force = false): boolean {
     const e = this.entries.get(version);
     if (!e?.present || e.dead || (e.present[idx] !== 0 && e.present[idx] !== 3)) return false;
     let b = this.batch;
@@ -286,8 +342,9 @@ export class BlockCache {
       b = null;
     }
     // each queued write holds its chunks' bytes: when the disk falls behind, skip caching
-    // (a later miss costs a fetch) rather than let memory grow with the backlog
-    if (this.queuedBytes + size > this.maxQueuedBytes) {
+    // (a later miss costs a fetch) rather than let memory grow with the backlog; `force`:
+    // the caller holds back (whenRoom) instead, so the backlog passes the cap by a chunk or so
+    if (!force && this.queuedBytes + size > this.maxQueuedBytes) {
       this.stats.skipped++;
       this.stats.skippedBytes += size;
       e.present[idx] = 3;
@@ -321,6 +378,18 @@ export class BlockCache {
     return true;
   }
 
+  /** as many bytes wait for the disk as may: a put() now would be skipped */
+  behind(): boolean {
+    return this.queuedBytes >= this.maxQueuedBytes;
+  }
+
+  /** Calls `fn` once the disk is no longer behind (now, if it is not). */
+  whenRoom(fn: () => void): void {
+    if (!this.behind()) return fn();
+    this.roomWaiters.push(fn);
+    this.flushBatch(); // what still gathers is written now rather than after its timer
+  }
+
   /** the chunk was offered while the disk was behind and is not on disk: worth offering again */
   wasSkipped(version: string, idx: number): boolean {
     return this.entries.get(version)?.present?.[idx] === 3;
@@ -347,6 +416,11 @@ export class BlockCache {
         this.writesInFlight--;
         this.queuedBytes -= b.len;
         if (b.arena && this.arenas.length < 2) this.arenas.push(b.arena);
+        if (this.roomWaiters.length && !this.behind()) {
+          const ws = this.roomWaiters;
+          this.roomWaiters = [];
+          for (const w of ws) w();
+        }
       }
       for (let i = b.first; i < b.first + b.count; i++) {
         if (e.present![i] !== 2) continue;
@@ -356,6 +430,7 @@ export class BlockCache {
         }
         e.present![i] = 1;
         e.marks.push(i);
+        e.wrote = Date.now();
         const n = this.chunkSize(e, i);
         e.bytes += n;
         if (!e.dead) this.total += n;
@@ -377,28 +452,81 @@ export class BlockCache {
     this.marksTimer.unref();
   }
 
-  /** For each version with new chunks: datasync its data, then set their markers (one write per run). */
-  private writeMarks(): Promise<void> {
+  /**
+   * For each version with new chunks, set their markers: 2 (written, good
+   * for this boot), or without a boot id 1 after a datasync. `settle`: the
+   * 2s of every version (else those of versions idle for settleMs) become
+   * 1s after a datasync.
+   */
+  private writeMarks(settle = false): Promise<void> {
     this.marking = this.marking.then(async () => {
+      const now = Date.now();
       for (const e of this.entries.values()) {
-        if (!e.marks.length || !e.fh || e.dead) continue;
-        const marks = e.marks.sort((a, b) => a - b);
-        e.marks = [];
+        if (!e.fh || e.dead) continue;
         try {
-          const fh = await e.fh;
-          await fh.datasync();
-          for (let k = 0; k < marks.length;) {
-            let j = k;
-            while (j + 1 < marks.length && marks[j + 1] === marks[j] + 1) j++;
-            await fh.write(Buffer.alloc(j - k + 1, 1), 0, j - k + 1, HEADER + marks[k]);
-            k = j + 1;
+          if (e.marks.length) {
+            const marks = e.marks.sort((a, b) => a - b);
+            e.marks = [];
+            const fh = await e.fh;
+            if (!this.boot) {
+              await fh.datasync();
+              await this.setMarkers(fh, marks, 1);
+              continue;
+            }
+            if (e.boot !== this.boot) {
+              // an earlier boot's unsynced markers must never pass for this boot's: zeroed, durably, first
+              if (e.stale.length) {
+                await this.setMarkers(
+                  fh,
+                  e.stale.sort((a, b) => a - b),
+                  0,
+                );
+                await fh.datasync();
+              }
+              e.stale = [];
+              await fh.write(Buffer.from(this.boot, 'latin1'), 0, BOOT_LEN, FIXED);
+              e.boot = this.boot;
+            }
+            await this.setMarkers(fh, marks, 2);
+            for (const i of marks) e.unsynced.push(i);
+          }
+          if (e.unsynced.length && (settle || now - e.wrote >= this.settleMs)) {
+            const marks = e.unsynced.sort((a, b) => a - b);
+            e.unsynced = [];
+            const fh = await e.fh;
+            await fh.datasync();
+            await this.setMarkers(fh, marks, 1);
           }
         } catch {
           // markers not written: those chunks are misses for the next mount
         }
       }
+      this.scheduleSettle();
     });
     return this.marking;
+  }
+
+  /** one write per run of consecutive chunks (`marks` sorted) */
+  private async setMarkers(fh: FileHandle, marks: number[], value: number): Promise<void> {
+    for (let k = 0; k < marks.length;) {
+      let j = k;
+      while (j + 1 < marks.length && marks[j + 1] === marks[j] + 1) j++;
+      await fh.write(Buffer.alloc(j - k + 1, value), 0, j - k + 1, HEADER + marks[k]);
+      k = j + 1;
+    }
+  }
+
+  /** versions with unsynced markers are looked at again once they may have been idle for settleMs */
+  private scheduleSettle(): void {
+    if (this.settleTimer) return;
+    let pending = false;
+    for (const e of this.entries.values()) if (e.unsynced.length && !e.dead) pending = true;
+    if (!pending) return;
+    this.settleTimer = setTimeout(() => {
+      this.settleTimer = null;
+      void this.writeMarks();
+    }, this.settleMs);
+    this.settleTimer.unref();
   }
 
   /** chunk writes started by put() and not finished yet (they are fire-and-forget) */
@@ -437,6 +565,29 @@ export class BlockCache {
       const { bytesRead } = await fh.readv(bufs, e.dataOff + first * this.chunk);
       if (bytesRead !== bytes || e.dead) return false;
       this.stats.hits += bufs.length;
+      this.touch(e);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * Bytes [offset, offset + len) of a version straight into `target` (a
+   * chunk's data sits at its fixed place, so a range of chunks is one range
+   * of the file); false unless every chunk they touch is there.
+   */
+  async readAt(version: string, offset: number, target: Buffer, len: number): Promise<boolean> {
+    const e = this.entries.get(version);
+    if (!e?.present || !e.fh) return false;
+    const last = Math.floor((offset + len - 1) / this.chunk);
+    for (let i = Math.floor(offset / this.chunk); i <= last; i++) if (e.present[i] !== 1) return false;
+    e.used = Date.now();
+    try {
+      const fh = await e.fh;
+      const { bytesRead } = await fh.read(target, 0, len, e.dataOff + offset);
+      if (bytesRead !== len) return false;
+      this.stats.hits++;
       this.touch(e);
       return true;
     } catch {
@@ -506,9 +657,12 @@ export class BlockCache {
     return freed;
   }
 
-  /** Writes what waits and the markers, then closes every file (they stay for the next mount). */
+  /** Writes what waits and the markers (made durable), then closes every file (they stay for the next mount). */
   async close(): Promise<void> {
     await this.flush().catch(() => {});
+    await this.writeMarks(true).catch(() => {});
+    if (this.settleTimer) clearTimeout(this.settleTimer);
+    this.settleTimer = null;
     for (const e of [...this.entries.values()]) {
       e.dead = true;
       this.entries.delete(e.version);

@@ -2,7 +2,8 @@
 // download link, cut into fixed chunks kept in a bounded in-memory store,
 // with readahead that grows while a reader stays sequential (a streaming GET
 // for large files, ranged segments for small ones). A random small read
-// fetches one chunk, never the whole file. This file composes the engine:
+// fetches one chunk, never the whole file; a read wholly on disk goes from
+// the disk cache's file straight into the caller's buffer. This file composes the engine:
 // pattern.ts classifies each read, chunk-store.ts holds the chunks,
 // seq-stream.ts and segments.ts fetch them, block-cache.ts keeps them on disk.
 import { createWriteStream } from 'node:fs';
@@ -120,6 +121,7 @@ export class RemoteReader {
     const first = Math.floor(offset / C);
     const last = Math.floor((end - 1) / C);
     const fc = this.store.fileChunks(f);
+    if (this.disk && this.onDiskOnly(f, fc, first, last)) return this.readDisk(f, fc, target, offset, end, pat);
     if (pat.window > 0) {
       const lastChunk = Math.floor((f.size - 1) / C);
       const raEnd = Math.min(lastChunk, Math.floor((end - 1 + pat.window) / C));
@@ -146,6 +148,49 @@ export class RemoteReader {
     }
     if (i > last) return written;
     return this.readSlow(f, fc, target, offset, end, i, last, written);
+  }
+
+  /** every chunk of [first, last] is on disk, and none is in memory or on its way there */
+  private onDiskOnly(f: RemoteFile, fc: FileChunks, first: number, last: number): boolean {
+    for (let i = first; i <= last; i++)
+      if (fc.have.has(i) || fc.inflight.has(i) || !this.disk!.has(f.version, i)) return false;
+    return true;
+  }
+
+  /**
+   * A read whose chunks are all on disk: from the cache file straight into
+   * the kernel's buffer, one read in the thread pool; the kernel's readahead
+   * of the cache file runs ahead of a sequential reader as the stream does on
+   * the network. Readahead here only starts what the disk lacks further on (a
+   * stream for a hole). Should the disk fail it (evicted meanwhile), the
+   * ordinary path fetches it.
+   */
+  private async readDisk(
+    f: RemoteFile,
+    fc: FileChunks,
+    target: Buffer,
+    offset: number,
+    end: number,
+    pat: ReadPattern,
+  ): Promise<number> {
+    const C = this.cfg.chunk;
+    if (pat.window > 0 && f.size > this.cfg.streamMin) {
+      const lastChunk = Math.floor((f.size - 1) / C);
+      const raEnd = Math.min(lastChunk, Math.floor((end - 1 + pat.window) / C));
+      this.streams.ahead(f, fc, pat, Math.floor(end / C), raEnd, true);
+    } else if (pat.window === 0 && pat.stream) {
+      this.streams.stop(f, pat.stream);
+      pat.stream = undefined;
+    }
+    if (await this.disk!.readAt(f.version, offset, target, end - offset)) {
+      // a chunk counts once, when a read reaches its end
+      this.stats.diskChunks += Math.floor(end / C) - Math.floor(offset / C) + (end === f.size && end % C ? 1 : 0);
+      return end - offset;
+    }
+    const first = Math.floor(offset / C);
+    const last = Math.floor((end - 1) / C);
+    this.segments.ensure(f, fc, first, last, false);
+    return this.readSlow(f, fc, target, offset, end, first, last, 0);
   }
 
   /** The handle is closed: its stream, if any, ends (it must not hold a connection). */

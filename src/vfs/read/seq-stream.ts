@@ -1,11 +1,13 @@
 // The sequential stream: one GET per sequential reader from its position to
-// the end of the file, delivered chunk by chunk into the chunk store and
-// paused whenever it is far enough ahead of the reader. Through the API's
-// streaming GET capability when it has one (no copy: the socket reads into
-// the chunk buffers), else through its ordinary download(). What a stream
-// that ends or fails leaves unread is handed to ranged segments. What it
-// delivers is also handed to the disk cache (cacheStreamsUpTo), which gathers it
-// into large writes off this path, so that a later mount reads it locally.
+// the end of the file (or to the next chunk the disk cache holds), delivered
+// chunk by chunk into the chunk store and paused whenever it is far enough
+// ahead of the reader. Through the API's streaming GET capability when it has
+// one (no copy: the socket reads into the chunk buffers), else through its
+// ordinary download(). What a stream that ends or fails leaves unread is
+// handed to ranged segments. What it delivers is also handed to the disk
+// cache (cacheStreamsUpTo), which gathers it into large writes off this path,
+// so that a later mount reads it locally; while the disk is behind, the
+// stream waits for it.
 import { ApiError, StreamUnsupported } from '../../client/errors.js';
 import type { SeafileApi, StreamControl } from '../../client/types.js';
 import type { BlockCache } from './block-cache.js';
@@ -41,8 +43,10 @@ export class SeqStreams {
    * stream (started, or restarted past a long stretch it would only re-send).
    * A chunk the stream has already gone past (delivered, then evicted) is
    * left to the read that wants it: the stream will not bring it again.
+   * `diskDirect`: chunks on disk are left where they are (the reader reads
+   * them from the cache file itself).
    */
-  ahead(f: RemoteFile, fc: FileChunks, pat: ReadPattern, from: number, to: number): void {
+  ahead(f: RemoteFile, fc: FileChunks, pat: ReadPattern, from: number, to: number, diskDirect = false): void {
     const C = this.cfg.chunk;
     let st = pat.stream;
     // a stream far behind the reader (it jumped ahead) is replaced; one ahead of it just waits
@@ -50,19 +54,23 @@ export class SeqStreams {
       this.stop(f, st);
       st = pat.stream = undefined;
     }
+    const lastChunk = Math.floor((f.size - 1) / C);
     // the last chunk the stream is set to deliver so far
     let tail = st ? Math.max(st.until, st.next - 1) : -1;
     for (let i = st ? Math.max(from, st.next, st.until + 1) : from; i <= to; i++) {
       if (fc.have.has(i) || fc.inflight.has(i)) continue;
       if (this.disk?.has(f.version, i)) {
-        i = this.segments.fromDisk(f, fc, i, to);
+        // read straight from the cache file when the reader gets there
+        if (diskDirect) continue;
+        // a whole segment at once, past the window if need be: the window's edge moves a chunk per read,
+        // and a read from disk per chunk would cost a syscall and a thread hop for each
+        i = this.segments.fromDisk(f, fc, i, Math.min(lastChunk, Math.max(to, i + this.cfg.segChunks - 1)));
         continue;
       }
       // a short hole among chunks on disk (chunks skipped when they were written): a ranged GET,
       // not a stream that would download the chunks after it again (looked at past `to`: a hole
       // at the end of the readahead window is no reason for a stream either)
       if (this.disk && !(st && i === tail + 1)) {
-        const lastChunk = Math.floor((f.size - 1) / C);
         let j = i;
         const gap = (k: number) => !fc.have.has(k) && !fc.inflight.has(k) && !this.disk!.has(f.version, k);
         while (j < lastChunk && j - i + 1 < this.cfg.segChunks && gap(j + 1)) j++;
@@ -72,12 +80,18 @@ export class SeqStreams {
           continue;
         }
       }
-      if (st && i > tail + 1 + this.cfg.segChunks) {
-        this.stop(f, st);
+      // past a long stretch held or on its way (on disk, say), or past what the stream asked for: it
+      // delivers what it was given and ends (a read may wait for those), and a new one starts here
+      if (st && (i > tail + 1 + this.cfg.segChunks || i > st.last)) {
+        st.last = Math.min(st.last, Math.max(st.until, tail));
+        st.until = st.last;
+        const w = st.wake;
+        st.wake = null;
+        w?.();
         st = pat.stream = undefined;
       }
       if (!st) {
-        st = { fc, next: i, until: i - 1, waits: new Map(), wake: null, dead: false };
+        st = { fc, next: i, last: this.lastMissing(f, i), until: i - 1, waits: new Map(), wake: null, dead: false };
         pat.stream = st;
         this.run(f, st);
       }
@@ -94,6 +108,16 @@ export class SeqStreams {
     const w = st.wake;
     st.wake = null;
     w?.();
+  }
+
+  /**
+   * The last chunk a stream from chunk i asks for: the one before the next
+   * chunk on disk (the disk serves from there), else the file's last.
+   */
+  private lastMissing(f: RemoteFile, i: number): number {
+    const lastChunk = Math.floor((f.size - 1) / this.cfg.chunk);
+    if (this.disk) for (let k = i + 1; k <= lastChunk; k++) if (this.disk.has(f.version, k)) return k - 1;
+    return lastChunk;
   }
 
   /**
@@ -165,11 +189,16 @@ export class SeqStreams {
     if (d && fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
     if (!fc.have.has(i)) {
       this.store.put(f, fc, i, parts, size, pooled);
-      // copied when pooled: the buffer returns to the pool once memory lets the chunk go
-      if (f.size <= this.cfg.cacheStreamsUpTo && this.disk?.worthCaching(f.size))
-        this.disk.put(f.version, i, parts, size, pooled);
+      // copied when pooled: the buffer returns to the pool once memory lets the chunk go; queued
+      // even when the disk is behind: the stream then holds back (keepsOnDisk)
+      if (this.keepsOnDisk(f)) this.disk!.put(f.version, i, parts, size, pooled, true);
     } else if (pooled && !d) this.store.retire(parts[0]);
     d?.resolve(parts);
+  }
+
+  /** what the stream brings of this file goes to the disk cache too (cacheStreamsUpTo) */
+  private keepsOnDisk(f: RemoteFile): boolean {
+    return f.size <= this.cfg.cacheStreamsUpTo && !!this.disk?.worthCaching(f.size);
   }
 
   /**
@@ -180,8 +209,9 @@ export class SeqStreams {
    */
   private runDirect(f: RemoteFile, st: SeqStream, url: string): Promise<'done' | 'unsupported' | 'renew'> {
     const C = this.cfg.chunk;
-    const lastChunk = Math.floor((f.size - 1) / C);
+    const lastChunk = st.last;
     const first = st.next;
+    const end = Math.min(f.size, (lastChunk + 1) * C) - 1;
     return new Promise((resolve) => {
       let asm: ChunkAssembler | null = null;
       let idle: NodeJS.Timeout | null = null;
@@ -190,8 +220,24 @@ export class SeqStreams {
         if (idle) clearTimeout(idle);
         idle = null;
       };
+      // the disk cache is behind: consumption waits for it (memory stays bounded, every chunk reaches the disk)
+      const disk = this.keepsOnDisk(f) ? this.disk : null;
+      let diskWait = false;
       const pauseIfAhead = () => {
-        if (st.dead || asm!.done) return stream.destroy();
+        if (st.dead || asm!.done || st.next > st.last) return stream.destroy();
+        if (diskWait) return;
+        if (disk?.behind()) {
+          stream.pause();
+          clearIdle();
+          diskWait = true;
+          disk.whenRoom(() => {
+            diskWait = false;
+            if (st.dead) return stream.destroy();
+            stream.resume();
+            pauseIfAhead();
+          });
+          return;
+        }
         if (st.next <= st.until) return;
         stream.pause();
         clearIdle();
@@ -238,7 +284,7 @@ export class SeqStreams {
               resolve('done');
             },
           },
-          this.cfg.stall !== undefined ? { idleMs: this.cfg.stall } : {},
+          this.cfg.stall !== undefined ? { idleMs: this.cfg.stall, end } : { end },
         );
       } catch {
         resolve('unsupported');
@@ -249,8 +295,8 @@ export class SeqStreams {
   /** The stream through the API's download() (https, or what streamGet cannot read). */
   private async runClient(f: RemoteFile, st: SeqStream): Promise<void> {
     const C = this.cfg.chunk;
-    const lastChunk = Math.floor((f.size - 1) / C);
-    const res = await this.links.get(f, { start: st.next * C });
+    const lastChunk = st.last;
+    const res = await this.links.get(f, { start: st.next * C, end: Math.min(f.size, (lastChunk + 1) * C) - 1 });
     const asm = new ChunkAssembler(
       C,
       f.size,
@@ -262,11 +308,14 @@ export class SeqStreams {
         return !st.dead;
       },
     );
+    const disk = this.keepsOnDisk(f) ? this.disk : null;
     try {
       for await (const piece of res.body) {
-        if (st.dead || !asm.push(piece as Buffer)) break;
+        if (st.dead || !asm.push(piece as Buffer) || st.next > st.last) break;
+        // the disk cache is behind: wait for it (see runDirect)
+        while (disk?.behind() && !st.dead) await new Promise<void>((r) => disk.whenRoom(r));
         // far enough ahead of the reader: pause (unread data stays in the socket)
-        while (st.next > st.until && !st.dead) {
+        while (st.next > st.until && st.next <= st.last && !st.dead) {
           const moved = await new Promise<boolean>((r) => {
             const t = setTimeout(() => r(false), this.cfg.streamIdle);
             t.unref();

@@ -119,15 +119,21 @@ export interface FileChunks {
 }
 
 /**
- * One GET from a chunk to the end of the file, consumed chunk by chunk as far
- * as `until` and then paused (TCP flow control holds the server back) until
- * the reader moves on: a sequential reader pays the round trip once, not once
- * per segment.
+ * One GET from a chunk to the end of the file (or of a stretch missing from
+ * the disk cache), consumed chunk by chunk as far as `until` and then paused
+ * (TCP flow control holds the server back) until the reader moves on: a
+ * sequential reader pays the round trip once, not once per segment.
  */
 export interface SeqStream {
   fc: FileChunks;
   /** next chunk the stream will deliver */
   next: number;
+  /**
+   * the last chunk its GET asks for: the file's last, or the one before the
+   * next chunk on disk (past it the disk cache serves, and a GET without an
+   * end would have the server push into the socket buffers what is not used)
+   */
+  last: number;
   /** deliver up to this chunk, then pause */
   until: number;
   waits: Map<number, Deferred>;
