@@ -91,6 +91,7 @@ export class WriteBack {
 
   close(): void {
     this.queue.close();
+    this.journal.journal.close();
   }
 
   /** bytes of `s` already sent by the upload that runs while it is written (null: none runs) */
@@ -406,6 +407,8 @@ export class WriteBack {
       void this.queue.schedule(s);
       n++;
     }
+    // what was taken over is in this mount's journal now: the leftovers go (or keep only what others want)
+    await this.journal.journal.settleRecovery();
     return n;
   }
 }
