@@ -139,6 +139,50 @@ describe('small new files in memory: crashes', () => {
     second.vfs.close();
   });
 
+  it('a close answered without waiting (flushNow) has journaled the file: a crash right after it loses nothing', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    api.uploadGate = () => new Promise<void>(() => {});
+    const first = await makeVfs(api, { library: 'lib' });
+    cleanups.push(first.cleanup);
+    await first.vfs.statfs('/'); // the quota as last heard: what the close checks at once
+    const data = randomBytes(40_000);
+    const fh = await first.vfs.create('/quick.bin', 0o644);
+    await first.vfs.write('/quick.bin', fh, data, data.length, 0);
+    expect(first.vfs.flushNow('/quick.bin', fh)).toBe(true);
+    const journaled = await new Journal(join(first.cacheDir, 'journal')).entries();
+    expect(journaled.map((e) => [e.path, e.data?.equals(data)])).toEqual([['/quick.bin', true]]);
+    first.vfs.release('/quick.bin', fh);
+    first.vfs.close(); // the crash
+
+    api.uploadGate = null;
+    const second = await makeVfs(api, { library: 'lib', cacheDir: first.cacheDir });
+    expect(await second.vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/quick.bin')!.equals(data)).toBe(true);
+    second.vfs.close();
+  });
+
+  it('a close that must report something (over quota, quota not known yet) is left to flush', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    cleanups.push(cleanup);
+    api.putFile(repo, '/big', Buffer.alloc(900));
+    api.quotaTotal = 1000;
+    const fh = await vfs.create('/x.bin', 0o644);
+    await vfs.write('/x.bin', fh, Buffer.alloc(20, 1), 20, 0);
+    expect(vfs.flushNow('/x.bin', fh)).toBe(false); // the quota was never asked
+    await vfs.flush('/x.bin', fh); // asks it: 900 of 1000 bytes used
+    await vfs.write('/x.bin', fh, Buffer.alloc(20, 2), 20, 20);
+    expect(vfs.flushNow('/x.bin', fh)).toBe(true); // fits, as last heard
+    const fh2 = await vfs.create('/y.bin', 0o644);
+    await vfs.write('/y.bin', fh2, Buffer.alloc(200, 1), 200, 0);
+    expect(vfs.flushNow('/y.bin', fh2)).toBe(false); // does not fit: flush says so
+    await expect(vfs.flush('/y.bin', fh2)).rejects.toMatchObject({ code: 'ENOSPC' });
+    vfs.release('/y.bin', fh2);
+    vfs.release('/x.bin', fh);
+  });
+
   it('an entry that carries bytes gives way to a temp file that exists (the file moved there after the entry)', async () => {
     const api = new FakeApi().offerUploadBatch();
     const repo = api.addLibrary('lib');

@@ -210,7 +210,8 @@ export class Journal {
   private place(id: string, seg: Segment, at: { off: number; len: number }): void {
     const prev = this.where.get(id);
     const was = seg.live.get(id);
-    if (was) seg.liveBytes -= was.len; // its earlier record in the same segment
+    if (was)
+      seg.liveBytes -= was.len; // its earlier record in the same segment
     else if (prev) this.drop(prev, id);
     seg.live.set(id, at);
     seg.liveBytes += at.len;
@@ -238,17 +239,27 @@ export class Journal {
   write(e: JournalEntry, data?: Buffer): Promise<void> {
     let seg: Segment;
     try {
-      seg = this.current();
-      const line: PutLine = data ? { ...e, inline: data.length, crc: crc32(data) } : e;
-      const head = Buffer.from(JSON.stringify(line) + '\n');
-      this.place(e.id, seg, this.append(seg, data ? [head, data] : [head]));
-      this.settled(e.id);
+      seg = this.writeNow(e, data);
     } catch (err) {
       return Promise.reject(err);
     }
-    const synced = this.durable && !data ? this.sync(seg) : Promise.resolve();
+    return this.durable && !data ? this.sync(seg) : Promise.resolve();
+  }
+
+  /** whether an entry without bytes must be synced before it counts (then `write` it) */
+  get syncs(): boolean {
+    return this.durable;
+  }
+
+  /** Appends the entry (throws when it could not); returns the segment, for a sync. */
+  writeNow(e: JournalEntry, data?: Buffer): Segment {
+    const seg = this.current();
+    const line: PutLine = data ? { ...e, inline: data.length, crc: crc32(data) } : e;
+    const head = Buffer.from(JSON.stringify(line) + '\n');
+    this.place(e.id, seg, this.append(seg, data ? [head, data] : [head]));
+    this.settled(e.id);
     if (seg.size >= this.segmentBytes && this.seg === seg) this.leave(seg);
-    return synced;
+    return seg;
   }
 
   private sync(seg: Segment): Promise<void> {
@@ -467,7 +478,10 @@ export class FileJournal {
    * per file: the chain of its journal operations, where its entry says it
    * lives, and for an entry that carries the content the version it holds
    */
-  private readonly books = new WeakMap<FileState, { chain: Promise<void>; at: string | null; inline: number | null }>();
+  private readonly books = new WeakMap<
+    FileState,
+    { chain: Promise<void>; busy: number; at: string | null; inline: number | null }
+  >();
 
   constructor(
     readonly journal: Journal,
@@ -478,7 +492,7 @@ export class FileJournal {
   private book(s: FileState) {
     let b = this.books.get(s);
     if (!b) {
-      b = { chain: Promise.resolve(), at: null, inline: null };
+      b = { chain: Promise.resolve(), busy: 0, at: null, inline: null };
       this.books.set(s, b);
     }
     return b;
@@ -491,36 +505,64 @@ export class FileJournal {
     return s.mem === null ? b.inline === null : b.inline === s.version;
   }
 
+  private entry(s: FileState): JournalEntry {
+    return {
+      id: s.id,
+      repo: s.repo,
+      path: s.path,
+      tmp: s.tmp,
+      pid: process.pid,
+      at: Date.now(),
+      base: s.baseId,
+      remote: s.remotePath,
+      mtime: s.mtime,
+    };
+  }
+
+  /** runs `op` after the file's earlier journal operations */
+  private chained(s: FileState, op: () => Promise<void>): Promise<void> {
+    const b = this.book(s);
+    b.busy++;
+    const run = b.chain.then(op).finally(() => b.busy--);
+    b.chain = run.catch(() => {});
+    return run;
+  }
+
   /** Record the dirty file (before close() returns). */
   persist(s: FileState): Promise<void> {
     const b = this.book(s);
-    const run = b.chain.then(async () => {
+    return this.chained(s, async () => {
       // a file moving to its temp file: record it once it is there
       if (s.spilling) await s.spilling.catch(() => {});
       if (!s.dirty || s.deleted || this.journaled(s)) return;
       const where = stateKey(s.repo, s.path);
       const data = this.bytes(s);
       const version = s.version;
-      const synced = this.journal.write(
-        {
-          id: s.id,
-          repo: s.repo,
-          path: s.path,
-          tmp: s.tmp,
-          pid: process.pid,
-          at: Date.now(),
-          base: s.baseId,
-          remote: s.remotePath,
-          mtime: s.mtime,
-        },
-        data ?? undefined,
-      );
-      await synced;
+      await this.journal.write(this.entry(s), data ?? undefined);
       b.at = where;
       b.inline = data ? version : null;
     });
-    b.chain = run.catch(() => {});
-    return run;
+  }
+
+  /**
+   * persist, done at once when nothing of the file's journal is under way
+   * and no sync is needed (the close of a small file in memory, or one
+   * already recorded). Returns false when it did nothing: persist must run.
+   */
+  persistNow(s: FileState): boolean {
+    const b = this.book(s);
+    if (b.busy > 0 || s.spilling) return false;
+    if (!s.dirty || s.deleted || this.journaled(s)) return true;
+    const data = this.bytes(s);
+    if (!data && this.journal.syncs) return false;
+    try {
+      this.journal.writeNow(this.entry(s), data ?? undefined);
+    } catch {
+      return false; // persist tries again and reports it
+    }
+    b.at = stateKey(s.repo, s.path);
+    b.inline = data ? s.version : null;
+    return true;
   }
 
   /** start journaling early, without waiting (errors surface at flush) */
@@ -537,10 +579,7 @@ export class FileJournal {
 
   /** The file is on the server (or gone): drop its entry. */
   forget(s: FileState): Promise<void> {
-    const b = this.book(s);
-    b.at = null;
-    const run = b.chain.then(() => this.journal.remove(s.id));
-    b.chain = run.catch(() => {});
-    return run;
+    this.book(s).at = null;
+    return this.chained(s, () => this.journal.remove(s.id));
   }
 }

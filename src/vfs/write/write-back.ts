@@ -245,6 +245,11 @@ export class WriteBack {
     return this.journal.persist(s);
   }
 
+  /** persist without waiting when that can be done at once (see FileJournal.persistNow) */
+  persistNow(s: FileState): boolean {
+    return this.journal.persistNow(s);
+  }
+
   /** Start (or queue another round of) the background upload of `s`. */
   schedule(s: FileState): Promise<void> {
     return this.queue.schedule(s);
