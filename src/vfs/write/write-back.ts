@@ -7,7 +7,6 @@
 // data, their reads and writes, and the moves (rename, unlink, folder rename)
 // that must not interleave with an upload: each runs under the file's lock,
 // so a pending upload never lands at a path the file has left.
-import { randomBytes } from 'node:crypto';
 import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SeafileApi } from '../../client/types.js';
@@ -25,6 +24,9 @@ import { VersionCheck } from './version-check.js';
 
 export { FileState } from './file-state.js';
 export type { UploadResult, WriteBackHooks, WriteBackOptions } from './types.js';
+
+/** local states made by this process (part of their ids) */
+let made = 0;
 
 export class WriteBack {
   readonly stats = newWriteStats();
@@ -126,7 +128,8 @@ export class WriteBack {
   }
 
   private newState(repo: string, path: string): FileState {
-    const sid = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    // unique among the mounts sharing the cache dir: the process and a count (no random bytes per file)
+    const sid = `${Date.now().toString(36)}-${process.pid.toString(36)}-${(++made).toString(36)}`;
     return new FileState(sid, join(this.dirtyDir, sid), repo, path);
   }
 
