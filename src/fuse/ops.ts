@@ -103,6 +103,11 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
   const ENOENT = errnoNumber('ENOENT');
 
   const getattrWait = handler('getattr', async (p: string) => [await vfs.getattr(p)]);
+  const createWait = handler('create', async (p: string, mode: number) => [await vfs.create(p, mode)]);
+  const utimensWait = handler('utimens', async (p: string, _atime: number, mtime: number) => {
+    await vfs.utimens(p, mtime);
+    return [];
+  });
   const flushWait = handler('flush', async (p: string, fd: number) => {
     await vfs.flush(p, fd);
     return [];
@@ -140,7 +145,18 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
     }),
     statfs: handler('statfs', async (p: string) => [await vfs.statfs(p)]),
     open: handler('open', async (p: string, flags: number) => [await vfs.open(p, flags)]),
-    create: handler('create', async (p: string, mode: number) => [await vfs.create(p, mode)]),
+    create: (p: string, mode: number, cb: Cb) => {
+      // a new small file in a listed folder starts in memory at once
+      let fd: number | null = null;
+      try {
+        fd = vfs.createNow(p);
+      } catch {
+        // create below reports it
+      }
+      if (fd === null) return createWait(p, mode, cb);
+      opCounts.create = (opCounts.create ?? 0) + 1;
+      answer('create', cb, 0, fd);
+    },
     read: (p: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => {
       // the hot path: answered synchronously when the data is in memory
       opCounts.read = (opCounts.read ?? 0) + 1;
@@ -224,10 +240,17 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       await vfs.rename(src, dst);
       return [];
     }),
-    utimens: handler('utimens', async (p: string, _atime: number, mtime: number) => {
-      await vfs.utimens(p, mtime);
-      return [];
-    }),
+    utimens: (p: string, atime: number, mtime: number, cb: Cb) => {
+      let now = false;
+      try {
+        now = vfs.utimensNow(p, mtime);
+      } catch {
+        // utimens below reports it
+      }
+      if (!now) return utimensWait(p, atime, mtime, cb);
+      opCounts.utimens = (opCounts.utimens ?? 0) + 1;
+      answer('utimens', cb, 0);
+    },
     chmod: handler('chmod', async (p: string, mode: number) => {
       await vfs.chmod(p, mode);
       return [];

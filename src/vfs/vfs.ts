@@ -451,6 +451,25 @@ export class Vfs {
     return this.handles.add({ kind: 'local', repo, path: loc.path, state: s, write: true });
   }
 
+  /**
+   * create, done at once for a new name that a fresh listing lacks, in a
+   * writable library, when the file can start in memory: the new handle,
+   * or null when create must run (it decides everything else).
+   */
+  createNow(p: string): number | null {
+    const loc = this.libraries.resolveNow(p);
+    if (!loc || loc.readOnly || !this.absentNow(p)) return null;
+    try {
+      checkName(baseOf(loc.path));
+    } catch {
+      return null;
+    }
+    const s = this.wb.createInMemory(loc.repo, loc.path);
+    if (!s) return null;
+    s.opened(true);
+    return this.handles.add({ kind: 'local', repo: loc.repo, path: loc.path, state: s, write: true });
+  }
+
   /** Synchronous (a number) when the data is in memory, a promise otherwise. */
   read(_p: string, fh: number, buf: Buffer, len: number, pos: number): number | Promise<number> {
     const h = this.handles.get(fh);
@@ -567,6 +586,23 @@ export class Vfs {
    * folders keep the server's times. `mtimeMs` under 10 s: UTIME_NOW or
    * UTIME_OMIT as libfuse 2 passes them, which leave the time as it is.
    */
+  /**
+   * utimens of a file with local data (tar x sets the time of each file it
+   * has just closed), done at once; false: utimens must run.
+   */
+  utimensNow(p: string, mtimeMs: number): boolean {
+    const loc = this.libraries.resolveNow(p);
+    if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
+    const s = this.wb.get(loc.repo, loc.path);
+    if (!s) return false;
+    const ms = Math.floor(mtimeMs / 1000) * 1000;
+    if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return true;
+    if (loc.readOnly) return false;
+    s.setTime(ms);
+    if (s.writers === 0) this.wb.scheduleAfterClose(s);
+    return true;
+  }
+
   async utimens(p: string, mtimeMs: number): Promise<void> {
     const loc = await this.resolve(p);
     if (loc.repo === null || loc.path === '/') return;

@@ -26,6 +26,44 @@ describe('small new files in memory', () => {
     return { api, repo, ...m, tempFiles };
   }
 
+  it('tar x at once: create, write, close and the time set answer without waiting, and the file lands with its bytes and time', async () => {
+    const { api, repo, vfs, tempFiles } = await setup();
+    api.putDir(repo, '/x');
+    await vfs.readdir('/x'); // a fresh listing: the new names are known to be free
+    await vfs.statfs('/');
+    const data = randomBytes(30 * KiB);
+    const fh = vfs.createNow('/x/a.dat');
+    expect(fh).not.toBeNull();
+    expect(vfs.writeNow('/x/a.dat', fh!, data, data.length, 0)).toBe(data.length);
+    expect(vfs.flushNow('/x/a.dat', fh!)).toBe(true);
+    vfs.release('/x/a.dat', fh!);
+    expect(vfs.utimensNow('/x/a.dat', Date.UTC(2001, 0, 2))).toBe(true);
+    expect((await vfs.getattr('/x/a.dat')).mtime).toEqual(new Date(Date.UTC(2001, 0, 2)));
+    expect(await tempFiles()).toEqual([]);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/x/a.dat')!.equals(data)).toBe(true);
+    expect((await readWhole(vfs, '/x/a.dat')).equals(data)).toBe(true);
+    const listing = await api.listDir(repo, '/x');
+    const listed = listing.uptodate ? null : listing.entries.find((e) => e.name === 'a.dat');
+    expect(listed?.mtime).toBe(Date.UTC(2001, 0, 2) / 1000);
+  });
+
+  it('create steps aside (null) when it cannot decide at once: a name the listing has, a folder not listed, a hidden folder, no room in memory', async () => {
+    const { api, repo, vfs } = await setup({ memoryFileMax: 0 });
+    api.putDir(repo, '/x');
+    api.putFile(repo, '/x/there.txt', 'old');
+    expect(vfs.createNow('/x/new.txt')).toBeNull(); // not listed yet
+    await vfs.readdir('/x');
+    expect(vfs.createNow('/x/there.txt')).toBeNull(); // exists: create opens it
+    expect(vfs.createNow('/.seafile-trash/f')).toBeNull();
+    expect(vfs.createNow('/x/new.txt')).toBeNull(); // memoryFileMax 0: it needs a temp file
+    expect(vfs.utimensNow('/x/there.txt', Date.UTC(2001, 0, 2))).toBe(false); // no local data: utimens uploads it
+    const fh = await vfs.create('/x/new.txt', 0o644);
+    await vfs.release('/x/new.txt', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/x/new.txt')!.length).toBe(0);
+  });
+
   it('a small new file gets no temp file: it is read back from memory and uploaded from it', async () => {
     const { api, repo, vfs, tempFiles } = await setup();
     const data = randomBytes(40 * KiB);

@@ -165,6 +165,16 @@ export class WriteBack {
     return s;
   }
 
+  /** createNew, done at once when the file fits in memory (null: it does not, nothing was done) */
+  createInMemory(repo: string, path: string): FileState | null {
+    const s = this.newState(repo, path);
+    if (!this.data.start(s)) return null;
+    s.markDirty();
+    this.streams.setStreamable(s, true);
+    this.states.set(stateKey(repo, path), s);
+    return s;
+  }
+
   /**
    * Local state for an existing remote file, to write to it: its content is
    * downloaded first unless it is being truncated to nothing. `remote.id`:
