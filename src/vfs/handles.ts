@@ -32,6 +32,11 @@ export class HandleTable {
     return h;
   }
 
+  /** the open handle `fh`, or undefined */
+  peek(fh: number): Handle | undefined {
+    return this.open.get(fh);
+  }
+
   /** remove and return `fh` (undefined when it was not open) */
   take(fh: number): Handle | undefined {
     const h = this.open.get(fh);

@@ -286,6 +286,19 @@ export class Vfs {
     return this.attrs.file(e.size ?? 0, (e.mtime || 0) * 1000, loc.readOnly || lockedByOther(e));
   }
 
+  /**
+   * Whether the mount knows that nothing is at `p` without asking: a fresh
+   * listing of the parent that lacks it, and no local file or hidden folder
+   * there (the lookup of every new file's name, before its create).
+   */
+  absentNow(p: string): boolean {
+    const loc = this.libraries.resolveNow(p);
+    if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
+    if (this.wb.get(loc.repo, loc.path) || this.hidden.has(`${loc.repo}\u0000${loc.path}`)) return false;
+    const l = this.meta.peek(loc.repo, parentOf(loc.path));
+    return !!l && this.meta.fresh(l) && !l.entries.has(baseOf(loc.path));
+  }
+
   async getattr(p: string): Promise<Attr> {
     const loc = await this.resolve(p);
     if (loc.repo === null) return this.attrs.dir(0, true);
@@ -346,13 +359,15 @@ export class Vfs {
    * in the journal and is uploaded once there is room), rather than a failed
    * upload later. A stale answer that says no is checked afresh first.
    */
+  private fits(s: FileState, info: AccountInfo): boolean {
+    if (!(info.total > 0)) return true;
+    const where = s.remotePath;
+    const old = where ? (this.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
+    return info.usage - old + s.size <= info.total;
+  }
+
   private async checkRoom(s: FileState): Promise<void> {
-    const fits = (info: AccountInfo) => {
-      if (!(info.total > 0)) return true;
-      const where = s.remotePath;
-      const old = where ? (this.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
-      return info.usage - old + s.size <= info.total;
-    };
+    const fits = (info: AccountInfo) => this.fits(s, info);
     try {
       if (fits(await this.account()) || fits(await this.account(2000))) return;
     } catch {
@@ -438,6 +453,25 @@ export class Vfs {
     return this.handles.add({ kind: 'local', repo, path: loc.path, state: s, write: true });
   }
 
+  /**
+   * create, done at once for a new name that a fresh listing lacks, in a
+   * writable library, when the file can start in memory: the new handle,
+   * or null when create must run (it decides everything else).
+   */
+  createNow(p: string): number | null {
+    const loc = this.libraries.resolveNow(p);
+    if (!loc || loc.readOnly || !this.absentNow(p)) return null;
+    try {
+      checkName(baseOf(loc.path));
+    } catch {
+      return null;
+    }
+    const s = this.wb.createInMemory(loc.repo, loc.path);
+    if (!s) return null;
+    s.opened(true);
+    return this.handles.add({ kind: 'local', repo: loc.repo, path: loc.path, state: s, write: true });
+  }
+
   /** Synchronous (a number) when the data is in memory, a promise otherwise. */
   read(_p: string, fh: number, buf: Buffer, len: number, pos: number): number | Promise<number> {
     const h = this.handles.get(fh);
@@ -455,7 +489,12 @@ export class Vfs {
     return h.state;
   }
 
-  async write(_p: string, fh: number, buf: Buffer, len: number, pos: number): Promise<number> {
+  async write(p: string, fh: number, buf: Buffer, len: number, pos: number): Promise<number> {
+    return this.writeNow(p, fh, buf, len, pos);
+  }
+
+  /** write, synchronous (a number) when the data stays in memory; a failure may be thrown */
+  writeNow(_p: string, fh: number, buf: Buffer, len: number, pos: number): number | Promise<number> {
     return this.wb.write(this.writeState(fh), buf, len, pos);
   }
 
@@ -504,12 +543,29 @@ export class Vfs {
     }
   }
 
+  /**
+   * flush without waiting, for the common close of a small file in memory:
+   * true when it is done (journaled, fits the quota as last heard, no failure
+   * to report); false: nothing was decided, flush must run.
+   */
+  flushNow(_p: string, fh: number): boolean {
+    const h = this.handles.peek(fh);
+    if (!h) return false;
+    if (h.kind !== 'local' || !h.write) return true;
+    const s = h.state;
+    if (!this.wb.persistNow(s) || s.lastError) return false;
+    if (!s.dirty) return true;
+    const c = this.accountCache;
+    return !!c && Date.now() - c.at < 30_000 && this.fits(s, c.info);
+  }
+
   async fsync(_p: string, fh: number): Promise<void> {
     const h = this.handles.get(fh);
     if (h.kind === 'local' && !h.state.deleted) await this.wb.sync(h.state);
   }
 
-  async release(_p: string, fh: number): Promise<void> {
+  /** synchronous: nothing in it waits */
+  release(_p: string, fh: number): void {
     const h = this.handles.take(fh);
     if (!h) return;
     if (h.kind === 'remote') {
@@ -532,6 +588,23 @@ export class Vfs {
    * folders keep the server's times. `mtimeMs` under 10 s: UTIME_NOW or
    * UTIME_OMIT as libfuse 2 passes them, which leave the time as it is.
    */
+  /**
+   * utimens of a file with local data (tar x sets the time of each file it
+   * has just closed), done at once; false: utimens must run.
+   */
+  utimensNow(p: string, mtimeMs: number): boolean {
+    const loc = this.libraries.resolveNow(p);
+    if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
+    const s = this.wb.get(loc.repo, loc.path);
+    if (!s) return false;
+    const ms = Math.floor(mtimeMs / 1000) * 1000;
+    if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return true;
+    if (loc.readOnly) return false;
+    s.setTime(ms);
+    if (s.writers === 0) this.wb.scheduleAfterClose(s);
+    return true;
+  }
+
   async utimens(p: string, mtimeMs: number): Promise<void> {
     const loc = await this.resolve(p);
     if (loc.repo === null || loc.path === '/') return;

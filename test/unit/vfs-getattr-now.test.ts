@@ -51,6 +51,32 @@ describe('getattr from memory', () => {
     expect(vfs.getattrNow('/top/a.txt')?.size).toBe(12);
   });
 
+  it('knows a name is absent when a fresh listing lacks it and nothing local is there, as getattr says', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.putDir(repo, '/top');
+    api.putFile(repo, '/top/a.txt', 'hello');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 50 });
+    cleanups.push(cleanup);
+    expect(vfs.absentNow('/top/new.txt')).toBe(false); // folder not listed yet: unknown
+    await vfs.readdir('/top');
+    const before = api.calls.listDir ?? 0;
+    expect(vfs.absentNow('/top/new.txt')).toBe(true);
+    await expect(vfs.getattr('/top/new.txt')).rejects.toMatchObject({ code: 'ENOENT' });
+    expect(vfs.absentNow('/top/a.txt')).toBe(false);
+    expect(vfs.absentNow('/top')).toBe(false);
+    // the virtual folders at the root answer to their path though no listing holds them
+    expect(vfs.absentNow('/.seafile-trash')).toBe(false);
+    // a file being written is there before any listing shows it
+    const fh = await vfs.create('/top/new.txt', 0o644);
+    expect(vfs.absentNow('/top/new.txt')).toBe(false);
+    await vfs.release('/top/new.txt', fh);
+    expect(api.calls.listDir ?? 0).toBe(before);
+    // a stale listing: unknown again
+    await sleep(70);
+    expect(vfs.absentNow('/top/other.txt')).toBe(false);
+  });
+
   it('steps aside in the all-libraries mode (the library list may need the server)', async () => {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
@@ -59,6 +85,7 @@ describe('getattr from memory', () => {
     cleanups.push(cleanup);
     await vfs.readdir('/lib');
     expect(vfs.getattrNow('/lib/a.txt')).toBeNull();
+    expect(vfs.absentNow('/lib/none.txt')).toBe(false);
     expect((await vfs.getattr('/lib/a.txt')).size).toBe(5);
   });
 });

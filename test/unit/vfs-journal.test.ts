@@ -1,7 +1,8 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Journal } from '../../src/vfs/write/journal.js';
 import { FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs journal', () => {
@@ -25,7 +26,8 @@ describe('vfs journal', () => {
     const fh = await first.vfs.create('/d/open.txt', 0o644);
     await first.vfs.write('/d/open.txt', fh, Buffer.from('x'), 1, 0);
     await first.vfs.flush('/d/open.txt', fh);
-    expect((await readdir(join(cacheDir, 'journal'))).filter((n) => n.endsWith('.json'))).toHaveLength(3);
+    const entries = await new Journal(join(cacheDir, 'journal')).entries();
+    expect(entries.map((e) => e.path).sort()).toEqual(['/d/a.txt', '/d/b.bin', '/d/open.txt']);
     first.vfs.close();
 
     // "restart": a fresh vfs over the same cache dir, and a server that accepts uploads
@@ -43,10 +45,16 @@ describe('vfs journal', () => {
   it('a recovered file follows the rename recorded before the crash', async () => {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
-    api.uploadGate = () => new Promise<void>(() => {});
+    let gated = 0;
+    api.uploadGate = () => {
+      gated++;
+      return new Promise<void>(() => {});
+    };
     const first = await makeVfs(api, { library: 'lib', writeBack: { concurrency: 1, retryBaseMs: 10 } });
     cleanups.push(first.cleanup);
     await writeWhole(first.vfs, '/blocker', 'b'); // holds the only upload slot forever
+    // (once its upload has reached the server: lifting the gate later must not let it through)
+    await vi.waitFor(() => expect(gated).toBe(1));
     await writeWhole(first.vfs, '/old.txt', 'payload');
     await first.vfs.rename('/old.txt', '/new.txt');
     first.vfs.close();

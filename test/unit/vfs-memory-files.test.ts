@@ -26,6 +26,44 @@ describe('small new files in memory', () => {
     return { api, repo, ...m, tempFiles };
   }
 
+  it('tar x at once: create, write, close and the time set answer without waiting, and the file lands with its bytes and time', async () => {
+    const { api, repo, vfs, tempFiles } = await setup();
+    api.putDir(repo, '/x');
+    await vfs.readdir('/x'); // a fresh listing: the new names are known to be free
+    await vfs.statfs('/');
+    const data = randomBytes(30 * KiB);
+    const fh = vfs.createNow('/x/a.dat');
+    expect(fh).not.toBeNull();
+    expect(vfs.writeNow('/x/a.dat', fh!, data, data.length, 0)).toBe(data.length);
+    expect(vfs.flushNow('/x/a.dat', fh!)).toBe(true);
+    vfs.release('/x/a.dat', fh!);
+    expect(vfs.utimensNow('/x/a.dat', Date.UTC(2001, 0, 2))).toBe(true);
+    expect((await vfs.getattr('/x/a.dat')).mtime).toEqual(new Date(Date.UTC(2001, 0, 2)));
+    expect(await tempFiles()).toEqual([]);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/x/a.dat')!.equals(data)).toBe(true);
+    expect((await readWhole(vfs, '/x/a.dat')).equals(data)).toBe(true);
+    const listing = await api.listDir(repo, '/x');
+    const listed = listing.uptodate ? null : listing.entries.find((e) => e.name === 'a.dat');
+    expect(listed?.mtime).toBe(Date.UTC(2001, 0, 2) / 1000);
+  });
+
+  it('create steps aside (null) when it cannot decide at once: a name the listing has, a folder not listed, a hidden folder, no room in memory', async () => {
+    const { api, repo, vfs } = await setup({ memoryFileMax: 0 });
+    api.putDir(repo, '/x');
+    api.putFile(repo, '/x/there.txt', 'old');
+    expect(vfs.createNow('/x/new.txt')).toBeNull(); // not listed yet
+    await vfs.readdir('/x');
+    expect(vfs.createNow('/x/there.txt')).toBeNull(); // exists: create opens it
+    expect(vfs.createNow('/.seafile-trash/f')).toBeNull();
+    expect(vfs.createNow('/x/new.txt')).toBeNull(); // memoryFileMax 0: it needs a temp file
+    expect(vfs.utimensNow('/x/there.txt', Date.UTC(2001, 0, 2))).toBe(false); // no local data: utimens uploads it
+    const fh = await vfs.create('/x/new.txt', 0o644);
+    await vfs.release('/x/new.txt', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/x/new.txt')!.length).toBe(0);
+  });
+
   it('a small new file gets no temp file: it is read back from memory and uploaded from it', async () => {
     const { api, repo, vfs, tempFiles } = await setup();
     const data = randomBytes(40 * KiB);
@@ -139,6 +177,50 @@ describe('small new files in memory: crashes', () => {
     second.vfs.close();
   });
 
+  it('a close answered without waiting (flushNow) has journaled the file: a crash right after it loses nothing', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    api.uploadGate = () => new Promise<void>(() => {});
+    const first = await makeVfs(api, { library: 'lib' });
+    cleanups.push(first.cleanup);
+    await first.vfs.statfs('/'); // the quota as last heard: what the close checks at once
+    const data = randomBytes(40_000);
+    const fh = await first.vfs.create('/quick.bin', 0o644);
+    await first.vfs.write('/quick.bin', fh, data, data.length, 0);
+    expect(first.vfs.flushNow('/quick.bin', fh)).toBe(true);
+    const journaled = await new Journal(join(first.cacheDir, 'journal')).entries();
+    expect(journaled.map((e) => [e.path, e.data?.equals(data)])).toEqual([['/quick.bin', true]]);
+    first.vfs.release('/quick.bin', fh);
+    first.vfs.close(); // the crash
+
+    api.uploadGate = null;
+    const second = await makeVfs(api, { library: 'lib', cacheDir: first.cacheDir });
+    expect(await second.vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/quick.bin')!.equals(data)).toBe(true);
+    second.vfs.close();
+  });
+
+  it('a close that must report something (over quota, quota not known yet) is left to flush', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    cleanups.push(cleanup);
+    api.putFile(repo, '/big', Buffer.alloc(900));
+    api.quotaTotal = 1000;
+    const fh = await vfs.create('/x.bin', 0o644);
+    await vfs.write('/x.bin', fh, Buffer.alloc(20, 1), 20, 0);
+    expect(vfs.flushNow('/x.bin', fh)).toBe(false); // the quota was never asked
+    await vfs.flush('/x.bin', fh); // asks it: 900 of 1000 bytes used
+    await vfs.write('/x.bin', fh, Buffer.alloc(20, 2), 20, 20);
+    expect(vfs.flushNow('/x.bin', fh)).toBe(true); // fits, as last heard
+    const fh2 = await vfs.create('/y.bin', 0o644);
+    await vfs.write('/y.bin', fh2, Buffer.alloc(200, 1), 200, 0);
+    expect(vfs.flushNow('/y.bin', fh2)).toBe(false); // does not fit: flush says so
+    await expect(vfs.flush('/y.bin', fh2)).rejects.toMatchObject({ code: 'ENOSPC' });
+    vfs.release('/y.bin', fh2);
+    vfs.release('/x.bin', fh);
+  });
+
   it('an entry that carries bytes gives way to a temp file that exists (the file moved there after the entry)', async () => {
     const api = new FakeApi().offerUploadBatch();
     const repo = api.addLibrary('lib');
@@ -156,6 +238,7 @@ describe('small new files in memory: crashes', () => {
       { ...entry, id: 'inline', path: '/inline.bin', tmp: join(first.cacheDir, 'dirty', 'x') },
       Buffer.from('only here'),
     );
+    journal.close(); // as the mount that died: its segment is left for the next one
     const second = await makeVfs(api, { library: 'lib', cacheDir: first.cacheDir });
     expect(await second.vfs.drain()).toEqual([]);
     expect(api.content(repo, '/moved.bin')!.toString()).toBe('older bytes and newer ones');

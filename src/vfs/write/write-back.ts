@@ -7,7 +7,6 @@
 // data, their reads and writes, and the moves (rename, unlink, folder rename)
 // that must not interleave with an upload: each runs under the file's lock,
 // so a pending upload never lands at a path the file has left.
-import { randomBytes } from 'node:crypto';
 import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SeafileApi } from '../../client/types.js';
@@ -25,6 +24,9 @@ import { VersionCheck } from './version-check.js';
 
 export { FileState } from './file-state.js';
 export type { UploadResult, WriteBackHooks, WriteBackOptions } from './types.js';
+
+/** local states made by this process (part of their ids) */
+let made = 0;
 
 export class WriteBack {
   readonly stats = newWriteStats();
@@ -91,6 +93,7 @@ export class WriteBack {
 
   close(): void {
     this.queue.close();
+    this.journal.journal.close();
   }
 
   /** bytes of `s` already sent by the upload that runs while it is written (null: none runs) */
@@ -125,7 +128,8 @@ export class WriteBack {
   }
 
   private newState(repo: string, path: string): FileState {
-    const sid = `${Date.now().toString(36)}-${randomBytes(6).toString('hex')}`;
+    // unique among the mounts sharing the cache dir: the process and a count (no random bytes per file)
+    const sid = `${Date.now().toString(36)}-${process.pid.toString(36)}-${(++made).toString(36)}`;
     return new FileState(sid, join(this.dirtyDir, sid), repo, path);
   }
 
@@ -158,6 +162,16 @@ export class WriteBack {
       throw e;
     }
     this.journal.persistSoon(s);
+    return s;
+  }
+
+  /** createNew, done at once when the file fits in memory (null: it does not, nothing was done) */
+  createInMemory(repo: string, path: string): FileState | null {
+    const s = this.newState(repo, path);
+    if (!this.data.start(s)) return null;
+    s.markDirty();
+    this.streams.setStreamable(s, true);
+    this.states.set(stateKey(repo, path), s);
     return s;
   }
 
@@ -242,6 +256,11 @@ export class WriteBack {
   /** Record the dirty file in the journal (before close() returns). */
   persist(s: FileState): Promise<void> {
     return this.journal.persist(s);
+  }
+
+  /** persist without waiting when that can be done at once (see FileJournal.persistNow) */
+  persistNow(s: FileState): boolean {
+    return this.journal.persistNow(s);
   }
 
   /** Start (or queue another round of) the background upload of `s`. */
@@ -406,6 +425,8 @@ export class WriteBack {
       void this.queue.schedule(s);
       n++;
     }
+    // what was taken over is in this mount's journal now: the leftovers go (or keep only what others want)
+    await this.journal.journal.settleRecovery();
     return n;
   }
 }
