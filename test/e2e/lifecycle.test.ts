@@ -24,6 +24,7 @@ import {
 import { SeafileClient } from '../../src/client/client.js';
 import { createUser } from '../helpers/server.js';
 import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
 
 const QUOTA_USER = 'small@seafs.test';
 const QUOTA_PW = 'small-quota-pw';
@@ -52,13 +53,29 @@ describe('unmount, signals and crashes', () => {
   });
 
   it('seafs unmount right after a big write waits until the file is complete on the server', async () => {
-    const m = await mountLibrary(ctx.server, { library: 'Life' });
+    // every upload waits 3 s at a proxy before it starts, so one is surely under way when the unmount comes
+    // (on a fast machine the upload that streams while cp writes could otherwise be done already)
+    const proxy = await startFaultProxy({
+      target: ctx.server.url,
+      seed: 3,
+      stall: 1,
+      stallMs: 3000,
+      only: (method, url) => method === 'POST' && /\/seafhttp\/(upload|update)-/.test(url),
+    });
+    let un: { code: number | null; out: string; err: string };
+    let ms: number;
+    const m = await mountLibrary({ ...ctx.server, url: proxy.url }, { library: 'Life' });
     const big = path.join(ctx.src, 'big.bin');
-    await writeRandom(big, 150 * 1024 * 1024);
-    await sh(`cp ${q(big)} ${q(m.mnt)}/big.bin`);
-    const t0 = Date.now();
-    const un = await m.unmount();
-    const ms = Date.now() - t0;
+    try {
+      await writeRandom(big, 150 * 1024 * 1024);
+      await sh(`cp ${q(big)} ${q(m.mnt)}/big.bin`);
+      const t0 = Date.now();
+      un = await m.unmount();
+      ms = Date.now() - t0;
+      expect(proxy.counts.stall).toBeGreaterThan(0);
+    } finally {
+      await proxy.close();
+    }
     expect(un.code, un.out + un.err).toBe(0);
     expect(un.out).toMatch(/waiting for 1 upload/);
     expect(un.out).toContain('every upload is on the server');
