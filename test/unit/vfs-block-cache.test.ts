@@ -181,7 +181,8 @@ describe('disk block cache', () => {
     }
     await a.flush();
     // idle past settleMs: synced and marked for good, with no unmount (a kill -9 after it loses nothing)
-    await new Promise((r) => setTimeout(r, 600));
+    for (let t = 0; a.unsyncedVersions > 0 && t < 500; t++) await new Promise((r) => setTimeout(r, 20));
+    expect(a.unsyncedVersions).toBe(0);
     const b = new BlockCache(dir, C, 64 * MiB, undefined, undefined, undefined, undefined, bootB);
     caches.push(b);
     await b.init();

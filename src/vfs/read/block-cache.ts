@@ -529,6 +529,13 @@ export class BlockCache {
     this.settleTimer.unref();
   }
 
+  /** versions whose markers are trusted for this boot only (not synced yet) */
+  get unsyncedVersions(): number {
+    let n = 0;
+    for (const e of this.entries.values()) if (e.unsynced.length && !e.dead) n++;
+    return n;
+  }
+
   /** chunk writes started by put() and not finished yet (they are fire-and-forget) */
   get pendingWrites(): number {
     return this.writesInFlight;
