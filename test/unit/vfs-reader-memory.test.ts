@@ -52,6 +52,36 @@ describe('reader memory on a sequential read', () => {
     }
   });
 
+  it('a reader skipping ahead of its stream (page-cache holes) lets go of the chunks the stream brings behind it too', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const data = pattern(96 * MiB);
+    api.putFile(repo, '/j.bin', data);
+    const m = await makeVfs(api, {
+      library: 'lib',
+      diskCacheBytes: 0,
+      reader: { memoryBytes: 32 * MiB, maxWindow: 4 * MiB },
+    });
+    try {
+      const fh = await m.vfs.open('/j.bin', FC.O_RDONLY);
+      const buf = Buffer.alloc(CHUNK);
+      let peak = 0;
+      let reads = 0;
+      // 1 MiB read in order, then a jump of 6 MiB: past the stream's window, within the distance it follows
+      for (let off = 0; off + CHUNK <= data.length; reads++) {
+        expect(await m.vfs.read('/j.bin', fh, buf, CHUNK, off)).toBe(CHUNK);
+        expect(buf.equals(data.subarray(off, off + CHUNK))).toBe(true);
+        peak = Math.max(peak, m.vfs.reader.memory().used);
+        off += reads % 8 === 7 ? 6 * MiB : CHUNK;
+      }
+      await m.vfs.release('/j.bin', fh);
+      expect(m.vfs.reader.stats.streams).toBeLessThanOrEqual(2);
+      expect(peak).toBeLessThanOrEqual(12 * MiB);
+    } finally {
+      await m.cleanup();
+    }
+  });
+
   it('keeps every buffer let go for reuse while chunks held and pooled stay within the budget, and no more', async () => {
     const f: RemoteFile = { repo: 'r', path: '/f', size: 400 * CHUNK, version: 'v1' };
     const store = new ChunkStore(CHUNK, 32 * MiB);

@@ -165,7 +165,10 @@ export class RemoteReader {
     const from = pat.released ?? upTo;
     // a chunk the disk cache skipped (it was behind) stays, to be offered to it again as memory lets it go
     if (upTo > from) this.store.release(fc, from, upTo - 1, (i) => this.disk?.wasSkipped(f.version, i) === true);
-    if (upTo > from || pat.released === undefined) pat.released = upTo;
+    // what the stream has yet to bring below that point (the reader skipped ahead of it, within the
+    // jump it follows) is let go by a later read, once it has come
+    const done = Math.min(upTo, pat.stream?.next ?? upTo);
+    if (pat.released === undefined || done > pat.released) pat.released = done;
   }
 
   /** The handle is closed: its stream, if any, ends (it must not hold a connection). */
