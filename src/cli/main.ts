@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // seafs command line: yargs wiring only; each command lives in its own module.
 // first: the mount process's V8 flags must be set before anything else loads
-import './mount-v8-flags.js';
+import './mount-tuning.js';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { guardStdio, printErr } from './log.js';

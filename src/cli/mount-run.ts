@@ -261,7 +261,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         ...vfs.status(),
         rssBytes: process.memoryUsage().rss,
         memory: process.memoryUsage(),
-        // the young generation's size now (src/cli/mount-v8-flags.ts keeps it small)
+        // the young generation's size now (src/cli/mount-tuning.ts keeps it small)
         newSpaceBytes: v8.getHeapSpaceStatistics().find((sp) => sp.space_name === 'new_space')?.space_size,
       }),
     {

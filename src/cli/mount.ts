@@ -5,7 +5,7 @@ import { resolve } from 'node:path';
 import type { CommandModule, Options } from 'yargs';
 import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
-import { mountNodeFlags } from './mount-v8-flags.js';
+import { mountNodeFlags, mountProcessEnv } from './mount-tuning.js';
 import { parseId, parseMountOptions, parseUmask, splitSource } from './mount-options.js';
 import { parseDuration, retryUnreachable } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
@@ -149,7 +149,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.retryForMs) args.push('--retry-for', `${argv.retryForMs}ms`);
   if (argv.debug) args.push('--debug');
   args.push('--log-file', logFile, '--log-level', logger.level);
-  const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
+  const env = mountProcessEnv({ ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' });
   delete env.SEAFS_PASSWORD;
   if (libraryPassword !== undefined) env.SEAFS_LIBRARY_PASSWORD = libraryPassword;
   const child = spawn(process.execPath, [...mountNodeFlags(), ...args], {
