@@ -1,5 +1,5 @@
 // Memory settings of the mount process. V8's are set at run time
-// (v8.setFlagsFromString) before anything else is loaded: main.ts imports this module first, and it
+// (v8.setFlagsFromString) before anything else is loaded (main.ts imports this module, then the rest), and it
 // acts only for `seafs mount`. No re-exec is needed, so a foreground mount,
 // a --daemon one and one started by mount(8) all get them. Measured on the
 // benchmark's 1 GiB read and write (peak RSS of the mount process, 2 cores):
