@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import { chmod, stat, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
+import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
 import { SeafileClient, type ClientOptions } from '../client/client.js';
 import { ApiError } from '../client/errors.js';
@@ -262,6 +263,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         ...vfs.status(),
         rssBytes: process.memoryUsage().rss,
         memory: process.memoryUsage(),
+        // the young generation's size now (src/cli/mount-tuning.ts keeps it small)
+        newSpaceBytes: v8.getHeapSpaceStatistics().find((sp) => sp.space_name === 'new_space')?.space_size,
       }),
     {
       'cache-clear': () => {

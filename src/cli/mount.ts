@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import type { CommandModule, Options } from 'yargs';
 import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
+import { mountNodeFlags, mountProcessEnv } from './mount-tuning.js';
 import { parseId, parseMountOptions, parseUmask, splitSource } from './mount-options.js';
 import { parseDuration, retryUnreachable } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
@@ -14,16 +15,6 @@ import { UserError } from './user-error.js';
 // The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
 // by the command that needs it, so `seafs serve` and `--help` stay light.
 const mountRun = () => import('./mount-run.js');
-
-/**
- * The V8 flag that sizes the mount process's young generation (MiB per
- * semi-space; SEAFS_SEMI_SPACE_MB, default 16). It takes effect only on the
- * node command line (set at run time with v8.setFlagsFromString it leaves
- * the heap as it is), so `--daemon` starts the mount process with it.
- */
-function youngGenerationFlag(): string {
-  return `--max-semi-space-size=${Number(process.env.SEAFS_SEMI_SPACE_MB) || 16}`;
-}
 
 /** The log options of mount and demo. */
 interface LogArgv {
@@ -158,10 +149,10 @@ async function daemonize(argv: MountArgv): Promise<never> {
   if (argv.retryForMs) args.push('--retry-for', `${argv.retryForMs}ms`);
   if (argv.debug) args.push('--debug');
   args.push('--log-file', logFile, '--log-level', logger.level);
-  const env: NodeJS.ProcessEnv = { ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' };
+  const env = mountProcessEnv({ ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' });
   delete env.SEAFS_PASSWORD;
   if (libraryPassword !== undefined) env.SEAFS_LIBRARY_PASSWORD = libraryPassword;
-  const child = spawn(process.execPath, [youngGenerationFlag(), ...args], {
+  const child = spawn(process.execPath, [...mountNodeFlags(), ...args], {
     detached: true,
     stdio: ['ignore', out, out, 'pipe'],
     env,

@@ -99,6 +99,23 @@ describe('unmount, signals and crashes', () => {
     await expectRemoteFile(ctx.api, repo, '/term/b.bin', f);
   });
 
+  it('a foreground mount process runs with its V8 flags: after 30 MiB written and read back its young generation is still 1 MiB per semi-space', async () => {
+    const m = await mountLibrary(ctx.server, { library: 'Life' });
+    const f = path.join(ctx.src, 'young.bin');
+    await writeRandom(f, 30 * 1024 * 1024);
+    await sh(`cp ${q(f)} ${q(m.mnt)}/young.bin && sync && cmp ${q(f)} ${q(m.mnt)}/young.bin`);
+    const st = await run(process.execPath, [CLI, 'status', '--json', m.mnt], { env: testEnv() });
+    const status = (JSON.parse(st.out) as { newSpaceBytes?: number; pid: number }[])[0];
+    expect(status.pid).toBe(m.pid);
+    // V8 grows it to 16 MiB per semi-space (32 MiB) under such a load when it may
+    expect(status.newSpaceBytes).toBeGreaterThan(0);
+    expect(status.newSpaceBytes).toBeLessThanOrEqual(2 * 1024 * 1024);
+    const un = await m.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    expect(await m.exited).toBe(0);
+    await expectRemoteFile(ctx.api, repo, '/young.bin', f);
+  });
+
   it('fusermount -u from outside: the mount process uploads what is pending and exits 0', async () => {
     const m = await mountLibrary(ctx.server, { library: 'Life' });
     const f = path.join(ctx.src, 'ext.bin');

@@ -1,7 +1,7 @@
 // The read engine's memory: each file version's chunks (held, or on their
 // way), kept within one byte budget across all files by evicting the oldest
 // chunks first, and a pool of chunk buffers for the streams to read into.
-import type { Chunk, Deferred, FileChunks, Pending, RemoteFile } from './types.js';
+import type { Chunk, Deferred, FileChunks, Pending, ReaderMemory, RemoteFile } from './types.js';
 
 /** A chunk on its way, settled by whoever fetches it. */
 export function deferred(): Deferred {
@@ -15,11 +15,23 @@ export function deferred(): Deferred {
   return { promise, resolve, reject };
 }
 
+/** a chunk in memory, in fetch order; `buf` null once it left memory out of turn (released) */
+interface Held {
+  version: string;
+  fc: FileChunks;
+  idx: number;
+  buf: Chunk | null;
+  size: number;
+  pooled: boolean;
+}
+
 export class ChunkStore {
   private used = 0;
   /** chunks in the order they were fetched: the oldest leave first when memory is short */
-  private order: { version: string; fc: FileChunks; idx: number; buf: Chunk; size: number; pooled: boolean }[] = [];
+  private order: Held[] = [];
   private orderHead = 0;
+  /** each chunk in memory's entry in `order`, to let one go before its turn (release) */
+  private readonly entries = new Map<Chunk, Held>();
   /**
    * Chunk buffers of evicted stream chunks, reused for new ones: streaming a
    * GiB through fresh buffers makes the garbage collector the main cost.
@@ -27,10 +39,15 @@ export class ChunkStore {
    * turn of the event loop: a reader copies a chunk out synchronously or in
    * the microtasks right after the promise that delivered it, so by then no
    * one can still be about to read it, however small the memory budget.
+   * The pool keeps every buffer while chunks held and pooled stay within the
+   * budget: a buffer dropped is a buffer allocated again when a stream refills
+   * its window, and the allocator rarely gives such memory back to the system.
    */
   private pool: Buffer[] = [];
   private retired: Buffer[] = [];
   private recycleQueued = false;
+  /** bytes of chunk buffers allocated because the pool had none */
+  private allocated = 0;
   private readonly files = new Map<string, FileChunks>();
 
   constructor(
@@ -69,20 +86,14 @@ export class ChunkStore {
     fc.have.set(idx, buf);
     fc.bytes += size;
     this.used += size;
-    this.order.push({ version: f.version, fc, idx, buf, size, pooled });
+    const held: Held = { version: f.version, fc, idx, buf, size, pooled };
+    this.order.push(held);
+    this.entries.set(buf, held);
     const newest = this.order.length - 1;
-    while (this.used > this.budget && this.orderHead < newest) {
+    while (this.orderHead < newest && (this.used > this.budget || this.order[this.orderHead].buf === null)) {
       const old = this.order[this.orderHead];
       this.order[this.orderHead++] = undefined as never;
-      if (old.fc.have.get(old.idx) === old.buf) {
-        old.fc.have.delete(old.idx);
-        old.fc.bytes -= old.size;
-        this.used -= old.size;
-        this.onEvict?.(old.version, old.idx, old.buf, old.size);
-        if (old.pooled) this.retire(old.buf[0]);
-        if (old.fc.bytes === 0 && old.fc.inflight.size === 0 && this.files.get(old.version) === old.fc)
-          this.files.delete(old.version);
-      }
+      if (old.buf) this.drop(old);
     }
     if (this.orderHead > 4096 && this.orderHead * 2 > this.order.length) {
       this.order = this.order.slice(this.orderHead);
@@ -90,9 +101,45 @@ export class ChunkStore {
     }
   }
 
+  /**
+   * Chunks `from`..`to` of a file leave memory now, out of their turn (all
+   * but those `keep` holds on to): a sequential reader has gone past them.
+   * A later read of one fetches it again.
+   */
+  release(fc: FileChunks, from: number, to: number, keep: (idx: number) => boolean): void {
+    const one = (i: number, buf: Chunk | undefined) => {
+      const held = buf && this.entries.get(buf);
+      if (held && !keep(i)) this.drop(held);
+    };
+    // a long jump: walk the chunks held, not the range
+    if (to - from > fc.have.size) {
+      for (const [i, buf] of [...fc.have]) if (i >= from && i <= to) one(i, buf);
+    } else for (let i = from; i <= to; i++) one(i, fc.have.get(i));
+  }
+
+  /** `held` leaves memory: out of the file's table, its buffer back to the pool when it came from there. */
+  private drop(held: Held): void {
+    const buf = held.buf!;
+    held.buf = null;
+    this.entries.delete(buf);
+    const fc = held.fc;
+    if (fc.have.get(held.idx) !== buf) return;
+    fc.have.delete(held.idx);
+    fc.bytes -= held.size;
+    this.used -= held.size;
+    this.onEvict?.(held.version, held.idx, buf, held.size);
+    if (held.pooled) this.retire(buf[0]);
+    if (fc.bytes === 0 && fc.inflight.size === 0 && this.files.get(held.version) === fc)
+      this.files.delete(held.version);
+  }
+
   /** A chunk buffer nothing refers to any more: reusable from the next turn of the event loop on. */
   retire(buf: Buffer): void {
-    if (buf.length !== this.chunk || this.pool.length + this.retired.length >= 64) return;
+    if (
+      buf.length !== this.chunk ||
+      this.used + (this.pool.length + this.retired.length + 1) * this.chunk > this.budget
+    )
+      return;
     this.retired.push(buf);
     if (this.recycleQueued) return;
     this.recycleQueued = true;
@@ -105,11 +152,19 @@ export class ChunkStore {
 
   /** A buffer for a chunk of `size` bytes: from the pool when it is a whole chunk. */
   buffer(size: number): Buffer {
-    return size === this.chunk ? (this.pool.pop() ?? Buffer.allocUnsafe(size)) : Buffer.allocUnsafe(size);
+    const b = size === this.chunk ? this.pool.pop() : undefined;
+    if (b) return b;
+    this.allocated += size;
+    return Buffer.allocUnsafe(size);
   }
 
-  /** bytes of chunks held in memory, the budget, and the pooled buffers */
-  memory(): { used: number; budget: number; pooled: number } {
-    return { used: this.used, budget: this.budget, pooled: (this.pool.length + this.retired.length) * this.chunk };
+  /** bytes of chunks held in memory, the budget, the pooled buffers, and the buffers allocated so far */
+  memory(): ReaderMemory {
+    return {
+      used: this.used,
+      budget: this.budget,
+      pooled: (this.pool.length + this.retired.length) * this.chunk,
+      allocated: this.allocated,
+    };
   }
 }

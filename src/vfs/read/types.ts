@@ -23,6 +23,8 @@ export interface ReadPattern {
   started?: boolean;
   /** the streaming GET feeding this sequential reader, if any */
   stream?: SeqStream;
+  /** chunks below this one were let go behind the streaming reader (RemoteReader.releaseBehind) */
+  released?: number;
 }
 
 export interface ReaderOptions {
@@ -75,6 +77,8 @@ export interface ReadConfig {
   streamMin: number;
   /** skipping this much of a stream costs about what a new request costs */
   jumpAhead: number;
+  /** chunks a streaming reader keeps behind where it reads (the kernel's reads arrive out of order) */
+  keepBehind: number;
   fillMax: number;
   streamIdle: number;
   /** undefined: the streaming GET's own default (the client's timeout) */
@@ -91,6 +95,17 @@ export type ReaderStats = {
   fills: number;
   streams: number;
   activeStreams: number;
+};
+
+/** The read engine's memory (shown by `status`, asserted by tests), in bytes. */
+export type ReaderMemory = {
+  /** chunks held */
+  used: number;
+  budget: number;
+  /** chunk buffers waiting in the pool for reuse */
+  pooled: number;
+  /** chunk buffers allocated so far (the pool had none) */
+  allocated: number;
 };
 
 /** A chunk's bytes: the slices of the received network buffers, or one buffer read into directly. */
