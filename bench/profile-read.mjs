@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, seed } from './lib/server.mjs';
+import { mountArgs, startServer, seed } from './lib/server.mjs';
 import { randomFile } from './lib/dataset.mjs';
 import {
   run,
@@ -61,17 +61,7 @@ try {
       process.execPath,
       [
         ...node,
-        cli,
-        'mount',
-        server.url,
-        mnt,
-        '--library',
-        server.library,
-        '--user',
-        server.user.email,
-        '--cache-dir',
-        join(out, 'cache'),
-        ...(remount ? ['--cache-streams'] : []),
+        ...mountArgs(cli, server, mnt, '--cache-dir', join(out, 'cache'), ...(remount ? ['--cache-streams'] : [])),
       ],
       { env, logFile: join(out, 'mount.log') },
     );

@@ -8,7 +8,7 @@
 import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, seed } from './lib/server.mjs';
+import { mountArgs, startServer, seed } from './lib/server.mjs';
 import { randomFile, smallFilesLayout, writeLayout } from './lib/dataset.mjs';
 import {
   run,
@@ -75,19 +75,7 @@ try {
     const prof = cpuProf ? ['--cpu-prof', '--cpu-prof-dir', out] : [];
     child = spawnBackground(
       process.execPath,
-      [
-        ...prof,
-        cli,
-        'mount',
-        server.url,
-        mnt,
-        '--library',
-        server.library,
-        '--user',
-        server.user.email,
-        '--cache-dir',
-        join(out, 'cache'),
-      ],
+      [...prof, ...mountArgs(cli, server, mnt, '--cache-dir', join(out, 'cache'))],
       { env, logFile: join(out, 'mount.log') },
     );
   } else {

@@ -7,7 +7,7 @@
 // GAP_MS: a pause between the cold and the warm pass. WORKDIR is left in place (the server's data and log).
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { startServer } from './lib/server.mjs';
+import { mountArgs, startServer } from './lib/server.mjs';
 import { pool } from './lib/api.mjs';
 import { treeLayout, contentFor } from './lib/dataset.mjs';
 import { run, sleep, waitFor, isMounted, killPid, findPids } from './lib/proc.mjs';
@@ -58,20 +58,7 @@ try {
       const extra = words;
       await run(
         process.execPath,
-        [
-          vcli,
-          'mount',
-          server.url,
-          mnt,
-          '--library',
-          server.library,
-          '--user',
-          server.user.email,
-          '--daemon',
-          '--cache-dir',
-          join(root, `cache${n}`),
-          ...extra,
-        ],
+        mountArgs(vcli, server, mnt, '--daemon', '--cache-dir', join(root, `cache${n}`), ...extra),
         { env, timeoutMs: 60_000 },
       );
       await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'mount' });

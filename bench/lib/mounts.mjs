@@ -24,6 +24,7 @@ import {
   findPids,
   sleep,
 } from './proc.mjs';
+import { mountArgs } from './server.mjs';
 
 const MEMFS = fileURLToPath(new URL('../memfs.mjs', import.meta.url));
 
@@ -58,14 +59,7 @@ export const seafs = {
     const runtime = { SEAFS_RUNTIME_DIR: join(ctx.work, 'run') };
     const env = { SEAFS_PASSWORD: ctx.server.user.password, ...runtime };
     const args = [
-      ctx.cli,
-      'mount',
-      ctx.server.url,
-      mnt,
-      '--library',
-      ctx.server.library,
-      '--user',
-      ctx.server.user.email,
+      ...mountArgs(ctx.cli, ctx.server, mnt),
       '--daemon',
       '--cache-dir',
       cache,

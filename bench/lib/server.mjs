@@ -100,3 +100,8 @@ export async function seed(server, { src, bigBytes, treeFolders, treeFiles, log 
   );
   return layout;
 }
+
+/** node arguments of `seafs mount` for the benchmark server's library and user, then `rest` (options) */
+export function mountArgs(cli, server, mnt, ...rest) {
+  return [cli, 'mount', server.url, mnt, '--library', server.library, '--user', server.user.email, ...rest];
+}
