@@ -38,6 +38,20 @@ export interface Faults {
   maxPiece: number;
 }
 
+/** a server without faults (links that outlive the test), with `over` set */
+export function faultsOf(over: Partial<Faults> = {}): Faults {
+  const none: Faults = {
+    latencyMs: 0,
+    stallProb: 0,
+    stallMs: 0,
+    dropProb: 0,
+    linkLifeMs: [60_000, 60_000],
+    ignoreRange: false,
+    maxPiece: 64 * 1024,
+  };
+  return { ...none, ...over };
+}
+
 export class StressServer {
   /** bodyBytes: what the server wrote of bodies, whether or not the reader took it (socket buffers) */
   readonly stats = { requests: 0, stalls: 0, drops: 0, refused: 0, linkRequests: 0, bodyBytes: 0 };

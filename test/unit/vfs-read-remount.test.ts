@@ -12,7 +12,7 @@ import type { SeafileApi } from '../../src/client/types.js';
 import { BlockCache } from '../../src/vfs/read/block-cache.js';
 import { RemoteReader, type ReadPattern, type RemoteFile } from '../../src/vfs/read/reader.js';
 import { FakeApi, makeVfs, readWhole } from '../helpers/fake-api.js';
-import { mulberry32, seededBytes, StressServer } from './reader-stress-server.js';
+import { faultsOf, mulberry32, seededBytes, StressServer } from './reader-stress-server.js';
 
 const C = 128 * 1024;
 const MiB = 1024 * 1024;
@@ -40,19 +40,7 @@ describe('re-reading a file from the disk cache', () => {
     // long holes (streams) and short ones (ranged GETs) among chunks on disk
     const holes = new Set([...range(0, 59), 70, 71, ...range(100, 179), 200, ...range(250, 300)]);
     const dir = await partlyCached(data, id, holes);
-    const server = new StressServer(
-      new Map([['/f.bin', data]]),
-      {
-        latencyMs: 0,
-        stallProb: 0,
-        stallMs: 0,
-        dropProb: 0,
-        linkLifeMs: [60_000, 60_000],
-        ignoreRange: false,
-        maxPiece: 256 * 1024,
-      },
-      mulberry32(1),
-    );
+    const server = new StressServer(new Map([['/f.bin', data]]), faultsOf({ maxPiece: 256 * 1024 }), mulberry32(1));
     await server.start();
     const client = new SeafileClient({ baseUrl: server.url, timeoutMs: 10_000 });
     const api = {

@@ -9,7 +9,7 @@ import { SeafileClient } from '../../src/client/client.js';
 import type { SeafileApi } from '../../src/client/types.js';
 import { BlockCache } from '../../src/vfs/read/block-cache.js';
 import { RemoteReader, type ReaderOptions, type ReadPattern } from '../../src/vfs/read/reader.js';
-import { mulberry32, seededBytes, StressServer, type Faults } from './reader-stress-server.js';
+import { faultsOf, mulberry32, seededBytes, StressServer, type Faults } from './reader-stress-server.js';
 
 const KiB = 1024;
 const MiB = 1024 * KiB;
@@ -22,20 +22,7 @@ describe('read path recovery', () => {
 
   async function setup(data: Buffer, faults: Partial<Faults>, opts: ReaderOptions, diskBytes = 0) {
     const files = new Map([['/f.bin', data]]);
-    const server = new StressServer(
-      files,
-      {
-        latencyMs: 0,
-        stallProb: 0,
-        stallMs: 0,
-        dropProb: 0,
-        linkLifeMs: [60_000, 60_000],
-        ignoreRange: false,
-        maxPiece: 64 * KiB,
-        ...faults,
-      },
-      mulberry32(7),
-    );
+    const server = new StressServer(files, faultsOf(faults), mulberry32(7));
     await server.start();
     const client = new SeafileClient({ baseUrl: server.url, maxRetries: 0, transferTimeoutMs: 2_000 });
     const api = {
