@@ -2,7 +2,8 @@
 // --umask (write bits off where the mount or library is read-only); chmod and
 // chown succeed and change nothing (the server keeps neither), as in rclone mount.
 import { constants as C } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { AttrShaper } from '../../src/vfs/attrs.js';
 import type { VfsError } from '../../src/vfs/errors.js';
 import { FakeApi, makeVfs } from '../helpers/fake-api.js';
@@ -36,10 +37,7 @@ describe('attributes', () => {
 });
 
 describe('owners and modes through the vfs', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   it('shows --uid, --gid and --umask on the root, folders and files of every library', async () => {
     const api = new FakeApi();

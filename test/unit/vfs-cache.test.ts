@@ -1,11 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs metadata cache', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   it('answers ls -l of a 1,000-entry folder with one listing request', async () => {
     const api = new FakeApi();

@@ -1,15 +1,13 @@
 import { constants as FC } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { ApiError } from '../../src/client/errors.js';
 import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
 const CONFLICT = /^conf \(SFConflict me@example\.com \d{4}-\d\d-\d\d-\d\d-\d\d-\d\d\)\.txt$/;
 
 describe('conflicts: nothing the mount did not see is overwritten', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup(opts = {}) {
     const api = new FakeApi();

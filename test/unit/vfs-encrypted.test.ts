@@ -3,7 +3,8 @@
 // in all-libraries mode a library the mount holds no password for answers
 // EACCES inside (its folder itself still shows) and the log says so once;
 // uploads refused for want of the password wait without a line per retry.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { WrongLibraryPassword } from '../../src/vfs/library-unlock.js';
 import { VfsError } from '../../src/vfs/errors.js';
 import { FakeApi, apiError, makeVfs, writeWhole } from '../helpers/fake-api.js';
@@ -15,10 +16,7 @@ function encrypted(api: FakeApi, name: string): string {
 }
 
 describe('encrypted libraries in the vfs', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   it('asks the password of an encrypted library only, and unlocks with it before the mount starts', async () => {
     const api = new FakeApi();

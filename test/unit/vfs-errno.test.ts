@@ -1,14 +1,12 @@
 import { constants as FC } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import type { ApiError } from '../../src/client/errors.js';
 import { errnoOf } from '../../src/vfs/errors.js';
 import { apiError, expectErrno, FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs errno', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   it('maps API failures to errno names', () => {
     const cases: [ApiError, string][] = [

@@ -1,13 +1,11 @@
 // getattr answered without waiting (the tree walk's hot path) must give what the full getattr gives, and
 // must step aside (null) whenever the answer needs the server.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, makeVfs, sleep } from '../helpers/fake-api.js';
 
 describe('getattr from memory', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   it('gives the same attributes as getattr for the files and folders of a listed folder, without a request', async () => {
     const api = new FakeApi();

@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { constants as FC } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { parseTime } from '../../src/cli/file-restore.js';
 import { stamp, timeNames } from '../../src/vfs/hidden/names.js';
 import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
@@ -8,10 +9,7 @@ import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js'
 const T0 = Date.UTC(2026, 10, 20, 9, 0, 0) / 1000;
 
 describe('.seafile-history and .seafile-trash', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup(opts: { allLibraries?: boolean } = {}) {
     const api = new FakeApi();
@@ -303,10 +301,7 @@ describe('.seafile-history and .seafile-trash', () => {
 });
 
 describe('seafs restore FILE --at TIME', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup() {
     const api = new FakeApi();

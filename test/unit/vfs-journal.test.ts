@@ -1,15 +1,13 @@
 import { mkdtemp, readdir, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { Journal } from '../../src/vfs/write/journal.js';
 import { FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs journal', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   it('a file whose close() returned is uploaded by the next mount after a crash', async () => {
     const cacheDir = await mkdtemp(join(tmpdir(), 'seafs-journal-'));

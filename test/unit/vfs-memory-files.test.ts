@@ -6,17 +6,15 @@ import { randomBytes } from 'node:crypto';
 import { constants as FC } from 'node:fs';
 import { readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { Journal } from '../../src/vfs/write/journal.js';
 import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
 const KiB = 1024;
 
 describe('small new files in memory', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup(writeBack: Record<string, number> = {}, api = new FakeApi().offerUploadBatch()) {
     const repo = api.addLibrary('lib');
@@ -149,10 +147,7 @@ describe('small new files in memory', () => {
 });
 
 describe('small new files in memory: crashes', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   it('a closed file in memory comes back from its journal entry after a crash, with what the last close saw', async () => {
     const api = new FakeApi().offerUploadBatch();

@@ -4,17 +4,15 @@
 // 10 s as libfuse 2 passes them) and folders change nothing; a write after
 // the time was set makes the time the write's again.
 import { constants as FC } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, gate, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 
 const T1 = Date.UTC(2001, 1, 3, 4, 5, 6);
 const T2 = Date.UTC(2010, 6, 7, 8, 9, 10);
 
 describe('modification times', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup() {
     // the multi-file body, as the real client offers it: it carries last_modify for new files

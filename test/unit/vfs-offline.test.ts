@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { ApiError } from '../../src/client/errors.js';
 import type { SeafileApi } from '../../src/client/types.js';
 import { Connectivity, unreachable } from '../../src/vfs/connectivity.js';
@@ -6,10 +7,7 @@ import { errnoOf } from '../../src/vfs/errors.js';
 import { FakeApi, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('offline: the server goes away and comes back', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   it('serves what it knows, fails fast on what it does not, keeps writes and uploads them when the server is back', async () => {
     const api = new FakeApi();

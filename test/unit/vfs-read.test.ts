@@ -3,7 +3,8 @@ import { constants as FC } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { StreamUnsupported } from '../../src/client/errors.js';
 import { BlockCache } from '../../src/vfs/read/block-cache.js';
 import { apiError, FakeApi, makeVfs, readWhole, sleep } from '../helpers/fake-api.js';
@@ -18,10 +19,7 @@ function pattern(n: number): Buffer {
 }
 
 describe('vfs read path', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup(size: number) {
     const api = new FakeApi();

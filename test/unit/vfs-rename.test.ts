@@ -1,11 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, gate, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs rename and unlink', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   // these tests change the server behind the vfs' back: no listing cache time
   async function setup(concurrency = 6) {

@@ -1,7 +1,8 @@
 // The upload that runs while a file is written (src/vfs/write/streaming.ts),
 // against the fake API with a fake chunked stream that lands in it on finish.
 import { constants as FC } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { randomBytes } from 'node:crypto';
 import { ApiError, EarlyAnswer, refusesChunked } from '../../src/client/errors.js';
 import type { FileUploadStream, StartUploadStream } from '../../src/client/types.js';
@@ -61,10 +62,7 @@ async function until(what: string, cond: () => boolean): Promise<void> {
 }
 
 describe('vfs streaming upload', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup(streamOpts: { failWith?: () => ApiError | null; maxStreams?: number } = {}) {
     const api = new FakeApi();

@@ -2,14 +2,12 @@
 // the temp file while it was being sent) is no failure to report: close()
 // succeeds and the new version is uploaded.
 import { constants as FC } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, gate, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('upload interrupted by a change of the file', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   it('ftruncate during the upload: close() does not fail, the truncated file is uploaded', async () => {
     const api = new FakeApi();

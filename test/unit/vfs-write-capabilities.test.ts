@@ -2,16 +2,14 @@
 // streaming uploads) through the SeafileApi interface only: the fake offers
 // them, and each file is read back from the fake's store afterwards.
 import { randomBytes } from 'node:crypto';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, apiError, gate, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 
 const MiB = 1024 * 1024;
 
 describe('write path capabilities through the API interface', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup(api: FakeApi, writeBack = {}) {
     const repo = api.addLibrary('lib');

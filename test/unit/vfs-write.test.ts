@@ -1,14 +1,12 @@
 import { constants as FC } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, gate, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs write path', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup(opts = {}) {
     const api = new FakeApi();

@@ -1,15 +1,13 @@
 import { constants as FC } from 'node:fs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { apiError, expectErrno, FakeApi, gate, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 import type { Vfs } from '../../src/vfs/vfs.js';
 
 const SERVER = 'https://cloud.example.com';
 
 describe('extended attributes: what the mount knows about each file and folder', () => {
-  const cleanups: (() => Promise<void>)[] = [];
-  afterEach(async () => {
-    while (cleanups.length) await cleanups.pop()!();
-  });
+  const cleanups = cleanupAfterEach();
 
   async function setup(opts: { library?: string | null; stream?: boolean } = {}) {
     const api = new FakeApi();
