@@ -846,6 +846,8 @@ export async function makeVfs(
     cacheDir,
     cleanup: async () => {
       vfs.close();
+      // the disk cache's last writes land before its folder goes (else rm meets a file written meanwhile)
+      await vfs.reader.closeDisk().catch(() => {});
       await rm(cacheDir, { recursive: true, force: true });
     },
   };
