@@ -8,6 +8,12 @@ import type { Vfs } from '../vfs/vfs.js';
 
 type Cb = (...args: any[]) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
 
+/** a byte count answered in the same turn when there is one, else once the promise settles */
+function answerCount(r: number | Promise<number>, cb: Cb, fail: (e: unknown) => void): void {
+  if (typeof r === 'number') return cb(r);
+  r.then((n) => cb(n), fail);
+}
+
 export function errnoNumber(name: ErrnoName): number {
   const n = (OS.errno as Record<string, number>)[name];
   return -(n ?? OS.errno.EIO);
@@ -166,11 +172,7 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       } catch (e) {
         return readFail(p, e, cb);
       }
-      if (typeof r === 'number') return cb(r);
-      r.then(
-        (n) => cb(n),
-        (e) => readFail(p, e, cb),
-      );
+      answerCount(r, cb, (e) => readFail(p, e, cb));
     },
     write: (p: string, fd: number, buf: Buffer, len: number, pos: number, cb: Cb) => {
       // answered synchronously when the file stays in memory (untar, cp of small files)
@@ -181,11 +183,7 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       } catch (e) {
         return ioFail('write', p, e, cb);
       }
-      if (typeof r === 'number') return cb(r);
-      r.then(
-        (n) => cb(n),
-        (e) => ioFail('write', p, e, cb),
-      );
+      answerCount(r, cb, (e) => ioFail('write', p, e, cb));
     },
     truncate: handler('truncate', async (p: string, size: number) => {
       await vfs.truncate(p, size);
