@@ -6,10 +6,17 @@ import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { randomBytes } from 'node:crypto';
 import { ApiError, EarlyAnswer, refusesChunked } from '../../src/client/errors.js';
 import type { FileUploadStream, StartUploadStream } from '../../src/client/types.js';
-import { FakeApi, makeVfs, sleep } from '../helpers/fake-api.js';
+import { FakeApi, apiError, makeVfs, sleep } from '../helpers/fake-api.js';
 import type { Vfs } from '../../src/vfs/vfs.js';
 
 const MiB = 1024 * 1024;
+
+interface StreamFaults {
+  /** a write's failure (null: none) */
+  failWith?: () => ApiError | null;
+  /** the finish stores the file, then its answer is lost (true) */
+  loseAnswer?: () => boolean;
+}
 
 interface FakeStream {
   link: string;
@@ -22,7 +29,7 @@ interface FakeStream {
 }
 
 /** Streams that keep what they got and store it in the fake API when finished. */
-function fakeStreams(api: FakeApi, opts: { failWith?: () => ApiError | null } = {}) {
+function fakeStreams(api: FakeApi, opts: StreamFaults = {}) {
   const made: FakeStream[] = [];
   const start: StartUploadStream = async (link, leading, name) => {
     const st: FakeStream = { link, leading, name, chunks: [], received: 0, aborted: false, finished: false };
@@ -45,6 +52,8 @@ function fakeStreams(api: FakeApi, opts: { failWith?: () => ApiError | null } = 
         const target =
           m[1] === 'update' ? leading.find(([k]) => k === 'target_file')![1] : `${m[3] === '/' ? '' : m[3]}/${name}`;
         api.putFile(m[2], target, Buffer.concat(st.chunks));
+        if (opts.loseAnswer?.())
+          throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
         return api.fileIdAt(m[2], target);
       },
       abort() {
@@ -64,7 +73,7 @@ async function until(what: string, cond: () => boolean): Promise<void> {
 describe('vfs streaming upload', () => {
   const cleanups = cleanupAfterEach();
 
-  async function setup(streamOpts: { failWith?: () => ApiError | null; maxStreams?: number } = {}) {
+  async function setup(streamOpts: StreamFaults & { maxStreams?: number } = {}) {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
     const streams = fakeStreams(api, streamOpts);
@@ -257,6 +266,23 @@ describe('vfs streaming upload', () => {
     await vfs.drain();
     expect(api.content(repo, '/s.bin')!.equals(data)).toBe(true);
     expect(streams.made).toHaveLength(1);
+  });
+
+  it('a stream stored although its answer was lost, then a refused retry: the next attempt takes the file for ours (no conflict copy)', async () => {
+    // seen in CI under the fault proxy: a reset after the server stored the stream, then a 429
+    // on the whole-file upload; the retry found the streamed file and called it someone else's
+    const { api, repo, vfs, streams } = await setup({ loseAnswer: () => true });
+    api.failNext.set('upload', [apiError('throttled', 429, 'upload', 'Too Many Requests')]);
+    const data = randomBytes(3 * MiB + 7);
+    const fh = await vfs.create('/lost.bin', 0o644);
+    await writeAt(vfs, '/lost.bin', fh, data, 0);
+    await vfs.release('/lost.bin', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(streams.made[0].finished).toBe(true);
+    expect(api.calls.upload).toBe(2);
+    expect(api.names(repo, '/')).toEqual(['lost.bin']);
+    expect(api.content(repo, '/lost.bin')!.equals(data)).toBe(true);
+    expect(vfs.wb.stats.conflicts).toBe(0);
   });
 
   it('at most maxStreams files stream at once; the others upload after close', async () => {

@@ -11,6 +11,7 @@ import type { FileHandle } from 'node:fs/promises';
 import { ApiError, refusesChunked } from '../../client/errors.js';
 import type { FileUploadStream, StartUploadStream } from '../../client/types.js';
 import type { TransferLinks } from '../transfer-links.js';
+import { mayHaveLanded } from '../errors.js';
 import { baseOf, parentOf } from '../paths.js';
 import type { FileState } from './file-state.js';
 import { NEEDS_QUOTING, type UploadResult, type WriteStats } from './types.js';
@@ -33,6 +34,8 @@ export class UploadFeed {
   private finishing = false;
   private pumped: Promise<void>;
   private end!: () => void;
+  /** when the request began (the server may store it from then on) */
+  readonly began = Date.now();
   /** resolves once the request is over (finished, failed or aborted) */
   readonly ended = new Promise<void>((r) => (this.end = r));
 
@@ -248,6 +251,9 @@ export class Streams {
       return res;
     } catch (e) {
       st.dead ??= e;
+      // the whole body went out: the server may have stored it although its answer was
+      // lost, and the next attempt's conflict check must take that file for ours
+      if (mayHaveLanded(e)) s.unsure(st.began);
       this.drop(s, st);
       return null;
     }
