@@ -20,6 +20,7 @@ import {
   scratchDir,
   sh,
   sleep,
+  startDemo,
   testEnv,
   trackMountProcess,
 } from '../helpers/mount.js';
@@ -125,19 +126,7 @@ describe('a mount whose output goes nowhere', () => {
 
   it('seafs demo with stdout and stderr into pipes whose reader exited keeps answering, stays idle, and exits 0 on Ctrl-C', async () => {
     const mnt = path.join(scratchDir(), 'demo-pipe');
-    const child = spawn(process.execPath, [CLI, 'demo', mnt], { env: testEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    trackMountProcess(child, mnt);
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-    const t0 = Date.now();
-    while (!/user (\S+)\s+password (\S+)/.test(out)) {
-      if (child.exitCode !== null || Date.now() - t0 > 60_000) throw new Error(`seafs demo not ready: ${out}`);
-      await sleep(100);
-    }
-    const [, url] = /server\s+(http:\/\/\S+)/.exec(out)!;
-    const [, user, password] = /user (\S+)\s+password (\S+)/.exec(out)!;
+    const { child, exited, url, user, password } = await startDemo(mnt);
     dropReader(child);
 
     const big = path.join(ctx.src, 'demo-big.bin');

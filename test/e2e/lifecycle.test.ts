@@ -4,7 +4,6 @@
 // refused over quota or written while the server stalls are kept and uploaded
 // later. The server answers with latency so uploads are still pending when it
 // matters.
-import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -18,8 +17,8 @@ import {
   scratchDir,
   sh,
   sleep,
+  startDemo,
   testEnv,
-  trackMountProcess,
 } from '../helpers/mount.js';
 import { SeafileClient } from '../../src/client/client.js';
 import { createUser } from '../helpers/server.js';
@@ -348,20 +347,8 @@ describe('unmount, signals and crashes', () => {
 
   it('seafs demo mounts a sample library, takes writes, and on Ctrl-C uploads, unmounts and exits 0', async () => {
     const mnt = path.join(scratchDir(), 'demo');
-    const child = spawn(process.execPath, [CLI, 'demo', mnt], { env: testEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
-    trackMountProcess(child, mnt);
-    let out = '';
-    child.stdout!.on('data', (d) => (out += d));
-    child.stderr!.on('data', (d) => (out += d));
-    const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
-    const t0 = Date.now();
-    while (!/user (\S+)\s+password (\S+)/.test(out)) {
-      if (child.exitCode !== null || Date.now() - t0 > 60_000) throw new Error(`seafs demo not ready: ${out}`);
-      await sleep(100);
-    }
-    const [, url] = /server\s+(http:\/\/\S+)/.exec(out)!;
-    const [, user, password] = /user (\S+)\s+password (\S+)/.exec(out)!;
-    expect(out).toContain(`seafs: mounted Demo at ${mnt}`);
+    const { child, exited, url, user, password, output } = await startDemo(mnt);
+    expect(output()).toContain(`seafs: mounted Demo at ${mnt}`);
     expect((await sh(`ls ${q(mnt)}`)).out).toBe('Data\nDocuments\nPictures\nREADME.txt\n');
     expect((await sh(`cat ${q(mnt)}/README.txt`)).out).toMatch(/^Welcome to the seafs demo/);
     expect(
@@ -381,6 +368,6 @@ describe('unmount, signals and crashes', () => {
     child.kill('SIGINT');
     expect(await exited).toBe(0);
     expect(await isMountpoint(mnt)).toBe(false);
-    expect(out).toContain('every upload is on the server');
+    expect(output()).toContain('every upload is on the server');
   });
 });

@@ -6,7 +6,7 @@
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { expectRemoteFile } from '../helpers/api-check.js';
+import { expectRemoteFile, remoteEntries } from '../helpers/api-check.js';
 import { mountLibrary, q, run, sh, sleep } from '../helpers/mount.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
 
@@ -16,8 +16,7 @@ const ctx = setupE2E(['Times']);
 async function remoteMtime(dir: string, name: string, want: number): Promise<number | undefined> {
   let got: number | undefined;
   for (const end = Date.now() + 30_000; Date.now() < end;) {
-    const l = await ctx.api.listDir(ctx.repos.Times, dir);
-    got = l.entries.find((e) => e.name === name)?.mtime;
+    got = (await remoteEntries(ctx.api, ctx.repos.Times, dir)).find((e) => e.name === name)?.mtime;
     if (got === want) break;
     await sleep(250);
   }

@@ -239,25 +239,7 @@ describe('--retry-for', () => {
     expect(out).toMatch(said);
     expect(mount.exitCode).toBe(null);
 
-    const server = spawn(
-      process.execPath,
-      [
-        CLI,
-        'serve',
-        '--data',
-        dataDir,
-        '--host',
-        '127.0.0.1',
-        '--port',
-        String(port),
-        '--admin-email',
-        first.adminEmail,
-      ],
-      {
-        env: { ...process.env, SEAFS_ADMIN_PASSWORD: first.adminPassword },
-        stdio: 'ignore',
-      },
-    );
+    const server = await startTestServer({ dataDir, port });
     try {
       const end = Date.now() + 60_000;
       while (!out.includes('seafs: mounted Late') && Date.now() < end && mount.exitCode === null) await sleep(200);
@@ -277,8 +259,7 @@ describe('--retry-for', () => {
     } finally {
       if (mount.exitCode === null) mount.kill('SIGKILL');
       if (await isMountpoint(mnt)) await run('fusermount', ['-uz', mnt], { allowFail: true });
-      server.kill('SIGTERM');
-      await new Promise((r) => (server.exitCode !== null ? r(null) : server.once('exit', r)));
+      await server.stop();
     }
   });
 

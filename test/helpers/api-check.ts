@@ -7,6 +7,7 @@ import { lstat, readdir } from 'node:fs/promises';
 import path from 'node:path';
 import { expect } from 'vitest';
 import type { SeafileClient } from '../../src/client/client.js';
+import type { DirEntry } from '../../src/client/types.js';
 
 export function sha256(b: Buffer | string): string {
   return createHash('sha256').update(b).digest('hex');
@@ -53,11 +54,16 @@ export async function expectRemoteFile(
 }
 
 /** Names in a folder on the server, or null when the folder does not exist. */
+/** The entries of a folder on the server (a full listing: never "up to date"). */
+export async function remoteEntries(api: SeafileClient, repo: string, dir: string): Promise<DirEntry[]> {
+  const l = await api.listDir(repo, dir);
+  if (l.uptodate) throw new Error('unexpected uptodate');
+  return l.entries;
+}
+
 export async function remoteNames(api: SeafileClient, repo: string, dir: string): Promise<string[] | null> {
   try {
-    const l = await api.listDir(repo, dir);
-    if (l.uptodate) throw new Error('unexpected uptodate');
-    return l.entries.map((e) => e.name).sort();
+    return (await remoteEntries(api, repo, dir)).map((e) => e.name).sort();
   } catch (e) {
     if ((e as { kind?: string }).kind === 'not_found') return null;
     throw e;

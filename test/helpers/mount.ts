@@ -196,6 +196,37 @@ export function trackMountProcess(child: ChildProcess, mnt: string): void {
   child.once('exit', () => live.delete(entry));
 }
 
+export interface Demo {
+  child: ChildProcess;
+  /** everything it printed so far */
+  output(): string;
+  /** resolves with its exit code */
+  exited: Promise<number | null>;
+  /** the demo server and its account, as the demo printed them */
+  url: string;
+  user: string;
+  password: string;
+}
+
+/** Starts `seafs demo MNT` (output into pipes) and resolves once it printed its server and account. */
+export async function startDemo(mnt: string): Promise<Demo> {
+  const child = spawn(process.execPath, [CLI, 'demo', mnt], { env: testEnv(), stdio: ['ignore', 'pipe', 'pipe'] });
+  trackMountProcess(child, mnt);
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  child.stderr!.on('data', (d) => (out += d));
+  const exited = new Promise<number | null>((r) => child.once('exit', (c) => r(c)));
+  const t0 = Date.now();
+  const account = /user (\S+)\s+password (\S+)/;
+  while (!account.test(out)) {
+    if (child.exitCode !== null || Date.now() - t0 > 60_000) throw new Error(`seafs demo not ready: ${out}`);
+    await sleep(100);
+  }
+  const [, url] = /server\s+(http:\/\/\S+)/.exec(out)!;
+  const [, user, password] = account.exec(out)!;
+  return { child, output: () => out, exited, url, user, password };
+}
+
 /** The env every seafs process of these tests should get (its own control-socket dir). */
 export function testEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return seafsEnv(extra);

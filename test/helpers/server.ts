@@ -100,12 +100,12 @@ function waitExit(child: ChildProcess, timeoutMs: number): Promise<void> {
 }
 
 export async function startTestServer(
-  opts: { latencyMs?: number; extraArgs?: string[]; dataDir?: string } = {},
+  opts: { latencyMs?: number; extraArgs?: string[]; dataDir?: string; port?: number } = {},
 ): Promise<TestServer> {
   const ownDir = !opts.dataDir;
   const dataDir = opts.dataDir ?? mkdtempSync(path.join(os.tmpdir(), 'seafs-srv-'));
   const extra = opts.extraArgs ?? [];
-  let { child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra);
+  let { child, url, log } = await spawnServer(dataDir, opts.latencyMs, extra, opts.port);
   const server: TestServer = {
     url,
     adminEmail: ADMIN_EMAIL,

@@ -12,6 +12,7 @@ import type { SeafileClient } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/errors.js';
 import { refusesChunked } from '../../src/client/errors.js';
 import { openUploadStream, streamUploadFor } from '../../src/client/stream-upload.js';
+import { remoteEntries } from '../helpers/api-check.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { adminClient, fetchFile, newUser } from '../helpers/client-setup.js';
 
@@ -81,7 +82,7 @@ describe('chunked streaming upload', () => {
     const id = await up.finish([['last_modify', '2020-01-02T03:04:05.000Z']]);
     expect(id).toMatch(/^[0-9a-f]{40}$/);
     expect(sha(await fetchFile(admin, repo, '/streamed.bin'))).toBe(sha(data));
-    const entry = (await admin.listDir(repo, '/')).entries.find((e) => e.name === 'streamed.bin')!;
+    const entry = (await remoteEntries(admin, repo, '/')).find((e) => e.name === 'streamed.bin')!;
     expect(entry.size).toBe(data.length);
     // the trailing field after the file part was taken
     expect(entry.mtime).toBe(Date.parse('2020-01-02T03:04:05.000Z') / 1000);
@@ -108,9 +109,9 @@ describe('chunked streaming upload', () => {
     for (let off = 0; off < data.length; off += MiB) await up.write(data.subarray(off, off + MiB));
     await up.finish();
     expect(sha(await fetchFile(admin, repo, '/upd.bin'))).toBe(sha(data));
-    expect((await admin.listDir(repo, '/')).entries.filter((e) => e.name.startsWith('upd')).map((e) => e.name)).toEqual(
-      ['upd.bin'],
-    );
+    expect((await remoteEntries(admin, repo, '/')).filter((e) => e.name.startsWith('upd')).map((e) => e.name)).toEqual([
+      'upd.bin',
+    ]);
   });
 
   it('an aborted stream leaves no file, no temp file and no new object', async () => {
@@ -126,7 +127,7 @@ describe('chunked streaming upload', () => {
     await until('the server received part of the body', () => filesUnder(path.join(server.dataDir, 'tmp')).length > 0);
     up.abort();
     await until('the partial upload was dropped', () => filesUnder(path.join(server.dataDir, 'tmp')).length === 0);
-    expect((await admin.listDir(repo, '/')).entries.map((e) => e.name)).not.toContain('aborted.bin');
+    expect((await remoteEntries(admin, repo, '/')).map((e) => e.name)).not.toContain('aborted.bin');
     expect(filesUnder(path.join(server.dataDir, 'objects')).sort()).toEqual(objectsBefore);
     // the server still takes uploads
     const ok = await openUploadStream(
@@ -158,7 +159,7 @@ describe('chunked streaming upload', () => {
         status: 443,
       });
       expect(refusesChunked(err)).toBe(false);
-      expect((await user.listDir(r, '/')).entries).toEqual([]);
+      expect(await remoteEntries(user, r, '/')).toEqual([]);
       await until('no temp file left', () => filesUnder(path.join(server.dataDir, 'tmp')).length === 0);
       const small = randomBytes(100_000);
       const up2 = await streamUploadFor(user)(await user.uploadLink(r, '/'), [['parent_dir', '/']], 'small.bin');
