@@ -87,6 +87,8 @@ process.stdin.once('data', () => {
 });
 `;
 
+/** SEAFS_FAULT_SEED picks another sequence of faults (scripts/soak-faults runs many) */
+const FAULT_SEED = Number(process.env.SEAFS_FAULT_SEED ?? 1717);
 const OFFLINE = /offline: the server is unreachable/;
 const ONLINE = /online: the server answers again/;
 
@@ -146,7 +148,7 @@ describe('faults through the mount', () => {
 
     const proxy = await startFaultProxy({
       target: ctx.server.url,
-      seed: 1717,
+      seed: FAULT_SEED,
       error500: 0.05,
       throttle429: 0.03,
       resetAfter: 0.04,
@@ -195,7 +197,7 @@ describe('faults through the mount', () => {
       for (const k of ['error500', 'throttle429', 'resetAfter', 'stall'] as const) expect(c[k], k).toBeGreaterThan(0);
     } finally {
       console.log(
-        `seeded faults (5% 500, 3% 429, 4% reset after the answer, 2% stall 2-4 s; --timeout 10):\n  ${figures.join('\n  ')}`,
+        `seeded faults (seed ${FAULT_SEED}; 5% 500, 3% 429, 4% reset after the answer, 2% stall 2-4 s; --timeout 10):\n  ${figures.join('\n  ')}`,
       );
       await proxy.close();
     }
