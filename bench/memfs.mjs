@@ -3,9 +3,13 @@
 // Usage: node bench/memfs.mjs MOUNTPOINT [--big PATH:BYTES] [--tree PATH:FOLDERS:FILES:SEED[:MAXSIZE]]...
 // --big seeds one large file whose content is a repeated random 1 MiB block (no RAM cost until written);
 // --tree (repeatable) seeds the same folder/file layout (names and sizes) the benchmark uploads to the server.
+// --read-from FILE[:OFFSET] serves the big file's reads from FILE instead, one fs.read per request at OFFSET+pos
+// (e.g. a seafs cache file: its data starts after the 128-byte header and a marker byte per chunk, rounded up to
+// 4 KiB: 4096 for 256 MiB, 12288 for 1 GiB in 128 KiB chunks): the floor of a read path that goes to disk per request.
 // Prints "mounted" once the kernel sees the mount; SIGTERM/SIGINT unmount and exit.
 import Fuse from 'fuse-native';
 import { randomFillSync } from 'node:crypto';
+import { openSync, read as readFd } from 'node:fs';
 import { treeLayout } from './lib/dataset.mjs';
 
 const CHUNK = 1 << 20;
@@ -51,6 +55,10 @@ function ensureDirs(p) {
   mkdirNode(p);
   link(p);
 }
+
+const readFrom = argOf('--read-from');
+const fromFd = readFrom ? openSync(readFrom.replace(/:\d+$/, ''), 'r') : -1;
+const fromOff = readFrom && /:\d+$/.test(readFrom) ? Number(readFrom.slice(readFrom.lastIndexOf(':') + 1)) : 0;
 
 mkdirNode('/');
 const big = argOf('--big');
@@ -204,7 +212,12 @@ const ops = {
     }
     cb(0, nextFd++);
   }),
-  read: safe((p, fd, buf, len, pos, cb) => cb(readInto(get(p), buf, len, pos))),
+  read: safe((p, fd, buf, len, pos, cb) => {
+    const n = get(p);
+    if (fromFd < 0 || !n.seeded) return cb(readInto(n, buf, len, pos));
+    const want = Math.max(0, Math.min(len, n.size - pos));
+    readFd(fromFd, buf, 0, want, fromOff + pos, (err, got) => cb(err ? Fuse.EIO : got));
+  }),
   write: safe((p, fd, buf, len, pos, cb) => {
     writeFrom(get(p), buf, len, pos);
     cb(len);

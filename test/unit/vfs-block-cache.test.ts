@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { mkdir, mkdtemp, open, readdir, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readlink, rm, utimes, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -295,6 +295,88 @@ describe('disk block cache', () => {
     expect(cache.usage().used).toBe(3 * C); // still counted as on disk
     await cache.open(ids[0], 2 * C);
     expect((await cache.get(ids[0], 0, C))?.equals(chunk(0))).toBe(true);
+  });
+
+  /** descriptors of this process open on the file named `name` in `dir` (also once it is unlinked) */
+  async function fdsOn(dir: string, name: string): Promise<number> {
+    let n = 0;
+    for (const fd of await readdir('/proc/self/fd')) {
+      const target = await readlink(`/proc/self/fd/${fd}`).catch(() => '');
+      if (target.startsWith(join(dir, name))) n++;
+    }
+    return n;
+  }
+
+  it('readAt reads a range across chunks at any offset from the cache file, and answers false when a chunk of it is missing', async () => {
+    const dir = await tempDir();
+    const id = fileId('ranges');
+    const a = await cacheIn(dir);
+    await a.open(id, 4 * C);
+    for (const i of [0, 1, 3]) a.put(id, i, [chunk(i)], C);
+    await a.close();
+    const b = await cacheIn(dir);
+    await b.open(id, 4 * C);
+    const all = Buffer.concat([chunk(0), chunk(1), chunk(2), chunk(3)]);
+    for (const [off, len] of [
+      [0, C],
+      [C - 100, 300],
+      [10, 2 * C - 20],
+      [3 * C + 5, C - 5],
+    ]) {
+      const got = Buffer.alloc(len);
+      expect(await b.readAt(id, off, got, len), `${off}+${len}`).toBe(true);
+      expect(got.equals(all.subarray(off, off + len)), `${off}+${len}`).toBe(true);
+    }
+    // chunk 2 was never written: a range touching it is a miss, not zeros
+    expect(await b.readAt(id, 2 * C - 10, Buffer.alloc(20), 20)).toBe(false);
+    expect(await b.readAt(id, 2 * C, Buffer.alloc(C), C)).toBe(false);
+    expect(b.stats.hits).toBe(4);
+  });
+
+  it('readAt keeps reading the file it opened when another takes its name (evicted and created again by another mount)', async () => {
+    const dir = await tempDir();
+    const id = fileId('renamed under it');
+    const a = await cacheIn(dir);
+    await a.open(id, 2 * C);
+    a.put(id, 0, [chunk(0)], C);
+    a.put(id, 1, [chunk(1)], C);
+    await a.close();
+    const b = await cacheIn(dir);
+    await b.open(id, 2 * C);
+    // the name holds other bytes before b's first read and after it: b reads the file it opened
+    const replace = async (fill: number) => {
+      await rm(join(dir, fileName(id)));
+      await writeFile(join(dir, fileName(id)), Buffer.alloc(4 * C, fill));
+    };
+    await replace(0xee);
+    for (const i of [0, 1]) {
+      const got = Buffer.alloc(C);
+      expect(await b.readAt(id, i * C, got, C)).toBe(true);
+      expect(got.equals(chunk(i)), `chunk ${i}`).toBe(true);
+      await replace(0xdd);
+    }
+  });
+
+  it('a version dropped while readAt reads it: the read ends with its bytes, and no descriptor of the file stays open', async () => {
+    const dir = await tempDir();
+    const id = fileId('dropped while read');
+    const a = await cacheIn(dir);
+    await a.open(id, 8 * C);
+    for (let i = 0; i < 8; i++) a.put(id, i, [chunk(i)], C);
+    await a.close();
+    const b = await cacheIn(dir);
+    await b.open(id, 8 * C);
+    expect(await b.readAt(id, 0, Buffer.alloc(C), C)).toBe(true);
+    expect(await fdsOn(dir, fileName(id))).toBeGreaterThan(0);
+    const got = Buffer.alloc(8 * C);
+    const reading = b.readAt(id, 0, got, 8 * C);
+    expect(b.clear()).toBeGreaterThan(0); // seafs cache clear, in the same turn as the read
+    expect(await reading).toBe(true);
+    expect(got.equals(Buffer.concat(Array.from({ length: 8 }, (_, i) => chunk(i))))).toBe(true);
+    expect(await b.readAt(id, 0, Buffer.alloc(C), C)).toBe(false); // gone from the cache
+    // the handle closes asynchronously; the read descriptor once its read is done
+    for (let t = 0; t < 200 && (await fdsOn(dir, fileName(id))) > 0; t++) await new Promise((r) => setTimeout(r, 10));
+    expect(await fdsOn(dir, fileName(id))).toBe(0);
   });
 
   it('a version without a real file id is kept only for the process, never under a name', async () => {

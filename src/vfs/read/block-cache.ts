@@ -41,7 +41,7 @@
 // rather than losing it; a chunk gone from memory by then is fetched again
 // by a later read.
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { close as closeFd, openSync, read as readFd, readFileSync } from 'node:fs';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { processAlive } from '../process-alive.js';
@@ -76,6 +76,18 @@ interface Entry {
   /** per chunk: 0 absent, 1 on disk, 2 being written, 3 skipped (offer it again); null: not cached (too large) */
   present: Uint8Array | null;
   fh: Promise<FileHandle> | null;
+  /** what fh resolved to, once it has */
+  handle: FileHandle | null;
+  /**
+   * readAt's own descriptor of the same open file (opened through
+   * /proc/self/fd, so it is the file `handle` has even if the name now
+   * belongs to another): a read with a callback costs less than one through
+   * the FileHandle's promises. -1: not opened yet; -2: none (closed, or not
+   * to be had); readAt then reads through `handle`.
+   */
+  rfd: number;
+  /** readAt's reads under way on rfd (it is closed once they are done) */
+  rreads: number;
   bytes: number;
   /** last use, ms since the epoch */
   used: number;
@@ -195,6 +207,9 @@ export class BlockCache {
       dataOff: Math.ceil((HEADER + nChunks) / 4096) * 4096,
       present: this.worthCaching(size) && size > 0 ? new Uint8Array(nChunks) : null,
       fh: null,
+      handle: null,
+      rfd: -1,
+      rreads: 0,
       bytes: 0,
       used: Date.now(),
       touched: 0,
@@ -209,6 +224,7 @@ export class BlockCache {
       const fh = await open(join(this.dir, name), 'r+').catch(() => null);
       if (fh && (await this.readMarkers(fh, e).catch(() => false))) {
         e.fh = Promise.resolve(fh);
+        e.handle = fh;
         this.stats.reopened++;
         this.touch(e);
       } else if (fh) {
@@ -249,6 +265,7 @@ export class BlockCache {
       this.onDisk.set(victim.name, { bytes: victim.bytes, used: victim.used });
       this.total += victim.bytes;
     }
+    this.closeReadFd(victim);
     const fh = victim.fh;
     // a read of it may be under way: closed a little later (should it fail, that read downloads instead)
     if (fh) setTimeout(() => void fh.then((h) => h.close()).catch(() => {}), 5000).unref();
@@ -406,6 +423,7 @@ export class BlockCache {
       try {
         e.fh ??= this.create(e);
         const fh = await e.fh;
+        e.handle ??= fh;
         if (!e.dead) {
           await fh.writev(b.bufs, e.dataOff + b.first * this.chunk);
           ok = true;
@@ -584,14 +602,31 @@ export class BlockCache {
    * chunk's data sits at its fixed place, so a range of chunks is one range
    * of the file); false unless every chunk they touch is there.
    */
-  async readAt(version: string, offset: number, target: Buffer, len: number): Promise<boolean> {
+  readAt(version: string, offset: number, target: Buffer, len: number): Promise<boolean> {
     const e = this.entries.get(version);
-    if (!e?.present || !e.fh) return false;
+    if (!e?.present || !e.fh) return Promise.resolve(false);
     const last = Math.floor((offset + len - 1) / this.chunk);
-    for (let i = Math.floor(offset / this.chunk); i <= last; i++) if (e.present[i] !== 1) return false;
+    for (let i = Math.floor(offset / this.chunk); i <= last; i++) if (e.present[i] !== 1) return Promise.resolve(false);
     e.used = Date.now();
+    const fd = this.readFdOf(e);
+    if (fd < 0) return this.readAtHandle(e, offset, target, len);
+    e.rreads++;
+    return new Promise((resolve) =>
+      readFd(fd, target, 0, len, e.dataOff + offset, (err, bytesRead) => {
+        if (--e.rreads === 0 && e.rfd === -2) closeFd(fd, () => {});
+        const ok = !err && bytesRead === len;
+        if (ok) {
+          this.stats.hits++;
+          this.touch(e);
+        }
+        resolve(ok);
+      }),
+    );
+  }
+
+  private async readAtHandle(e: Entry, offset: number, target: Buffer, len: number): Promise<boolean> {
     try {
-      const fh = await e.fh;
+      const fh = await e.fh!;
       const { bytesRead } = await fh.read(target, 0, len, e.dataOff + offset);
       if (bytesRead !== len) return false;
       this.stats.hits++;
@@ -600,6 +635,26 @@ export class BlockCache {
     } catch {
       return false;
     }
+  }
+
+  /** readAt's descriptor for `e`, opened on first use; < 0 when there is none */
+  private readFdOf(e: Entry): number {
+    if (e.rfd !== -1) return e.rfd;
+    const fd = e.handle?.fd ?? -1;
+    if (fd < 0 || e.dead) return -1; // not open yet: read through the handle for now
+    try {
+      e.rfd = openSync(`/proc/self/fd/${fd}`, 'r');
+    } catch {
+      e.rfd = -2;
+    }
+    return e.rfd;
+  }
+
+  /** `e` leaves: its read descriptor is closed (after the reads under way on it) */
+  private closeReadFd(e: Entry): void {
+    const fd = e.rfd;
+    e.rfd = -2;
+    if (fd >= 0 && e.rreads === 0) closeFd(fd, () => {});
   }
 
   /** the file's modification time is its last use, for the eviction order of later mounts */
@@ -646,6 +701,7 @@ export class BlockCache {
     this.entries.delete(e.version);
     this.total -= e.bytes;
     this.stats.evictions++;
+    this.closeReadFd(e);
     const fh = e.fh;
     const name = join(this.dir, e.name);
     void (async () => {
@@ -673,6 +729,7 @@ export class BlockCache {
     for (const e of [...this.entries.values()]) {
       e.dead = true;
       this.entries.delete(e.version);
+      this.closeReadFd(e);
       await e.fh?.then((h) => h.close()).catch(() => {});
     }
   }
