@@ -47,6 +47,8 @@ export interface JournalEntry {
   mtime?: number;
   /** the content follows the JSON line: this many bytes (a file held in memory) */
   inline?: number;
+  /** a folder made in the mount, to create on the server (pending-folders.ts); `tmp` is empty */
+  dir?: boolean;
 }
 
 /** An entry read back; `data`: the bytes an inline entry carries. */
