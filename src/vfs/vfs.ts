@@ -602,7 +602,7 @@ export class Vfs {
     const ms = Math.floor(mtimeMs / 1000) * 1000;
     if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return true;
     if (loc.readOnly) return false;
-    s.setTime(ms);
+    this.wb.setTime(s, ms);
     if (s.writers === 0) this.wb.scheduleAfterClose(s);
     return true;
   }
@@ -617,7 +617,7 @@ export class Vfs {
     if (s) {
       if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return;
       writable(loc);
-      s.setTime(ms);
+      this.wb.setTime(s, ms);
       if (s.writers === 0) this.wb.scheduleAfterClose(s);
       return;
     }
@@ -636,7 +636,7 @@ export class Vfs {
       false,
       (dest) => this.reader.downloadWhole(remote, dest),
     );
-    st.setTime(ms);
+    this.wb.setTime(st, ms);
     if (st.writers === 0) this.wb.scheduleAfterClose(st);
   }
 

@@ -272,6 +272,13 @@ export class WriteBack {
     this.streams.wrote(s, pos);
   }
 
+  /** utimens: the file's new modification time (its journal entry amended, see FileJournal.timeChanged) */
+  setTime(s: FileState, mtimeMs: number): void {
+    const before = s.version;
+    s.setTime(mtimeMs);
+    this.journal.timeChanged(s, before);
+  }
+
   async truncate(s: FileState, size: number): Promise<void> {
     await s.ready;
     this.streams.stop(s, 'truncate');
