@@ -317,6 +317,31 @@ describe('unmount, signals and crashes', () => {
     expect(await remoteExists(ctx.api, repo, '/c2/a.bin'), 'the old name of a renamed dirty file').toBe(false);
     expect(await remoteExists(ctx.api, repo, '/c2/gone.bin'), 'a dirty file deleted before the crash').toBe(false);
   });
+  it('kill -9 right after mkdir of folders (answered before the server has them): the remount creates every one, empty or not', async () => {
+    const cacheDir = path.join(scratchDir(), 'crash5-cache');
+    const mnt = path.join(scratchDir(), 'crash5-mnt');
+    await sh(`mkdir -p ${q(cacheDir)} ${q(mnt)}`);
+    const m = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const f = path.join(ctx.src, 'in-new-folder.bin');
+    await writeRandom(f, 50_000);
+    const empties = Array.from({ length: 12 }, (_, i) => `d5/e${i}/deeper`);
+    await sh(
+      [`mkdir -p ${empties.map((d) => `${q(mnt)}/${d}`).join(' ')}`, `cp ${q(f)} ${q(mnt)}/d5/e0/file.bin`].join(
+        ' && ',
+      ),
+    );
+    await m.kill9();
+    let missing = 0;
+    for (const d of empties) if ((await remoteNames(ctx.api, repo, `/${d}`)) === null) missing++;
+    console.log(`kill -9 after mkdir: ${missing} of ${empties.length} empty folders not on the server yet`);
+    expect(missing, 'some folders must still have been pending (else the test proves nothing)').toBeGreaterThan(0);
+    const again = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const un = await again.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    for (const d of empties) expect(await remoteNames(ctx.api, repo, `/${d}`), d).toEqual([]);
+    await expectRemoteFile(ctx.api, repo, '/d5/e0/file.bin', f);
+  });
+
   it('kill -9 right after existing files were overwritten, appended to and truncated: the remount uploads the new contents', async () => {
     const cacheDir = path.join(scratchDir(), 'crash3-cache');
     const mnt = path.join(scratchDir(), 'crash3-mnt');
