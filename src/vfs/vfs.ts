@@ -755,7 +755,7 @@ export class Vfs {
     const a = await this.resolve(src);
     const b = await this.resolve(dst);
     try {
-      if (a.repo !== null) await this.wb.folders.ready(a.repo, a.path);
+      if (a.repo !== null) await this.wb.folders.readyWithin(a.repo, a.path);
       if (b.repo !== null && b.path !== '/') await this.wb.folders.ready(b.repo, parentOf(b.path));
     } catch (e) {
       throw new VfsError(errnoOf(e), `a folder made here is not on the server yet: ${(e as Error).message}`, {

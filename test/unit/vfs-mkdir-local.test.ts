@@ -175,4 +175,22 @@ describe('vfs mkdir answered locally', () => {
     expect(api.content(repo, '/b/f.txt')?.toString()).toBe('moved');
     expect((await readWhole(vfs, '/b/f.txt')).toString()).toBe('moved');
   });
+
+  it('renames a folder of the server only once the empty folders made inside it are there', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putDir(repo, '/old');
+    const g = gate();
+    api.mkdirGate = g.wait;
+    expect(await answered(vfs.mkdir('/old/inner', 0o755))).toBe('answered');
+    expect(await answered(vfs.mkdir('/old/inner/deeper', 0o755))).toBe('answered');
+    const mv = vfs.rename('/old', '/new');
+    await sleep(50);
+    g.open();
+    await mv;
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.names(repo, '/')).toEqual(['new']);
+    expect(api.names(repo, '/new')).toEqual(['inner']);
+    expect(api.names(repo, '/new/inner')).toEqual(['deeper']);
+    expect(await vfs.readdir('/new/inner')).toEqual(['deeper']);
+  });
 });

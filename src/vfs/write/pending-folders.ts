@@ -12,7 +12,7 @@ import pLimit from 'p-limit';
 import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { ZERO_ID } from '../../client/types.js';
 import { permanentUploadFailure } from '../errors.js';
-import { baseOf, parentOf } from '../paths.js';
+import { baseOf, isWithin, parentOf } from '../paths.js';
 import type { Journal, RecoveredEntry } from './journal.js';
 
 interface Folder {
@@ -170,6 +170,13 @@ export class PendingFolders {
       if (p === '/') break;
     }
     for (const f of chain.reverse()) await this.start(f);
+  }
+
+  /** ready for `dir` and for every folder below it made here (before `dir` is moved on the server) */
+  async readyWithin(repo: string, dir: string): Promise<void> {
+    await this.ready(repo, dir);
+    const below = [...this.folders.values()].filter((f) => f.repo === repo && isWithin(f.path, dir));
+    for (const f of below) await this.start(f);
   }
 
   /**
