@@ -31,6 +31,8 @@ export interface MountStatus {
   cacheUsedBytes?: number;
   queue?: UploadQueueEntry[];
   pending: { path: string; size: number }[];
+  /** folders made in the mount that the server does not hold yet, and why the last attempt failed */
+  pendingFolders?: { path: string; error?: string }[];
   uploads?: { uploads: number; uploadedBytes: number; failures: number; conflicts?: number };
   disk?: { hits: number } | null;
   /** null or absent: online */
@@ -121,6 +123,13 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
       lines.push(`    ${f.state.padEnd(9)}  ${name}  ${detail}`);
     }
     if (queue.length > shown.length) lines.push(`    ... and ${queue.length - shown.length} more`);
+  }
+  if (st.pendingFolders?.length) {
+    lines.push(`  folders: ${st.pendingFolders.length} made here, not on the server yet`);
+    for (const f of st.pendingFolders.slice(0, opts.maxFiles ?? 20))
+      lines.push(`    ${f.path}${f.error ? `  (${f.error})` : ''}`);
+    if (st.pendingFolders.length > (opts.maxFiles ?? 20))
+      lines.push(`    ... and ${st.pendingFolders.length - (opts.maxFiles ?? 20)} more`);
   }
   if (st.uploads?.conflicts) {
     lines.push(

@@ -85,6 +85,16 @@ const LISTING_BYTES = 300;
 
 const key = (repo: string, dir: string) => `${repo}\u0000${dir}`;
 
+/** Folders made in the mount that the server may not hold yet (write/pending-folders.ts). */
+export interface LocalFolders {
+  /** `dir` or a folder above it is not on the server yet: its listing is what the mount holds */
+  pendingAt(repo: string, dir: string): boolean;
+  /** creations finished so far (noted when a fetch starts) */
+  readonly finishedCount: number;
+  /** folders of `dir` a listing fetched from the server may lack (not created yet, or created after `since`) */
+  dirsIn(repo: string, dir: string, since: number): DirEntry[];
+}
+
 export class MetaCache {
   readonly stats: MetaStats = { listRequests: 0, fullListings: 0, uptodate: 0, prefetched: 0, renewed: 0 };
   /** prefetches running, and those waiting, the first in walk order first */
@@ -99,6 +109,7 @@ export class MetaCache {
   private readonly changed = new Map<string, { seq: number; at: number }>();
 
   private readonly maxEntries: number;
+  private local: LocalFolders | null = null;
 
   constructor(
     private readonly api: SeafileApi,
@@ -115,6 +126,11 @@ export class MetaCache {
   ) {
     this.maxEntries = maxEntries;
     this.lru = new LRUCache({ max: maxDirs, maxSize: maxEntries, sizeCalculation: (l) => l.entries.size + 1 });
+  }
+
+  /** Folders made in the mount show in listings before the server has them. */
+  setLocalFolders(local: LocalFolders): void {
+    this.local = local;
   }
 
   /** What the cache holds now (walks every entry: for status answers, not for hot paths). */
@@ -200,7 +216,7 @@ export class MetaCache {
     const k = key(repo, dir);
     const have = this.lru.peek(k);
     if ((have && this.current(repo, dir, have)) || this.inflight.has(k)) return;
-    if (e.id === ZERO_ID && !have) {
+    if (e.id === ZERO_ID && !have && !this.local?.pendingAt(repo, dir)) {
       // known empty as of the parent's listing; the zero id lets it be renewed like any other
       this.lru.set(k, { oid: ZERO_ID, entries: new Map(), fetchedAt: seenAt });
       return;
@@ -303,8 +319,11 @@ export class MetaCache {
   }
 
   private async fetch(repo: string, dir: string, k: string, cached: Listing | undefined): Promise<Listing> {
+    const local = this.local;
+    if (local?.pendingAt(repo, dir)) return this.localListing(repo, dir, k, cached);
     const startEpoch = this.epoch.get(k) ?? 0;
     const startSeq = this.seq;
+    const startFinished = local?.finishedCount ?? 0;
     this.stats.listRequests++;
     let res: DirListing;
     try {
@@ -336,12 +355,30 @@ export class MetaCache {
     this.stats.fullListings++;
     const entries = new Map<string, DirEntry>();
     for (const e of res.entries) entries.set(e.name, slimEntry(e));
+    if (local) for (const e of local.dirsIn(repo, dir, startFinished)) if (!entries.has(e.name)) entries.set(e.name, e);
     const listing: Listing = { oid: res.oid, entries, fetchedAt: now, seq: startSeq };
     if ((this.epoch.get(k) ?? 0) !== startEpoch) {
       // a local change raced with this fetch: use the answer but do not trust it for long
       listing.fetchedAt = 0;
       listing.oid = null;
     }
+    this.lru.set(k, listing);
+    return listing;
+  }
+
+  /**
+   * The listing of a folder the server does not hold yet: only the mount
+   * knows its content (its files' states are added by the caller; its folders
+   * made here are in it since their mkdir), so it is renewed, not fetched.
+   */
+  private localListing(repo: string, dir: string, k: string, cached: Listing | undefined): Listing {
+    if (cached) {
+      cached.fetchedAt = Date.now();
+      return cached;
+    }
+    const entries = new Map<string, DirEntry>();
+    for (const e of this.local!.dirsIn(repo, dir, Infinity)) entries.set(e.name, e);
+    const listing: Listing = { oid: null, entries, fetchedAt: Date.now(), seq: this.seq };
     this.lru.set(k, listing);
     return listing;
   }

@@ -11,7 +11,7 @@ import { ZERO_ID, type AccountInfo, type DirEntry, type Library, type SeafileApi
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, statfsOf, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
-import { VfsError } from './errors.js';
+import { errnoOf, VfsError } from './errors.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
@@ -155,6 +155,7 @@ export class Vfs {
           this.xattrs.noteConflict(repo, path, copy);
           this.meta.invalidate(repo, parentOf(path));
         },
+        folderCreated: (repo) => this.hiddenDirs.changed(repo),
         folderRecreated: (repo, dir) => {
           this.meta.invalidate(repo, parentOf(dir));
           this.meta.invalidateTree(repo, dir);
@@ -162,6 +163,7 @@ export class Vfs {
       },
       opts.writeBack,
     );
+    this.meta.setLocalFolders(this.wb.folders);
     this.xattrs = new Xattrs({
       api,
       resolve: (p) => this.resolve(p),
@@ -600,7 +602,7 @@ export class Vfs {
     const ms = Math.floor(mtimeMs / 1000) * 1000;
     if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return true;
     if (loc.readOnly) return false;
-    s.setTime(ms);
+    this.wb.setTime(s, ms);
     if (s.writers === 0) this.wb.scheduleAfterClose(s);
     return true;
   }
@@ -615,7 +617,7 @@ export class Vfs {
     if (s) {
       if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return;
       writable(loc);
-      s.setTime(ms);
+      this.wb.setTime(s, ms);
       if (s.writers === 0) this.wb.scheduleAfterClose(s);
       return;
     }
@@ -634,7 +636,7 @@ export class Vfs {
       false,
       (dest) => this.reader.downloadWhole(remote, dest),
     );
-    st.setTime(ms);
+    this.wb.setTime(st, ms);
     if (st.writers === 0) this.wb.scheduleAfterClose(st);
   }
 
@@ -706,7 +708,8 @@ export class Vfs {
     const dir = parentOf(loc.path);
     const l = await this.dir(loc.repo, dir);
     if (l.entries.has(name) || this.wb.get(loc.repo, loc.path)) throw new VfsError('EEXIST', p);
-    await this.api.mkdir(loc.repo, loc.path);
+    // answered now, created on the server in the background (write/pending-folders.ts)
+    this.wb.folders.add(loc.repo, loc.path);
     this.meta.upsert(loc.repo, dir, { type: 'dir', name, id: ZERO_ID, mtime: Math.floor(Date.now() / 1000) });
     this.meta.setEmpty(loc.repo, loc.path);
   }
@@ -722,8 +725,12 @@ export class Vfs {
       throw new VfsError('ENOENT', p);
     }
     if (e.type !== 'dir') throw new VfsError('ENOTDIR', p);
+    const folders = this.wb.folders;
+    // a folder made here: its creation is waited for; one the server never took is removed here only
+    if (folders.pendingAt(loc.repo, loc.path)) await folders.ready(loc.repo, loc.path).catch(() => {});
     await this.ensureEmpty(loc.repo, loc.path);
-    await this.api.deleteDir(loc.repo, loc.path);
+    if (folders.has(loc.repo, loc.path)) await folders.drop(loc.repo, loc.path);
+    else await this.api.deleteDir(loc.repo, loc.path);
     this.meta.remove(loc.repo, parentOf(loc.path), baseOf(loc.path));
     this.meta.invalidateTree(loc.repo, loc.path);
     this.hiddenDirs.changed(loc.repo);
@@ -732,28 +739,49 @@ export class Vfs {
   /** ENOTEMPTY unless the folder is empty on the server (checked afresh) and locally. */
   private async ensureEmpty(repo: string, path: string): Promise<void> {
     if (this.wb.childrenOf(repo, path).length > 0) throw new VfsError('ENOTEMPTY', path);
+    if (this.wb.folders.childrenOf(repo, path).length > 0) throw new VfsError('ENOTEMPTY', path);
     const l = await this.meta.list(repo, path, true);
     if (l.entries.size > 0) throw new VfsError('ENOTEMPTY', path);
   }
 
   async rename(src: string, dst: string): Promise<void> {
     if (await this.hiddenDirs.rename(src, dst)) return;
+    if (this.wb.folders.size > 0) await this.foldersReady(src, dst);
     return this.renamer.rename(src, dst);
+  }
+
+  /** A rename from or into a folder made here waits until the server holds it (then it moves as any other). */
+  private async foldersReady(src: string, dst: string): Promise<void> {
+    const a = await this.resolve(src);
+    const b = await this.resolve(dst);
+    try {
+      if (a.repo !== null) await this.wb.folders.readyWithin(a.repo, a.path);
+      if (b.repo !== null && b.path !== '/') await this.wb.folders.ready(b.repo, parentOf(b.path));
+    } catch (e) {
+      throw new VfsError(errnoOf(e), `a folder made here is not on the server yet: ${(e as Error).message}`, {
+        cause: e,
+      });
+    }
   }
 
   // ---- lifecycle ----
 
   /** Upload everything pending; returns the files that could not be uploaded. */
   async drain(onStatus: (pending: { path: string; size: number }[]) => void = () => {}, timeoutMs = 0) {
+    // empty folders made here too (the files' uploads wait for theirs)
+    const folders = this.wb.folders.drain();
     const failed = await this.wb.drain(
       (list) => onStatus(list.map((s) => ({ path: s.path, size: s.size }))),
       timeoutMs,
     );
-    return failed.map((s) => ({
-      path: s.path,
-      size: s.size,
-      error: s.lastError instanceof Error ? s.lastError.message : String(s.lastError),
-    }));
+    return [
+      ...failed.map((s) => ({
+        path: s.path,
+        size: s.size,
+        error: s.lastError instanceof Error ? s.lastError.message : String(s.lastError),
+      })),
+      ...(await folders).map((f) => ({ path: f.path, size: 0, error: f.error })),
+    ];
   }
 
   pendingUploads(): { path: string; size: number }[] {
@@ -764,6 +792,7 @@ export class Vfs {
   status() {
     return {
       pending: this.pendingUploads(),
+      pendingFolders: this.wb.folders.pending(),
       reader: this.reader.stats,
       readerMemory: this.reader.memory(),
       disk: this.disk ? { ...this.disk.stats, ...this.disk.usage() } : undefined,

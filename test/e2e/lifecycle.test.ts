@@ -184,7 +184,16 @@ describe('unmount, signals and crashes', () => {
 
   it('a stalled server: callers get an error in bounded time, files written meanwhile reach the server afterwards', async () => {
     const m = await mountLibrary(ctx.server, { library: 'Life' });
-    await sh(`mkdir -p ${q(m.mnt)}/outage && ls ${q(m.mnt)}/outage`);
+    await sh(`mkdir -p ${q(m.mnt)}/outage/old && ls ${q(m.mnt)}/outage`);
+    // mkdir is answered before the server has the folder: wait until it does
+    const onServer = async (dir: string) => {
+      const t = Date.now();
+      while ((await remoteNames(ctx.api, repo, dir)) === null) {
+        if (Date.now() - t > 120_000) throw new Error(`${dir} did not reach the server in 120 s`);
+        await sleep(100);
+      }
+    };
+    await onServer('/outage/old');
     const f = path.join(ctx.src, 'outage.bin');
     await writeRandom(f, 2 * 1024 * 1024);
     const pid = ctx.server.pid;
@@ -193,14 +202,17 @@ describe('unmount, signals and crashes', () => {
       const t0 = Date.now();
       await sh(`cp ${q(f)} ${q(m.mnt)}/outage/during.bin`, { timeoutMs: 30_000 });
       const cpMs = Date.now() - t0;
+      // a new folder is the mount's at once (created on the server once it answers)
+      const mk = await sh(`mkdir ${q(m.mnt)}/outage/newdir`, { timeoutMs: 30_000 });
+      expect(mk.code).toBe(0);
       const t1 = Date.now();
-      const mk = await sh(`mkdir ${q(m.mnt)}/outage/newdir`, { allowFail: true, timeoutMs: 90_000 });
-      const mkMs = Date.now() - t1;
+      const rm = await sh(`rmdir ${q(m.mnt)}/outage/old`, { allowFail: true, timeoutMs: 90_000 });
+      const rmMs = Date.now() - t1;
       console.log(
-        `stalled server: cp (write-back) returned in ${cpMs} ms; mkdir failed after ${mkMs} ms with: ${mk.err.trim()}`,
+        `stalled server: cp (write-back) returned in ${cpMs} ms; rmdir failed after ${rmMs} ms with: ${rm.err.trim()}`,
       );
-      expect(mk.code, 'mkdir against a stalled server must fail, not hang').not.toBe(0);
-      expect(mk.err).toMatch(/timed out|Input\/output error/);
+      expect(rm.code, 'rmdir against a stalled server must fail, not hang').not.toBe(0);
+      expect(rm.err).toMatch(/timed out|Input\/output error/);
     } finally {
       process.kill(pid, 'SIGCONT');
     }
@@ -209,9 +221,10 @@ describe('unmount, signals and crashes', () => {
     expect(() => process.kill(pid, 0), 'seafs serve still running after SIGCONT').not.toThrow();
     await ctx.api.ping();
     await waitRemoteFile(ctx.api, repo, '/outage/during.bin', f, 120_000);
+    await onServer('/outage/newdir');
     const un = await m.unmount();
     expect(un.code, un.out).toBe(0);
-    // the timed-out mkdir may still land once the server resumes (its outcome was unknown): not checked
+    // the timed-out rmdir may still land once the server resumes (its outcome was unknown): not checked
   }, 300_000);
 
   it('kill -9 during a copy of 100 files, then mount again: every file whose close() returned is on the server', async () => {
@@ -316,6 +329,31 @@ describe('unmount, signals and crashes', () => {
     expect(await remoteExists(ctx.api, repo, '/c2/a.bin'), 'the old name of a renamed dirty file').toBe(false);
     expect(await remoteExists(ctx.api, repo, '/c2/gone.bin'), 'a dirty file deleted before the crash').toBe(false);
   });
+  it('kill -9 right after mkdir of folders (answered before the server has them): the remount creates every one, empty or not', async () => {
+    const cacheDir = path.join(scratchDir(), 'crash5-cache');
+    const mnt = path.join(scratchDir(), 'crash5-mnt');
+    await sh(`mkdir -p ${q(cacheDir)} ${q(mnt)}`);
+    const m = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const f = path.join(ctx.src, 'in-new-folder.bin');
+    await writeRandom(f, 50_000);
+    const empties = Array.from({ length: 12 }, (_, i) => `d5/e${i}/deeper`);
+    await sh(
+      [`mkdir -p ${empties.map((d) => `${q(mnt)}/${d}`).join(' ')}`, `cp ${q(f)} ${q(mnt)}/d5/e0/file.bin`].join(
+        ' && ',
+      ),
+    );
+    await m.kill9();
+    let missing = 0;
+    for (const d of empties) if ((await remoteNames(ctx.api, repo, `/${d}`)) === null) missing++;
+    console.log(`kill -9 after mkdir: ${missing} of ${empties.length} empty folders not on the server yet`);
+    expect(missing, 'some folders must still have been pending (else the test proves nothing)').toBeGreaterThan(0);
+    const again = await mountLibrary(ctx.server, { library: 'Life', mountpoint: mnt, cacheDir });
+    const un = await again.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    for (const d of empties) expect(await remoteNames(ctx.api, repo, `/${d}`), d).toEqual([]);
+    await expectRemoteFile(ctx.api, repo, '/d5/e0/file.bin', f);
+  });
+
   it('kill -9 right after existing files were overwritten, appended to and truncated: the remount uploads the new contents', async () => {
     const cacheDir = path.join(scratchDir(), 'crash3-cache');
     const mnt = path.join(scratchDir(), 'crash3-mnt');

@@ -65,6 +65,8 @@ export class FakeApi implements SeafileApi {
   quotaTotal = -2;
   /** awaited at the start of every upload/update (to hold uploads in tests) */
   uploadGate: (() => Promise<void>) | null = null;
+  /** awaited at the start of every mkdir (to hold folder creations in tests) */
+  mkdirGate: (() => Promise<void>) | null = null;
   /** errors thrown by the next calls of a method */
   readonly failNext = new Map<string, ApiError[]>();
   bytesServed = 0;
@@ -441,6 +443,7 @@ export class FakeApi implements SeafileApi {
   }
 
   async mkdir(repoId: string, path: string, opts?: { createParents?: boolean }): Promise<void> {
+    if (this.mkdirGate) await this.mkdirGate();
     this.hit('mkdir');
     if (opts?.createParents) {
       this.putDir(repoId, path);

@@ -31,6 +31,19 @@ describe('seafs status text', () => {
     );
   });
 
+  it('lists the folders made in the mount that the server does not hold yet, with the reason of a failed creation', () => {
+    const st = status({ pendingFolders: [{ path: '/new' }, { path: '/refused', error: 'mkdir failed (HTTP 403)' }] });
+    const lines = formatStatus(st).split('\n');
+    expect(lines).toContain('  folders: 2 made here, not on the server yet');
+    expect(lines).toContain('    /new');
+    expect(lines).toContain('    /refused  (mkdir failed (HTTP 403))');
+    expect(
+      formatStatus(status())
+        .split('\n')
+        .some((l) => l.includes('folders:')),
+    ).toBe(false);
+  });
+
   it('says when everything is on the server, with the mount, server, account, uptime, cache and memory', () => {
     const text = formatStatus(status(), { now: 1_000_000 + 3725_000 });
     expect(text.split('\n')).toEqual([

@@ -27,6 +27,7 @@ describe('vfs errno', () => {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
     api.putDir(repo, '/dir/sub');
+    api.putDir(repo, '/y');
     api.putFile(repo, '/file.txt', 'x');
     const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
     cleanups.push(cleanup);
@@ -44,11 +45,12 @@ describe('vfs errno', () => {
     await expectErrno(vfs.rename('/dir', '/dir/sub/inside'), 'EINVAL');
     await vfs.rmdir('/dir/sub');
     await vfs.rmdir('/dir');
-    expect(api.names(repo, '/')).toEqual(['file.txt']);
-    // a server failure is EIO, a refusal EACCES
-    api.failNext.set('mkdir', [apiError('server', 500, 'mkdir'), apiError('forbidden', 403, 'mkdir')]);
-    await expectErrno(vfs.mkdir('/x', 0o755), 'EIO');
-    await expectErrno(vfs.mkdir('/x', 0o755), 'EACCES');
+    expect(api.names(repo, '/').sort()).toEqual(['file.txt', 'y']);
+    // a server failure is EIO, a refusal EACCES (mkdir answers at once: a folder's creation
+    // fails on the server for the fsync of a file inside it, test/unit/vfs-mkdir-local.test.ts)
+    api.failNext.set('deleteDir', [apiError('server', 500, 'deleteDir'), apiError('forbidden', 403, 'deleteDir')]);
+    await expectErrno(vfs.rmdir('/y'), 'EIO');
+    await expectErrno(vfs.rmdir('/y'), 'EACCES');
   });
 
   it('refuses writes with EROFS on a read-only mount and on an r library', async () => {

@@ -146,6 +146,48 @@ describe('journal segments', () => {
     for (const e of got) expect(e.data!.equals(live.get(e.id)!), e.id).toBe(true);
   });
 
+  it('a new time of an entry is a small record after it: the bytes are written once and come back with the time', async () => {
+    const dir = await freshDir();
+    const j = new Journal(dir, false);
+    await j.init();
+    await j.write({ ...entry('t'), mtime: 1000 }, bytes(60, 50_000));
+    const before = (await readFile(join(dir, (await segmentFiles(dir))[0]))).length;
+    expect(j.touch('t', 7_000_000)).toBe(true);
+    const after = (await readFile(join(dir, (await segmentFiles(dir))[0]))).length;
+    expect(after - before).toBeLessThan(200);
+    // no live entry: nothing to amend (the caller writes the whole entry)
+    expect(j.touch('absent', 1)).toBe(false);
+    j.close();
+    const got = await new Journal(dir, false).orphans();
+    expect(got).toHaveLength(1);
+    expect(got[0].mtime).toBe(7_000_000);
+    expect(got[0].data!.equals(bytes(60, 50_000))).toBe(true);
+  });
+
+  it('a time record is copied forward with its entry when segments fill up, and dies with it', async () => {
+    const dir = await freshDir();
+    const j = new Journal(dir, false, 4096);
+    await j.init();
+    await j.write({ ...entry('keep'), mtime: 1000 }, bytes(61, 300));
+    expect(j.touch('keep', 5_000_000)).toBe(true);
+    await j.write({ ...entry('gone'), mtime: 1000 }, bytes(62, 300));
+    expect(j.touch('gone', 6_000_000)).toBe(true);
+    await j.remove('gone');
+    const first = (await segmentFiles(dir))[0];
+    // the first segment fills up and then holds little that is live ('keep')
+    for (let i = 0; i < 8; i++) await j.write(entry(`a${i}`), bytes(100 + i, 500));
+    for (let i = 0; i < 8; i++) await j.remove(`a${i}`);
+    // the next one fills up: the first one's live records are copied forward and it goes
+    for (let i = 0; i < 8; i++) await j.write(entry(`b${i}`), bytes(200 + i, 500));
+    await expect.poll(async () => (await segmentFiles(dir)).includes(first)).toBe(false);
+    j.close();
+    const got = await new Journal(dir, false).orphans();
+    expect(got.map((e) => e.id).sort()).toEqual(['b0', 'b1', 'b2', 'b3', 'b4', 'b5', 'b6', 'b7', 'keep']);
+    const keep = got.find((e) => e.id === 'keep')!;
+    expect(keep.mtime).toBe(5_000_000);
+    expect(keep.data!.equals(bytes(61, 300))).toBe(true);
+  });
+
   it('segments of a journal still in use in this process are not taken as leftovers', async () => {
     const dir = await freshDir();
     const j = new Journal(dir, false);

@@ -4,6 +4,8 @@
 // 10 s as libfuse 2 passes them) and folders change nothing; a write after
 // the time was set makes the time the write's again.
 import { constants as FC } from 'node:fs';
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, gate, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
@@ -97,6 +99,35 @@ describe('modification times', () => {
     expect(api.calls.uploadMany).toBe(4);
     expect(api.calls.upload ?? 0).toBe(0);
     expect(vfs.wb.stats.uploads).toBe(7);
+  });
+
+  it('a time set after close (tar x) is journaled without the bytes again, and a mount that died uploads the file with it', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    const g = gate();
+    api.uploadGate = g.wait;
+    const first = await makeVfs(api, { library: 'lib' });
+    cleanups.push(first.cleanup);
+    const data = Buffer.alloc(40_000, 5);
+    await writeWhole(first.vfs, '/t.dat', data);
+    const journal = join(first.cacheDir, 'journal');
+    const size = async () => {
+      let n = 0;
+      for (const f of await readdir(journal)) n += (await stat(join(journal, f))).size;
+      return n;
+    };
+    const closed = await size();
+    await first.vfs.utimens('/t.dat', T1);
+    // one copy of the bytes in the journal, not two
+    expect((await size()) - closed).toBeLessThan(1000);
+    first.vfs.close(); // dies with the upload held
+    api.uploadGate = null;
+    const second = await makeVfs(api, { library: 'lib', cacheDir: first.cacheDir });
+    cleanups.push(second.cleanup);
+    expect(await second.vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/t.dat')!.equals(data)).toBe(true);
+    expect((api.nodeAt(repo, '/t.dat') as { mtime: number }).mtime).toBe(T1 / 1000);
+    g.open();
   });
 
   it('utimens of a missing file is ENOENT', async () => {

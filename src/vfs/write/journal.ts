@@ -47,6 +47,8 @@ export interface JournalEntry {
   mtime?: number;
   /** the content follows the JSON line: this many bytes (a file held in memory) */
   inline?: number;
+  /** a folder made in the mount, to create on the server (pending-folders.ts); `tmp` is empty */
+  dir?: boolean;
 }
 
 /** An entry read back; `data`: the bytes an inline entry carries. */
@@ -74,7 +76,8 @@ const appending = new Set<string>();
 class Segment {
   size = 0;
   liveBytes = 0;
-  readonly live = new Map<string, { off: number; len: number }>();
+  /** `time`: a time record appended after the put (copied forward with it) */
+  readonly live = new Map<string, { off: number; len: number; time?: Buffer }>();
   /** fdatasync calls in flight on `fd` (it is closed only after them) */
   syncing = 0;
   /** the segment its live records are being copied to (synced before this one is removed) */
@@ -95,14 +98,17 @@ class Segment {
   }
 }
 
+/** a record read back: an entry, its removal, or a new modification time of an entry */
+export type SegmentRecord = { put: RecoveredEntry } | { del: string } | { time: string; mtime: number };
+
 /** Records of one segment file's bytes, in order, up to the first one that is not whole. */
-export function parseSegment(raw: Buffer): ({ put: RecoveredEntry } | { del: string })[] {
-  const out: ({ put: RecoveredEntry } | { del: string })[] = [];
+export function parseSegment(raw: Buffer): SegmentRecord[] {
+  const out: SegmentRecord[] = [];
   let pos = 0;
   while (pos < raw.length) {
     const nl = raw.indexOf(10, pos);
     if (nl < 0) break;
-    let line: (PutLine & { del?: undefined }) | { del: string };
+    let line: PutLine & { del?: string; time?: string };
     try {
       line = JSON.parse(raw.subarray(pos, nl).toString('utf8'));
     } catch {
@@ -114,7 +120,12 @@ export function parseSegment(raw: Buffer): ({ put: RecoveredEntry } | { del: str
       out.push({ del: line.del });
       continue;
     }
-    const { crc, ...e } = line as PutLine;
+    if (typeof line.time === 'string') {
+      if (typeof line.mtime !== 'number') break;
+      out.push({ time: line.time, mtime: line.mtime });
+      continue;
+    }
+    const { crc, ...e } = line;
     if (typeof e.id !== 'string') break;
     if (e.inline !== undefined) {
       if (!(e.inline >= 0) || pos + e.inline > raw.length) break;
@@ -161,7 +172,8 @@ export class Journal {
   private open(): Segment {
     const name = `seg-${String(Date.now()).padStart(14, '0')}-${process.pid}-${++this.seq}.log`;
     const path = join(this.dir, name);
-    const seg = new Segment(path, openSync(path, 'wx'));
+    // read too: the live records of a segment that holds little are copied forward (leave)
+    const seg = new Segment(path, openSync(path, 'wx+'));
     appending.add(path);
     return seg;
   }
@@ -262,6 +274,27 @@ export class Journal {
     return seg;
   }
 
+  /**
+   * A new modification time of the live entry `id` (tar sets it after the
+   * bytes): a small record after its put in the same segment, instead of
+   * the whole entry again with its bytes. Not synced: a time is not worth
+   * a sync (as close() of a file in memory). False when there is no live
+   * entry to amend (write the entry instead).
+   */
+  touch(id: string, mtime: number): boolean {
+    const seg = this.where.get(id);
+    const at = seg?.live.get(id);
+    if (!seg || !at || seg.size === Infinity || this.closed) return false;
+    const rec = Buffer.from(JSON.stringify({ time: id, mtime }) + '\n');
+    try {
+      this.append(seg, [rec]);
+    } catch {
+      return false;
+    }
+    at.time = rec;
+    return true;
+  }
+
   private sync(seg: Segment): Promise<void> {
     seg.syncing++;
     return new Promise<void>((resolve, reject) =>
@@ -308,7 +341,12 @@ export class Journal {
         for (const [id, r] of [...o.live]) {
           const buf = Buffer.allocUnsafe(r.len);
           readSync(o.fd, buf, 0, r.len, r.off);
+          const time = r.time;
           this.place(id, next, this.append(next, [buf]));
+          if (time) {
+            this.append(next, [time]);
+            next.live.get(id)!.time = time;
+          }
         }
       }
     } catch {
@@ -404,6 +442,7 @@ export class Journal {
       this.adopted.segments.set(n, new Map());
       for (const r of parseSegment(raw)) {
         if ('del' in r) latest.delete(r.del);
+        else if ('time' in r) applyTime(latest.get(r.time)?.e, r.mtime);
         else latest.set(r.put.id, { e: r.put, seg: n, rec: null });
       }
     }
@@ -452,11 +491,17 @@ export class Journal {
       const raw = await readFile(join(this.dir, n)).catch(() => Buffer.alloc(0));
       for (const r of parseSegment(raw)) {
         if ('del' in r) live.delete(r.del);
+        else if ('time' in r) applyTime(live.get(r.time), r.mtime);
         else live.set(r.put.id, r.put);
       }
     }
     return [...live.values()];
   }
+}
+
+/** a time record read back changes the entry written before it (none: its put was not whole, or removed) */
+function applyTime(e: RecoveredEntry | undefined, mtime: number): void {
+  if (e) e.mtime = mtime;
 }
 
 /** the record of an entry read back (to write it again as it was) */
@@ -563,6 +608,20 @@ export class FileJournal {
     b.at = stateKey(s.repo, s.path);
     b.inline = data ? s.version : null;
     return true;
+  }
+
+  /**
+   * The file's time was set (utimens, after `before`, its version until
+   * then): an entry that is otherwise current is amended with a time record
+   * rather than written again with its bytes (tar sets every file's time
+   * after its bytes). Otherwise nothing: the next persist writes the time.
+   */
+  timeChanged(s: FileState, before: number): void {
+    const b = this.books.get(s);
+    if (!b || b.busy > 0 || s.spilling || s.deleted || b.at !== stateKey(s.repo, s.path)) return;
+    if (s.mem !== null ? b.inline !== before : b.inline !== null) return;
+    if (!this.journal.touch(s.id, s.mtime)) return;
+    if (s.mem !== null) b.inline = s.version;
   }
 
   /** start journaling early, without waiting (errors surface at flush) */

@@ -146,6 +146,8 @@ export class Streams {
     private readonly log: (msg: string) => void,
     private readonly threshold: number,
     private readonly max: number,
+    /** resolves once a folder made in the mount is on the server */
+    private readonly folderReady: (repo: string, dir: string) => Promise<void> = async () => {},
   ) {
     this.start = start;
   }
@@ -177,6 +179,7 @@ export class Streams {
     const kind = s.uploadKind(path);
     const start = this.start;
     const opening = (async () => {
+      await this.folderReady(repo, dir);
       const link = await this.links.get(kind, repo, dir);
       const leading: [string, string][] =
         kind === 'update'

@@ -14,6 +14,8 @@ export interface WriteBackHooks {
   onUploaded(s: FileState, res: UploadResult, repo: string, path: string): void;
   /** the local version of the file at `path` was saved as `copy` (the server's version keeps `path`) */
   onConflict?(repo: string, path: string, copy: string): void;
+  /** a folder made in the mount is on the server now (pending-folders.ts) */
+  folderCreated?(repo: string, path: string): void;
   /** a folder deleted on the server was created again to hold a file */
   folderRecreated?(repo: string, dir: string): void;
   /** the server is unreachable: uploads wait until it is back (retryNow) instead of spending attempts */

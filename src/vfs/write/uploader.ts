@@ -39,6 +39,8 @@ export class Uploader {
     private readonly stats: WriteStats,
     private readonly hooks: WriteBackHooks,
     private readonly check: VersionCheck,
+    /** resolves once the folder (made in the mount, maybe not on the server yet) is there; throws why not */
+    private readonly folderReady: (repo: string, dir: string) => Promise<void> = async () => {},
   ) {}
 
   /** whether several files can go in one POST */
@@ -64,6 +66,7 @@ export class Uploader {
    * version is saved beside it as a conflict copy, and `landed` names it.
    */
   async once(s: FileState, repo: string, path: string): Promise<UploadResult> {
+    await this.folderReady(repo, parentOf(path));
     const v = await this.check.verdict(s, repo, path);
     const checked = Date.now();
     const res = await this.afterCheck(s, repo, path, v);
@@ -209,6 +212,13 @@ export class Uploader {
         else ok.push(s);
       }
       if (ok.length === 0) return;
+      try {
+        await this.folderReady(repo, dir);
+      } catch {
+        // its creation failed again: each file's own upload fails with that error (and is retried)
+        rest.push(...ok);
+        return;
+      }
       let checkedAt = Date.now();
       try {
         // the batch replaces nothing: a name the server holds now goes on its own (conflict check);

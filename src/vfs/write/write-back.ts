@@ -17,6 +17,7 @@ import { FileState, stateKey } from './file-state.js';
 import { FileJournal, type Journal } from './journal.js';
 import { LocalData } from './local-data.js';
 import { Streams } from './streaming.js';
+import { PendingFolders } from './pending-folders.js';
 import { newWriteStats, type WriteBackHooks, type WriteBackOptions } from './types.js';
 import { UploadQueue } from './upload-queue.js';
 import { Uploader } from './uploader.js';
@@ -38,6 +39,8 @@ export class WriteBack {
   private readonly queue: UploadQueue;
   /** the conflict check's listings */
   readonly check: VersionCheck;
+  /** folders made here that the server does not hold yet */
+  readonly folders: PendingFolders;
 
   constructor(
     api: SeafileApi,
@@ -47,6 +50,14 @@ export class WriteBack {
     opts: WriteBackOptions = {},
   ) {
     this.journal = new FileJournal(journal, (s) => this.data.bytes(s));
+    this.folders = new PendingFolders(
+      api,
+      journal,
+      hooks.log,
+      (repo, path) => hooks.folderCreated?.(repo, path),
+      opts.retryBaseMs ?? 1000,
+    );
+    const folderReady = (repo: string, dir: string) => this.folders.ready(repo, dir);
     const links = new TransferLinks(api, opts.linkTtlMs ?? 50 * 60 * 1000, () => this.stats.linkRequests++);
     const threshold = opts.streamThresholdBytes ?? 8 * 1024 * 1024;
     // a file in memory never streams: it spills before it could reach the streaming threshold
@@ -57,9 +68,27 @@ export class WriteBack {
       },
       (s) => this.journal.moved(s),
     );
-    this.streams = new Streams(api.startUploadStream, links, this.stats, hooks.log, threshold, opts.maxStreams ?? 4);
+    this.streams = new Streams(
+      api.startUploadStream,
+      links,
+      this.stats,
+      hooks.log,
+      threshold,
+      opts.maxStreams ?? 4,
+      folderReady,
+    );
     this.check = new VersionCheck(api);
-    const uploader = new Uploader(api, links, this.streams, this.journal, this.data, this.stats, hooks, this.check);
+    const uploader = new Uploader(
+      api,
+      links,
+      this.streams,
+      this.journal,
+      this.data,
+      this.stats,
+      hooks,
+      this.check,
+      folderReady,
+    );
     const table = {
       all: () => this.states.values(),
       pending: () => this.pending(),
@@ -93,6 +122,7 @@ export class WriteBack {
 
   close(): void {
     this.queue.close();
+    this.folders.close();
     this.journal.journal.close();
   }
 
@@ -240,6 +270,13 @@ export class WriteBack {
     s.markDirty();
     if (!this.journal.journaled(s)) this.journal.persistSoon(s);
     this.streams.wrote(s, pos);
+  }
+
+  /** utimens: the file's new modification time (its journal entry amended, see FileJournal.timeChanged) */
+  setTime(s: FileState, mtimeMs: number): void {
+    const before = s.version;
+    s.setTime(mtimeMs);
+    this.journal.timeChanged(s, before);
   }
 
   async truncate(s: FileState, size: number): Promise<void> {
@@ -396,8 +433,11 @@ export class WriteBack {
   /** Take over dirty files left by a mount process that died. */
   async recover(accept: (repo: string) => boolean): Promise<number> {
     let n = 0;
-    for (const e of await this.journal.journal.orphans()) {
-      if (!accept(e.repo)) continue;
+    const orphans = (await this.journal.journal.orphans()).filter((e) => accept(e.repo));
+    // folders first: the files recovered below may be inside them
+    n += this.folders.recover(orphans.filter((e) => e.dir));
+    for (const e of orphans) {
+      if (e.dir) continue;
       // a temp file that exists holds the latest content (a file in memory that moved to it after its entry)
       let size: number | null = null;
       try {
