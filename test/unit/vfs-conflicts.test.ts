@@ -191,3 +191,42 @@ describe('conflicts: a batch upload whose answer was lost', () => {
     }
   });
 });
+
+describe('conflicts: an upload whose answer was lost while the file was written again', () => {
+  it('the retry takes the stored earlier version for ours and replaces it (no conflict copy)', async () => {
+    // seen with scripts/soak-faults (seed 20): tar x made a file, cp overwrote it while its
+    // upload was on its way, the answer was lost; the retry met the earlier version (another
+    // size) and saved the new one as a conflict copy
+    for (const batch of [true, false]) {
+      const api = batch ? new FakeApi().offerUploadBatch() : new FakeApi();
+      const repo = api.addLibrary('lib');
+      const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 0 } });
+      try {
+        let open!: () => void;
+        const gate = new Promise<void>((r) => (open = r));
+        let lost = 0;
+        const wrap =
+          <A extends unknown[], R>(real: (...a: A) => Promise<R>) =>
+          async (...args: A): Promise<R> => {
+            if (lost++ > 0) return real(...args);
+            await gate;
+            await real(...args);
+            throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
+          };
+        if (batch) api.uploadBatch = wrap(api.uploadMany);
+        else api.upload = wrap(api.upload.bind(api));
+        await writeWhole(m.vfs, '/f.txt', 'first version\n');
+        for (let i = 0; i < 100 && lost === 0; i++) await new Promise((r) => setTimeout(r, 10));
+        expect(lost, 'the first upload started').toBe(1);
+        await writeWhole(m.vfs, '/f.txt', 'the second version, longer than the first\n');
+        open();
+        expect(await m.vfs.drain()).toEqual([]);
+        expect(api.names(repo, '/')).toEqual(['f.txt']);
+        expect(api.content(repo, '/f.txt')!.toString()).toBe('the second version, longer than the first\n');
+        expect(m.vfs.wb.stats.conflicts).toBe(0);
+      } finally {
+        await m.cleanup();
+      }
+    }
+  });
+});

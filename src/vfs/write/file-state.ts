@@ -19,6 +19,16 @@ export type LinkKind = 'upload' | 'update';
 /** the table key of a file */
 export const stateKey = (repo: string, path: string): string => `${repo}\u0000${path}`;
 
+/** one upload attempt: when it began, and the size and modification time (ms) it sent */
+export interface Attempt {
+  since: number;
+  size: number;
+  mtime: number;
+}
+
+/** attempts in doubt kept per file (a flaky link can lose several answers in a row) */
+const MAX_UNSURE = 8;
+
 export class FileState {
   repo: string;
   path: string;
@@ -48,12 +58,12 @@ export class FileState {
   /** when the last upload of this file ended (ms; 0: none yet) */
   uploadedAt = 0;
   /**
-   * Since when an attempt may have landed without the mount hearing of it (its
-   * answer was lost, or the mount died after sending it); null: none. The
-   * conflict check then takes a server file of the same size, written since
-   * then, for ours.
+   * Attempts that may have landed without the mount hearing of it (their answer
+   * was lost, or the mount died after sending): when each began and the size
+   * and time it sent. The conflict check takes a server file matching one of
+   * them for ours, also after the file was written again meanwhile.
    */
-  maybeLandedSince: number | null = null;
+  maybeLanded: Attempt[] = [];
 
   private _dirty = false;
   private _version = 0;
@@ -175,7 +185,7 @@ export class FileState {
     this.remotePath = path;
     this.baseId = id || null;
     this.uploadedAt = Date.now();
-    this.maybeLandedSince = null;
+    this.maybeLanded = [];
     this._uploadedVersion = Math.max(this._uploadedVersion, v);
     this._lastError = null;
     this._failures = 0;
@@ -183,16 +193,24 @@ export class FileState {
     return !this._dirty;
   }
 
-  /** `unsureSince`: when the attempt began, if the server may have done the work (the answer was lost) */
-  failed(e: unknown, unsureSince?: number): void {
+  /** `unsure`: the attempt, if the server may have done the work (the answer was lost) */
+  failed(e: unknown, unsure?: Attempt): void {
     this._failures++;
     this._lastError = e;
-    if (unsureSince !== undefined) this.unsure(unsureSince);
+    if (unsure) this.unsure(unsure);
   }
 
-  /** an attempt begun at `since` may have landed */
-  unsure(since: number): void {
-    this.maybeLandedSince = Math.min(this.maybeLandedSince ?? since, since);
+  /** what an upload starting now sends (its size and time; the bytes are the temp file's) */
+  attempt(): Attempt {
+    return { since: Date.now(), size: this.size, mtime: this.mtime };
+  }
+
+  /** The attempt may have landed. The same content twice keeps the earlier start; the newest few are kept. */
+  unsure(a: Attempt): void {
+    const same = this.maybeLanded.find((x) => x.size === a.size && x.mtime === a.mtime);
+    if (same) same.since = Math.min(same.since, a.since);
+    else this.maybeLanded.push({ ...a });
+    if (this.maybeLanded.length > MAX_UNSURE) this.maybeLanded.shift();
   }
 
   /** a new round of attempts (the count of failures starts again) */

@@ -256,7 +256,7 @@ export class Streams {
       st.dead ??= e;
       // the whole body went out: the server may have stored it although its answer was
       // lost, and the next attempt's conflict check must take that file for ours
-      if (mayHaveLanded(e)) s.unsure(st.began);
+      if (mayHaveLanded(e)) s.unsure({ since: st.began, size: st.claimed, mtime: s.mtime });
       this.drop(s, st);
       return null;
     }

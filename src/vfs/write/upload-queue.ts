@@ -202,7 +202,7 @@ export class UploadQueue {
         if (!s.dirty || s.deleted || s.hold) return;
         const v = s.version;
         const { repo, path } = s;
-        const began = Date.now();
+        const began = s.attempt();
         try {
           await this.journal.persist(s);
           const res = await this.uploader.once(s, repo, path);
@@ -216,14 +216,18 @@ export class UploadQueue {
           retry = s.dirty && s.writers === 0;
         } catch (e) {
           if (s.deleted) return;
+          // the server may hold what was sent: the content at the start, or (written meanwhile) now
+          const unsure = mayHaveLanded(e);
+          if (unsure && s.version !== v) s.unsure(s.attempt());
           if (s.version !== v && !permanentUploadFailure(e)) {
+            if (unsure) s.unsure(began);
             // the file changed under the upload (a truncate shrank the temp file): no failure to
             // report at close, just upload the new version
             this.log(`upload of ${path} interrupted by a change of the file; uploading it again`);
             retry = s.writers === 0;
             return;
           }
-          s.failed(e, mayHaveLanded(e) ? began : undefined);
+          s.failed(e, unsure ? began : undefined);
           this.stats.failures++;
           // offline: the mount said so once, and retries the upload when the server is back
           if (unreachable(e) && this.o.offline()) return;

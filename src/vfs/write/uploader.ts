@@ -266,7 +266,7 @@ export class Uploader {
     const rest: FileState[] = [];
     const versions = ok.map((s) => s.version);
     const paths = ok.map((s) => s.path);
-    const began = Date.now();
+    const began = ok.map((s) => s.attempt());
     try {
       await Promise.all(ok.map((s) => this.journal.persist(s)));
       const files = ok.map((s) => this.part(s, baseOf(s.path)));
@@ -292,7 +292,7 @@ export class Uploader {
           `batch upload of ${ok.length} files to ${dir} failed, uploading them one by one: ${(e as Error).message}`,
         );
       // the POST may have stored them although its answer was lost: the conflict check must know
-      if (mayHaveLanded(e)) for (const s of ok) s.unsure(began);
+      if (mayHaveLanded(e)) ok.forEach((s, i) => s.unsure(began[i]));
       rest.push(...ok);
     }
     return rest;

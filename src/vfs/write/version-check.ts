@@ -87,11 +87,12 @@ function isOurs(s: FileState, path: string, e: DirEntry): boolean {
     return true;
   }
   // an earlier attempt of ours that landed although its answer was lost (or the
-  // mount died before it could note it): same size, and the modification time we
-  // sent (last_modify) or one the server gave it since that attempt began (a
-  // minute's leeway for the server's clock)
-  if (s.maybeLandedSince === null || e.size !== s.size) return false;
-  return (
-    e.mtime === Math.floor(s.mtime / 1000) || e.mtime >= Math.floor(s.maybeLandedSince / 1000) - LANDED_CLOCK_SLACK_S
+  // mount died before it could note it), maybe of content written over since:
+  // its size, and the modification time it sent (last_modify) or one the server
+  // gave it since that attempt began (a minute's leeway for the server's clock)
+  return s.maybeLanded.some(
+    (a) =>
+      e.size === a.size &&
+      (e.mtime === Math.floor(a.mtime / 1000) || e.mtime >= Math.floor(a.since / 1000) - LANDED_CLOCK_SLACK_S),
   );
 }

@@ -457,7 +457,7 @@ export class WriteBack {
       s.baseId = e.base ?? null;
       s.remotePath = e.remote ?? null;
       if (e.mtime) s.mtime = e.mtime;
-      s.unsure(e.at); // the mount may have died after the upload, before noting it
+      s.unsure({ since: e.at, size: s.size, mtime: s.mtime }); // the mount may have died after the upload, before noting it
       if (size !== null) s.fh = await open(e.tmp, 'r+');
       this.states.set(stateKey(e.repo, e.path), s);
       await this.journal.persist(s);
