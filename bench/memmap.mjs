@@ -2,17 +2,29 @@
 // Where a seafs mount's resident memory goes: mounts the local server (foreground, with MALLOC_ARENA_MAX=2 as a
 // --daemon mount gets it), optionally reads then writes a file through it, and prints the mount process's
 // resident set by kind of mapping (/proc/PID/smaps) beside V8's own count (`seafs status --json`).
-// Usage: node bench/memmap.mjs OUTDIR [MiB]   (MiB > 0: read a MiB file, then write one, before the last sample)
+// Usage: node bench/memmap.mjs OUTDIR [MiB [read,write]]   (MiB > 0: read a MiB file, then write one, sampling
+// after each; the third argument picks the jobs)
 // MEMMAP_NODE='--flag ...' puts node flags on the mount's command line (variants measured side by side).
 import { mkdirSync, readFileSync, realpathSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mountArgs, startServer, seed } from './lib/server.mjs';
 import { randomFile } from './lib/dataset.mjs';
-import { run, spawnBackground, waitFor, isMounted, lazyUnmount, cleanupAll, trackMount, sleep } from './lib/proc.mjs';
+import {
+  run,
+  spawnBackground,
+  waitFor,
+  isMounted,
+  lazyUnmount,
+  cleanupAll,
+  trackMount,
+  sleep,
+  cpuSeconds,
+} from './lib/proc.mjs';
 
 const out = resolve(process.argv[2] ?? 'bench-memmap');
 const mib = Number(process.argv[3] ?? 0);
+const jobs = (process.argv[4] ?? 'read,write').split(',');
 const nodeFlags = (process.env.MEMMAP_NODE ?? '').split(' ').filter(Boolean);
 const cli = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const log = (s) => process.stderr.write(`[memmap] ${s}\n`);
@@ -29,7 +41,11 @@ export function residentByKind(pid) {
     if (!cur) return;
     let kind;
     if (cur.path === node)
-      kind = cur.perms.includes('x') ? 'node binary: text' : cur.perms.includes('w') ? 'node binary: data' : 'node binary: read-only data';
+      kind = cur.perms.includes('x')
+        ? 'node binary: text'
+        : cur.perms.includes('w')
+          ? 'node binary: data'
+          : 'node binary: read-only data';
     else if (cur.path === '[heap]') kind = 'brk heap (malloc main arena)';
     else if (cur.path === '[stack]') kind = 'main thread stack';
     else if (cur.path.startsWith('/')) kind = cur.path.endsWith('.node') ? 'native addons (.node)' : 'shared libraries';
@@ -53,11 +69,33 @@ export function residentByKind(pid) {
   return kinds;
 }
 
-function sample(pid, label, st) {
-  const kinds = residentByKind(pid);
+/** Runs `job` while sampling `pid`'s mappings every 200 ms; returns its result and the sample with the largest total. */
+async function watched(pid, job) {
+  let top = null;
+  const take = () => {
+    try {
+      const kinds = residentByKind(pid);
+      const total = [...kinds.values()].reduce((a, b) => a + b, 0);
+      if (!top || total > top.total) top = { kinds, total };
+    } catch {
+      // the process is gone
+    }
+  };
+  const timer = setInterval(take, 200);
+  try {
+    return { result: await job(), top };
+  } finally {
+    clearInterval(timer);
+    take();
+  }
+}
+
+function sample(pid, label, st, kinds = residentByKind(pid)) {
   const total = [...kinds.values()].reduce((a, b) => a + b, 0);
   const hwm = Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))[1]);
-  process.stdout.write(`\n== ${label}: RSS ${MiB(total)} MiB (peak ${MiB(hwm)} MiB)\n`);
+  process.stdout.write(
+    `\n== ${label}: RSS ${MiB(total)} MiB (peak ${MiB(hwm)} MiB, CPU ${cpuSeconds(pid).toFixed(2)} s)\n`,
+  );
   for (const [k, kb] of [...kinds].sort((a, b) => b[1] - a[1]))
     process.stdout.write(`  ${MiB(kb).padStart(6)} MiB  ${k}\n`);
   if (st?.memory) {
@@ -87,13 +125,25 @@ try {
     { env, logFile: join(out, 'mount.log') },
   );
   await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the mount' });
-  const status = async () => JSON.parse((await run(process.execPath, [cli, 'status', '--json', mnt], { env })).stdout)[0];
+  const status = async () =>
+    JSON.parse((await run(process.execPath, [cli, 'status', '--json', mnt], { env })).stdout)[0];
   await sleep(3000);
   sample(child.pid, 'idle, 3 s after mounting', await status());
-  if (mib > 0) {
-    const r = await run('dd', [`if=${join(mnt, 'big.bin')}`, 'of=/dev/null', 'bs=1M']);
+  if (mib > 0 && jobs.includes('read')) {
+    const { result: r, top } = await watched(child.pid, () =>
+      run('dd', [`if=${join(mnt, 'big.bin')}`, 'of=/dev/null', 'bs=1M']),
+    );
+    sample(child.pid, `largest sample while reading ${mib} MiB`, null, top.kinds);
     sample(child.pid, `after reading ${mib} MiB (${(r.ms / 1000).toFixed(1)} s)`, await status());
-    const w = await run('dd', [`if=${src}`, `of=${join(mnt, 'w.bin')}`, 'bs=1M', 'conv=fsync']);
+  }
+  if (mib > 0 && jobs.includes('write')) {
+    // the write's clock stops when the file is on the server: uploads still under way hold memory too
+    const { result: w, top } = await watched(child.pid, async () => {
+      const r = await run('dd', [`if=${src}`, `of=${join(mnt, 'w.bin')}`, 'bs=1M', 'conv=fsync']);
+      await waitFor(async () => (await status()).queue.length === 0, { timeoutMs: 600_000, what: 'the upload' });
+      return r;
+    });
+    sample(child.pid, `largest sample while writing ${mib} MiB and uploading it`, null, top.kinds);
     sample(child.pid, `after writing ${mib} MiB (${(w.ms / 1000).toFixed(1)} s)`, await status());
   }
   await run(process.execPath, [cli, 'unmount', mnt], { env, timeoutMs: 600_000 });
