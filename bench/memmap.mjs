@@ -4,8 +4,9 @@
 // resident set by kind of mapping (/proc/PID/smaps) beside V8's own count (`seafs status --json`).
 // Usage: node bench/memmap.mjs OUTDIR [MiB [read,write]]   (MiB > 0: read a MiB file, then write one, sampling
 // after each; the third argument picks the jobs)
+// The source file stays in OUTDIR for the next run; the server's data and the cache are removed.
 // MEMMAP_NODE='--flag ...' puts node flags on the mount's command line (variants measured side by side).
-import { mkdirSync, readFileSync, realpathSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mountArgs, startServer, seed } from './lib/server.mjs';
@@ -150,6 +151,8 @@ try {
   await waitFor(() => child.exitCode !== null, { timeoutMs: 60_000, what: 'the mount to exit' });
   lazyUnmount(mnt);
   await server.stop();
+  // the library and the cache hold a copy or two of the file: only the logs are worth keeping
+  for (const d of [server.dataDir, join(out, 'cache')]) rmSync(d, { recursive: true, force: true });
 } catch (err) {
   log(`failed: ${err.stack}`);
   process.exitCode = 1;
