@@ -119,7 +119,11 @@ try {
   const mnt = join(out, 'mnt');
   mkdirSync(mnt, { recursive: true });
   trackMount(mnt);
-  const env = { SEAFS_PASSWORD: server.user.password, SEAFS_RUNTIME_DIR: join(out, 'run'), MALLOC_ARENA_MAX: '2' };
+  const env = {
+    SEAFS_PASSWORD: server.user.password,
+    SEAFS_RUNTIME_DIR: join(out, 'run'),
+    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
+  };
   const child = spawnBackground(
     process.execPath,
     [...nodeFlags, ...mountArgs(cli, server, mnt, '--cache-dir', join(out, 'cache'))],
