@@ -149,7 +149,9 @@ const SETTINGS = {
 function applies(metric, contender) {
   if (metric.notFor?.includes(contender)) return false;
   if (contender === 'http')
-    return !['ls_warm', 'find_warm', 'rss_read', 'rss_write'].includes(metric.id) && metric.job !== 'remount';
+    return (
+      !['ls_warm', 'find_warm', 'rss_read', 'rss_write', 'rss_tar'].includes(metric.id) && metric.job !== 'remount'
+    );
   if (contender === 'memfs') return !metric.id.startsWith('rss_') && metric.id !== 'remount_mib';
   return true;
 }

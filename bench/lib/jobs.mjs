@@ -46,6 +46,7 @@ export function metrics(c) {
     { id: 'remount_mib', job: 'remount', label: `downloaded by that read`, unit: 'MiB', better: 'lower' },
     { id: 'rss_read', job: 'seqread', label: `peak RSS, ${big} read`, unit: 'MiB', better: 'lower' },
     { id: 'rss_write', job: 'write', label: `peak RSS, ${big} write`, unit: 'MiB', better: 'lower' },
+    { id: 'rss_tar', job: 'tar', label: `peak RSS, untar`, unit: 'MiB', better: 'lower' },
     // CPU time of the mount process (user + system, /proc/PID/stat) per GiB moved: the cost per byte
     {
       id: 'cpu_read',
@@ -148,6 +149,7 @@ export async function mountJob(job, contender, ctx) {
       const dir = `x/t-${runId}`;
       await run('cat', [fixtures.tarball], { keepStdout: false });
       mkdirSync(p(dir), { recursive: true });
+      const rss = h.pid && !h.inMemory ? rssSampler(h.pid) : null;
       try {
         const t0 = now();
         await run('tar', ['-xf', fixtures.tarball, '--no-same-owner', '-C', p(dir)], { timeoutMs: ctx.timeoutMs });
@@ -160,6 +162,7 @@ export async function mountJob(job, contender, ctx) {
         out.x_tar_extract_s = (t1 - t0) / 1000;
         out.x_tar_settle_s = (now() - t1) / 1000;
       } finally {
+        if (rss) out.rss_tar = rss.stop();
         if (!h.inMemory) await server.api.deletePath(server.repo, `/${dir}`);
       }
     }

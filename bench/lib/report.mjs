@@ -153,7 +153,7 @@ export function targets({ latencyMs, metrics, results }) {
       `${fmt(r)} vs ${fmt(mem)} MB/s`,
     );
   }
-  for (const id of ['rss_read', 'rss_write']) {
+  for (const id of ['rss_read', 'rss_write', 'rss_tar']) {
     if (!byId[id]) continue;
     const s = med(id, 'seafs');
     add(`${byId[id].label} <= 150 MiB`, s == null ? null : s <= 150, `${fmt(s)} MiB`);

@@ -21,6 +21,7 @@ import { WrongLibraryPassword } from '../vfs/library-unlock.js';
 import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './mount-options.js';
 import { UserError } from './user-error.js';
+import { mountIsUp } from './mount-tuning.js';
 
 export interface MountSettings {
   url: string;
@@ -239,6 +240,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     vfs.close();
     throw new UserError(`cannot mount at ${mnt}: ${(e as Error).message}`);
   }
+  // start-up is over: V8's optimizing compiler for the mount's own hot paths (mount-tuning.ts)
+  mountIsUp();
 
   const startedAt = Date.now();
   let stopping: Promise<number> | null = null;

@@ -1,6 +1,7 @@
-// `seafs serve`: a local server of the web API storing data on disk.
+// `seafs serve`: a local server of the web API storing data on disk. The server's
+// code is imported by the command's handler only: every seafs process reads
+// this module (yargs lists the commands), and a mount never needs the server.
 import type { CommandModule } from 'yargs';
-import { startServer } from '../server/index.js';
 import { LOG_LEVELS, logger, printOut, type LogLevel } from './log.js';
 import { firstLine } from './mount-secrets.js';
 
@@ -97,6 +98,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       );
     }
     logger.addSecret(password);
+    const { startServer } = await import('../server/index.js');
     const server = await startServer({
       dataDir: argv.data,
       host: argv.host,

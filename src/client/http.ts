@@ -2,7 +2,8 @@
 // origin, since upload and download links may name another host), timeouts
 // on every request, the retry loop, and the conversion of every failure into
 // an ApiError.
-import { Agent, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
+import { Agent } from './undici-agent.js';
 import type { Readable } from 'node:stream';
 import { ApiError, type ApiErrorKind } from './errors.js';
 import { errorMessageOf } from './error-body.js';

@@ -1,0 +1,17 @@
+// undici's Agent without the rest of undici. The package's index also loads
+// fetch, WebSocket, EventSource, the cache stores and the mock agents (about
+// 1 MB of JavaScript, and node's own bundled undici through them): measured,
+// 8-9 MiB more resident memory in a mount, which needs one Agent. undici has
+// no "exports" map, so its files are required directly; the index's one side
+// effect is done here too: the request API (request, stream, pipeline,
+// upgrade, connect) is put on Dispatcher.prototype, where agent.request()
+// finds it. The types are the index's.
+import { createRequire } from 'node:module';
+import type { Agent as AgentClass, Dispatcher as DispatcherClass } from 'undici';
+
+const require = createRequire(import.meta.url);
+const Dispatcher = require('undici/lib/dispatcher/dispatcher.js') as typeof DispatcherClass;
+Object.assign(Dispatcher.prototype, require('undici/lib/api/index.js'));
+
+export const Agent = require('undici/lib/dispatcher/agent.js') as typeof AgentClass;
+export type Agent = AgentClass;
