@@ -5,13 +5,23 @@
 // no "exports" map, so its files are required directly; the index's one side
 // effect is done here too: the request API (request, stream, pipeline,
 // upgrade, connect) is put on Dispatcher.prototype, where agent.request()
-// finds it. The types are the index's.
+// finds it. The types are the index's. Should a later undici move these files,
+// the whole package is loaded instead.
 import { createRequire } from 'node:module';
 import type { Agent as AgentClass, Dispatcher as DispatcherClass } from 'undici';
 
 const require = createRequire(import.meta.url);
-const Dispatcher = require('undici/lib/dispatcher/dispatcher.js') as typeof DispatcherClass;
-Object.assign(Dispatcher.prototype, require('undici/lib/api/index.js'));
 
-export const Agent = require('undici/lib/dispatcher/agent.js') as typeof AgentClass;
+function loadAgent(): typeof AgentClass {
+  try {
+    const Dispatcher = require('undici/lib/dispatcher/dispatcher.js') as typeof DispatcherClass;
+    Object.assign(Dispatcher.prototype, require('undici/lib/api/index.js'));
+    return require('undici/lib/dispatcher/agent.js') as typeof AgentClass;
+  } catch {
+    // files moved in another undici release: the whole package (more memory, same behaviour)
+    return (require('undici') as { Agent: typeof AgentClass }).Agent;
+  }
+}
+
+export const Agent = loadAgent();
 export type Agent = AgentClass;
