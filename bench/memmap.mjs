@@ -9,19 +9,8 @@
 import { mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mountArgs, startServer, seed } from './lib/server.mjs';
-import { randomFile } from './lib/dataset.mjs';
-import {
-  run,
-  spawnBackground,
-  waitFor,
-  isMounted,
-  lazyUnmount,
-  cleanupAll,
-  trackMount,
-  sleep,
-  cpuSeconds,
-} from './lib/proc.mjs';
+import { mountStatus, seededServer, startMount, stopMount } from './lib/profile.mjs';
+import { run, waitFor, cleanupAll, sleep, cpuSeconds } from './lib/proc.mjs';
 
 const out = resolve(process.argv[2] ?? 'bench-memmap');
 const mib = Number(process.argv[3] ?? 0);
@@ -84,10 +73,11 @@ async function watched(pid, job) {
   };
   const timer = setInterval(take, 200);
   try {
-    return { result: await job(), top };
+    const result = await job();
+    take(); // a job shorter than one interval has its one sample here
+    return { result, top };
   } finally {
     clearInterval(timer);
-    take();
   }
 }
 
@@ -112,26 +102,10 @@ function sample(pid, label, st, kinds = residentByKind(pid)) {
 mkdirSync(out, { recursive: true });
 process.on('exit', cleanupAll);
 try {
-  const src = join(out, 'src.bin');
-  await randomFile(src, Math.max(mib, 1) << 20);
-  const server = await startServer({ root: out, cli, latencyMs: 0, log });
-  await seed(server, { src, bigBytes: Math.max(mib, 1) << 20, treeFolders: 1, treeFiles: 1, log });
-  const mnt = join(out, 'mnt');
-  mkdirSync(mnt, { recursive: true });
-  trackMount(mnt);
-  const env = {
-    SEAFS_PASSWORD: server.user.password,
-    SEAFS_RUNTIME_DIR: join(out, 'run'),
-    MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2',
-  };
-  const child = spawnBackground(
-    process.execPath,
-    [...nodeFlags, ...mountArgs(cli, server, mnt, '--cache-dir', join(out, 'cache'))],
-    { env, logFile: join(out, 'mount.log') },
-  );
-  await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the mount' });
-  const status = async () =>
-    JSON.parse((await run(process.execPath, [cli, 'status', '--json', mnt], { env })).stdout)[0];
+  const { server, src, mnt, env: base } = await seededServer({ out, cli, mib: Math.max(mib, 1), log });
+  const env = { ...base, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '2' };
+  const child = await startMount({ cli, server, mnt, out, env, node: nodeFlags });
+  const status = () => mountStatus(cli, mnt, env);
   await sleep(3000);
   sample(child.pid, 'idle, 3 s after mounting', await status());
   if (mib > 0 && jobs.includes('read')) {
@@ -151,9 +125,7 @@ try {
     sample(child.pid, `largest sample while writing ${mib} MiB and uploading it`, null, top.kinds);
     sample(child.pid, `after writing ${mib} MiB (${(w.ms / 1000).toFixed(1)} s)`, await status());
   }
-  await run(process.execPath, [cli, 'unmount', mnt], { env, timeoutMs: 600_000 });
-  await waitFor(() => child.exitCode !== null, { timeoutMs: 60_000, what: 'the mount to exit' });
-  lazyUnmount(mnt);
+  await stopMount({ cli, mnt, env, child });
   await server.stop();
   // the library and the cache hold a copy or two of the file: only the logs are worth keeping
   for (const d of [server.dataDir, join(out, 'cache')]) rmSync(d, { recursive: true, force: true });

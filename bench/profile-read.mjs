@@ -6,19 +6,8 @@
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mountArgs, startServer, seed } from './lib/server.mjs';
-import { randomFile } from './lib/dataset.mjs';
-import {
-  run,
-  spawnBackground,
-  waitFor,
-  isMounted,
-  lazyUnmount,
-  cleanupAll,
-  dropCaches,
-  cpuSeconds,
-  trackMount,
-} from './lib/proc.mjs';
+import { mountStatus, seededServer, startMount, stopMount } from './lib/profile.mjs';
+import { run, cleanupAll, dropCaches, cpuSeconds } from './lib/proc.mjs';
 
 /** user and system CPU seconds of each thread of `pid`, by thread id */
 function threadCpu(pid) {
@@ -48,33 +37,14 @@ const log = (s) => process.stderr.write(`[profile] ${s}\n`);
 mkdirSync(out, { recursive: true });
 process.on('exit', cleanupAll);
 try {
-  const src = join(out, 'src.bin');
-  await randomFile(src, mib << 20);
-  const server = await startServer({ root: out, cli, latencyMs, log });
-  await seed(server, { src, bigBytes: mib << 20, treeFolders: 1, treeFiles: 1, log });
-  const mnt = join(out, 'mnt');
-  mkdirSync(mnt, { recursive: true });
-  trackMount(mnt);
-  const env = { SEAFS_PASSWORD: server.user.password, SEAFS_RUNTIME_DIR: join(out, 'run') };
-  const mount = async (node) => {
-    const m = spawnBackground(
-      process.execPath,
-      [
-        ...node,
-        ...mountArgs(cli, server, mnt, '--cache-dir', join(out, 'cache'), ...(remount ? ['--cache-streams'] : [])),
-      ],
-      { env, logFile: join(out, 'mount.log') },
-    );
-    await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the mount' });
-    return m;
-  };
+  const { server, mnt, env } = await seededServer({ out, cli, mib, latencyMs, log });
+  const mount = (node) => startMount({ cli, server, mnt, out, env, node, options: remount ? ['--cache-streams'] : [] });
   if (remount) {
     const first = await mount([]);
     dropCaches();
     const r0 = await run('dd', [`if=${join(mnt, 'big.bin')}`, 'of=/dev/null', 'bs=1M']);
     log(`first read (kept on disk): ${(r0.ms / 1000).toFixed(2)} s`);
-    await run(process.execPath, [cli, 'unmount', mnt], { env });
-    await waitFor(() => first.exitCode !== null, { timeoutMs: 60_000, what: 'the first mount to exit' });
+    await stopMount({ cli, mnt, env, child: first });
   }
   const child = await mount(['--cpu-prof', '--cpu-prof-dir', out]);
   dropCaches();
@@ -95,11 +65,8 @@ try {
   log(
     `read ${mib} MiB in ${(r.ms / 1000).toFixed(2)} s: mount ${used.toFixed(2)} CPU-s (${(used / (mib / 1024)).toFixed(2)} per GiB), server ${serverUsed.toFixed(2)} CPU-s`,
   );
-  const st = JSON.parse((await run(process.execPath, [cli, 'status', '--json', mnt], { env })).stdout)[0];
-  log(`reader: ${JSON.stringify(st.reader)}`);
-  await run(process.execPath, [cli, 'unmount', mnt], { env });
-  await waitFor(() => child.exitCode !== null, { timeoutMs: 30_000, what: 'the mount to exit' });
-  lazyUnmount(mnt);
+  log(`reader: ${JSON.stringify((await mountStatus(cli, mnt, env)).reader)}`);
+  await stopMount({ cli, mnt, env, child });
   await server.stop();
   const prof = readdirSync(out).filter((f) => f.endsWith('.cpuprofile'));
   log(`profile: ${prof.map((f) => join(out, f)).join(' ')}`);

@@ -8,8 +8,8 @@
 import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mountArgs, startServer, seed } from './lib/server.mjs';
-import { randomFile, smallFilesLayout, writeLayout } from './lib/dataset.mjs';
+import { mountStatus, seededServer, startMount } from './lib/profile.mjs';
+import { smallFilesLayout, writeLayout } from './lib/dataset.mjs';
 import {
   run,
   spawnBackground,
@@ -61,25 +61,16 @@ try {
   await run('cat', [tarball], { keepStdout: false });
 
   let server = null;
-  const mnt = join(out, 'mnt');
-  mkdirSync(mnt, { recursive: true });
-  trackMount(mnt);
-  const env = { SEAFS_RUNTIME_DIR: join(out, 'run') };
+  let mnt = join(out, 'mnt');
+  let env = { SEAFS_RUNTIME_DIR: join(out, 'run') };
   let child;
+  const prof = cpuProf ? ['--cpu-prof', '--cpu-prof-dir', out] : [];
   if (who === 'seafs') {
-    const src = join(out, 'src.bin');
-    await randomFile(src, 1 << 20);
-    server = await startServer({ root: out, cli, latencyMs: 0, log });
-    await seed(server, { src, bigBytes: 1 << 20, treeFolders: 1, treeFiles: 1, log });
-    env.SEAFS_PASSWORD = server.user.password;
-    const prof = cpuProf ? ['--cpu-prof', '--cpu-prof-dir', out] : [];
-    child = spawnBackground(
-      process.execPath,
-      [...prof, ...mountArgs(cli, server, mnt, '--cache-dir', join(out, 'cache'))],
-      { env, logFile: join(out, 'mount.log') },
-    );
+    ({ server, mnt, env } = await seededServer({ out, cli, mib: 1, log }));
+    child = await startMount({ cli, server, mnt, out, env, node: prof });
   } else {
-    const prof = cpuProf ? ['--cpu-prof', '--cpu-prof-dir', out] : [];
+    mkdirSync(mnt, { recursive: true });
+    trackMount(mnt);
     child = spawnBackground(process.execPath, [...prof, fileURLToPath(new URL('./memfs.mjs', import.meta.url)), mnt], {
       logFile: join(out, 'mount.log'),
     });
@@ -100,7 +91,7 @@ try {
   let settle = 0;
   let ops = null;
   if (who === 'seafs') {
-    const st = JSON.parse((await run(process.execPath, [cli, 'status', '--json', mnt], { env })).stdout)[0];
+    const st = await mountStatus(cli, mnt, env);
     ops = st.ops;
     log(`uploads: ${JSON.stringify(st.uploads ?? st.writeBack ?? {})}`);
     const t = now();
