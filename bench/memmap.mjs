@@ -2,14 +2,15 @@
 // Where a seafs mount's resident memory goes: mounts the local server (foreground, with MALLOC_ARENA_MAX=2 as a
 // --daemon mount gets it), optionally reads then writes a file through it, and prints the mount process's
 // resident set by kind of mapping (/proc/PID/smaps) beside V8's own count (`seafs status --json`).
-// Usage: node bench/memmap.mjs OUTDIR [MiB [read,write]]   (MiB > 0: read a MiB file, then write one, sampling
-// after each; the third argument picks the jobs)
+// Usage: node bench/memmap.mjs OUTDIR [MiB [read,write,tar]]   (MiB > 0: read a MiB file, then write one, sampling
+// after each; the third argument picks the jobs; tar: the benchmark's 2,000-file untar until on the server)
 // The source file stays in OUTDIR for the next run; the server's data and the cache are removed.
 // MEMMAP_NODE='--flag ...' puts node flags on the mount's command line (variants measured side by side).
 import { mkdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { mountStatus, seededServer, startMount, stopMount } from './lib/profile.mjs';
+import { smallFilesLayout, writeLayout } from './lib/dataset.mjs';
 import { run, waitFor, cleanupAll, sleep, cpuSeconds } from './lib/proc.mjs';
 
 const out = resolve(process.argv[2] ?? 'bench-memmap');
@@ -124,6 +125,21 @@ try {
     });
     sample(child.pid, `largest sample while writing ${mib} MiB and uploading it`, null, top.kinds);
     sample(child.pid, `after writing ${mib} MiB (${(w.ms / 1000).toFixed(1)} s)`, await status());
+  }
+  if (jobs.includes('tar')) {
+    const small = join(out, 'small');
+    const tarball = join(out, 'small.tar');
+    writeLayout(small, smallFilesLayout(2000));
+    await run('tar', ['-cf', tarball, '-C', small, '.']);
+    const dest = join(mnt, 'untar');
+    mkdirSync(dest);
+    const { result: t, top } = await watched(child.pid, async () => {
+      const r = await run('tar', ['-xf', tarball, '--no-same-owner', '-C', dest]);
+      await waitFor(async () => (await status()).queue.length === 0, { timeoutMs: 600_000, what: 'the uploads' });
+      return r;
+    });
+    sample(child.pid, 'largest sample while untarring 2,000 files and uploading them', null, top.kinds);
+    sample(child.pid, `after the untar (${(t.ms / 1000).toFixed(1)} s)`, await status());
   }
   await stopMount({ cli, mnt, env, child });
   await server.stop();
