@@ -193,11 +193,9 @@ export class FileState {
     return !this._dirty;
   }
 
-  /** `unsure`: the attempt, if the server may have done the work (the answer was lost) */
-  failed(e: unknown, unsure?: Attempt): void {
+  failed(e: unknown): void {
     this._failures++;
     this._lastError = e;
-    if (unsure) this.unsure(unsure);
   }
 
   /** what an upload starting now sends (its size and time; the bytes are the temp file's) */

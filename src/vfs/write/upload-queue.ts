@@ -217,17 +217,18 @@ export class UploadQueue {
         } catch (e) {
           if (s.deleted) return;
           // the server may hold what was sent: the content at the start, or (written meanwhile) now
-          const unsure = mayHaveLanded(e);
-          if (unsure && s.version !== v) s.unsure(s.attempt());
+          if (mayHaveLanded(e)) {
+            s.unsure(began);
+            if (s.version !== v) s.unsure(s.attempt());
+          }
           if (s.version !== v && !permanentUploadFailure(e)) {
-            if (unsure) s.unsure(began);
             // the file changed under the upload (a truncate shrank the temp file): no failure to
             // report at close, just upload the new version
             this.log(`upload of ${path} interrupted by a change of the file; uploading it again`);
             retry = s.writers === 0;
             return;
           }
-          s.failed(e, unsure ? began : undefined);
+          s.failed(e);
           this.stats.failures++;
           // offline: the mount said so once, and retries the upload when the server is back
           if (unreachable(e) && this.o.offline()) return;
