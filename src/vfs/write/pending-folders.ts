@@ -185,10 +185,12 @@ export class PendingFolders {
    * (`since`: finishedCount then).
    */
   dirsIn(repo: string, dir: string, since: number): DirEntry[] {
-    const out: DirEntry[] = [];
-    for (const f of this.folders.values())
-      if (f.repo === repo && f.path !== '/' && parentOf(f.path) === dir)
-        out.push({ type: 'dir', name: baseOf(f.path), id: ZERO_ID, mtime: f.mtime });
+    const out: DirEntry[] = this.pendingChildren(repo, dir).map((f) => ({
+      type: 'dir',
+      name: baseOf(f.path),
+      id: ZERO_ID,
+      mtime: f.mtime,
+    }));
     for (const [k, r] of this.recent)
       if (r.seq > since && k.startsWith(`${repo}\u0000`) && parentOf(k.slice(repo.length + 1)) === dir)
         out.push(r.entry);
@@ -197,10 +199,11 @@ export class PendingFolders {
 
   /** names of the folders not created yet directly inside `dir` */
   childrenOf(repo: string, dir: string): string[] {
-    const out: string[] = [];
-    for (const f of this.folders.values())
-      if (f.repo === repo && f.path !== dir && parentOf(f.path) === dir) out.push(baseOf(f.path));
-    return out;
+    return this.pendingChildren(repo, dir).map((f) => baseOf(f.path));
+  }
+
+  private pendingChildren(repo: string, dir: string): Folder[] {
+    return [...this.folders.values()].filter((f) => f.repo === repo && f.path !== '/' && parentOf(f.path) === dir);
   }
 
   /** Forget a folder that is removed before the server had it (rmdir of a folder whose creation failed). */
