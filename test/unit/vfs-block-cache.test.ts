@@ -333,6 +333,34 @@ describe('disk block cache', () => {
     expect(b.stats.hits).toBe(4);
   });
 
+  it('readAtNow answers the same ranges synchronously once the file is open, null before, and false for a missing chunk', async () => {
+    const dir = await tempDir();
+    const id = fileId('ranges now');
+    const a = await cacheIn(dir);
+    await a.open(id, 3 * C);
+    for (const i of [0, 2]) a.put(id, i, [chunk(i)], C);
+    await a.close();
+    const b = await cacheIn(dir);
+    await b.open(id, 3 * C);
+    const all = Buffer.concat([chunk(0), chunk(1), chunk(2)]);
+    // the cache file's descriptor comes with the first read through the handle
+    const first = b.readAtNow(id, 0, Buffer.alloc(C), C);
+    if (first === null) expect(await b.readAt(id, 0, Buffer.alloc(C), C)).toBe(true);
+    for (const [off, len] of [
+      [0, C],
+      [5, C - 10],
+      [2 * C + 7, C - 7],
+    ]) {
+      const got = Buffer.alloc(len);
+      expect(b.readAtNow(id, off, got, len), `${off}+${len}`).toBe(true);
+      expect(got.equals(all.subarray(off, off + len)), `${off}+${len}`).toBe(true);
+    }
+    // chunk 1 was never written: a miss, not zeros
+    expect(b.readAtNow(id, C - 10, Buffer.alloc(20), 20)).toBe(false);
+    expect(b.readAtNow(id, C, Buffer.alloc(C), C)).toBe(false);
+    expect(b.readAtNow(fileId('never cached'), 0, Buffer.alloc(C), C)).toBe(false);
+  });
+
   it('readAt keeps reading the file it opened when another takes its name (evicted and created again by another mount)', async () => {
     const dir = await tempDir();
     const id = fileId('renamed under it');

@@ -41,7 +41,7 @@
 // rather than losing it; a chunk gone from memory by then is fetched again
 // by a later read.
 import { createHash, randomBytes } from 'node:crypto';
-import { close as closeFd, openSync, read as readFd, readFileSync } from 'node:fs';
+import { close as closeFd, openSync, read as readFd, readFileSync, readSync } from 'node:fs';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { processAlive } from '../process-alive.js';
@@ -622,6 +622,32 @@ export class BlockCache {
         resolve(ok);
       }),
     );
+  }
+
+  /**
+   * readAt without leaving the event loop: a read of the cache file is a copy
+   * from the page cache (or a disk read the kernel's readahead has started),
+   * cheaper than the thread pool's hand-off and the promise it resolves.
+   * null when it cannot say synchronously (the file not open yet): ask readAt.
+   */
+  readAtNow(version: string, offset: number, target: Buffer, len: number): boolean | null {
+    const e = this.entries.get(version);
+    if (!e?.present || !e.fh) return false;
+    const last = Math.floor((offset + len - 1) / this.chunk);
+    for (let i = Math.floor(offset / this.chunk); i <= last; i++) if (e.present[i] !== 1) return false;
+    const fd = this.readFdOf(e);
+    if (fd < 0) return null;
+    e.used = Date.now();
+    let n = -1;
+    try {
+      n = readSync(fd, target, 0, len, e.dataOff + offset);
+    } catch {
+      // a failing cache is a miss: the network has the data
+    }
+    if (n !== len) return false;
+    this.stats.hits++;
+    this.touch(e);
+    return true;
   }
 
   private async readAtHandle(e: Entry, offset: number, target: Buffer, len: number): Promise<boolean> {

@@ -163,20 +163,20 @@ export class RemoteReader {
 
   /**
    * A read whose chunks are all on disk: from the cache file straight into
-   * the kernel's buffer, one read in the thread pool; the kernel's readahead
+   * the kernel's buffer, read synchronously once the file is open; the kernel's readahead
    * of the cache file runs ahead of a sequential reader as the stream does on
    * the network. Readahead here only starts what the disk lacks further on (a
    * stream for a hole). Should the disk fail it (evicted meanwhile), the
    * ordinary path fetches it.
    */
-  private async readDisk(
+  private readDisk(
     f: RemoteFile,
     fc: FileChunks,
     target: Buffer,
     offset: number,
     end: number,
     pat: ReadPattern,
-  ): Promise<number> {
+  ): number | Promise<number> {
     const C = this.cfg.chunk;
     if (pat.window > 0 && f.size > this.cfg.streamMin) {
       const lastChunk = Math.floor((f.size - 1) / C);
@@ -186,7 +186,24 @@ export class RemoteReader {
       this.streams.stop(f, pat.stream);
       pat.stream = undefined;
     }
-    if (await this.disk!.readAt(f.version, offset, target, end - offset)) {
+    const now = this.disk!.readAtNow(f.version, offset, target, end - offset);
+    if (now !== null) return this.afterDisk(f, fc, target, offset, end, now);
+    return this.disk!.readAt(f.version, offset, target, end - offset).then((ok) =>
+      this.afterDisk(f, fc, target, offset, end, ok),
+    );
+  }
+
+  /** a disk read done: its count, or (the disk failed it: evicted meanwhile) the ordinary path */
+  private afterDisk(
+    f: RemoteFile,
+    fc: FileChunks,
+    target: Buffer,
+    offset: number,
+    end: number,
+    ok: boolean,
+  ): number | Promise<number> {
+    const C = this.cfg.chunk;
+    if (ok) {
       // a chunk counts once, when a read reaches its end
       this.stats.diskChunks += Math.floor(end / C) - Math.floor(offset / C) + (end === f.size && end % C ? 1 : 0);
       return end - offset;
