@@ -13,7 +13,19 @@ export const LIBRARY = 'Bench';
 export async function startServer({ root, cli, latencyMs, log, onDeath = () => {}, extraArgs = [] }) {
   const data = join(root, `server-${latencyMs}ms`);
   mkdirSync(data, { recursive: true });
-  const args = [cli, 'serve', '--data', data, '--port', '0', '--admin-email', ADMIN.email];
+  // BENCH_SERVER_CPU_PROF=DIR: the server runs under node --cpu-prof (its profile lands in DIR when it stops)
+  const prof = process.env.BENCH_SERVER_CPU_PROF;
+  const args = [
+    ...(prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : []),
+    cli,
+    'serve',
+    '--data',
+    data,
+    '--port',
+    '0',
+    '--admin-email',
+    ADMIN.email,
+  ];
   if (latencyMs) args.push('--latency-ms', String(latencyMs));
   args.push(...extraArgs);
   const { child, value } = await startProcess(process.execPath, args, {
