@@ -51,10 +51,10 @@ export function metrics(c) {
     {
       id: 'cpu_read',
       job: 'seqread',
-      label: `mount CPU, ${big} cold read`,
+      // http: curl's own CPU to receive the file, the cost of the network part alone
+      label: `mount CPU, ${big} cold read (http: curl's)`,
       unit: 'CPU-s/GiB',
       better: 'lower',
-      notFor: ['http'],
     },
     {
       id: 'cpu_write',
@@ -176,6 +176,12 @@ export async function mountJob(job, contender, ctx) {
 }
 
 /** Direct HTTP: the same work through the API and file server, no FUSE (the network's limit). */
+/** seconds of user + system CPU in a line of bash's `times` ("0m0.038s 0m0.172s"); null if it is not one */
+function childCpu(line) {
+  const m = /^(\d+)m([\d.]+)s (\d+)m([\d.]+)s$/.exec(line?.trim() ?? '');
+  return m ? Number(m[1]) * 60 + Number(m[2]) + Number(m[3]) * 60 + Number(m[4]) : null;
+}
+
 export async function httpJob(job, ctx) {
   const { config: c, server, fixtures, runId } = ctx;
   const { api, repo } = server;
@@ -186,12 +192,18 @@ export async function httpJob(job, ctx) {
     for (const phase of ['cold', 'warm']) {
       const t0 = now();
       const link = await api.downloadLink(repo, '/big.bin');
-      const r = await run('curl', ['-sS', '--fail', '-o', '/dev/null', '-w', '%{size_download}', link], {
-        timeoutMs: ctx.timeoutMs,
-      });
+      // bash's `times` after curl: the CPU curl used (user and system, its second line)
+      const r = await run(
+        'bash',
+        ['-c', 'curl -sS --fail -o /dev/null -w "%{size_download}\\n" "$1"; times', 'curl', link],
+        { timeoutMs: ctx.timeoutMs },
+      );
       const ms = now() - t0;
-      if (Number(r.stdout) !== c.bigBytes) throw new Error(`downloaded ${r.stdout} bytes, want ${c.bigBytes}`);
+      const [size, , children] = r.stdout.trim().split('\n');
+      if (Number(size) !== c.bigBytes) throw new Error(`downloaded ${size} bytes, want ${c.bigBytes}`);
       out[`read_${phase}`] = mbps(c.bigBytes, ms);
+      const cpu = childCpu(children);
+      if (phase === 'cold' && cpu != null) out.cpu_read = cpu / (c.bigBytes / 2 ** 30);
     }
   } else if (job === 'write') {
     const name = `w-${runId}.bin`;
