@@ -86,8 +86,14 @@ async function receive(
   });
 }
 
+/** the temp files of an upload the store did not take (a refused or failed one) */
 async function discard(files: UploadedPart[]): Promise<void> {
-  await Promise.all(files.map((f) => fsp.rm(f.tmpPath, { force: true })));
+  await Promise.all(files.map((f) => f.tmpPath && fsp.rm(f.tmpPath, { force: true })));
+}
+
+async function adopt(ctx: Ctx, f: UploadedPart): Promise<void> {
+  await ctx.store.adoptFile(f.tmpPath, f.id);
+  f.tmpPath = '';
 }
 
 function uploadToken(ctx: Ctx, r: Req, kind: 'upload' | 'update') {
@@ -152,7 +158,7 @@ export async function storeUpload(
       if (!f.filename && field('filename')) f.filename = field('filename')!;
       if (!isValidName(f.filename)) throw fsError(440, 'Invalid filename.');
     }
-    for (const f of parts) await ctx.store.adoptFile(f.tmpPath, f.id);
+    for (const f of parts) await adopt(ctx, f);
     return await putFiles(
       ctx,
       user,
@@ -186,7 +192,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     const old = await lookup(ctx.store, root, comps);
     if (old?.type !== 'file') throw fsError(441, 'File does not exist.');
     if (part.size - old.size > (await ctx.quotaLeft(repo))) throw fsError(443, 'Out of quota.');
-    await ctx.store.adoptFile(part.tmpPath, part.id);
+    await adopt(ctx, part);
     const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), {
       id: part.id,
       size: part.size,

@@ -15,6 +15,7 @@ import { ZERO_ID } from './objects.js';
 export interface UploadedPart {
   field: string;
   filename: string;
+  /** the received bytes; '' once the store has taken the file (nothing left to remove) */
   tmpPath: string;
   size: number;
   id: string; // sha1 of the content, or 40 zeros when empty

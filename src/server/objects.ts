@@ -110,10 +110,14 @@ export class ObjectStore {
    * the id computed while it was written.
    */
   async adoptFile(tmpPath: string, id: string): Promise<void> {
-    if (id === ZERO_ID || (await this.has(id))) {
+    if (id === ZERO_ID) {
       await fsp.rm(tmpPath, { force: true });
       return;
     }
+    // No look first: an object already there has these very bytes (its name is
+    // their hash), so the rename replaces it with its twin, atomically, and a
+    // reader holding the old file reads on. (The look was a failing access()
+    // per new file: an exception object each, a measurable share of an untar.)
     // The content was fsync'd by its writer; the head update that makes it
     // reachable fsyncs its own folder, which commits this rename too (ext4
     // journals metadata in order).
