@@ -2,6 +2,7 @@
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { CommandModule, Options } from 'yargs';
 import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
@@ -15,6 +16,9 @@ import { UserError } from './user-error.js';
 // The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
 // by the command that needs it, so `seafs serve` and `--help` stay light.
 const mountRun = () => import('./mount-run.js');
+
+/** what a --daemon mount process runs (beside this file once built) */
+const CHILD_ENTRY = fileURLToPath(new URL('./mount-child.js', import.meta.url));
 
 /** The log options of mount and demo. */
 interface LogArgv {
@@ -128,28 +132,27 @@ async function daemonize(argv: MountArgv): Promise<never> {
   // what it prints outside the log (a crash) goes to the same file
   const logFile = argv.logFile ? resolve(argv.logFile) : controlPaths(mnt).log;
   const out = openSync(logFile, 'a', 0o600);
-  const args = [process.argv[1], 'mount', argv.url, mnt];
-  if (argv.library !== undefined) args.push('--library', argv.library);
-  if (argv.user) args.push('--user', argv.user);
-  if (argv.libraryPasswordFile) args.push('--library-password-file', resolve(argv.libraryPasswordFile));
-  if (argv.readOnly) args.push('--read-only');
-  if (argv.allowOther) args.push('--allow-other');
-  if (argv.uid !== undefined) args.push('--uid', String(argv.uid));
-  if (argv.gid !== undefined) args.push('--gid', String(argv.gid));
-  if (argv.umask !== undefined) args.push('--umask', String(argv.umask));
-  if (argv.cacheDir) args.push('--cache-dir', resolve(argv.cacheDir));
-  if (argv.attrTimeout !== undefined) args.push('--attr-timeout', String(argv.attrTimeout));
-  if (argv.dirCacheTime !== undefined) args.push('--dir-cache-time', String(argv.dirCacheTime));
-  if (argv.cacheMaxSize !== undefined) args.push('--cache-max-size', String(argv.cacheMaxSize));
-  if (argv.readAhead !== undefined) args.push('--read-ahead', String(argv.readAhead));
-  if (argv.cacheStreams !== undefined) args.push(argv.cacheStreams ? '--cache-streams' : '--no-cache-streams');
-  if (argv.timeout !== undefined) args.push('--timeout', String(argv.timeout));
-  if (argv.xattrs === false) args.push('--no-xattrs');
-  if (argv.kernelOptions?.length) args.push('-o', argv.kernelOptions.join(','));
-  if (argv.retryForMs) args.push('--retry-for', `${argv.retryForMs}ms`);
-  if (argv.debug) args.push('--debug');
-  args.push('--log-file', logFile, '--log-level', logger.level);
-  const env = mountProcessEnv({ ...process.env, SEAFS_TOKEN: token, SEAFS_READY_FD: '3' });
+  // the child gets the command line as parsed here (no yargs in a process that lives as long as the
+  // mount: about 5 MiB of resident memory); its own arguments only name it for ps and tools
+  const settings: MountArgv = {
+    ...argv,
+    mountpoint: mnt,
+    cacheDir: argv.cacheDir ? resolve(argv.cacheDir) : undefined,
+    libraryPasswordFile: argv.libraryPasswordFile ? resolve(argv.libraryPasswordFile) : undefined,
+    logFile,
+    logLevel: logger.level,
+    verbose: false,
+  };
+  // the credentials travel as the token (SEAFS_TOKEN) alone
+  for (const k of ['otp', 'passwordFile', 'password-file', 'tokenFile', 'token-file'])
+    delete (settings as unknown as Record<string, unknown>)[k];
+  const args = [CHILD_ENTRY, 'mount', argv.url, mnt];
+  const env = mountProcessEnv({
+    ...process.env,
+    SEAFS_TOKEN: token,
+    SEAFS_READY_FD: '3',
+    SEAFS_MOUNT_ARGV: JSON.stringify(settings),
+  });
   delete env.SEAFS_PASSWORD;
   if (libraryPassword !== undefined) env.SEAFS_LIBRARY_PASSWORD = libraryPassword;
   const child = spawn(process.execPath, [...mountNodeFlags(), ...args], {
@@ -290,28 +293,46 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       applyMountOptions(argv);
       setupLog(argv);
       // a --daemon child: its stdout is the log file, the parent prints the "mounted" line
-      const daemonChild = !!process.env.SEAFS_READY_FD;
-      if (argv.daemon && !daemonChild) await daemonize(argv);
-      const { handleSignals, startMount } = await mountRun();
-      const secrets = await readSecrets(argv);
-      logger.addSecret(secrets.password);
-      logger.addSecret(secrets.token);
-      logger.addSecret(argv.otp);
-      logger.addSecret(process.env.SEAFS_LIBRARY_PASSWORD);
-      const { client, email, token } = await connectWithRetry(argv, secrets);
-      logger.addSecret(token);
-      const m = await startMount(argv, client, email);
-      handleSignals(m);
-      const line = `seafs: mounted ${m.label} at ${m.mountpoint}`;
-      if (!daemonChild) printOut(line + '\n');
-      if (logger.file) logger.info(`mounted ${m.label} at ${m.mountpoint} (pid ${process.pid})`);
-      notifyReady(`ok ${line}`);
-      process.exit(await m.finished);
+      if (argv.daemon) await daemonize(argv);
+      await mountHere(argv, false);
     } catch (e) {
       fail(e);
     }
   },
 };
+
+/** The --daemon child (mount-child.ts): mounts with the settings its parent parsed. */
+export async function mountChild(): Promise<void> {
+  try {
+    const raw = process.env.SEAFS_MOUNT_ARGV;
+    delete process.env.SEAFS_MOUNT_ARGV;
+    if (!raw || !process.env.SEAFS_READY_FD) throw new UserError('this entry is started by `seafs mount --daemon`');
+    const argv = JSON.parse(raw) as MountArgv;
+    setupLog(argv);
+    await mountHere(argv, true);
+  } catch (e) {
+    fail(e);
+  }
+}
+
+/** Mount in this process and serve until unmounted; `daemonChild`: the parent prints the "mounted" line. */
+async function mountHere(argv: MountArgv, daemonChild: boolean): Promise<never> {
+  const { handleSignals, startMount } = await mountRun();
+  const secrets = await readSecrets(argv);
+  logger.addSecret(secrets.password);
+  logger.addSecret(secrets.token);
+  logger.addSecret(argv.otp);
+  logger.addSecret(process.env.SEAFS_LIBRARY_PASSWORD);
+  const { client, email, token } = await connectWithRetry(argv, secrets);
+  logger.addSecret(token);
+  const m = await startMount(argv, client, email);
+  handleSignals(m);
+  const line = `seafs: mounted ${m.label} at ${m.mountpoint}`;
+  if (!daemonChild) printOut(line + '\n');
+  if (logger.file) logger.info(`mounted ${m.label} at ${m.mountpoint} (pid ${process.pid})`);
+  notifyReady(`ok ${line}`);
+  process.exit(await m.finished);
+}
 
 export const unmountCommand: CommandModule<object, { mountpoint: string }> = {
   command: 'unmount <mountpoint>',

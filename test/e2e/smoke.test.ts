@@ -1,7 +1,7 @@
 // Smoke tests of the real mount: `seafs mount` as a child process against
 // `seafs serve`, driven with ordinary tools, checked through the API.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
@@ -145,6 +145,12 @@ describe('seafs mount (e2e smoke)', () => {
     );
     expect(r.out).toContain(`seafs: mounted all libraries at ${mnt}`);
     expect(r.out.split('\n')).toEqual(expect.arrayContaining(['Other', 'Smoke']));
+    // the serving process runs the mount alone (mount-child.js, no command-line parser), with the settings its
+    // parent parsed: its cache is in the --cache-dir given; its command line names the mount, never the password file
+    const cmd = (await sh(`pgrep -af 'mount-child.js mount .* ${mnt}$'`)).out.trim();
+    expect(cmd).toMatch(/mount-child\.js mount /);
+    expect(cmd).not.toContain(pwFile);
+    expect(readdirSync(`${work}/cache3`).length).toBeGreaterThan(0);
     const mk = await sh(`mkdir ${mnt}/NewLib`, { allowFail: true });
     expect(mk.code).not.toBe(0);
     expect(mk.err).toMatch(/not permitted/i);
