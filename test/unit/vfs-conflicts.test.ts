@@ -230,3 +230,85 @@ describe('conflicts: an upload whose answer was lost while the file was written 
     }
   });
 });
+
+describe('a file deleted or renamed while its upload was on its way, whose answer was lost', () => {
+  // seen in CI (faults e2e, seed 1717): rm of a file whose upload had landed unbeknown to the mount left
+  // the file on the server
+  for (const batch of [true, false])
+    for (const op of ['unlink', 'rename'] as const)
+      it(`${op} (${batch ? 'batch' : 'single'} upload): the copy the upload stored goes too, nothing stays behind`, async () => {
+        const api = batch ? new FakeApi().offerUploadBatch() : new FakeApi();
+        const repo = api.addLibrary('lib');
+        const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 0 } });
+        try {
+          let open!: () => void;
+          const gate = new Promise<void>((r) => (open = r));
+          let lost = 0;
+          const wrap =
+            <A extends unknown[], R>(real: (...a: A) => Promise<R>) =>
+            async (...args: A): Promise<R> => {
+              if (lost++ > 0) return real(...args);
+              await gate;
+              await real(...args);
+              throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
+            };
+          if (batch) api.uploadBatch = wrap(api.uploadMany);
+          else api.upload = wrap(api.upload.bind(api));
+          await writeWhole(m.vfs, '/f.txt', 'stored, answer lost\n');
+          for (let i = 0; i < 100 && lost === 0; i++) await new Promise((r) => setTimeout(r, 10));
+          expect(lost, 'the first upload started').toBe(1);
+          // the delete or rename waits for the upload in flight, which stores the file and loses the answer
+          const done = op === 'unlink' ? m.vfs.unlink('/f.txt') : m.vfs.rename('/f.txt', '/g.txt');
+          await new Promise((r) => setTimeout(r, 20));
+          open();
+          await done;
+          expect(await m.vfs.drain()).toEqual([]);
+          if (op === 'unlink') {
+            expect(api.names(repo, '/')).toEqual([]);
+          } else {
+            expect(api.names(repo, '/')).toEqual(['g.txt']);
+            expect(api.content(repo, '/g.txt')!.toString()).toBe('stored, answer lost\n');
+          }
+          expect(m.vfs.wb.stats.conflicts).toBe(0);
+        } finally {
+          await m.cleanup();
+        }
+      });
+});
+
+describe('a file made again where a deleted one left a copy in doubt', () => {
+  it('its upload takes the copy for ours and replaces it (no conflict copy)', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 0 } });
+    try {
+      let open!: () => void;
+      const gate = new Promise<void>((r) => (open = r));
+      let lost = 0;
+      const real = api.upload.bind(api);
+      api.upload = async (...args) => {
+        if (lost++ > 0) return real(...args);
+        await gate;
+        await real(...args);
+        throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
+      };
+      await writeWhole(m.vfs, '/f.txt', 'first\n');
+      for (let i = 0; i < 100 && lost === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      const del = m.vfs.unlink('/f.txt');
+      await new Promise((r) => setTimeout(r, 20));
+      open();
+      await del;
+      // the lost answer took the mount offline: the copy is still in doubt, and the file is made again
+      expect(m.vfs.wb.landed.size).toBe(1);
+      expect(api.names(repo, '/')).toEqual(['f.txt']);
+      await writeWhole(m.vfs, '/f.txt', 'second, made again\n');
+      expect(m.vfs.wb.landed.size).toBe(0);
+      expect(await m.vfs.drain()).toEqual([]);
+      expect(api.names(repo, '/')).toEqual(['f.txt']);
+      expect(api.content(repo, '/f.txt')!.toString()).toBe('second, made again\n');
+      expect(m.vfs.wb.stats.conflicts).toBe(0);
+    } finally {
+      await m.cleanup();
+    }
+  });
+});

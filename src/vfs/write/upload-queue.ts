@@ -215,12 +215,13 @@ export class UploadQueue {
           if (s.dirty && s.writers > 0) s.cancelRerun();
           retry = s.dirty && s.writers === 0;
         } catch (e) {
-          if (s.deleted) return;
           // the server may hold what was sent: the content at the start, or (written meanwhile) now
+          // (noted for a deleted file too: its delete then removes that copy)
           if (mayHaveLanded(e)) {
             s.unsure(began);
             if (s.version !== v) s.unsure(s.attempt());
           }
+          if (s.deleted) return;
           if (s.version !== v && !permanentUploadFailure(e)) {
             // the file changed under the upload (a truncate shrank the temp file): no failure to
             // report at close, just upload the new version

@@ -11,7 +11,7 @@
 import { isApiError } from '../../client/errors.js';
 import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { baseOf, parentOf } from '../paths.js';
-import type { FileState } from './file-state.js';
+import type { Attempt, FileState } from './file-state.js';
 
 export type Verdict =
   /** the server holds the version the local data started from (or our own last upload): replace it */
@@ -86,11 +86,17 @@ function isOurs(s: FileState, path: string, e: DirEntry): boolean {
     // uploaded before, but the server named no id: nothing to compare with
     return true;
   }
-  // an earlier attempt of ours that landed although its answer was lost (or the
-  // mount died before it could note it), maybe of content written over since:
-  // its size, and the modification time it sent (last_modify) or one the server
-  // gave it since that attempt began (a minute's leeway for the server's clock)
-  return s.maybeLanded.some(
+  return mayBeOurs(s.maybeLanded, e);
+}
+
+/**
+ * Whether `e` may be one of these attempts of ours, landed although its answer
+ * was lost (or the mount died before it could note it), maybe of content written
+ * over since: its size, and the modification time it sent (last_modify) or one
+ * the server gave it since that attempt began (a minute's leeway for the server's clock).
+ */
+export function mayBeOurs(attempts: readonly Attempt[], e: DirEntry): boolean {
+  return attempts.some(
     (a) =>
       e.size === a.size &&
       (e.mtime === Math.floor(a.mtime / 1000) || e.mtime >= Math.floor(a.since / 1000) - LANDED_CLOCK_SLACK_S),

@@ -21,6 +21,7 @@ import { PendingFolders } from './pending-folders.js';
 import { newWriteStats, type WriteBackHooks, type WriteBackOptions } from './types.js';
 import { UploadQueue } from './upload-queue.js';
 import { Uploader } from './uploader.js';
+import { LandedCopies } from './landed-copies.js';
 import { VersionCheck } from './version-check.js';
 
 export { FileState } from './file-state.js';
@@ -39,6 +40,8 @@ export class WriteBack {
   private readonly queue: UploadQueue;
   /** the conflict check's listings */
   readonly check: VersionCheck;
+  /** copies uploads may have left behind files deleted or renamed since (their answers were lost) */
+  readonly landed: LandedCopies;
   /** folders made here that the server does not hold yet */
   readonly folders: PendingFolders;
 
@@ -78,6 +81,7 @@ export class WriteBack {
       folderReady,
     );
     this.check = new VersionCheck(api);
+    this.landed = new LandedCopies(this.check, api, hooks.log, opts.retryBaseMs ?? 1000);
     const uploader = new Uploader(
       api,
       links,
@@ -123,6 +127,7 @@ export class WriteBack {
   close(): void {
     this.queue.close();
     this.folders.close();
+    this.landed.close();
     this.journal.journal.close();
   }
 
@@ -160,7 +165,10 @@ export class WriteBack {
   private newState(repo: string, path: string): FileState {
     // unique among the mounts sharing the cache dir: the process and a count (no random bytes per file)
     const sid = `${Date.now().toString(36)}-${process.pid.toString(36)}-${(++made).toString(36)}`;
-    return new FileState(sid, join(this.dirtyDir, sid), repo, path);
+    const s = new FileState(sid, join(this.dirtyDir, sid), repo, path);
+    // a copy an earlier file's upload may have left here is this one's to replace
+    for (const a of this.landed.takeOver(repo, path)) s.unsure(a);
+    return s;
   }
 
   /** Put `s` in the table at its current place (unless it is gone for good). */
@@ -335,8 +343,11 @@ export class WriteBack {
    * Upload everything pending (open files included) and wait. Returns the
    * files that could not be uploaded (they stay in the journal).
    */
-  drain(onStatus: (pending: FileState[]) => void, timeoutMs = 0): Promise<FileState[]> {
-    return this.queue.drain(onStatus, timeoutMs);
+  async drain(onStatus: (pending: FileState[]) => void, timeoutMs = 0): Promise<FileState[]> {
+    const left = await this.queue.drain(onStatus, timeoutMs);
+    // then the copies interrupted uploads may have left behind (bounded: a server gone for good must not hold it)
+    await this.landed.settle(Math.min(timeoutMs || 30_000, 30_000));
+    return left;
   }
 
   // ---- moves ----
@@ -352,6 +363,8 @@ export class WriteBack {
     return s.lock(async () => {
       await this.journal.forget(s);
       this.maybeDispose(s);
+      // an upload whose answer was lost may have stored it all the same: that copy goes too
+      if (s.remotePath === null) await this.landed.drop(s.repo, s.path, s.maybeLanded);
       return s.remotePath;
     });
   }
@@ -367,10 +380,16 @@ export class WriteBack {
       if (s.remotePath) {
         await moveRemote(s.remotePath);
         s.remotePath = path;
+      } else if (s.maybeLanded.length > 0) {
+        // a copy an upload whose answer was lost may have stored under the old name goes (the file
+        // is uploaded under the new one)
+        await this.landed.drop(s.repo, s.path, s.maybeLanded);
+        s.maybeLanded = [];
       }
       this.unplace(s);
       s.repo = repo;
       s.path = path;
+      for (const a of this.landed.takeOver(repo, path)) s.unsure(a);
       this.place(s);
       if (s.dirty) await this.journal.moved(s);
     });
