@@ -192,6 +192,31 @@ describe('conflicts: a batch upload whose answer was lost', () => {
   });
 });
 
+/**
+ * The first upload (batch or single) of `api` waits for `open()`, then stores the file and loses its
+ * answer (a reset); later ones go through. `started()` resolves once that first upload is held.
+ */
+function holdFirstUploadAndLoseItsAnswer(api: FakeApi, batch: boolean) {
+  let open!: () => void;
+  const gate = new Promise<void>((r) => (open = r));
+  let lost = 0;
+  const wrap =
+    <A extends unknown[], R>(real: (...a: A) => Promise<R>) =>
+    async (...args: A): Promise<R> => {
+      if (lost++ > 0) return real(...args);
+      await gate;
+      await real(...args);
+      throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
+    };
+  if (batch) api.uploadBatch = wrap(api.uploadMany);
+  else api.upload = wrap(api.upload.bind(api));
+  const started = async () => {
+    for (let i = 0; i < 100 && lost === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(lost, 'the first upload started').toBe(1);
+  };
+  return { open, started };
+}
+
 describe('conflicts: an upload whose answer was lost while the file was written again', () => {
   it('the retry takes the stored earlier version for ours and replaces it (no conflict copy)', async () => {
     // seen with scripts/soak-faults (seed 20): tar x made a file, cp overwrote it while its
@@ -202,22 +227,9 @@ describe('conflicts: an upload whose answer was lost while the file was written 
       const repo = api.addLibrary('lib');
       const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 0 } });
       try {
-        let open!: () => void;
-        const gate = new Promise<void>((r) => (open = r));
-        let lost = 0;
-        const wrap =
-          <A extends unknown[], R>(real: (...a: A) => Promise<R>) =>
-          async (...args: A): Promise<R> => {
-            if (lost++ > 0) return real(...args);
-            await gate;
-            await real(...args);
-            throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
-          };
-        if (batch) api.uploadBatch = wrap(api.uploadMany);
-        else api.upload = wrap(api.upload.bind(api));
+        const { open, started } = holdFirstUploadAndLoseItsAnswer(api, batch);
         await writeWhole(m.vfs, '/f.txt', 'first version\n');
-        for (let i = 0; i < 100 && lost === 0; i++) await new Promise((r) => setTimeout(r, 10));
-        expect(lost, 'the first upload started').toBe(1);
+        await started();
         await writeWhole(m.vfs, '/f.txt', 'the second version, longer than the first\n');
         open();
         expect(await m.vfs.drain()).toEqual([]);
@@ -241,22 +253,9 @@ describe('a file deleted or renamed while its upload was on its way, whose answe
         const repo = api.addLibrary('lib');
         const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 0 } });
         try {
-          let open!: () => void;
-          const gate = new Promise<void>((r) => (open = r));
-          let lost = 0;
-          const wrap =
-            <A extends unknown[], R>(real: (...a: A) => Promise<R>) =>
-            async (...args: A): Promise<R> => {
-              if (lost++ > 0) return real(...args);
-              await gate;
-              await real(...args);
-              throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
-            };
-          if (batch) api.uploadBatch = wrap(api.uploadMany);
-          else api.upload = wrap(api.upload.bind(api));
+          const { open, started } = holdFirstUploadAndLoseItsAnswer(api, batch);
           await writeWhole(m.vfs, '/f.txt', 'stored, answer lost\n');
-          for (let i = 0; i < 100 && lost === 0; i++) await new Promise((r) => setTimeout(r, 10));
-          expect(lost, 'the first upload started').toBe(1);
+          await started();
           // the delete or rename waits for the upload in flight, which stores the file and loses the answer
           const done = op === 'unlink' ? m.vfs.unlink('/f.txt') : m.vfs.rename('/f.txt', '/g.txt');
           await new Promise((r) => setTimeout(r, 20));
@@ -282,18 +281,9 @@ describe('a file made again where a deleted one left a copy in doubt', () => {
     const repo = api.addLibrary('lib');
     const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 0 } });
     try {
-      let open!: () => void;
-      const gate = new Promise<void>((r) => (open = r));
-      let lost = 0;
-      const real = api.upload.bind(api);
-      api.upload = async (...args) => {
-        if (lost++ > 0) return real(...args);
-        await gate;
-        await real(...args);
-        throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
-      };
+      const { open, started } = holdFirstUploadAndLoseItsAnswer(api, false);
       await writeWhole(m.vfs, '/f.txt', 'first\n');
-      for (let i = 0; i < 100 && lost === 0; i++) await new Promise((r) => setTimeout(r, 10));
+      await started();
       const del = m.vfs.unlink('/f.txt');
       await new Promise((r) => setTimeout(r, 20));
       open();
