@@ -5,6 +5,7 @@
 // only running mounts have one to clear.
 import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
+import { exitAfterOutput } from './log.js';
 import { queryControl } from './mount-control.js';
 import { fmtBytes } from './status-format.js';
 import { seafsMounts } from './status.js';
@@ -46,6 +47,6 @@ export const cacheCommand: CommandModule<object, CacheArgv> = {
         process.stdout.write(`${mnt}: ${fmtBytes(freed)} of downloaded data dropped\n`);
       }
     }
-    process.exit(failed ? 1 : 0);
+    return exitAfterOutput(failed ? 1 : 0);
   },
 };

@@ -7,6 +7,7 @@
 import { execFileSync } from 'node:child_process';
 import type { CommandModule } from 'yargs';
 import { inMount } from './file-lock.js';
+import { exitAfterOutput } from './log.js';
 import { queryControl } from './mount-control.js';
 
 interface RestoreArgv {
@@ -59,6 +60,6 @@ export const restoreCommand: CommandModule<object, RestoreArgv> = {
         ? `${argv.path}: already the version "${r.name}" (${r.size} bytes); nothing changed\n`
         : `${argv.path}: restored the version "${r.name}" (${r.size} bytes)\n`,
     );
-    process.exit(0);
+    return exitAfterOutput(0);
   },
 };

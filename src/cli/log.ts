@@ -361,6 +361,28 @@ export function printOut(text: string): void {
   }
 }
 
+/**
+ * Ends the process with `code` once what was written to stdout and stderr has
+ * left. To a pipe Node writes in the background, and process.exit() at once
+ * cuts off what is still queued: `status --json` of a mount with thousands of
+ * waiting files (200 KB) reached `jq` cut short. A reader that never reads
+ * gets 10 s. The promise never settles: `return exitAfterOutput(0)`.
+ */
+export function exitAfterOutput(code: number): Promise<never> {
+  process.exitCode = code;
+  let left = 2;
+  const done = () => {
+    if (--left === 0) process.exit(code);
+  };
+  for (const s of [process.stdout, process.stderr]) {
+    // an empty write's callback runs once the writes queued before it are out (or failed)
+    if (s.destroyed || !s.writable) done();
+    else s.write('', done);
+  }
+  setTimeout(() => process.exit(code), 10_000);
+  return new Promise<never>(() => {});
+}
+
 /** A command's final error on stderr (also when the log goes to a file); dropped once stderr is gone. */
 export function printErr(text: string): void {
   if (stderrDead || process.stderr.destroyed) return;

@@ -5,6 +5,7 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
+import { exitAfterOutput } from './log.js';
 import { queryStatus } from './mount-control.js';
 import { formatStatus, progressBytes, type MountStatus } from './status-format.js';
 
@@ -107,7 +108,7 @@ export const statusCommand: CommandModule<object, StatusArgv> = {
           2,
         ) + '\n',
       );
-      process.exit(0);
+      return exitAfterOutput(0);
     }
     // with uploads in flight, a second sample a second later gives the rate
     if (!argv.watch && now.some((s) => s.status?.queue?.length)) {
@@ -117,7 +118,7 @@ export const statusCommand: CommandModule<object, StatusArgv> = {
     }
     if (!argv.watch) {
       process.stdout.write(render(now, prev) + '\n');
-      process.exit(0);
+      return exitAfterOutput(0);
     }
     for (;;) {
       process.stdout.write(

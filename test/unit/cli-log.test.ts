@@ -358,3 +358,28 @@ describe('logger: a failure repeated by a retry loop is logged once', () => {
     expect(guessLevel('/a.bin: uploaded while it was written (12 bytes, one streamed request)')).toBe('info');
   });
 });
+
+describe('a command that ends after printing', () => {
+  it('exits only once its output has left, all of it, through a pipe read late', async () => {
+    const { spawn } = await import('node:child_process');
+    const log = path.resolve('dist/cli/log.js');
+    // 1 MiB in lines, far beyond what a pipe holds: process.exit() right away would cut it short
+    const script = `import { exitAfterOutput } from ${JSON.stringify(log)};
+      const line = 'x'.repeat(1023) + '\\n';
+      for (let i = 0; i < 1024; i++) process.stdout.write(line);
+      process.stderr.write('done\\n');
+      exitAfterOutput(3);`;
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout.pause();
+    await new Promise((r) => setTimeout(r, 300));
+    let out = 0;
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.length));
+    child.stderr.on('data', (d: Buffer) => (err += d));
+    child.stdout.resume();
+    const code = await new Promise<number | null>((r) => child.on('close', r));
+    expect(err).toBe('done\n');
+    expect(out).toBe(1024 * 1024);
+    expect(code).toBe(3);
+  });
+});
