@@ -1,14 +1,19 @@
-// A small streaming multipart/form-data parser for uploads. File parts go
-// straight to temp files while being hashed (sha1 = their object id), so
-// memory stays flat whatever the size; other fields are kept, at most
+// A small streaming multipart/form-data parser for uploads. File parts are
+// hashed as they arrive (sha1 = their object id) and go to temp files: a
+// small one (the files of a batch upload) is held until it ends and then
+// written with synchronous calls, its fsync running in the thread pool while
+// the next parts are read (one hand-off per file instead of one per call:
+// open, each write, fsync, close); a larger one streams to its file, so
+// memory stays flat whatever the size. Other fields are kept, at most
 // MAX_FORM_BYTES of them all together (upload links need no login: a body of
 // millions of small fields must not fill the memory).
 import { createHash, randomBytes } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { closeSync, openSync, promises as fsp } from 'node:fs';
 import type { FileHandle } from 'node:fs/promises';
 import path from 'node:path';
 import type { Readable } from 'node:stream';
 import { isUtf8 } from 'node:buffer';
+import { fsyncFd, writeAllSync } from './atomic.js';
 import { FileServerError, HttpError } from './http.js';
 import { ZERO_ID } from './objects.js';
 
@@ -37,6 +42,10 @@ export const MAX_FORM_BYTES = 16 << 10;
 /** Headers of all file parts together (a batch of many files has one header each). */
 const MAX_FILE_HEADERS_BYTES = 1 << 20;
 const MAX_HEADER_BYTES = 16 << 10;
+/** a file part up to this size is held in memory until it ends */
+const SMALL_PART = 256 << 10;
+/** bytes of small parts whose fsync is under way, per upload, before the parser waits for them */
+const SYNCING_MAX = 8 << 20;
 const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
 
@@ -70,6 +79,11 @@ function parseDisposition(headerText: string): { name: string; filename: string 
   return { name: param('name') ?? '', filename: param('filename') };
 }
 
+async function writeAll(fh: FileHandle, data: Buffer): Promise<void> {
+  let off = 0;
+  while (off < data.length) off += (await fh.write(data, off, data.length - off)).bytesWritten;
+}
+
 export async function parseMultipart(
   body: Readable,
   contentType: string,
@@ -90,8 +104,24 @@ export async function parseMultipart(
 
   let cur:
     | { kind: 'field'; name: string; chunks: Buffer[]; size: number }
-    | { kind: 'file'; part: UploadedPart; fh: FileHandle; hash: ReturnType<typeof createHash> }
+    | {
+        kind: 'file';
+        part: UploadedPart;
+        hash: ReturnType<typeof createHash>;
+        /** the bytes of a part still small enough to be held (null: it streams to `fh`) */
+        chunks: Buffer[] | null;
+        fh: FileHandle | null;
+      }
     | null = null;
+  /** fsyncs of small parts' temp files under way (each closes its descriptor when done) */
+  let syncing: Promise<void>[] = [];
+  let syncingBytes = 0;
+  const syncsDone = async () => {
+    const all = syncing;
+    syncing = [];
+    syncingBytes = 0;
+    await Promise.all(all);
+  };
 
   const openPart = async (headerText: string) => {
     const { name, filename } = parseDisposition(headerText);
@@ -99,10 +129,9 @@ export async function parseMultipart(
       fileHeaderBytes += headerText.length;
       if (fileHeaderBytes > MAX_FILE_HEADERS_BYTES) throw tooMuchForm();
       const tmpPath = path.join(opts.tmpDir, `up-${randomBytes(8).toString('hex')}`);
-      const fh = await fsp.open(tmpPath, 'w', 0o600);
       const part: UploadedPart = { field: name, filename, tmpPath, size: 0, id: '' };
       files.push(part);
-      cur = { kind: 'file', part, fh, hash: createHash('sha1') };
+      cur = { kind: 'file', part, hash: createHash('sha1'), chunks: [], fh: null };
     } else {
       formBytes += headerText.length + 4;
       if (formBytes > MAX_FORM_BYTES) throw tooMuchForm();
@@ -118,12 +147,23 @@ export async function parseMultipart(
       if (formBytes > MAX_FORM_BYTES) throw tooMuchForm();
       cur.chunks.push(data);
     } else {
-      cur.hash.update(data);
-      cur.part.size += data.length;
+      const c = cur;
+      c.hash.update(data);
+      c.part.size += data.length;
       fileBytes += data.length;
       opts.onBytes?.(fileBytes);
-      let off = 0;
-      while (off < data.length) off += (await cur.fh.write(data, off, data.length - off)).bytesWritten;
+      if (c.chunks && c.part.size <= SMALL_PART) {
+        // the socket's chunks are fresh buffers, never reused: holding views of them is safe
+        c.chunks.push(data);
+        return;
+      }
+      if (!c.fh) {
+        c.fh = await fsp.open(c.part.tmpPath, 'w', 0o600);
+        const held = c.chunks ?? [];
+        c.chunks = null;
+        for (const b of held) await writeAll(c.fh, b);
+      }
+      await writeAll(c.fh, data);
     }
   };
 
@@ -134,9 +174,24 @@ export async function parseMultipart(
     if (c.kind === 'field') {
       fields.set(c.name, [...(fields.get(c.name) ?? []), Buffer.concat(c.chunks).toString('utf8')]);
     } else {
-      await c.fh.sync();
-      await c.fh.close();
       c.part.id = c.part.size === 0 ? ZERO_ID : c.hash.digest('hex');
+      if (c.fh) {
+        await c.fh.sync();
+        await c.fh.close();
+        return;
+      }
+      const fd = openSync(c.part.tmpPath, 'w', 0o600);
+      try {
+        writeAllSync(fd, c.chunks ?? []);
+      } catch (e) {
+        closeSync(fd);
+        throw e;
+      }
+      const sync = fsyncFd(fd).finally(() => closeSync(fd));
+      sync.catch(() => undefined); // awaited by syncsDone; never an unhandled rejection meanwhile
+      syncing.push(sync);
+      syncingBytes += c.part.size;
+      if (syncingBytes > SYNCING_MAX) await syncsDone();
     }
   };
 
@@ -231,10 +286,12 @@ export async function parseMultipart(
       while (await step());
     }
     if (state !== 'done') throw new HttpError(400, 'Invalid multipart body.');
+    await syncsDone();
     return { fields, files };
   } catch (e) {
-    const c = cur as { kind: string; fh?: FileHandle } | null;
+    const c = cur as { kind: string; fh?: FileHandle | null } | null;
     if (c?.kind === 'file' && c.fh) await c.fh.close().catch(() => undefined);
+    await Promise.allSettled(syncing);
     await Promise.all(files.map((f) => fsp.rm(f.tmpPath, { force: true })));
     throw e;
   }

@@ -3,7 +3,7 @@
 // immutable, written atomically (temp + fsync + rename) and shared by every
 // library, so copies across libraries cost nothing.
 import { createHash } from 'node:crypto';
-import { promises as fsp } from 'node:fs';
+import { promises as fsp, renameSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { writeFileAtomic } from './atomic.js';
@@ -111,7 +111,7 @@ export class ObjectStore {
    */
   async adoptFile(tmpPath: string, id: string): Promise<void> {
     if (id === ZERO_ID) {
-      await fsp.rm(tmpPath, { force: true });
+      rmSync(tmpPath, { force: true });
       return;
     }
     // No look first: an object already there has these very bytes (its name is
@@ -121,6 +121,7 @@ export class ObjectStore {
     // The content was fsync'd by its writer; the head update that makes it
     // reachable fsyncs its own folder, which commits this rename too (ext4
     // journals metadata in order).
-    await fsp.rename(tmpPath, this.pathOf(id));
+    // synchronous: a rename is a change of a folder in the page cache, microseconds (a thread-pool hand-off costs more)
+    renameSync(tmpPath, this.pathOf(id));
   }
 }

@@ -4,6 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash, randomBytes } from 'node:crypto';
 import http from 'node:http';
+import { readdirSync } from 'node:fs';
+import path from 'node:path';
 import { adminToken, apiAs, startTestServer, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -165,5 +167,51 @@ describe('multipart uploads', () => {
     expect(names).not.toContain('cut.bin');
     const notMultipart = await post(await uploadLink(), 'application/octet-stream', Buffer.from('raw'), [3]);
     expect(notMultipart.status).toBe(400);
+  });
+
+  it('stores small parts (held in memory) and large ones (streamed) alike, around the 256 KiB line and past 8 MiB of small parts', async () => {
+    const boundary = 'sizes-boundary';
+    const K = 1024;
+    // 40 parts of 250 KiB: more small parts than the parser lets wait for their fsync at once (8 MiB)
+    const sizes = [256 * K - 1, 256 * K, 256 * K + 1, 3 * K * K, 0, 1, ...Array.from({ length: 40 }, () => 250 * K)];
+    const contents = sizes.map((n) => randomBytes(n));
+    const body = Buffer.concat([
+      part(boundary, 'Content-Disposition: form-data; name="parent_dir"', '/'),
+      part(boundary, 'Content-Disposition: form-data; name="relative_path"', 'sizes'),
+      ...contents.map((c, i) => part(boundary, `Content-Disposition: form-data; name="file"; filename="f${i}.bin"`, c)),
+      Buffer.from(`--${boundary}--\r\n`),
+    ]);
+    const r = await post(
+      `${await uploadLink()}?ret-json=1`,
+      `multipart/form-data; boundary=${boundary}`,
+      body,
+      [65536, 1000],
+    );
+    expect(r.status).toBe(200);
+    const info = JSON.parse(r.text) as { name: string; id: string; size: number }[];
+    expect(info.map((x) => x.size)).toEqual(sizes);
+    for (let i = 0; i < contents.length; i++) {
+      if (sizes[i] > 0) expect(info[i].id).toBe(createHash('sha1').update(contents[i]).digest('hex'));
+      expect((await download(`/sizes/f${i}.bin`)).equals(contents[i]), `f${i}.bin`).toBe(true);
+    }
+    expect(readdirSync(path.join(server.dataDir, 'tmp'))).toEqual([]);
+  });
+
+  it('a body cut off after many small parts leaves no temp file and stores nothing', async () => {
+    const boundary = 'cut-boundary';
+    const body = Buffer.concat([
+      part(boundary, 'Content-Disposition: form-data; name="parent_dir"', '/'),
+      ...Array.from({ length: 50 }, (_, i) =>
+        part(boundary, `Content-Disposition: form-data; name="file"; filename="c${i}.bin"`, randomBytes(200 * 1024)),
+      ),
+      Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="last.bin"\r\n\r\npartial`),
+    ]);
+    const r = await post(await uploadLink(), `multipart/form-data; boundary=${boundary}`, body, [65536]);
+    expect(r.status).toBe(400);
+    expect(readdirSync(path.join(server.dataDir, 'tmp'))).toEqual([]);
+    const names = (await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json.map(
+      (e: { name: string }) => e.name,
+    );
+    expect(names.filter((n: string) => /^c\d+\.bin$|^last\.bin$/.test(n))).toEqual([]);
   });
 });
