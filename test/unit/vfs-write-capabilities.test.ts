@@ -73,6 +73,27 @@ describe('write path capabilities through the API interface', () => {
     expect(vfs.wb.stats.uploads).toBe(6);
   });
 
+  it('in a burst the next batch of a folder waits for the gap after the last one started, unless it is full', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const { repo, vfs } = await setup(api, { batchGapMs: 10_000, batchMaxFiles: 4 });
+    const until = async (ok: () => boolean) => {
+      for (let t = 0; t < 200 && !ok(); t++) await sleep(10);
+      return ok();
+    };
+    await writeWhole(vfs, '/g0.txt', 'g0');
+    expect(await until(() => api.calls.uploadMany === 1)).toBe(true); // a lone file goes at once
+    await writeWhole(vfs, '/g1.txt', 'g1');
+    await writeWhole(vfs, '/g2.txt', 'g2');
+    await sleep(200);
+    expect(api.calls.uploadMany).toBe(1); // two files wait for the gap
+    await writeWhole(vfs, '/g3.txt', 'g3');
+    await writeWhole(vfs, '/g4.txt', 'g4'); // four: a full batch goes without waiting
+    expect(await until(() => api.calls.uploadMany === 2)).toBe(true);
+    expect(await vfs.drain()).toEqual([]);
+    for (let i = 0; i <= 4; i++) expect(api.content(repo, `/g${i}.txt`)!.toString()).toBe(`g${i}`);
+    expect(api.calls.uploadMany).toBe(2);
+  });
+
   it('the files a failed batch could not take are handed back and uploaded one by one', async () => {
     const api = new FakeApi().offerUploadBatch();
     const { repo, vfs } = await setup(api, { concurrency: 1 });

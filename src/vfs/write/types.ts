@@ -33,6 +33,12 @@ export interface WriteBackOptions {
   /** batches of one folder sent at once (default 1); files closed meanwhile gather into the next */
   batchesPerFolder?: number;
   /**
+   * a folder's next batch starts at least this long after its last one
+   * started (unless it is full): in a burst (untar, cp -r) fewer, fuller
+   * batches, each one listing and one commit (default 50 ms)
+   */
+  batchGapMs?: number;
+  /**
    * a new file waits this long after its last close before its upload starts,
    * so that a write-temp-then-rename lands in one upload at the final name
    * (default 0: uploads start at close, which keeps the server closest to the mount)

@@ -43,6 +43,8 @@ export interface QueueOptions {
   batchFileMax: number;
   /** batches of one folder sent at once; files closed meanwhile gather into the next one */
   batchesPerFolder: number;
+  /** the least time between the starts of a folder's batches (unless the next one is full) */
+  batchGapMs: number;
 }
 
 /** the new small files of one folder waiting for a batch, and its batches under way */
@@ -52,6 +54,8 @@ interface FolderQueue {
   queued: boolean;
   /** batch runs sending now */
   sending: number;
+  /** the next run waits for the gap after the last one */
+  gapTimer: NodeJS.Timeout | null;
 }
 
 interface Waiting {
@@ -65,6 +69,9 @@ export class UploadQueue {
   private retryTimer: NodeJS.Timeout | null = null;
   /** new small files waiting for an upload slot, per folder */
   private readonly batches = new Map<string, FolderQueue>();
+  /** when each folder's last batch took its files (ms), while that is within the gap; kept apart from
+   * `batches`, whose entry goes as soon as a batch is done and nothing waits */
+  private readonly lastStarts = new Map<string, number>();
 
   constructor(
     private readonly uploader: Uploader,
@@ -145,7 +152,7 @@ export class UploadQueue {
     const k = stateKey(s.repo, parentOf(s.path));
     let q = this.batches.get(k);
     if (!q) {
-      q = { items: [], queued: false, sending: 0 };
+      q = { items: [], queued: false, sending: 0, gapTimer: null };
       this.batches.set(k, q);
     }
     const queue = q;
@@ -159,17 +166,42 @@ export class UploadQueue {
    * Start a batch of the folder unless one already waits for a slot or the
    * folder has `batchesPerFolder` under way: files closed meanwhile gather
    * into the next batch (one listing and one commit for many files, as the
-   * upload's own time clocks it), and a lone file still goes at once.
+   * upload's own time clocks it), and a lone file still goes at once. In a
+   * burst the next batch also waits until `batchGapMs` after the last one
+   * started, unless it is full already.
    */
   private kick(k: string, q: FolderQueue): void {
     if (q.queued || q.items.length === 0 || q.sending >= this.o.batchesPerFolder) return;
+    const full = q.items.length >= this.o.batchMaxFiles;
+    if (q.gapTimer) {
+      if (!full) return;
+      clearTimeout(q.gapTimer);
+      q.gapTimer = null;
+    }
+    const wait = (this.lastStarts.get(k) ?? 0) + this.o.batchGapMs - Date.now();
+    if (wait > 0 && !full) {
+      q.gapTimer = setTimeout(() => {
+        q.gapTimer = null;
+        this.kick(k, q);
+      }, wait);
+      return;
+    }
     q.queued = true;
     void this.limit(() => this.runBatch(k, q));
+  }
+
+  private started(k: string): void {
+    const now = Date.now();
+    if (this.lastStarts.size >= 64)
+      for (const [f, t] of this.lastStarts) if (now - t >= this.o.batchGapMs) this.lastStarts.delete(f);
+    this.lastStarts.delete(k); // re-inserted last: the map stays in order of time
+    this.lastStarts.set(k, now);
   }
 
   /** In an upload slot: take what has accumulated for the folder (up to the limits) and send it. */
   private async runBatch(k: string, q: FolderQueue): Promise<void> {
     q.queued = false;
+    this.started(k);
     const take: Waiting[] = [];
     let bytes = 0;
     while (q.items.length && take.length < this.o.batchMaxFiles && bytes < this.o.batchMaxBytes) {
@@ -188,7 +220,8 @@ export class UploadQueue {
       // the files the batch did not take go back to the queue, each in a slot of its own
       for (const t of take) t.done(rest === null || rest.has(t.s));
       this.kick(k, q);
-      if (!q.queued && q.sending === 0 && q.items.length === 0 && this.batches.get(k) === q) this.batches.delete(k);
+      if (!q.queued && !q.gapTimer && q.sending === 0 && q.items.length === 0 && this.batches.get(k) === q)
+        this.batches.delete(k);
     }
   }
 

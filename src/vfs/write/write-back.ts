@@ -115,6 +115,7 @@ export class WriteBack {
       batchMaxBytes: opts.batchMaxBytes ?? 8 * 1024 * 1024,
       batchFileMax: opts.batchFileMax ?? 1024 * 1024,
       batchesPerFolder: opts.batchesPerFolder ?? 1,
+      batchGapMs: opts.batchGapMs ?? 50,
     });
   }
 
