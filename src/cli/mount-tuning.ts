@@ -23,7 +23,7 @@
 //   (70 -> 64 MiB). Turned on for good once mounted, the mount's own hot paths
 //   are optimized as before: kept off, the 1 GiB read cost ~12% more CPU
 //   (1.42 vs 1.27 CPU-s, 4 pairs) for 3-5 MiB less at its peak.
-//   SEAFS_TURBOFAN=1 leaves it on throughout (for measurements).
+//   SEAFS_TURBOFAN=1 leaves it on throughout, SEAFS_TURBOFAN=0 off throughout (for measurements).
 // SEAFS_SEMI_SPACE_MB=N keeps V8's growth instead (for measurements); a
 // --daemon mount process then gets --max-semi-space-size=N on its node
 // command line, the only place that size takes effect.
@@ -50,9 +50,10 @@ export function semiSpaceMb(env: NodeJS.ProcessEnv = process.env): number | unde
   return Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
-/** The flags to set once the mount is up: the optimizing compiler back on, unless it was never off. */
+/** The flags to set once the mount is up: the optimizing compiler back on, unless it was never off or is to stay
+ * off. */
 export function mountReadyV8Flags(env: NodeJS.ProcessEnv = process.env): string[] {
-  return mountV8Flags(env).includes('--no-turbofan') ? ['--turbofan'] : [];
+  return mountV8Flags(env).includes('--no-turbofan') && env.SEAFS_TURBOFAN !== '0' ? ['--turbofan'] : [];
 }
 
 /** Sets mountReadyV8Flags (the mount calls it when its FUSE mount is up). */

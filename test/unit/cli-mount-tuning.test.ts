@@ -84,10 +84,13 @@ describe('the mount process V8 flags', () => {
     expect(plain.startTurbofan).toBe(true);
   });
 
-  it('without the flags of a mount that is up, TurboFan stays off; SEAFS_TURBOFAN=1 never turns it off', () => {
+  it('without the flags of a mount that is up, TurboFan stays off; SEAFS_TURBOFAN=1 never turns it off, =0 never on', () => {
     expect(probe(mountV8Flags({})).turbofan).toBe(false);
     expect(mountV8Flags({ SEAFS_TURBOFAN: '1' })).not.toContain('--no-turbofan');
     expect(mountReadyV8Flags({ SEAFS_TURBOFAN: '1' })).toEqual([]);
+    const off = { SEAFS_TURBOFAN: '0' };
+    expect(mountV8Flags(off)).toContain('--no-turbofan');
+    expect(probe(mountV8Flags(off), mountReadyV8Flags(off)).turbofan).toBe(false);
   });
 
   it('SEAFS_SEMI_SPACE_MB picks a young generation size for the --daemon command line instead of the limit', () => {
