@@ -240,7 +240,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     vfs.close();
     throw new UserError(`cannot mount at ${mnt}: ${(e as Error).message}`);
   }
-  // start-up is over: V8's optimizing compiler for the mount's own hot paths (mount-tuning.ts)
+  // start-up is over: the V8 flags that wait for it, if any (SEAFS_TURBOFAN=mounted; mount-tuning.ts)
   mountIsUp();
 
   const startedAt = Date.now();

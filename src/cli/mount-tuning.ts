@@ -15,15 +15,19 @@
 //   mount: ~30 MiB of compiler memory for a moment, the process's peak
 //   whatever it did later. Liftoff's code is ample for the few API answers
 //   undici parses (downloads and uploads go through bare sockets).
-// - --no-turbofan until the mount is up (mountReadyV8Flags turns it back on):
-//   V8's optimizing compiler otherwise compiles the functions that start-up
-//   runs hot (module loading, argument parsing, the login), once: its compile
-//   memory (6.8 MiB of malloc at its peak, which malloc then keeps), its code
-//   and its threads' stacks were 5-6 MiB of an idle mount's resident memory
-//   (70 -> 64 MiB). Turned on for good once mounted, the mount's own hot paths
-//   are optimized as before: kept off, the 1 GiB read cost ~12% more CPU
-//   (1.42 vs 1.27 CPU-s, 4 pairs) for 3-5 MiB less at its peak.
-//   SEAFS_TURBOFAN=1 leaves it on throughout, SEAFS_TURBOFAN=0 off throughout (for measurements).
+// - --no-turbofan: V8's optimizing compiler otherwise compiles the functions
+//   that start-up runs hot (module loading, argument parsing, the login), and
+//   later the mount's own: its compile memory (6.8 MiB of malloc at its peak,
+//   which malloc then keeps), its code and its threads' stacks (idle mount 70
+//   -> 64 MiB). It used to be turned back on once mounted, for the hot paths;
+//   since those do their work in native calls (socket, file and FUSE buffers)
+//   baseline code (Sparkplug) serves them as well: kept off, interleaved runs
+//   of the benchmark measured the same CPU and speed within the noise (cold
+//   1 GiB read 0.955 vs 0.99 CPU-s/GiB, 4 pairs; write, untar, ls -lR, random
+//   reads alike) and less memory at every peak (1 GiB write 64.2 vs 67.8 MiB,
+//   read 85.9 vs 87.9, untar 85-92 vs 92-103). SEAFS_TURBOFAN=1 leaves it on
+//   throughout, SEAFS_TURBOFAN=mounted turns it on once the mount is up (the
+//   former default); both for measurements.
 // SEAFS_SEMI_SPACE_MB=N keeps V8's growth instead (for measurements); a
 // --daemon mount process then gets --max-semi-space-size=N on its node
 // command line, the only place that size takes effect.
@@ -50,10 +54,9 @@ export function semiSpaceMb(env: NodeJS.ProcessEnv = process.env): number | unde
   return Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
-/** The flags to set once the mount is up: the optimizing compiler back on, unless it was never off or is to stay
- * off. */
+/** The flags to set once the mount is up: the optimizing compiler on with SEAFS_TURBOFAN=mounted, else none. */
 export function mountReadyV8Flags(env: NodeJS.ProcessEnv = process.env): string[] {
-  return mountV8Flags(env).includes('--no-turbofan') && env.SEAFS_TURBOFAN !== '0' ? ['--turbofan'] : [];
+  return mountV8Flags(env).includes('--no-turbofan') && env.SEAFS_TURBOFAN === 'mounted' ? ['--turbofan'] : [];
 }
 
 /** Sets mountReadyV8Flags (the mount calls it when its FUSE mount is up). */
