@@ -3,7 +3,8 @@
 // in-memory FUSE filesystem, `memfs`) under `strace -f -c -w`, which sums the wall-clock time tar spends in each
 // system call (each one a FUSE round trip or a few), and the mount's own count of FUSE operations. Then seafs
 // unmounts, which waits until every file is on the server. Usage:
-//   node bench/profile-tar.mjs OUTDIR [seafs|memfs] [--cpu-prof] [--no-strace] [--files N] [--cli PATH]
+//   node bench/profile-tar.mjs OUTDIR [seafs|memfs] [--cpu-prof] [--no-strace] [--files N] [--cli PATH] [--latency MS]
+// --latency MS: the server answers MS ms late (as the benchmark's 20 and 80 ms sections).
 // --cpu-prof: node --cpu-prof on the mount process; its self time per function during the extract is printed.
 import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -28,6 +29,7 @@ const cpuProf = args.includes('--cpu-prof');
 /** --no-strace: tar alone (strace's own cost slows every call) */
 const noStrace = args.includes('--no-strace');
 const files = Number(args[args.indexOf('--files') + 1] || 2000) || 2000;
+const latencyMs = args.includes('--latency') ? Number(args[args.indexOf('--latency') + 1]) || 0 : 0;
 // --cli PATH: another build's dist/cli/main.js (to measure a before and an after the same way)
 const cli = args.includes('--cli')
   ? resolve(args[args.indexOf('--cli') + 1])
@@ -66,7 +68,7 @@ try {
   let child;
   const prof = cpuProf ? ['--cpu-prof', '--cpu-prof-dir', out] : [];
   if (who === 'seafs') {
-    ({ server, mnt, env } = await seededServer({ out, cli, mib: 1, log }));
+    ({ server, mnt, env } = await seededServer({ out, cli, mib: 1, latencyMs, log }));
     child = await startMount({ cli, server, mnt, out, env, node: prof });
   } else {
     mkdirSync(mnt, { recursive: true });
