@@ -5,6 +5,8 @@
 // unmounts, which waits until every file is on the server. Usage:
 //   node bench/profile-tar.mjs OUTDIR [seafs|memfs] [--cpu-prof] [--no-strace] [--files N] [--cli PATH] [--latency MS]
 // --latency MS: the server answers MS ms late (as the benchmark's 20 and 80 ms sections).
+// PROFILE_NODE='--flag ...' (environment): node flags for the mount process, e.g. '--import ./hook.mjs' to count
+// what it allocates.
 // --cpu-prof: node --cpu-prof on the mount process; its self time per function during the extract is printed.
 import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -66,7 +68,10 @@ try {
   let mnt = join(out, 'mnt');
   let env = { SEAFS_RUNTIME_DIR: join(out, 'run') };
   let child;
-  const prof = cpuProf ? ['--cpu-prof', '--cpu-prof-dir', out] : [];
+  const prof = [
+    ...(cpuProf ? ['--cpu-prof', '--cpu-prof-dir', out] : []),
+    ...(process.env.PROFILE_NODE ?? '').split(' ').filter(Boolean),
+  ];
   if (who === 'seafs') {
     ({ server, mnt, env } = await seededServer({ out, cli, mib: 1, latencyMs, log }));
     child = await startMount({ cli, server, mnt, out, env, node: prof });

@@ -6,6 +6,7 @@ import { readFile } from 'node:fs/promises';
 import Fuse from 'fuse-native';
 import type { Vfs } from '../vfs/vfs.js';
 import { makeOps, type OpCounts } from './ops.js';
+import { OpDeadlines } from './op-deadlines.js';
 import { setReadAhead } from './readahead.js';
 
 export interface FuseMountOptions {
@@ -33,7 +34,7 @@ export interface FuseMount {
   readAheadKb: number | null;
 }
 
-// no caller hangs forever, but a large fsync or an open that downloads the file can finish
+// no caller hangs forever, but a large fsync or an open that downloads the file can finish (op-deadlines.ts)
 const TIMEOUTS = {
   default: 30_000,
   read: 120_000,
@@ -84,9 +85,10 @@ export async function mountVfs(vfs: Vfs, opts: FuseMountOptions): Promise<FuseMo
   const log = opts.log ?? (() => {});
   const attr = Math.max(0.1, opts.attrTimeoutSec ?? 2);
   const entry = Math.max(0.1, opts.entryTimeoutSec ?? attr);
+  const deadlines = new OpDeadlines({ limits: TIMEOUTS, log });
   const fuse = new Fuse(
     opts.mountpoint,
-    makeOps(vfs, { log, debug: opts.debug, counts: opts.counts, xattrs: opts.xattrs }),
+    deadlines.wrapAll(makeOps(vfs, { log, debug: opts.debug, counts: opts.counts, xattrs: opts.xattrs })),
     {
       force: true,
       mkdir: false,
@@ -98,7 +100,8 @@ export async function mountVfs(vfs: Vfs, opts: FuseMountOptions): Promise<FuseMo
       entryTimeout: entry,
       allowOther: !!opts.allowOther,
       debug: !!opts.debug,
-      timeout: TIMEOUTS,
+      // the deadlines above, kept without a timer per operation
+      timeout: false,
     },
   );
   // fuse-native has no big_writes: without it the kernel sends 4 KiB writes
