@@ -182,16 +182,15 @@ export function targetLines(list) {
  * (>= 80 ms) within 3x its own 0 ms time. */
 export function crossTargets({ servers, metrics }) {
   if (!metrics.some((m) => m.id === 'tar')) return [];
-  const tarAt = (s) => {
-    const r = summarize(s.results.tar?.seafs);
+  const tarAt = (s, who = 'seafs') => {
+    const r = summarize(s.results.tar?.[who]);
     return r.failed || r.na ? null : r.median;
   };
   const base = servers.find((s) => s.latencyMs === 0);
   const out = [];
   // memfs never talks to the server, so its 0 ms untar is the bar at every latency (issue 15: <= 2x at 0 ms,
   // <= 2.5x at 20 ms)
-  const memfs = base && summarize(base.results.tar?.memfs);
-  const mem = !memfs || memfs.failed || memfs.na ? null : memfs.median;
+  const mem = base ? tarAt(base, 'memfs') : null;
   for (const [ms, x] of [
     [0, 2],
     [20, 2.5],

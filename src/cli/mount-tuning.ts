@@ -56,7 +56,7 @@ export function semiSpaceMb(env: NodeJS.ProcessEnv = process.env): number | unde
 
 /** The flags to set once the mount is up: the optimizing compiler on with SEAFS_TURBOFAN=mounted, else none. */
 export function mountReadyV8Flags(env: NodeJS.ProcessEnv = process.env): string[] {
-  return mountV8Flags(env).includes('--no-turbofan') && env.SEAFS_TURBOFAN === 'mounted' ? ['--turbofan'] : [];
+  return env.SEAFS_TURBOFAN === 'mounted' ? ['--turbofan'] : [];
 }
 
 /** Sets mountReadyV8Flags (the mount calls it when its FUSE mount is up). */

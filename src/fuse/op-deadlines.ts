@@ -6,9 +6,7 @@
 // 28,000 of them. Here an operation answered at once costs a flag, and one
 // that waits joins a set that a single timer sweeps once a second (a limit is
 // kept to within that second).
-import { constants as OS } from 'node:os';
-
-type Cb = (...args: any[]) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
+import { errnoNumber, type Cb } from './ops.js';
 
 export interface DeadlineOptions {
   /** ms an operation may take, by name; `default` for the rest */
@@ -27,7 +25,7 @@ interface Waiting {
   answer: Cb;
 }
 
-const ETIMEDOUT = -(OS.errno.ETIMEDOUT ?? 110);
+const ETIMEDOUT = errnoNumber('ETIMEDOUT');
 
 export class OpDeadlines {
   private readonly waiting = new Set<Waiting>();

@@ -6,7 +6,8 @@ import { constants as OS } from 'node:os';
 import { errnoOf, type ErrnoName } from '../vfs/errors.js';
 import type { Vfs } from '../vfs/vfs.js';
 
-type Cb = (...args: any[]) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
+/** a fuse-native operation or its callback */
+export type Cb = (...args: any[]) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
 
 /** a byte count answered in the same turn when there is one, else once the promise settles */
 function answerCount(r: number | Promise<number>, cb: Cb, fail: (e: unknown) => void): void {
