@@ -6,11 +6,14 @@
 // --read-from FILE[:OFFSET] serves the big file's reads from FILE instead, one fs.read per request at OFFSET+pos
 // (e.g. a seafs cache file: its data starts after the 128-byte header and a marker byte per chunk, rounded up to
 // 4 KiB: 4096 for 256 MiB, 12288 for 1 GiB in 128 KiB chunks): the floor of a read path that goes to disk per request.
+// --read-url URL serves the big file's reads from a streaming GET of URL (a download link), with the least work a
+// FUSE filesystem can do for that (lib/http-source.mjs): the floor of a read path that fetches over HTTP.
 // Prints "mounted" once the kernel sees the mount; SIGTERM/SIGINT unmount and exit.
 import Fuse from 'fuse-native';
 import { randomFillSync } from 'node:crypto';
 import { openSync, read as readFd } from 'node:fs';
 import { treeLayout } from './lib/dataset.mjs';
+import { HttpSource } from './lib/http-source.mjs';
 
 const CHUNK = 1 << 20;
 const mnt = process.argv[2];
@@ -68,6 +71,8 @@ if (big) {
   mkfileNode(p, Number(bytes), true);
   link(p);
 }
+const readUrl = argOf('--read-url');
+const httpSource = readUrl && big ? new HttpSource(readUrl, Number(big.split(':')[1])) : null;
 const trees = process.argv.flatMap((a, i) => (a === '--tree' && process.argv[i + 1] ? [process.argv[i + 1]] : []));
 for (const tree of trees) {
   const [root, folders, files, seed, maxSize] = tree.split(':');
@@ -214,6 +219,7 @@ const ops = {
   }),
   read: safe((p, fd, buf, len, pos, cb) => {
     const n = get(p);
+    if (httpSource && n.seeded) return httpSource.read(buf, len, pos, cb);
     if (fromFd < 0 || !n.seeded) return cb(readInto(n, buf, len, pos));
     const want = Math.max(0, Math.min(len, n.size - pos));
     readFd(fromFd, buf, 0, want, fromOff + pos, (err, got) => cb(err ? Fuse.EIO : got));

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // The benchmark driver (run it through scripts/bench, which builds first and cleans up after a crash).
-//   node bench/run.mjs [--quick] [--runs N] [--latency 0,20,80] [--contenders seafs,rclone,http,memfs]
+//   node bench/run.mjs [--quick] [--runs N] [--latency 0,20,80] [--contenders seafs,rclone,http,memfs,httpfs]
 //                      [--jobs seqread,write,tar,ls,find,randread,remount,bigtree] [--bigtree-runs N]
 //                      [--out bench-results] [--work DIR] [--keep-work]
 // Progress goes to stderr; the tables go to stdout; JSON and an SVG chart go to --out.
@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cleanupAll, run, mountPoints } from './lib/proc.mjs';
 import { startServer, seed } from './lib/server.mjs';
-import { seafs, rclone, memfs } from './lib/mounts.mjs';
+import { seafs, rclone, memfs, httpfs } from './lib/mounts.mjs';
 import { metrics as metricList, JOBS, mountJob, httpJob, httpContender } from './lib/jobs.mjs';
 import { table, summarize, targets, targetLines, latencyTable, crossTargets } from './lib/report.mjs';
 import { bigTreeJob, bigTreeShape, seedBigTree } from './lib/bigtree.mjs';
@@ -43,7 +43,7 @@ const { values: opt } = parseArgs({
     quick: { type: 'boolean', default: false },
     runs: { type: 'string' },
     latency: { type: 'string', default: '0,20,80' },
-    contenders: { type: 'string', default: 'seafs,rclone,http,memfs' },
+    contenders: { type: 'string', default: 'seafs,rclone,http,memfs,httpfs' },
     jobs: { type: 'string', default: JOBS.join(',') },
     'bigtree-runs': { type: 'string' },
     out: { type: 'string', default: join(ROOT, 'bench-results') },
@@ -58,7 +58,7 @@ if (opt.help) {
   --runs N             runs per workload and contender (default 3; --quick 1); medians are reported
   --latency 0,20,80    server latencies in ms (seafs serve --latency-ms), one server and one table each;
                        a last table puts seafs and rclone at every latency side by side
-  --contenders LIST    seafs,rclone,http,memfs (default all)
+  --contenders LIST    seafs,rclone,http,memfs,httpfs (default all; httpfs runs seqread only)
   --jobs LIST          ${JOBS.join(',')} (default all)
   --bigtree-runs N     runs of the large-tree job (default 1: rclone walks 2,000 folders at ~10 listings/s)
   --out DIR            where the JSON and SVG go (default bench-results/)
@@ -114,7 +114,7 @@ const runsOf = (job) => (job === 'bigtree' ? config.bigTreeRuns : config.runs);
 /** jobs that run in the first latency section only */
 const FIRST_SECTION_ONLY = ['bigtree'];
 const latencies = opt.latency.split(',').map(Number);
-const ALL = { seafs, rclone, http: httpContender, memfs };
+const ALL = { seafs, rclone, http: httpContender, memfs, httpfs };
 const contenders = opt.contenders.split(',').map((n) => {
   if (!ALL[n]) throw new Error(`unknown contender ${n}`);
   return ALL[n];
@@ -143,6 +143,8 @@ const SETTINGS = {
     'rclone mount (seafile backend via env) --vfs-cache-mode full (reads, listings) | writes (write, untar) --vfs-write-back 0s --cache-dir <fresh>; clock stops when the server lists the data (polled every 200 ms)',
   http: 'curl for the big download/upload; undici (keep-alive) for listings, 8 folders at a time; untar = 25 files per multipart request, 8 in flight; random reads = one Range GET at a time on a reuse=1 link',
   memfs: 'bench/memfs.mjs: fuse-native, big_writes, kernel_cache, attr/entry timeout 5 s, data in RAM',
+  httpfs:
+    'memfs whose big file is read from the server: one GET on a plain socket into a ring buffer (the least work over HTTP); seqread only',
   cold: "fresh mount and fresh cache dir; the server's large objects read once (same host disk cache for every contender), then sync and echo 3 > /proc/sys/vm/drop_caches",
 };
 
@@ -153,6 +155,7 @@ function applies(metric, contender) {
       !['ls_warm', 'find_warm', 'rss_read', 'rss_write', 'rss_tar'].includes(metric.id) && metric.job !== 'remount'
     );
   if (contender === 'memfs') return !metric.id.startsWith('rss_') && metric.id !== 'remount_mib';
+  if (contender === 'httpfs') return ['read_cold', 'read_warm', 'cpu_read'].includes(metric.id);
   return true;
 }
 
@@ -332,6 +335,7 @@ async function main() {
           // each run starts with another contender: whatever the first one after a drop pays is spread over all
           const order = contenders.map((_, k) => contenders[(k + r - 1) % contenders.length]);
           for (const c of order) {
+            if (c.jobs && !c.jobs.includes(job)) continue;
             // memfs never talks to the server: measure it once and show the same figures in later sections.
             if (c.name === 'memfs' && servers.length > 1 && !servers[0].serverError) {
               if (r === 1) {

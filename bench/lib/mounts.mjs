@@ -1,4 +1,4 @@
-// The three FUSE contenders. mount() gives a handle:
+// The FUSE contenders. mount() gives a handle:
 //   path      the mount point (the library's root)
 //   pid       the process serving it (for peak RSS)
 //   settle(check, what)  returns once the data written so far is on the server, the moment the workload's
@@ -223,6 +223,50 @@ export const memfs = {
       path: mnt,
       pid,
       inMemory: true,
+      async settle() {},
+      async close() {
+        try {
+          await killPid(pid, 10_000); // SIGTERM: memfs unmounts itself
+        } finally {
+          lazyUnmount(mnt);
+          removeMountDir(mnt);
+        }
+      },
+    };
+  },
+};
+
+/**
+ * memfs serving the big file from the server with the least work a FUSE filesystem can do for that (one
+ * streaming GET read into a ring buffer, lib/http-source.mjs): the floor of the cold read's CPU per GiB for any
+ * mount on this binding that fetches over HTTP. Only the seqread job.
+ */
+export const httpfs = {
+  name: 'httpfs',
+  jobs: ['seqread'],
+  async mount(ctx) {
+    const mnt = fresh(ctx, 'mnt', 'httpfs');
+    trackMount(mnt);
+    const { api, repo } = ctx.server;
+    let child;
+    try {
+      const link = await api.downloadLink(repo, '/big.bin', true);
+      ({ child } = await startProcess(
+        process.execPath,
+        [MEMFS, mnt, '--big', `/big.bin:${ctx.config.bigBytes}`, '--read-url', link],
+        { ready: (out) => out.includes('mounted'), timeoutMs: 30_000, logFile: join(ctx.work, 'httpfs.log') },
+      ));
+      await waitFor(() => isMounted(mnt), { timeoutMs: 10_000, what: 'the httpfs mount' });
+    } catch (err) {
+      lazyUnmount(mnt);
+      if (child) await killPid(child.pid, 1000);
+      removeMountDir(mnt);
+      throw err;
+    }
+    const pid = child.pid;
+    return {
+      path: mnt,
+      pid,
       async settle() {},
       async close() {
         try {

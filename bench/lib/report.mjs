@@ -126,6 +126,14 @@ export function targets({ latencyMs, metrics, results }) {
         null,
         `${fmt(mem + curl)} vs ${fmt(mem)} CPU-s/GiB: ${((mem + curl) / mem).toFixed(2)}x`,
       );
+    // the floor built and measured: memfs reading the file over HTTP with the least work (httpfs)
+    const floor = med('cpu_read', 'httpfs');
+    if (mem != null && floor != null)
+      add(
+        'the floor measured: httpfs / memfs, and seafs / httpfs (not a target)',
+        null,
+        `${fmt(floor)} vs ${fmt(mem)} CPU-s/GiB: ${(floor / mem).toFixed(2)}x; seafs ${s == null ? '-' : `${(s / floor).toFixed(2)}x httpfs`}`,
+      );
   }
   if (byId.read_cold) {
     const s = med('read_cold', 'seafs');
