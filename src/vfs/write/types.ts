@@ -25,7 +25,7 @@ export interface WriteBackHooks {
 
 export interface WriteBackOptions {
   concurrency?: number;
-  /** several new small files of a folder in one POST (when the API offers uploadBatch) */
+  /** several new small files of a folder in one POST (when the API offers uploadBatch; default 128) */
   batchMaxFiles?: number;
   batchMaxBytes?: number;
   /** larger files are uploaded on their own */

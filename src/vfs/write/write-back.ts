@@ -111,7 +111,9 @@ export class WriteBack {
       offlineGraceMs: opts.offlineGraceMs ?? 30_000,
       retryBaseMs: opts.retryBaseMs ?? 1000,
       newFileDelayMs: opts.newFileDelayMs ?? 0,
-      batchMaxFiles: opts.batchMaxFiles ?? 32,
+      // a folder's batches go one after another, each a listing and a POST: at 80 ms a folder of 100 new
+      // files took 4 rounds with 32 files each, 1 with 128 (untar: settle 1.15 -> 0.58 s; no change at 0 ms)
+      batchMaxFiles: opts.batchMaxFiles ?? 128,
       batchMaxBytes: opts.batchMaxBytes ?? 8 * 1024 * 1024,
       batchFileMax: opts.batchFileMax ?? 1024 * 1024,
       batchesPerFolder: opts.batchesPerFolder ?? 1,
