@@ -20,6 +20,8 @@ export function linkExpired(e: unknown): boolean {
 
 export class TransferLinks {
   private readonly cache = new Map<string, { url: string; at: number }>();
+  /** links being asked for: a second caller (a prefetch, then its transfer) joins the request */
+  private readonly asking = new Map<string, Promise<string>>();
 
   constructor(
     private readonly api: Pick<SeafileApi, 'uploadLink' | 'updateLink'>,
@@ -32,19 +34,38 @@ export class TransferLinks {
     return `${kind}\u0000${repo}\u0000${where}`;
   }
 
-  /** A link of `kind` for folder `dir`: cached, or asked of the server. */
+  /** A link of `kind` for folder `dir`: cached, or asked of the server (one request at a time per link). */
   async get(kind: TransferKind, repo: string, dir: string): Promise<string> {
     const k = this.key(kind, repo, dir);
     const hit = this.cache.get(k);
     if (hit && Date.now() - hit.at < this.ttlMs) return hit.url;
+    const asked = this.asking.get(k);
+    if (asked) return asked;
     this.onRequest();
-    const url = kind === 'upload' ? await this.api.uploadLink(repo, dir) : await this.api.updateLink(repo, dir);
-    this.cache.set(k, { url, at: Date.now() });
-    return url;
+    const p = (kind === 'upload' ? this.api.uploadLink(repo, dir) : this.api.updateLink(repo, dir)).then((url) => {
+      this.cache.set(k, { url, at: Date.now() });
+      return url;
+    });
+    this.asking.set(k, p);
+    const done = () => this.asking.get(k) === p && this.asking.delete(k);
+    p.then(done, done);
+    return p;
+  }
+
+  /**
+   * Start getting a link a transfer will need in a moment, beside the
+   * transfer's other round trip (the conflict check's listing): on a far
+   * server that is one round trip less per folder. A failure is the
+   * transfer's to meet when it asks again.
+   */
+  prefetch(kind: TransferKind, repo: string, dir: string): void {
+    this.get(kind, repo, dir).catch(() => {});
   }
 
   drop(kind: TransferKind, repo: string, dir: string): void {
-    this.cache.delete(this.key(kind, repo, dir));
+    const k = this.key(kind, repo, dir);
+    this.cache.delete(k);
+    this.asking.delete(k);
   }
 
   /** Runs a transfer with a link; when the link turns out expired, once more with a fresh one. */

@@ -36,6 +36,35 @@ describe('transfer links', () => {
     expect(requests).toBe(3);
   });
 
+  it('a prefetch and the transfer that follows it share one request; a prefetch that fails leaves the next get to ask again', async () => {
+    const asked: string[] = [];
+    let fail = true;
+    const release: (() => void)[] = [];
+    const api = {
+      uploadLink: async (repo: string, dir: string) => {
+        asked.push(`upload ${repo} ${dir}`);
+        await new Promise<void>((r) => release.push(r));
+        if (fail) throw err(500, 'server');
+        return 'u-ok';
+      },
+      updateLink: async () => 'p',
+    };
+    const links = new TransferLinks(api, 60_000);
+    links.prefetch('upload', 'r', '/a'); // fails: nobody sees it
+    await Promise.resolve();
+    release.shift()!();
+    await new Promise((r) => setImmediate(r));
+    fail = false;
+    links.prefetch('upload', 'r', '/a');
+    const got = links.get('upload', 'r', '/a'); // joins the prefetch under way
+    await Promise.resolve();
+    expect(asked).toEqual(['upload r /a', 'upload r /a']);
+    release.shift()!();
+    expect(await got).toBe('u-ok');
+    expect(await links.get('upload', 'r', '/a')).toBe('u-ok'); // cached
+    expect(asked).toHaveLength(2);
+  });
+
   it('asks again once the link is older than its time to live', async () => {
     const { api, asked } = fakeLinks();
     const links = new TransferLinks(api, 0);

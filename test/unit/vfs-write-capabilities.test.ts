@@ -73,6 +73,44 @@ describe('write path capabilities through the API interface', () => {
     expect(vfs.wb.stats.uploads).toBe(6);
   });
 
+  it('a far server: the upload link is asked for while the conflict check lists the folder, not after it', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const { repo, vfs } = await setup(api);
+    api.putDir(repo, '/far');
+    api.listDelayMs = 100;
+    const events: string[] = [];
+    const list = api.listDir.bind(api);
+    api.listDir = async (r, p, o) => {
+      events.push(`list ${p}`);
+      const l = await list(r, p, o);
+      events.push(`listed ${p}`);
+      return l;
+    };
+    const link = api.uploadLink.bind(api);
+    api.uploadLink = async (r, d) => {
+      events.push(`link ${d}`);
+      return link(r, d);
+    };
+    const update = api.updateLink.bind(api);
+    api.updateLink = async (r, d) => {
+      events.push(`link ${d}`);
+      return update(r, d);
+    };
+    api.putFile(repo, '/old.txt', 'v1');
+    await vfs.readdir('/far');
+    await vfs.readdir('/');
+    events.length = 0;
+    await writeWhole(vfs, '/far/a.txt', 'new'); // a new file: a batch of one
+    await writeWhole(vfs, '/old.txt', 'v2'); // an edit: an upload of its own, through the update link
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/far/a.txt')!.toString()).toBe('new');
+    expect(api.content(repo, '/old.txt')!.toString()).toBe('v2');
+    for (const dir of ['/far', '/']) {
+      expect(events.indexOf(`link ${dir}`), `${dir}: ${events.join(', ')}`).toBeGreaterThan(-1);
+      expect(events.indexOf(`link ${dir}`), events.join(', ')).toBeLessThan(events.indexOf(`listed ${dir}`));
+    }
+  });
+
   it('in a burst the next batch of a folder waits for the gap after the last one started, unless it is full', async () => {
     const api = new FakeApi().offerUploadBatch();
     const { repo, vfs } = await setup(api, { batchGapMs: 10_000, batchMaxFiles: 4 });

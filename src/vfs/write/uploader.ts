@@ -67,6 +67,8 @@ export class Uploader {
    */
   async once(s: FileState, repo: string, path: string): Promise<UploadResult> {
     await this.folderReady(repo, parentOf(path));
+    // the link the upload will most likely use comes while the check lists the folder
+    this.links.prefetch(s.uploadKind(path) === 'update' ? 'update' : 'upload', repo, parentOf(path));
     const v = await this.check.verdict(s, repo, path);
     const checked = Date.now();
     const res = await this.afterCheck(s, repo, path, v);
@@ -220,6 +222,7 @@ export class Uploader {
         return;
       }
       let checkedAt = Date.now();
+      this.links.prefetch('upload', repo, dir);
       try {
         // the batch replaces nothing: a name the server holds now goes on its own (conflict check);
         // a listing already under way may predate a change made before these files closed: not joined
