@@ -188,51 +188,55 @@ export const rclone = {
   },
 };
 
+/** bench/memfs.mjs at a fresh mount point with `args`, as `name`: the handle of a process that unmounts on SIGTERM */
+async function memfsMount(ctx, name, args, extra = {}) {
+  const mnt = fresh(ctx, 'mnt', name);
+  trackMount(mnt);
+  let child;
+  try {
+    ({ child } = await startProcess(process.execPath, [MEMFS, mnt, ...(await args())], {
+      ready: (out) => out.includes('mounted'),
+      timeoutMs: 30_000,
+      logFile: join(ctx.work, `${name}.log`),
+    }));
+    await waitFor(() => isMounted(mnt), { timeoutMs: 10_000, what: `the ${name} mount` });
+  } catch (err) {
+    lazyUnmount(mnt);
+    if (child) await killPid(child.pid, 1000);
+    removeMountDir(mnt);
+    throw err;
+  }
+  const pid = child.pid;
+  return {
+    path: mnt,
+    pid,
+    ...extra,
+    async settle() {},
+    async close() {
+      try {
+        await killPid(pid, 10_000); // SIGTERM: memfs unmounts itself
+      } finally {
+        lazyUnmount(mnt);
+        removeMountDir(mnt);
+      }
+    },
+  };
+}
+
 export const memfs = {
   name: 'memfs',
   memfs: true,
-  async mount(ctx) {
-    const mnt = fresh(ctx, 'mnt', 'memfs');
-    trackMount(mnt);
+  mount(ctx) {
     const c = ctx.config;
-    let child;
-    try {
-      ({ child } = await startProcess(
-        process.execPath,
-        [
-          MEMFS,
-          mnt,
-          '--big',
-          `/big.bin:${c.bigBytes}`,
-          '--tree',
-          `/tree:${c.treeFolders}:${c.treeFiles}:1`,
-          // the large tree, when this run lists it (bigtree.mjs)
-          ...(ctx.bigTree ? ['--tree', ctx.bigTree.memfsArg] : []),
-        ],
-        { ready: (out) => out.includes('mounted'), timeoutMs: 30_000, logFile: join(ctx.work, 'memfs.log') },
-      ));
-      await waitFor(() => isMounted(mnt), { timeoutMs: 10_000, what: 'the memfs mount' });
-    } catch (err) {
-      lazyUnmount(mnt);
-      if (child) await killPid(child.pid, 1000);
-      removeMountDir(mnt);
-      throw err;
-    }
-    const pid = child.pid;
-    return {
-      path: mnt,
-      pid,
-      inMemory: true,
-      async settle() {},
-      async close() {
-        try {
-          await killPid(pid, 10_000); // SIGTERM: memfs unmounts itself
-        } finally {
-          lazyUnmount(mnt);
-          removeMountDir(mnt);
-        }
-      },
-    };
+    const args = async () => [
+      '--big',
+      `/big.bin:${c.bigBytes}`,
+      '--tree',
+      `/tree:${c.treeFolders}:${c.treeFiles}:1`,
+      // the large tree, when this run lists it (bigtree.mjs)
+      ...(ctx.bigTree ? ['--tree', ctx.bigTree.memfsArg] : []),
+    ];
+    return memfsMount(ctx, 'memfs', args, { inMemory: true });
   },
 };
 
@@ -244,38 +248,14 @@ export const memfs = {
 export const httpfs = {
   name: 'httpfs',
   jobs: ['seqread'],
-  async mount(ctx) {
-    const mnt = fresh(ctx, 'mnt', 'httpfs');
-    trackMount(mnt);
+  mount(ctx) {
     const { api, repo } = ctx.server;
-    let child;
-    try {
-      const link = await api.downloadLink(repo, '/big.bin', true);
-      ({ child } = await startProcess(
-        process.execPath,
-        [MEMFS, mnt, '--big', `/big.bin:${ctx.config.bigBytes}`, '--read-url', link],
-        { ready: (out) => out.includes('mounted'), timeoutMs: 30_000, logFile: join(ctx.work, 'httpfs.log') },
-      ));
-      await waitFor(() => isMounted(mnt), { timeoutMs: 10_000, what: 'the httpfs mount' });
-    } catch (err) {
-      lazyUnmount(mnt);
-      if (child) await killPid(child.pid, 1000);
-      removeMountDir(mnt);
-      throw err;
-    }
-    const pid = child.pid;
-    return {
-      path: mnt,
-      pid,
-      async settle() {},
-      async close() {
-        try {
-          await killPid(pid, 10_000); // SIGTERM: memfs unmounts itself
-        } finally {
-          lazyUnmount(mnt);
-          removeMountDir(mnt);
-        }
-      },
-    };
+    const args = async () => [
+      '--big',
+      `/big.bin:${ctx.config.bigBytes}`,
+      '--read-url',
+      await api.downloadLink(repo, '/big.bin', true),
+    ];
+    return memfsMount(ctx, 'httpfs', args);
   },
 };
