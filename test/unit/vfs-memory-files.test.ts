@@ -9,9 +9,11 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { Journal } from '../../src/vfs/write/journal.js';
+import { LocalData } from '../../src/vfs/write/local-data.js';
 import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
 const KiB = 1024;
+const MiB = 1024 * KiB;
 
 describe('small new files in memory', () => {
   const cleanups = cleanupAfterEach();
@@ -119,6 +121,47 @@ describe('small new files in memory', () => {
     }
     expect(await vfs.drain()).toEqual([]);
     for (const f of files) expect(api.content(repo, f.path)!.equals(f.data), f.path).toBe(true);
+  });
+
+  it('the budget grows with the round trip to the server (the least of the recent ones, from 3 on) and shrinks back', () => {
+    const data = new LocalData({ fileMax: MiB, budget: 8 * MiB }, async () => {});
+    data.noteRoundTrip(100);
+    data.noteRoundTrip(100);
+    expect(data.budget).toBe(8 * MiB); // two are not enough to judge
+    data.noteRoundTrip(40);
+    expect(data.budget).toBe(16 * MiB); // 40 ms: 2x
+    for (let i = 0; i < 3; i++) data.noteRoundTrip(300);
+    expect(data.budget).toBe(16 * MiB); // the least of the recent ones: a slow answer is load, not distance
+    for (let i = 0; i < 8; i++) data.noteRoundTrip(85);
+    expect(data.budget).toBe(32 * MiB); // at most 4x
+    for (let i = 0; i < 8; i++) data.noteRoundTrip(2);
+    expect(data.budget).toBe(8 * MiB); // a near server again
+  });
+
+  it('a far server: a burst of new files stays in memory within the grown budget, where a near one spills to temp files', async () => {
+    for (const far of [false, true]) {
+      const { api, repo, vfs, tempFiles } = await setup({ memoryBudget: 100 * KiB });
+      if (far) api.listDelayMs = 60; // 60 ms: 3x
+      // three uploads, each checked with a listing, tell the mount how far the server is
+      for (let i = 0; i < 3; i++) {
+        await writeWhole(vfs, `/first${i}.txt`, `first ${i}`);
+        expect(await vfs.drain()).toEqual([]);
+      }
+      expect(vfs.wb.data.budget, `far=${far}`).toBe(far ? 300 * KiB : 100 * KiB);
+      const files = Array.from({ length: 8 }, (_, i) => ({ path: `/f${i}.bin`, data: randomBytes(30 * KiB + i) }));
+      const handles = await Promise.all(files.map((f) => vfs.create(f.path, 0o644)));
+      for (const [i, f] of files.entries()) {
+        await vfs.write(f.path, handles[i], f.data, f.data.length, 0);
+        expect(vfs.wb.data.held).toBeLessThanOrEqual(vfs.wb.data.budget);
+      }
+      expect((await tempFiles()).length > 0, `far=${far}`).toBe(!far);
+      for (const [i, f] of files.entries()) {
+        await vfs.flush(f.path, handles[i]);
+        await vfs.release(f.path, handles[i]);
+      }
+      expect(await vfs.drain()).toEqual([]);
+      for (const f of files) expect(api.content(repo, f.path)!.equals(f.data), f.path).toBe(true);
+    }
   });
 
   it('holes read as zeros and truncates shrink and grow a file in memory as on disk', async () => {

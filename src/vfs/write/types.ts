@@ -55,7 +55,10 @@ export interface WriteBackOptions {
   maxStreams?: number;
   /** a new file is held in memory until it is larger than this (default 1 MiB; 0: never in memory) */
   memoryFileMax?: number;
-  /** bytes all new files held in memory may take together (default 8 MiB); others go to temp files */
+  /**
+   * bytes all new files held in memory may take together (default 8 MiB; up to 4x that while the server's
+   * round trip is above 20 ms: local-data.ts); others go to temp files
+   */
   memoryBudget?: number;
 }
 

@@ -36,7 +36,11 @@ export class VersionCheck {
   /** listings made for checks (for status and tests) */
   requests = 0;
 
-  constructor(private readonly api: SeafileApi) {}
+  constructor(
+    private readonly api: SeafileApi,
+    /** a listing answered after `ms` (the server's round trip, and its load) */
+    private readonly onRoundTrip: (ms: number) => void = () => {},
+  ) {}
 
   /**
    * The folder's entries as the server has them now (null: no such folder).
@@ -51,6 +55,7 @@ export class VersionCheck {
     const entries = (async () => {
       try {
         const l = await this.api.listDir(repo, dir);
+        this.onRoundTrip(Date.now() - startedAt);
         if (l.uptodate) throw new Error('listing answered up to date without a base');
         return new Map(l.entries.map((e) => [e.name, e]));
       } catch (e) {

@@ -80,7 +80,7 @@ export class WriteBack {
       opts.maxStreams ?? 4,
       folderReady,
     );
-    this.check = new VersionCheck(api);
+    this.check = new VersionCheck(api, (ms) => this.data.noteRoundTrip(ms));
     this.landed = new LandedCopies(this.check, api, hooks.log, opts.retryBaseMs ?? 1000);
     const uploader = new Uploader(
       api,
