@@ -6,7 +6,12 @@
 // (listings it knows are then served stale by the meta cache, blocks on disk
 // by the reader, writes wait in the journal), and a probe asks the server now
 // and then (1 s, doubling to 30 s) until it answers. Back online, it says so
-// once and the pending uploads start (each with its conflict check).
+// once and the pending uploads start (each with its conflict check). A call
+// made while offline asks the server first when no probe did for a second
+// (waiting at most a second for it): a server that is back (a restart takes
+// seconds; the probe may be 30 s away) then serves the `cat` the user waits
+// for instead of an EIO, and a server still gone costs that call a refused
+// connection, or a second when it hangs.
 import { ApiError, StreamUnsupported } from '../client/errors.js';
 import type { SeafileApi } from '../client/types.js';
 
@@ -44,6 +49,8 @@ export interface ConnectivityOptions {
   onBack?: () => void;
   probeMinMs?: number;
   probeMaxMs?: number;
+  /** how often a call made offline may ask the server, and how long it waits for the answer (default 1000 ms) */
+  recheckMs?: number;
 }
 
 export class Connectivity {
@@ -52,6 +59,8 @@ export class Connectivity {
   private probeTimer: NodeJS.Timeout | null = null;
   private probeDelay: number;
   private closed = false;
+  private probing: Promise<boolean> | null = null;
+  private lastProbeAt = 0;
   /** times the mount went offline (for status and tests) */
   outages = 0;
   onBack: (() => void) | undefined;
@@ -94,19 +103,43 @@ export class Connectivity {
     this.probeTimer.unref();
   }
 
-  private async probe(): Promise<void> {
+  /** asks the server; true when it answered (then the mount is online again) */
+  private probe(): Promise<boolean> {
+    if (this.probeTimer) clearTimeout(this.probeTimer);
     this.probeTimer = null;
-    try {
-      await this.api.accountInfo();
-    } catch (e) {
-      // an answer of any kind (even a refusal) means the server is there
-      if (unreachable(e)) {
-        this.probeDelay = Math.min(this.probeDelay * 2, this.o.probeMaxMs ?? 30_000);
-        this.scheduleProbe();
-        return;
+    this.probing ??= (async () => {
+      this.lastProbeAt = Date.now();
+      try {
+        await this.api.accountInfo();
+      } catch (e) {
+        // an answer of any kind (even a refusal) means the server is there
+        if (unreachable(e)) {
+          this.probeDelay = Math.min(this.probeDelay * 2, this.o.probeMaxMs ?? 30_000);
+          return false;
+        }
       }
-    }
-    this.back();
+      this.back();
+      return true;
+    })().finally(() => {
+      this.probing = null;
+      if (this.offlineSince !== null) this.scheduleProbe();
+    });
+    return this.probing;
+  }
+
+  /** offline, before failing a call: is the server back? (a probe at most once a second, waited for a second) */
+  private recheck(): Promise<boolean> {
+    if (this.closed) return Promise.resolve(false);
+    if (!this.probing && Date.now() - this.lastProbeAt < (this.o.recheckMs ?? 1000)) return Promise.resolve(false);
+    const answer = this.probe();
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), this.o.recheckMs ?? 1000);
+      timer.unref();
+      void answer.then((ok) => {
+        clearTimeout(timer);
+        resolve(ok);
+      });
+    });
   }
 
   private back(): void {
@@ -133,12 +166,7 @@ export class Connectivity {
         const v = Reflect.get(target, prop, receiver);
         if (typeof v !== 'function') return v;
         const name = String(prop);
-        return (...args: unknown[]) => {
-          if (this.offlineSince !== null) {
-            // the streaming GET is synchronous: refused, the reader turns to download(), which fails at once
-            if (name === 'streamGet') throw new StreamUnsupported('offline');
-            return Promise.reject(this.refusal(name));
-          }
+        const call = (args: unknown[]): unknown => {
           let out: unknown;
           try {
             out = v.apply(target, args);
@@ -152,6 +180,15 @@ export class Connectivity {
               throw e;
             });
           return out;
+        };
+        return (...args: unknown[]) => {
+          if (this.offlineSince === null) return call(args);
+          if (name === 'streamGet') {
+            // synchronous: refused, the reader turns to download(), which asks the server first
+            void this.recheck();
+            throw new StreamUnsupported('offline');
+          }
+          return this.recheck().then((back) => (back ? call(args) : Promise.reject(this.refusal(name))));
         };
       },
     });

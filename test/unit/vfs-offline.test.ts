@@ -108,3 +108,52 @@ describe('what takes the mount offline', () => {
     expect(unreachable(new ApiError({ kind: 'server', status: 500, operation: 'listDir' }))).toBe(false);
   });
 });
+
+describe('a call made while offline asks the server first', () => {
+  const refused = () =>
+    new ApiError({
+      kind: 'network',
+      status: 0,
+      operation: 'x',
+      serverMessage: 'connect ECONNREFUSED',
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
+
+  it('a server back before the next probe serves the call at once; one still gone fails it, asked once a second at most', async () => {
+    let down = true;
+    let asked = 0;
+    const raw = {
+      accountInfo: async () => {
+        asked++;
+        if (down) throw refused();
+        return { usage: 0, total: -2, email: 'a@b.c' };
+      },
+      listLibraries: async () => {
+        if (down) throw refused();
+        return [];
+      },
+    } as unknown as SeafileApi;
+    const log: string[] = [];
+    // the scheduled probe is a minute away: only the recheck can bring the mount back
+    const net = new Connectivity(raw, { log: (l) => log.push(l), probeMinMs: 60_000, recheckMs: 200 });
+    try {
+      const api = net.wrap(raw);
+      await expect(api.listLibraries()).rejects.toThrow(/ECONNREFUSED/);
+      expect(net.online).toBe(false);
+      // still gone: refused, after one probe; a second call within recheckMs does not ask again
+      await expect(api.listLibraries()).rejects.toThrow(/offline/);
+      const afterFirst = asked;
+      expect(afterFirst).toBe(1);
+      await expect(api.listLibraries()).rejects.toThrow(/offline/);
+      expect(asked).toBe(afterFirst);
+      // back: the next call (past recheckMs) asks, finds it, and goes through
+      down = false;
+      await sleep(250);
+      await expect(api.listLibraries()).resolves.toEqual([]);
+      expect(net.online).toBe(true);
+      expect(log.filter((l) => l.startsWith('online:'))).toHaveLength(1);
+    } finally {
+      net.close();
+    }
+  });
+});
