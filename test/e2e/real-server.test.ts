@@ -1,0 +1,410 @@
+// The same user workloads through a real mount, against the real Seafile CE
+// 10.0 server (seaf-server + seahub, built from upstream source by
+// scripts/real-seafile) and against `seafs serve`, one after the other: cp -r
+// of a mixed tree, tar x, rsync -a twice across a remount, git, mv (a folder
+// named `a:b` too), rm, overwrite, a conflict, the server stopped mid-copy, a
+// kill -9 of the mount, an encrypted library (and the server forgetting its
+// password), trash and history, xattrs. Every result is read back through the
+// server's API. The file ends with a table of each workload's result and time
+// on both servers. SEAFS_SKIP_REAL_SERVER=1 leaves the real server out, loudly.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { open } from 'node:fs/promises';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SeafileClient } from '../../src/client/client.js';
+import {
+  downloadTree,
+  expectRemoteTree,
+  remoteBytes,
+  remoteEntries,
+  remoteNames,
+  waitRemoteExists,
+  waitRemoteFile,
+} from '../helpers/api-check.js';
+import { writeRandom } from '../helpers/e2e-fixture.js';
+import { cleanupMounts, mountLibrary, q, run, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
+import { realServerSkipped, startServerOfKind, type ServerKind } from '../helpers/real-server.js';
+import { uploadTo, type TestServer } from '../helpers/server.js';
+
+const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+const KINDS: ServerKind[] = realServerSkipped() ? ['serve'] : ['real', 'serve'];
+const VAULT_PW = 'vault pass phrase';
+
+const gitEnv = {
+  ...process.env,
+  GIT_AUTHOR_NAME: 'e2e',
+  GIT_AUTHOR_EMAIL: 'e2e@seafs.test',
+  GIT_COMMITTER_NAME: 'e2e',
+  GIT_COMMITTER_EMAIL: 'e2e@seafs.test',
+  GIT_CONFIG_GLOBAL: '/dev/null',
+  GIT_CONFIG_NOSYSTEM: '1',
+};
+const git = (cwd: string, ...args: string[]) => run('git', args, { cwd, env: gitEnv, timeoutMs: 300_000 });
+
+/** workload -> server kind -> result and time, printed as a table at the end */
+const table = new Map<string, Map<ServerKind, string>>();
+
+afterAll(() => {
+  const rows = [...table].map(([w, byKind]) => `| ${w} | ${KINDS.map((k) => byKind.get(k) ?? '-').join(' | ')} |`);
+  console.log(
+    [
+      `| workload | ${KINDS.map((k) => (k === 'real' ? 'real Seafile CE 10.0' : 'seafs serve')).join(' | ')} |`,
+      `|---|${KINDS.map(() => '---').join('|')}|`,
+      ...rows,
+    ].join('\n'),
+  );
+});
+
+/** Polls until the server's tree under `remote` equals the local folder (uploads run after close). */
+async function waitTree(api: SeafileClient, repo: string, remote: string, local: string, ms = 120_000) {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    try {
+      return await expectRemoteTree(api, repo, remote, local);
+    } catch (e) {
+      if (Date.now() > deadline) throw e;
+      await sleep(500);
+    }
+  }
+}
+
+for (const kind of KINDS) {
+  describe(`workloads against ${kind === 'real' ? 'the real Seafile server' : 'seafs serve'}`, () => {
+    let server: TestServer;
+    let api: SeafileClient;
+    let src: string;
+    let repo: string;
+    let vault: string;
+    let m: Mount;
+    const M = (p = '') => path.join(m.mnt, p);
+
+    /** an it() whose outcome and time go into the table */
+    const work = (name: string, fn: () => Promise<void>, timeoutMs = 300_000) =>
+      it(
+        name,
+        async () => {
+          const t0 = Date.now();
+          let row = table.get(name);
+          if (!row) table.set(name, (row = new Map()));
+          try {
+            await fn();
+            row.set(kind, `ok ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+          } catch (e) {
+            row.set(kind, `FAIL ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+            throw e;
+          }
+        },
+        timeoutMs,
+      );
+
+    beforeAll(async () => {
+      server = await startServerOfKind(kind);
+      ({ client: api } = await SeafileClient.login({ baseUrl: server.url }, server.adminEmail, server.adminPassword));
+      repo = (await api.createLibrary('Work')).repo_id;
+      vault = (await api.createLibrary('Vault', { password: VAULT_PW })).repo_id;
+      src = path.join(scratchDir(), `src-${kind}`);
+      mkdirSync(src);
+    }, 600_000);
+
+    afterAll(async () => {
+      try {
+        await cleanupMounts();
+      } finally {
+        await api?.close().catch(() => {});
+        await server?.stop();
+      }
+    });
+
+    work('mount', async () => {
+      m = await mountLibrary(server, { library: 'Work', dirCacheTime: 2, attrTimeout: 1 });
+      expect((await sh(`ls -A ${q(M())}`)).out).toBe('');
+    });
+
+    work('cp -r of a mixed tree (tiny, 8 and 30 MiB, unicode and space names)', async () => {
+      const t = path.join(src, 'mixed');
+      for (const d of ['a b/c d', 'Ünïcødé ☃', 'deep/1/2/3']) mkdirSync(path.join(t, d), { recursive: true });
+      for (let i = 0; i < 24; i++) writeFileSync(path.join(t, 'deep/1/2/3', `tiny-${i}.txt`), `tiny ${i}\n`.repeat(i));
+      writeFileSync(path.join(t, 'a b/c d/spaced name.txt'), 'spaces\n');
+      writeFileSync(path.join(t, 'Ünïcødé ☃/日本語 ファイル.md'), '# こんにちは\n');
+      writeFileSync(path.join(t, 'empty'), '');
+      await writeRandom(path.join(t, 'eight.bin'), 8 * 1024 * 1024);
+      await writeRandom(path.join(t, 'a b/thirty.bin'), 30 * 1024 * 1024 + 17);
+      await sh(`cp -r ${q(t)} ${q(M('mixed'))}`);
+      expect((await sh(`diff -r ${q(t)} ${q(M('mixed'))} && echo same`)).out).toBe('same\n');
+      expect(await waitTree(api, repo, '/mixed', t)).toBe(29);
+    });
+
+    let pkgDir: string;
+    let tgz: string;
+    work('tar x of an npm package', async () => {
+      const out = await run(
+        'npm',
+        ['pack', path.join(ROOT, 'node_modules/undici'), '--ignore-scripts', '--pack-destination', src, '--json'],
+        { cwd: src },
+      );
+      tgz = path.join(src, (JSON.parse(out.out) as { filename: string }[])[0].filename);
+      pkgDir = path.join(src, 'pkg');
+      mkdirSync(pkgDir);
+      await run('tar', ['xzf', tgz, '-C', pkgDir]);
+      await sh(`mkdir ${q(M('pkg'))} && tar xzf ${q(tgz)} -C ${q(M('pkg'))}`);
+      expect((await sh(`diff -r ${q(pkgDir)} ${q(M('pkg'))} && echo same`)).out).toBe('same\n');
+      expect(await waitTree(api, repo, '/pkg', pkgDir)).toBeGreaterThan(100);
+    });
+
+    work('rsync -a twice, the second across a remount, sends nothing the second time', async () => {
+      await run('rsync', ['-a', `${pkgDir}/`, `${M('rs')}/`]);
+      await waitTree(api, repo, '/rs', pkgDir);
+      const sentBy = async () => {
+        const r = await run('rsync', ['-a', '--itemize-changes', `${pkgDir}/`, `${M('rs')}/`]);
+        return r.out.split('\n').filter((l) => /^[<>]f/.test(l));
+      };
+      expect(await sentBy(), 'second rsync -a on the same mount').toEqual([]);
+      const un = await m.unmount();
+      expect(un.code, un.out + un.err).toBe(0);
+      m = await mountLibrary(server, { library: 'Work', dirCacheTime: 2, attrTimeout: 1, cacheDir: m.cacheDir });
+      expect(await sentBy(), 'rsync -a after a remount').toEqual([]);
+      await waitTree(api, repo, '/rs', pkgDir);
+    });
+
+    work(
+      'git clone (3 commits, 70 files), commit and fsck on the mount; the repository read through the API is valid',
+      async () => {
+        // a small repository with a real history: this project's client and vfs sources in three commits
+        const origin = path.join(src, 'origin');
+        mkdirSync(origin);
+        await git(origin, 'init', '-q', '-b', 'main');
+        for (const [i, dir] of ['src/client', 'src/vfs/write', 'src/vfs/read'].entries()) {
+          await sh(
+            `mkdir -p ${q(path.join(origin, dir))} && cp -r ${q(path.join(ROOT, dir))}/. ${q(path.join(origin, dir))}/`,
+          );
+          await git(origin, 'add', '-A');
+          await git(origin, 'commit', '-q', '-m', `commit ${i}`);
+        }
+        const bare = path.join(src, 'origin.git');
+        await git(src, 'clone', '-q', '--bare', '--no-local', origin, bare);
+        const c = M('clone');
+        await git(m.mnt, 'clone', '-q', '--no-hardlinks', bare, c);
+        writeFileSync(path.join(c, 'EDITED-ON-SEAFS.md'), 'edited\n');
+        await git(c, 'add', '-A');
+        await git(c, 'commit', '-q', '-m', 'edit on the mount');
+        await git(c, 'fsck', '--strict', '--no-progress');
+        const head = (await git(c, 'rev-parse', 'HEAD')).out.trim();
+        const local = path.join(src, 'clone-copy');
+        await sh(`cp -r ${q(c)} ${q(local)}`);
+        await waitTree(api, repo, '/clone', local);
+        const dl = path.join(src, 'clone-dl');
+        await sh(`mkdir ${q(dl)}`);
+        // the server's copy, fetched through the API: a valid repository at the same HEAD
+        await downloadTree(api, repo, '/clone', dl);
+        await git(dl, 'fsck', '--strict', '--no-progress');
+        expect((await git(dl, 'rev-parse', 'HEAD')).out.trim()).toBe(head);
+      },
+    );
+
+    work('mv of files and folders (a folder named a:b), rm and rm -r', async () => {
+      await sh(
+        [
+          `mkdir -p ${q(M('mv/a:b/in'))} ${q(M('mv/dst'))} ${q(M('mv/old'))}`,
+          `echo one > ${q(M('mv/a:b/one.txt'))}`,
+          `echo two > ${q(M('mv/a:b/in/two.txt'))}`,
+          `echo f > ${q(M('mv/file.txt'))}`,
+          `echo g > ${q(M('mv/old/g.txt'))}`,
+          `echo gone > ${q(M('mv/gone.txt'))}`,
+          `mkdir -p ${q(M('mv/gonedir/sub'))} && echo x > ${q(M('mv/gonedir/sub/x.txt'))}`,
+        ].join(' && '),
+      );
+      await waitRemoteFile(api, repo, '/mv/gonedir/sub/x.txt', Buffer.from('x\n'));
+      await waitRemoteFile(api, repo, '/mv/a:b/in/two.txt', Buffer.from('two\n'));
+      await sh(
+        [
+          `mv ${q(M('mv/a:b'))} ${q(M('mv/dst/'))}`,
+          `mv ${q(M('mv/file.txt'))} ${q(M('mv/dst/renamed.txt'))}`,
+          `mv ${q(M('mv/old'))} ${q(M('mv/new'))}`,
+          `mv ${q(M('mv/dst/a:b'))} ${q(M('mv/dst/c:d'))}`,
+          `rm ${q(M('mv/gone.txt'))}`,
+          `rm -r ${q(M('mv/gonedir'))}`,
+        ].join(' && '),
+      );
+      const want = path.join(src, 'mv-want');
+      await sh(
+        [
+          `mkdir -p ${q(want)}/dst/c:d/in ${q(want)}/new`,
+          `echo one > ${q(want)}/dst/c:d/one.txt`,
+          `echo two > ${q(want)}/dst/c:d/in/two.txt`,
+          `echo f > ${q(want)}/dst/renamed.txt`,
+          `echo g > ${q(want)}/new/g.txt`,
+        ].join(' && '),
+      );
+      expect((await sh(`diff -r ${q(want)} ${q(M('mv'))} && echo same`)).out).toBe('same\n');
+      await waitTree(api, repo, '/mv', want, 60_000);
+    });
+
+    work('overwrite: cp over a file, > truncation, >> append', async () => {
+      const a = path.join(src, 'over-a.bin');
+      const b = path.join(src, 'over-b.bin');
+      await writeRandom(a, 3 * 1024 * 1024);
+      await writeRandom(b, 1024 * 1024 + 5);
+      await sh(`cp ${q(a)} ${q(M('over.bin'))} && echo first > ${q(M('over.txt'))}`);
+      await waitRemoteFile(api, repo, '/over.bin', a);
+      await waitRemoteFile(api, repo, '/over.txt', Buffer.from('first\n'));
+      await sh(
+        `cp ${q(b)} ${q(M('over.bin'))} && echo second > ${q(M('over.txt'))} && echo third >> ${q(M('over.txt'))}`,
+      );
+      await waitRemoteFile(api, repo, '/over.bin', b);
+      await waitRemoteFile(api, repo, '/over.txt', Buffer.from('second\nthird\n'));
+      expect((await sh(`cat ${q(M('over.txt'))}`)).out).toBe('second\nthird\n');
+    });
+
+    work('a remote edit while the file is dirty: the server keeps theirs, ours is a conflict copy', async () => {
+      await sh(`mkdir ${q(M('team'))} && echo base > ${q(M('team/doc.txt'))}`);
+      await waitRemoteFile(api, repo, '/team/doc.txt', Buffer.from('base\n'));
+      await sleep(2500); // the mount's listing knows the uploaded version
+      const fh = await open(M('team/doc.txt'), 'r+');
+      await fh.truncate(0);
+      await fh.write('ours\n', 0);
+      const link = await api.uploadLink(repo, '/team');
+      expect((await uploadTo(link, '/team', { 'doc.txt': 'theirs\n' }, { replace: true })).status).toBe(200);
+      await fh.close();
+      const conflict = new RegExp(`^doc \\(SFConflict ${server.adminEmail.replace(/\./g, '\\.')} [\\d-]+\\)\\.txt$`);
+      const deadline = Date.now() + 60_000;
+      let names: string[] = [];
+      while (Date.now() < deadline) {
+        names = (await remoteNames(api, repo, '/team')) ?? [];
+        if (names.some((n) => conflict.test(n))) break;
+        await sleep(500);
+      }
+      expect(names).toHaveLength(2);
+      expect((await remoteBytes(api, repo, '/team/doc.txt')).toString()).toBe('theirs\n');
+      const copy = names.find((n) => conflict.test(n));
+      expect(copy, names.join(', ')).toBeDefined();
+      expect((await remoteBytes(api, repo, `/team/${copy}`)).toString()).toBe('ours\n');
+    });
+
+    work('the server stopped mid-copy and started again: everything lands', async () => {
+      const t = path.join(src, 'offline');
+      mkdirSync(t);
+      for (let i = 0; i < 40; i++) writeFileSync(path.join(t, `f${i}.txt`), `offline ${i}\n`.repeat(50));
+      await writeRandom(path.join(t, 'big.bin'), 20 * 1024 * 1024);
+      await sh(`mkdir ${q(M('offline'))}`);
+      await waitRemoteExists(api, repo, '/offline', true);
+      const cp = sh(`cp ${q(t)}/f1*.txt ${q(t)}/big.bin ${q(M('offline'))}/ && cp ${q(t)}/* ${q(M('offline'))}/`);
+      await sleep(300);
+      await server.halt();
+      try {
+        const r = await cp;
+        expect(r.code).toBe(0);
+        // offline, the mount lists what it holds (a file uploaded before the stop and never read is not
+        // on this machine: reading it waits for the server)
+        expect((await sh(`ls ${q(M('offline'))} | sort`)).out).toBe((await sh(`ls ${q(t)} | sort`)).out);
+        await sleep(1000);
+      } finally {
+        await server.restart({ samePort: true });
+      }
+      expect((await sh(`diff -r ${q(t)} ${q(M('offline'))} && echo same`)).out).toBe('same\n');
+      await waitTree(api, repo, '/offline', t, 180_000);
+    });
+
+    work('kill -9 of the mount mid-copy; the remount uploads what was left', async () => {
+      const t = path.join(src, 'crash');
+      mkdirSync(t);
+      for (let i = 0; i < 30; i++) writeFileSync(path.join(t, `c${i}.txt`), `crash ${i}\n`.repeat(100));
+      await writeRandom(path.join(t, 'big.bin'), 10 * 1024 * 1024);
+      await sh(`cp -r ${q(t)} ${q(M('crash'))}`);
+      const { mnt, cacheDir } = m;
+      await m.kill9();
+      m = await mountLibrary(server, { library: 'Work', dirCacheTime: 2, attrTimeout: 1, mountpoint: mnt, cacheDir });
+      expect((await sh(`diff -r ${q(t)} ${q(M('crash'))} && echo same`)).out).toBe('same\n');
+      await waitTree(api, repo, '/crash', t);
+    });
+
+    work('an encrypted library: write, read, and again after the server forgot the password', async () => {
+      const v = await mountLibrary(server, { library: 'Vault', libraryPassword: VAULT_PW, dirCacheTime: 2 });
+      const t = path.join(src, 'vault');
+      mkdirSync(t);
+      writeFileSync(path.join(t, 'secret.txt'), 'secret\n');
+      await writeRandom(path.join(t, 'secret.bin'), 9 * 1024 * 1024);
+      await sh(`cp ${q(t)}/* ${q(v.mnt)}/`);
+      expect((await sh(`cat ${q(v.mnt)}/secret.txt`)).out).toBe('secret\n');
+      await api.unlockLibrary(vault, VAULT_PW);
+      await waitTree(api, vault, '/', t);
+      // a restart makes the server forget every library password (as its hour-long expiry does)
+      const up = path.join(src, 'vault-up');
+      mkdirSync(up);
+      await writeRandom(path.join(up, 'uploaded.bin'), 2 * 1024 * 1024);
+      const link = await api.uploadLink(vault, '/');
+      const buf = readFileSync(path.join(up, 'uploaded.bin'));
+      expect((await uploadTo(link, '/', { 'uploaded.bin': buf })).status).toBe(200);
+      await server.restart({ samePort: true });
+      // a file the mount never read (no cache) and a new file
+      expect((await sh(`cmp ${q(path.join(up, 'uploaded.bin'))} ${q(v.mnt)}/uploaded.bin && echo same`)).out).toBe(
+        'same\n',
+      );
+      writeFileSync(path.join(t, 'after.txt'), 'written after the server forgot\n');
+      writeFileSync(path.join(t, 'uploaded.bin'), buf);
+      await sh(`cp ${q(t)}/after.txt ${q(v.mnt)}/`);
+      await api.unlockLibrary(vault, VAULT_PW);
+      await waitTree(api, vault, '/', t);
+      const un = await v.unmount();
+      expect(un.code, un.out + un.err).toBe(0);
+    });
+
+    work('history and trash: versions listed and read, a deleted file moved back', async () => {
+      await sh(`mkdir ${q(M('hist'))}`);
+      for (const text of ['v1\n', 'version two\n', 'the third version\n']) {
+        await sh(`printf %s ${q(text)} > ${q(M('hist/doc.txt'))}`);
+        await waitRemoteFile(api, repo, '/hist/doc.txt', Buffer.from(text));
+        await sleep(1100); // versions one second apart at least
+      }
+      const vdir = M('.seafile-history/hist/doc.txt');
+      const versions = (await sh(`ls -1 ${q(vdir)}`)).out.split('\n').filter(Boolean);
+      expect(versions).toHaveLength(3);
+      expect((await sh(`cat ${q(path.join(vdir, versions[0]))}`)).out).toBe('v1\n');
+      expect((await sh(`cat ${q(path.join(vdir, versions[2]))}`)).out).toBe('the third version\n');
+      await sh(`rm ${q(M('hist/doc.txt'))}`);
+      await waitRemoteExists(api, repo, '/hist/doc.txt', false);
+      const deadline = Date.now() + 30_000;
+      let entry: string | undefined;
+      while (!entry && Date.now() < deadline) {
+        const ls = await sh(`ls -1 ${q(M('.seafile-trash'))}`);
+        entry = ls.out.split('\n').find((n) => n.endsWith(' hist%2Fdoc.txt'));
+        if (!entry) await sleep(1000);
+      }
+      expect(entry, 'the deleted file in .seafile-trash').toBeDefined();
+      expect((await sh(`cat ${q(M(`.seafile-trash/${entry}`))}`)).out).toBe('the third version\n');
+      await sh(`mv ${q(M(`.seafile-trash/${entry}`))} ${q(M('hist/doc.txt'))}`);
+      expect((await sh(`cat ${q(M('hist/doc.txt'))}`)).out).toBe('the third version\n');
+      expect((await remoteBytes(api, repo, '/hist/doc.txt')).toString()).toBe('the third version\n');
+    });
+
+    work('xattrs: id and status of a synced file; the lock xattr as the server supports it', async () => {
+      await sh(`mkdir ${q(M('attrs'))} && printf report > ${q(M('attrs/r.txt'))}`);
+      await waitRemoteFile(api, repo, '/attrs/r.txt', Buffer.from('report'));
+      await sleep(2500);
+      const entry = (await remoteEntries(api, repo, '/attrs')).find((e) => e.name === 'r.txt')!;
+      const val = async (n: string) =>
+        (await run('getfattr', ['--only-values', '--absolute-names', '-n', n, M('attrs/r.txt')])).out;
+      expect(await val('user.seafile.id')).toBe(entry.id);
+      expect(await val('user.seafile.status')).toBe('synced');
+      const lock = await run('setfattr', ['-n', 'user.seafile.lock', '-v', '1', M('attrs/r.txt')], {
+        allowFail: true,
+      });
+      const features = (await api.serverInfo()).features ?? [];
+      if (kind === 'real') {
+        // Seafile CE has no file locks (features: seafile-basic only)
+        expect(features).toEqual(['seafile-basic']);
+        expect(lock.err).toMatch(/Operation not supported/);
+      } else {
+        expect(lock.code, lock.err).toBe(0);
+        const locked = (await remoteEntries(api, repo, '/attrs')).find((e) => e.name === 'r.txt')!;
+        expect(locked.is_locked).toBe(true);
+      }
+    });
+
+    work('unmount with nothing lost', async () => {
+      const un = await m.unmount();
+      expect(un.code, un.out + un.err).toBe(0);
+      expect(await m.exited).toBe(0);
+    });
+  });
+}
