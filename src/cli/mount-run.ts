@@ -23,6 +23,8 @@ import { parseUmask } from './mount-options.js';
 import { UserError } from './user-error.js';
 import { mountIsUp } from './mount-tuning.js';
 
+const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
+
 export interface MountSettings {
   url: string;
   mountpoint: string;
@@ -204,6 +206,11 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       unlockHint: (lib) => `give its password with: seafs unlock ${mnt} '${lib.name.replace(/'/g, `'\\''`)}'`,
       log: layerLog,
       serverUrl: s.url,
+      // a new file waits 300 ms after its close before its upload, so that write-temp-then-rename (rsync,
+      // git's lock files, installers) uploads once under the final name instead of a rename that waits for
+      // the upload and then its own call: rsync -a of 210 files onto the real Seafile server took 68 s
+      // (210 renames at 100-300 ms each, one after another), against 4.7 s on seafs serve
+      writeBack: { newFileDelayMs: NEW_FILE_DELAY_MS },
     });
   } catch (e) {
     if (e instanceof WrongLibraryPassword || e instanceof UserError)
