@@ -5,7 +5,7 @@ import type { RepoMeta, User } from './db.js';
 import { HttpError, isoTime, objInfoV21, sendJson } from './http.js';
 import { checkName } from './names.js';
 import { ZERO_ID } from './objects.js';
-import { deleteEntries, getEntry, putFiles, renameEntry, transfer } from './ops.js';
+import { deleteEntries, getEntry, putFiles, renameEntry, transfer, UnescapedMoveName } from './ops.js';
 import type { Route } from './router.js';
 import { readDir, splitPath, type DirEnt } from './tree.js';
 
@@ -131,7 +131,9 @@ async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
     const dst = ctx.repoFor(user, dstRepoId, 'rw').repo;
     if (op === 'copy' && repo.encrypted) ctx.requireUnlocked(user, repo);
     await fileAt(ctx, repo.id, p);
-    const [moved] = await transfer(ctx, user, op, repo.id, parent, [name], dst.id, dstDir);
+    const [moved] = await transfer(ctx, user, op, repo.id, parent, [name], dst.id, dstDir).catch((e: unknown) => {
+      throw e instanceof UnescapedMoveName ? new HttpError(500, 'SearpcError:move file failed') : e;
+    });
     const dstComps = splitPath(dstDir);
     const finalPath = '/' + [...dstComps, moved.name].join('/');
     if (v21) return sendJson(r.res, 200, fileInfoV21(ctx, dst.id, finalPath, moved.entry));
@@ -231,7 +233,9 @@ async function batch(ctx: Ctx, r: Req, op: 'copy' | 'move' | 'delete'): Promise<
   if (folder?.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
   const there = new Set((await readDir(ctx.store, folder.id)).map((e) => e.name));
   if (!names.every((n) => there.has(n))) throw new HttpError(400, 'file_names invalid.');
-  await transfer(ctx, user, op, repo.id, p, names, dst.id, dstDir);
+  await transfer(ctx, user, op, repo.id, p, names, dst.id, dstDir).catch((e: unknown) => {
+    throw e instanceof UnescapedMoveName ? new HttpError(520, 'Failed to move file.') : e;
+  });
   sendJson(r.res, 200, 'success');
 }
 

@@ -177,6 +177,13 @@ export async function deleteEntries(
  * Copies or moves `names` from (srcRepo, srcDir) into (dstRepo, dstDir);
  * clashes in the destination are auto-renamed. Returns the final names.
  */
+/** A move the real server fails with a 500 (see transfer); each endpoint words it its own way. */
+export class UnescapedMoveName extends HttpError {
+  constructor() {
+    super(500, 'Internal Server Error');
+  }
+}
+
 export async function transfer(
   ctx: Ctx,
   user: User,
@@ -224,6 +231,9 @@ export async function transfer(
         }
         const dstFolder = await lookup(ctx.store, roots.get(dstRepo)!, dst);
         if (dstFolder?.type !== 'dir') throw new TreeNotFound(dst);
+        // seafile-server 10.0's move within a library (move_file_same_repo) lists the names as JSON
+        // with printf and no escaping: a '"' or '\\' in a name breaks it and the move fails, nothing moved
+        if (op === 'move' && srcRepo === dstRepo && names.some((n) => /["\\]/.test(n))) throw new UnescapedMoveName();
         const sameFolder = srcRepo === dstRepo && op === 'move' && src.join('/') === dst.join('/');
         if (sameFolder && !opts.sameFolderRenames) {
           return { root: srcRoot, desc: '', result: sources.map((e) => ({ name: e.name, entry: e })) };

@@ -1,7 +1,8 @@
 // A mount of a server answering as Seafile Community Edition 10
 // (`seafs serve --edition community`): a folder whose name holds ':' moves
 // and is renamed into another folder (the old fileops move split its name
-// in two), and file locks, which CE lacks, fail with one clear message:
+// in two), as do names holding '"' (which the server itself cannot move
+// between folders), and file locks, which CE lacks, fail with one clear message:
 // `seafs lock` names the file and the reason, setfattr/getfattr of the lock
 // attribute get ENOTSUP ("Operation not supported"), and the lock request
 // that CE answers with a 500 page is never sent.
@@ -40,6 +41,22 @@ describe('a Community Edition server through the mount', () => {
     expect(await remoteNames(ctx.api, repo, '/other/c:d')).toEqual(['in:ner', 'one.txt']);
     expect((await remoteBytes(ctx.api, repo, '/other/c:d/one.txt')).toString()).toBe('one');
     expect((await remoteBytes(ctx.api, repo, '/other/c:d/in:ner/two:2.txt')).toString()).toBe('deep');
+  });
+
+  it("a folder and a file whose names hold '\"' move to another folder (the server cannot move such a name itself)", async () => {
+    const repo = ctx.repos.CE;
+    const m = await mountLibrary(ctx.server, { library: 'CE' });
+    const M = (p: string) => path.join(m.mnt, 'quotes', p);
+    await sh(`mkdir -p ${q(M('q"x'))} ${q(M('to'))}`);
+    await sh(`printf 'in' > ${q(M('q"x/in.txt'))} && printf 'f' > ${q(M('f"y.txt'))}`);
+    await sh(`mv ${q(M('q"x'))} ${q(M('to'))}/ && mv ${q(M('f"y.txt'))} ${q(M('to/g"h.txt'))}`);
+    expect((await sh(`ls ${q(M(''))} ${q(M('to'))}`)).out).toBe(`${M('')}:\nto\n\n${M('to')}:\ng"h.txt\nq"x\n`);
+    const r = await m.unmount();
+    expect(r.code, r.err).toBe(0);
+    expect(await remoteNames(ctx.api, repo, '/quotes')).toEqual(['to']);
+    expect(await remoteNames(ctx.api, repo, '/quotes/to')).toEqual(['g"h.txt', 'q"x']);
+    expect((await remoteBytes(ctx.api, repo, '/quotes/to/q"x/in.txt')).toString()).toBe('in');
+    expect((await remoteBytes(ctx.api, repo, '/quotes/to/g"h.txt')).toString()).toBe('f');
   });
 
   it('seafs lock, unlock-file and the lock attribute say the server has no file locks, and send no lock', async () => {

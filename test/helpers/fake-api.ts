@@ -300,6 +300,9 @@ export class FakeApi implements SeafileApi {
     this.touch(repoId, parentOf(path));
   }
 
+  /** as seafile-server 10.0: a move within a library fails (500) for a name holding '"' or '\\' */
+  unescapedMoveNames = false;
+
   /** a Community Edition server: no file locks (as the client reports it once it knows) */
   communityEdition = false;
 
@@ -625,6 +628,8 @@ export class FakeApi implements SeafileApi {
     const s = this.dirAt(repoId, srcDir);
     const n = s.children.get(name);
     if (!n) throw apiError('not_found', 404, op);
+    if (this.unescapedMoveNames && !copy && repoId === dstRepo && /["\\]/.test(name))
+      throw apiError('server', 500, op, 'Internal Server Error');
     const d = this.dirAt(dstRepo, dstDir);
     if (!copy) s.children.delete(name);
     d.children.set(this.freeName(d, name), copy ? structuredClone(n) : n);

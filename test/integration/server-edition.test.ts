@@ -160,4 +160,40 @@ describe('seafs serve (pro, the default): file locks as seahub 10 answers them',
     expect([same.status, same.json]).toEqual([200, { success: true }]);
     expect(await names(client, repo, '/')).toEqual(['a:b', 'dst', 'plan (1).txt']);
   });
+
+  it("a name holding '\"' does not move between folders of one library, as on seafile-server 10.0", async () => {
+    await client.mkdir(repo, '/q"x');
+    const single = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/plan (1).txt' },
+      form: { operation: 'rename', newname: 'p"q.txt' },
+    });
+    expect(single.status).toBe(301);
+    const mv = await call('POST', `/api2/repos/${repo}/file/`, {
+      query: { p: '/p"q.txt' },
+      form: { operation: 'move', dst_repo: repo, dst_dir: '/dst' },
+    });
+    expect([mv.status, mv.json]).toEqual([500, { error_msg: 'SearpcError:move file failed' }]);
+    for (const name of ['q"x']) {
+      const sync = await call('POST', '/api/v2.1/repos/sync-batch-move-item/', {
+        json: {
+          src_repo_id: repo,
+          src_parent_dir: '/',
+          src_dirents: [name],
+          dst_repo_id: repo,
+          dst_parent_dir: '/dst',
+        },
+      });
+      expect([sync.status, sync.json]).toEqual([500, { error_msg: 'Internal Server Error' }]);
+    }
+    const old = await call('POST', `/api2/repos/${repo}/fileops/move/`, {
+      query: { p: '/' },
+      form: { file_names: 'q"x', dst_repo: repo, dst_dir: '/dst' },
+    });
+    expect([old.status, old.json]).toEqual([520, { error_msg: 'Failed to move file.' }]);
+    expect(await names(client, repo, '/')).toEqual(['a:b', 'dst', 'p"q.txt', 'q"x']);
+    // a copy, and a quote elsewhere in the path, are fine
+    await client.batchCopy(repo, '/', ['q"x'], repo, '/dst');
+    await client.batchMove(repo, '/dst', ['a:b'], repo, '/q"x');
+    expect(await names(client, repo, '/q"x')).toEqual(['a:b']);
+  });
 });
