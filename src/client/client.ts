@@ -15,7 +15,7 @@ import { HttpCore, type Call } from './http.js';
 import { rawGet } from './raw-get.js';
 import { streamUploadFor } from './stream-upload.js';
 import { uploadManyFor } from './upload-many.js';
-import { batchTransfer, type BatchState } from './endpoints/batch.js';
+import { batchDelete, batchTransfer, type BatchState } from './endpoints/batch.js';
 import * as downloads from './endpoints/downloads.js';
 import * as files from './endpoints/files.js';
 import * as folders from './endpoints/folders.js';
@@ -60,7 +60,7 @@ export class SeafileClient implements SeafileApi {
   readonly startUploadStream?: StartUploadStream;
   private readonly rawStreams: boolean;
   private readonly locks: FileLocks;
-  private readonly batch: BatchState = { legacy: false };
+  private readonly batch: BatchState = { missing: new Set() };
 
   constructor(opts: ClientOptions) {
     this.rawStreams = opts.rawStreams ?? true;
@@ -313,8 +313,9 @@ export class SeafileClient implements SeafileApi {
     return batchTransfer(this.http, this.batch, 'copy', repoId, srcDir, names, dstRepo, dstDir);
   }
 
+  /** batch-delete-item (names as a JSON array; fileops only on servers without it) */
   batchDelete(repoId: string, srcDir: string, names: string[]): Promise<void> {
-    return files.fileops(this.http, 'delete', repoId, srcDir, names);
+    return batchDelete(this.http, this.batch, repoId, srcDir, names);
   }
 
   // ---- downloads (endpoints/downloads.ts, raw-get.ts) ----

@@ -284,6 +284,31 @@ async function syncBatch(ctx: Ctx, r: Req, op: 'copy' | 'move'): Promise<void> {
   sendJson(r.res, 200, { success: true });
 }
 
+/**
+ * DELETE /api/v2.1/repos/batch-delete-item/ (JSON repo_id, parent_dir,
+ * dirents), answered as seahub 10 does: a 400 per missing field, 404 for a
+ * missing library or folder, success for names that are not there.
+ */
+async function batchDeleteItems(ctx: Ctx, r: Req): Promise<void> {
+  const user = r.user!;
+  const form = await r.form({ json: true });
+  const repoId = form.get('repo_id');
+  if (!repoId) throw new HttpError(400, 'repo_id invalid.');
+  const dir = form.get('parent_dir');
+  if (!dir) throw new HttpError(400, 'parent_dir invalid.');
+  const names = form.getAll('dirents');
+  if (names.length === 0) throw new HttpError(400, 'dirents invalid.');
+  if (!ctx.db.repo(repoId)) throw new HttpError(404, `Library ${repoId} not found.`);
+  if ((await getEntry(ctx, repoId, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
+  if (permissionOf(ctx, user, repoId) !== 'rw') throw new HttpError(403, 'Permission denied.');
+  for (const n of names) {
+    const lock = ctx.db.lock(repoId, normPath(`${dir}/${n}`));
+    if (lock && lock.owner !== user.email) throw new HttpError(403, `File ${n} is locked.`);
+  }
+  await deleteEntries(ctx, user, repoId, dir, names);
+  sendJson(r.res, 200, { success: true, commit_id: (await ctx.heads.get(repoId)).commit_id });
+}
+
 function permissionOf(ctx: Ctx, user: User, repoId: string): Permission | null {
   const repo = ctx.db.repo(repoId);
   return repo ? ctx.permission(user, repo) : null;
@@ -311,6 +336,7 @@ export const fileRoutes: Route[] = [
   { method: 'POST', path: '/api2/repos/:repo/fileops/copy', auth: 'user', handler: (c, r) => batch(c, r, 'copy') },
   { method: 'POST', path: '/api2/repos/:repo/fileops/move', auth: 'user', handler: (c, r) => batch(c, r, 'move') },
   { method: 'POST', path: '/api2/repos/:repo/fileops/delete', auth: 'user', handler: (c, r) => batch(c, r, 'delete') },
+  { method: 'DELETE', path: '/api/v2.1/repos/batch-delete-item', auth: 'user', handler: batchDeleteItems },
   {
     method: 'POST',
     path: '/api/v2.1/repos/sync-batch-move-item',

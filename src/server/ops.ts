@@ -173,10 +173,6 @@ export async function deleteEntries(
   });
 }
 
-/**
- * Copies or moves `names` from (srcRepo, srcDir) into (dstRepo, dstDir);
- * clashes in the destination are auto-renamed. Returns the final names.
- */
 /** A move the real server fails with a 500 (see transfer); each endpoint words it its own way. */
 export class UnescapedMoveName extends HttpError {
   constructor() {
@@ -184,6 +180,10 @@ export class UnescapedMoveName extends HttpError {
   }
 }
 
+/**
+ * Copies or moves `names` from (srcRepo, srcDir) into (dstRepo, dstDir);
+ * clashes in the destination are auto-renamed. Returns the final names.
+ */
 export async function transfer(
   ctx: Ctx,
   user: User,

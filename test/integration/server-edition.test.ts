@@ -196,4 +196,19 @@ describe('seafs serve (pro, the default): file locks as seahub 10 answers them',
     await client.batchMove(repo, '/dst', ['a:b'], repo, '/q"x');
     expect(await names(client, repo, '/q"x')).toEqual(['a:b']);
   });
+
+  it('batch-delete-item answers as seahub 10, and the client deletes a folder named "a:b" with it', async () => {
+    const body = { repo_id: repo, parent_dir: '/q"x', dirents: ['a:b'] };
+    for (const field of Object.keys(body)) {
+      const r = await call('DELETE', '/api/v2.1/repos/batch-delete-item/', { json: { ...body, [field]: undefined } });
+      expect([r.status, r.json]).toEqual([400, { error_msg: `${field} invalid.` }]);
+    }
+    const dir = await call('DELETE', '/api/v2.1/repos/batch-delete-item/', { json: { ...body, parent_dir: '/nope' } });
+    expect([dir.status, dir.json]).toEqual([404, { error_msg: 'Folder /nope not found.' }]);
+    const ghost = await call('DELETE', '/api/v2.1/repos/batch-delete-item/', { json: { ...body, dirents: ['ghost'] } });
+    expect(ghost.status).toBe(200);
+    expect(ghost.json).toMatchObject({ success: true });
+    await client.batchDelete(repo, '/q"x', ['a:b']);
+    expect(await names(client, repo, '/q"x')).toEqual([]);
+  });
 });

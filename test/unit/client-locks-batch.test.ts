@@ -181,4 +181,29 @@ describe('batch move and copy', () => {
     await client.batchMove(REPO, '/src', ['a:b'], REPO, '/dst');
     expect(count(srv.seen, 'POST', '/api/v2.1/repos/sync-batch-move-item/')).toBe(1);
   });
+
+  it('batch delete sends the names as a JSON array to batch-delete-item, and falls back to fileops on its own', async () => {
+    const { srv, client } = await setup((req, res) => {
+      if (req.url === '/api/v2.1/repos/batch-delete-item/' && srv.seen.length > 1)
+        return html(res, 404, '<h1>Not Found</h1>');
+      json(res, 200, req.url!.startsWith('/api/v2.1/') ? { success: true } : 'success');
+    });
+    await client.batchDelete(REPO, '/d/', ['a:b', 'c']);
+    expect([srv.seen[0].method, srv.seen[0].url, srv.seen[0].headers['content-type']]).toEqual([
+      'DELETE',
+      '/api/v2.1/repos/batch-delete-item/',
+      'application/json',
+    ]);
+    expect(JSON.parse(srv.seen[0].body.toString())).toEqual({ repo_id: REPO, parent_dir: '/d', dirents: ['a:b', 'c'] });
+    // a server without it: fileops/delete, and from then on only that; moves keep their own endpoint
+    await client.batchDelete(REPO, '/d', ['x']);
+    await client.batchDelete(REPO, '/d', ['y']);
+    await client.batchMove(REPO, '/d', ['z'], REPO, '/e');
+    expect(srv.seen.slice(1).map((s) => `${s.method} ${s.url}`)).toEqual([
+      'DELETE /api/v2.1/repos/batch-delete-item/',
+      `POST /api2/repos/${REPO}/fileops/delete/?p=%2Fd`,
+      `POST /api2/repos/${REPO}/fileops/delete/?p=%2Fd`,
+      'POST /api/v2.1/repos/sync-batch-move-item/',
+    ]);
+  });
 });

@@ -1,5 +1,6 @@
-// Copy or move several names of one folder at once. The v2.1 sync-batch
-// endpoints take the names as a JSON array; the older api2 fileops joins them
+// Copy, move or delete several names of one folder at once. The v2.1
+// endpoints (sync-batch-{copy,move}-item, batch-delete-item) take the names as
+// a JSON array; the older api2 fileops joins them
 // with ':' and the server splits them again, so a name holding ':' (a folder
 // "a:b") cannot go through fileops at all. fileops is used only on a server
 // without the v2.1 endpoints (it answers 404), and from then on.
@@ -14,9 +15,9 @@ import { entriesOf } from './folders.js';
 import { fileops } from './files.js';
 import { normalizeDir, q } from './paths.js';
 
-/** Whether this server has been found to lack the v2.1 batch endpoints (one per client). */
+/** The v2.1 batch endpoints this server was found to lack (one record per client). */
 export interface BatchState {
-  legacy: boolean;
+  missing: Set<'transfer' | 'delete'>;
 }
 
 /** The 404s of the endpoint itself: a missing library or folder, not a missing endpoint. */
@@ -33,13 +34,13 @@ export async function batchTransfer(
   dstDir: string,
 ): Promise<void> {
   if (names.length === 0) return;
-  if (!state.legacy) {
+  if (!state.missing.has('transfer')) {
     try {
       await syncBatch(http, kind, repoId, srcDir, names, dstRepo, dstDir);
       return;
     } catch (e) {
       if (!isApiError(e, 'not_found') || ITS_OWN_404.test(e.serverMessage)) throw e;
-      state.legacy = true;
+      state.missing.add('transfer');
     }
   }
   await fileops(http, kind, repoId, srcDir, names, { repo: dstRepo, dir: dstDir });
@@ -77,4 +78,36 @@ async function syncBatch(
     },
     ...(kind === 'move' ? { retry: 'checked' as const, check: moved } : { retry: 'write' as const }),
   });
+}
+
+/**
+ * DELETE /api/v2.1/repos/batch-delete-item/ with a JSON body (fileops/delete
+ * on servers without it). Deleting again is harmless, and seahub answers
+ * success for names that are not there.
+ */
+export async function batchDelete(
+  http: HttpCore,
+  state: BatchState,
+  repoId: string,
+  dir: string,
+  names: string[],
+): Promise<void> {
+  if (names.length === 0) return;
+  if (!state.missing.has('delete')) {
+    try {
+      await http.done({
+        op: 'batch delete',
+        method: 'DELETE',
+        repo: repoId,
+        url: '/api/v2.1/repos/batch-delete-item/',
+        json: { repo_id: repoId, parent_dir: q(normalizeDir(dir)), dirents: names },
+        retry: 'idempotent',
+      });
+      return;
+    } catch (e) {
+      if (!isApiError(e, 'not_found') || ITS_OWN_404.test(e.serverMessage)) throw e;
+      state.missing.add('delete');
+    }
+  }
+  await fileops(http, 'delete', repoId, dir, names);
 }
