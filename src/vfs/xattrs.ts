@@ -7,7 +7,8 @@
 // that name is listed only once a link exists, so `getfattr -d` (which reads
 // every listed name) never creates links. `user.seafile.lock` is writable
 // (1/0 locks or unlocks) and readable but not listed, so that copying a file
-// with its attributes (cp -a, rsync -X) never locks the copy.
+// with its attributes (cp -a, rsync -X) never locks the copy. A server
+// without locks (Community Edition) answers ENOTSUP for both lock names.
 import type { DirEntry, Library, SeafileApi, ShareLink } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
