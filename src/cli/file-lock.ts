@@ -45,8 +45,12 @@ function lockCommand(name: string, on: boolean, describe: string): CommandModule
         process.stdout.write(`${argv.path}: ${on ? 'locked' : 'unlocked'}\n`);
         process.exit(0);
       }
+      // a server without locks (Community Edition): one line naming the file, no errno
+      const unsupported = answer && /^error ENOTSUP: (.*)$/.exec(answer);
       process.stderr.write(
-        `seafs: ${answer ? answer.replace(/^error /, '') : `no seafs mount answers at ${where.mnt}`}\n`,
+        unsupported
+          ? `seafs: ${argv.path}: ${unsupported[1]}\n`
+          : `seafs: ${answer ? answer.replace(/^error /, '') : `no seafs mount answers at ${where.mnt}`}\n`,
       );
       process.exit(1);
     },

@@ -22,6 +22,7 @@ interface ServeArgs {
   verbose: boolean;
   'log-level'?: LogLevel;
   'log-file'?: string;
+  edition: 'community' | 'pro';
 }
 
 export const serveCommand: CommandModule<object, ServeArgs> = {
@@ -72,6 +73,12 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         describe: 'Wrong logins per account (5x per address) in a window before 429',
       })
       .option('login-fail-window', { type: 'number', default: 300, describe: 'That window in seconds' })
+      .option('edition', {
+        choices: ['community', 'pro'] as const,
+        default: 'pro' as const,
+        describe:
+          'Answer as Seafile Pro (file locks) or Community Edition (server-info without "seafile-pro"; a lock answers 500, an unlock 403, as the real CE server does)',
+      })
       .option('verbose', {
         type: 'boolean',
         default: false,
@@ -115,6 +122,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       bodyIdleSec: argv['body-idle-timeout'],
       loginFailLimit: argv['login-fail-limit'],
       loginFailWindowSec: argv['login-fail-window'],
+      edition: argv.edition,
     });
     printOut(`listening on ${server.url}\n`);
     let stopping = false;

@@ -10,10 +10,12 @@
 // Over 400 lines only by its one-line delegations (one per API operation).
 import { StreamUnsupported } from './errors.js';
 import { httpOptionsOf, type ClientOptions } from './client-options.js';
+import { FileLocks } from './file-locks.js';
 import { HttpCore, type Call } from './http.js';
 import { rawGet } from './raw-get.js';
 import { streamUploadFor } from './stream-upload.js';
 import { uploadManyFor } from './upload-many.js';
+import { batchDelete, batchTransfer, type BatchState } from './endpoints/batch.js';
 import * as downloads from './endpoints/downloads.js';
 import * as files from './endpoints/files.js';
 import * as folders from './endpoints/folders.js';
@@ -57,10 +59,13 @@ export class SeafileClient implements SeafileApi {
   readonly uploadBatch: UploadBatch;
   readonly startUploadStream?: StartUploadStream;
   private readonly rawStreams: boolean;
+  private readonly locks: FileLocks;
+  private readonly batch: BatchState = { missing: new Set() };
 
   constructor(opts: ClientOptions) {
     this.rawStreams = opts.rawStreams ?? true;
     this.http = new HttpCore(httpOptionsOf(opts));
+    this.locks = new FileLocks(this.http);
     this.http.relock = (repo) => this.relock(repo);
     this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
     if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this);
@@ -279,12 +284,19 @@ export class SeafileClient implements SeafileApi {
     return files.deleteFile(this.http, repoId, path);
   }
 
+  /** Pro only: on a server without locks this fails with `unsupported` (file-locks.ts). */
   lockFile(repoId: string, path: string): Promise<void> {
-    return files.setFileLock(this.http, repoId, path, 'lock');
+    return this.locks.set(repoId, path, 'lock');
   }
 
+  /** An unlock of a file nobody locked succeeds (Pro); `unsupported` without locks. */
   unlockFile(repoId: string, path: string): Promise<void> {
-    return files.setFileLock(this.http, repoId, path, 'unlock');
+    return this.locks.set(repoId, path, 'unlock');
+  }
+
+  /** Whether the server has file locks, learned once (server-info, or the answer of a lock). */
+  supportsFileLocks(): Promise<boolean> {
+    return this.locks.supported();
   }
 
   /** PUT .../file/revert/: the file's content at `commitId` becomes current again. */
@@ -292,16 +304,18 @@ export class SeafileClient implements SeafileApi {
     return history.revert(this.http, 'file', repoId, path, commitId);
   }
 
+  /** sync-batch-move-item (names as a JSON array; fileops only on servers without it); clashes are auto-renamed. */
   batchMove(repoId: string, srcDir: string, names: string[], dstRepo: string, dstDir: string): Promise<void> {
-    return files.fileops(this.http, 'move', repoId, srcDir, names, { repo: dstRepo, dir: dstDir });
+    return batchTransfer(this.http, this.batch, 'move', repoId, srcDir, names, dstRepo, dstDir);
   }
 
   batchCopy(repoId: string, srcDir: string, names: string[], dstRepo: string, dstDir: string): Promise<void> {
-    return files.fileops(this.http, 'copy', repoId, srcDir, names, { repo: dstRepo, dir: dstDir });
+    return batchTransfer(this.http, this.batch, 'copy', repoId, srcDir, names, dstRepo, dstDir);
   }
 
+  /** batch-delete-item (names as a JSON array; fileops only on servers without it) */
   batchDelete(repoId: string, srcDir: string, names: string[]): Promise<void> {
-    return files.fileops(this.http, 'delete', repoId, srcDir, names);
+    return batchDelete(this.http, this.batch, repoId, srcDir, names);
   }
 
   // ---- downloads (endpoints/downloads.ts, raw-get.ts) ----

@@ -13,6 +13,7 @@ export type ApiErrorKind =
   | 'quota' // 443, or 500/520 on a link request over quota
   | 'throttled' // 429
   | 'otp_required' // two-factor code missing or wrong
+  | 'unsupported' // the server's edition lacks the feature (file locks on Community Edition)
   | 'server' // 5xx
   | 'timeout' // request timed out
   | 'network' // connection refused/reset, DNS

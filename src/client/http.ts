@@ -44,6 +44,8 @@ export interface Call {
   url: string;
   query?: Query;
   form?: Form;
+  /** a JSON body (the v2.1 batch endpoints) */
+  json?: unknown;
   /** a one-shot body (uploads); `retry` must then be 'never' */
   body?: { stream: Readable; length: number; contentType: string };
   headers?: Record<string, string>;
@@ -189,6 +191,9 @@ export class HttpCore {
     if (call.form) {
       body = encodeForm(call.form);
       headers['content-type'] = 'application/x-www-form-urlencoded';
+    } else if (call.json !== undefined) {
+      body = JSON.stringify(call.json);
+      headers['content-type'] = 'application/json';
     } else if (call.body) {
       body = call.body.stream;
       headers['content-type'] = call.body.contentType;

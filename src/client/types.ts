@@ -283,6 +283,8 @@ export interface SeafileApi {
   /** lock a file for this account (others then cannot change it) */
   lockFile?(repoId: string, path: string): Promise<void>;
   unlockFile?(repoId: string, path: string): Promise<void>;
+  /** whether the server has file locks (Pro); learned once. Absent: as lockFile is */
+  supportsFileLocks?(): Promise<boolean>;
   // --- optional capability: share links (the mount's user.seafile.share_link attribute) ---
   /** the account's share links, of one library when `repoId` is given */
   listShareLinks?(opts?: { repoId?: string; path?: string }): Promise<ShareLink[]>;

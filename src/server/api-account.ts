@@ -157,11 +157,12 @@ export const accountRoutes: Route[] = [
     method: 'GET',
     path: '/api2/server-info',
     auth: 'none',
-    handler: async (_c, r) =>
+    // seahub api2/views_misc.py ServerInfoView: "seafile-pro" only on Pro, search only where it is installed
+    handler: async (c, r) =>
       sendJson(r.res, 200, {
         version: SERVER_VERSION,
-        features: ['service-basic', 'file-search'],
         encrypted_library_version: 2,
+        features: c.pro ? ['seafile-basic', 'seafile-pro', 'file-search'] : ['seafile-basic'],
       }),
   },
   { method: 'GET', path: '/api2/account/info', auth: 'user', handler: accountInfo },

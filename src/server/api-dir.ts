@@ -20,7 +20,7 @@ export function listingEntry(ctx: Ctx, user: User, repoId: string, parentPath: s
   const full = (parentPath === '/' ? '/' : parentPath + '/') + e.name;
   const lock = ctx.db.lock(repoId, full);
   const modifier = ctx.db.user(e.modifier);
-  return {
+  const entry = {
     type: 'file',
     id: e.id,
     name: e.name,
@@ -31,6 +31,11 @@ export function listingEntry(ctx: Ctx, user: User, repoId: string, parentPath: s
     modifier_name: modifier?.name ?? e.modifier,
     modifier_contact_email: e.modifier,
     starred: ctx.db.isStarred(user.email, repoId, full),
+  };
+  // seahub lists the lock fields only `if is_pro_version()`
+  if (!ctx.pro) return entry;
+  return {
+    ...entry,
     is_locked: !!lock,
     lock_owner: lock?.owner ?? '',
     lock_time: lock?.time ?? 0,

@@ -1,13 +1,13 @@
 // File endpoints, V2 (/api2/repos/{id}/file/...) and V2.1, plus the batch
 // operations (/api2/repos/{id}/fileops/..., /api/v2.1/repos/sync-batch-*).
-import type { Ctx, Req } from './context.js';
-import type { RepoMeta } from './db.js';
+import type { Ctx, Permission, Req } from './context.js';
+import type { RepoMeta, User } from './db.js';
 import { HttpError, isoTime, objInfoV21, sendJson } from './http.js';
 import { checkName } from './names.js';
 import { ZERO_ID } from './objects.js';
-import { deleteEntries, getEntry, putFiles, renameEntry, transfer } from './ops.js';
+import { deleteEntries, getEntry, putFiles, renameEntry, transfer, UnescapedMoveName } from './ops.js';
 import type { Route } from './router.js';
-import { splitPath, type DirEnt } from './tree.js';
+import { readDir, splitPath, type DirEnt } from './tree.js';
 
 export function requireP(r: Req, v?: string | null): string {
   const p = v ?? r.query.get('p');
@@ -68,7 +68,8 @@ async function fileDetail(ctx: Ctx, r: Req): Promise<void> {
     last_modifier_contact_email: e.modifier,
     starred: ctx.db.isStarred(user.email, repo.id, full),
     can_edit: perm === 'rw',
-    is_locked: !!ctx.db.lock(repo.id, full),
+    // seahub 10 CE's api2 file detail has no is_locked
+    ...(ctx.pro ? { is_locked: !!ctx.db.lock(repo.id, full) } : {}),
   });
 }
 
@@ -130,7 +131,9 @@ async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
     const dst = ctx.repoFor(user, dstRepoId, 'rw').repo;
     if (op === 'copy' && repo.encrypted) ctx.requireUnlocked(user, repo);
     await fileAt(ctx, repo.id, p);
-    const [moved] = await transfer(ctx, user, op, repo.id, parent, [name], dst.id, dstDir);
+    const [moved] = await transfer(ctx, user, op, repo.id, parent, [name], dst.id, dstDir).catch((e: unknown) => {
+      throw e instanceof UnescapedMoveName ? new HttpError(500, 'SearpcError:move file failed') : e;
+    });
     const dstComps = splitPath(dstDir);
     const finalPath = '/' + [...dstComps, moved.name].join('/');
     if (v21) return sendJson(r.res, 200, fileInfoV21(ctx, dst.id, finalPath, moved.entry));
@@ -155,30 +158,60 @@ async function deleteFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   sendJson(r.res, 200, v21 ? { success: true } : 'success');
 }
 
-/** PUT .../file/ with operation lock|unlock (p in the form for V2, in the query for V2.1). */
+/**
+ * PUT .../file/ with operation lock|unlock (p in the form for V2, in the query
+ * for V2.1), answered as seahub 10 does: V2 in api2/views.py FileView.put,
+ * V2.1 in api2/endpoints/file.py FileView.put.
+ */
 async function lockFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   const user = r.user!;
   const form = await r.form({ json: v21 });
-  const p = requireP(r, form.get('p') ?? r.query.get('p'));
-  const op = form.get('operation');
-  const { repo } = ctx.repoFor(user, r.params[0], 'rw');
-  const e = await fileAt(ctx, repo.id, p);
+  if (v21 && !ctx.pro) throw new HttpError(403, 'file lock feature only supported in professional edition.');
+  const p = form.get('p') ?? r.query.get('p');
+  const op = (form.get('operation') ?? '').toLowerCase();
+  const { repo, perm } = ctx.repoFor(user, r.params[0]);
+  const e = await getEntry(ctx, repo.id, p ?? '/').catch(() => null);
+  if (!p || e?.type !== 'file') {
+    if (v21) throw new HttpError(404, `File ${p} not found.`);
+    throw new HttpError(400, 'Path is missing or invalid.');
+  }
+  if (perm !== 'rw') throw new HttpError(403, 'Permission denied.');
   const full = normPath(p);
   const lock = ctx.db.lock(repo.id, full);
   if (op === 'lock') {
-    if (lock) throw new HttpError(403, 'File is already locked');
+    if (lock) throw v21 ? new HttpError(400, 'File is locked') : new HttpError(403, 'File is already locked');
+    // CE seahub calls seafile_api.lock_file, which CE's seaserv lacks: an uncaught AttributeError
+    if (!ctx.pro) return sendDjangoServerError(r);
     ctx.db.setLock(repo.id, full, user.email);
   } else if (op === 'unlock') {
-    if (!lock) throw new HttpError(400, 'File is not locked.');
-    if (lock.owner !== user.email) throw new HttpError(403, 'You can not unlock this file.');
+    if (!lock) throw v21 ? new HttpError(400, 'File is not locked.') : new HttpError(403, 'File is not locked');
+    if (lock.owner !== user.email) throw new HttpError(403, 'You can not unlock this file');
     ctx.db.removeLock(repo.id, full);
   } else {
-    throw new HttpError(400, 'operation invalid.');
+    throw new HttpError(
+      400,
+      v21 ? "operation can only be 'lock', 'unlock' or 'refresh-lock'." : 'Operation can only be lock or unlock',
+    );
   }
   await ctx.db.save();
   sendJson(r.res, 200, v21 ? fileInfoV21(ctx, repo.id, p, e) : 'success');
 }
 
+/** Django's answer to an uncaught exception with DEBUG off: a 500 HTML page. */
+function sendDjangoServerError(r: Req): void {
+  const page =
+    '<!DOCTYPE html>\n<html lang="en">\n<head>\n    <title>Page unavailable</title>\n</head>\n<body>\n' +
+    '    <h1>Page unavailable</h1>\n\n    <p>Sorry, but the requested page is unavailable due to a server hiccup.</p>\n' +
+    '\n    <p>Our engineers have been notified, so check back later.</p>\n</body>\n</html>\n';
+  r.res.writeHead(500, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(page) });
+  r.res.end(page);
+}
+
+/**
+ * POST /api2/repos/{id}/fileops/{copy,move,delete}/ (deprecated in seahub):
+ * the names joined with ':' and split again, so a name holding ':' cannot be
+ * named here. Move answers as seahub 10 OpMoveView does.
+ */
 async function batch(ctx: Ctx, r: Req, op: 'copy' | 'move' | 'delete'): Promise<void> {
   const user = r.user!;
   const form = await r.form({ json: false });
@@ -193,30 +226,92 @@ async function batch(ctx: Ctx, r: Req, op: 'copy' | 'move' | 'delete'): Promise<
   const dstRepoId = form.get('dst_repo');
   const dstDir = form.get('dst_dir');
   if (!dstRepoId || !dstDir) throw new HttpError(400, 'Missing arguments.');
+  if (op === 'move' && dstRepoId === repo.id && dstDir === p)
+    throw new HttpError(400, 'The destination directory is the same as the source.');
   const dst = ctx.repoFor(user, dstRepoId, 'rw').repo;
-  try {
-    await transfer(ctx, user, op, repo.id, p, names, dst.id, dstDir);
-  } catch (e) {
-    if (e instanceof HttpError && e.status === 404)
-      throw new HttpError(502, `Failed to ${op} ${names.join(', ')}: ${e.message}`);
-    throw e;
-  }
+  const folder = await getEntry(ctx, repo.id, p);
+  if (folder?.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
+  const there = new Set((await readDir(ctx.store, folder.id)).map((e) => e.name));
+  if (!names.every((n) => there.has(n))) throw new HttpError(400, 'file_names invalid.');
+  await transfer(ctx, user, op, repo.id, p, names, dst.id, dstDir).catch((e: unknown) => {
+    throw e instanceof UnescapedMoveName ? new HttpError(520, 'Failed to move file.') : e;
+  });
   sendJson(r.res, 200, 'success');
 }
 
+/**
+ * POST /api/v2.1/repos/sync-batch-{copy,move}-item/, answered as seahub 10
+ * does (api2/endpoints/repos_batch.py, then the C server's
+ * copy/move_multiple_files): each missing field is its own 400, a library or
+ * folder that does not exist 404, and {"success": true} also when a name is
+ * missing (nothing is moved then). A clash in the destination is
+ * auto-renamed; a move into the same folder renames ("x (1).txt").
+ */
 async function syncBatch(ctx: Ctx, r: Req, op: 'copy' | 'move'): Promise<void> {
   const user = r.user!;
   const form = await r.form({ json: true });
   const srcRepo = form.get('src_repo_id');
+  if (!srcRepo) throw new HttpError(400, 'src_repo_id invalid.');
   const srcDir = form.get('src_parent_dir');
-  const dstRepo = form.get('dst_repo_id');
-  const dstDir = form.get('dst_parent_dir');
+  if (!srcDir) throw new HttpError(400, 'src_parent_dir invalid.');
   const names = form.getAll('src_dirents');
-  if (!srcRepo || !srcDir || !dstRepo || !dstDir || names.length === 0) throw new HttpError(400, 'Missing arguments.');
-  ctx.repoFor(user, srcRepo, op === 'move' ? 'rw' : 'r');
-  ctx.repoFor(user, dstRepo, 'rw');
-  await transfer(ctx, user, op, srcRepo, srcDir, names, dstRepo, dstDir);
+  if (names.length === 0) throw new HttpError(400, 'src_dirents invalid.');
+  const dstRepo = form.get('dst_repo_id');
+  if (!dstRepo) throw new HttpError(400, 'dst_repo_id invalid.');
+  const dstDir = form.get('dst_parent_dir');
+  if (!dstDir) throw new HttpError(400, 'dst_parent_dir invalid.');
+  for (const [id, dir] of [
+    [srcRepo, srcDir],
+    [dstRepo, dstDir],
+  ]) {
+    if (!ctx.db.repo(id)) throw new HttpError(404, `Library ${id} not found.`);
+    if ((await getEntry(ctx, id, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
+  }
+  const canSrc = permissionOf(ctx, user, srcRepo);
+  if (canSrc === null || (op === 'move' && canSrc !== 'rw')) throw new HttpError(403, 'Permission denied.');
+  if (permissionOf(ctx, user, dstRepo) !== 'rw') throw new HttpError(403, 'Permission denied.');
+  if (op === 'move') {
+    for (const n of names) {
+      const lock = ctx.db.lock(srcRepo, normPath(`${srcDir}/${n}`));
+      if (lock && lock.owner !== user.email) throw new HttpError(403, `File ${n} is locked.`);
+    }
+  }
+  const folder = await getEntry(ctx, srcRepo, srcDir);
+  const there = new Set((await readDir(ctx.store, folder!.id)).map((e) => e.name));
+  // the C server fails before it changes anything, and seahub still answers success
+  if (names.every((n) => there.has(n)))
+    await transfer(ctx, user, op, srcRepo, srcDir, names, dstRepo, dstDir, { sameFolderRenames: true });
   sendJson(r.res, 200, { success: true });
+}
+
+/**
+ * DELETE /api/v2.1/repos/batch-delete-item/ (JSON repo_id, parent_dir,
+ * dirents), answered as seahub 10 does: a 400 per missing field, 404 for a
+ * missing library or folder, success for names that are not there.
+ */
+async function batchDeleteItems(ctx: Ctx, r: Req): Promise<void> {
+  const user = r.user!;
+  const form = await r.form({ json: true });
+  const repoId = form.get('repo_id');
+  if (!repoId) throw new HttpError(400, 'repo_id invalid.');
+  const dir = form.get('parent_dir');
+  if (!dir) throw new HttpError(400, 'parent_dir invalid.');
+  const names = form.getAll('dirents');
+  if (names.length === 0) throw new HttpError(400, 'dirents invalid.');
+  if (!ctx.db.repo(repoId)) throw new HttpError(404, `Library ${repoId} not found.`);
+  if ((await getEntry(ctx, repoId, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
+  if (permissionOf(ctx, user, repoId) !== 'rw') throw new HttpError(403, 'Permission denied.');
+  for (const n of names) {
+    const lock = ctx.db.lock(repoId, normPath(`${dir}/${n}`));
+    if (lock && lock.owner !== user.email) throw new HttpError(403, `File ${n} is locked.`);
+  }
+  await deleteEntries(ctx, user, repoId, dir, names);
+  sendJson(r.res, 200, { success: true, commit_id: (await ctx.heads.get(repoId)).commit_id });
+}
+
+function permissionOf(ctx: Ctx, user: User, repoId: string): Permission | null {
+  const repo = ctx.db.repo(repoId);
+  return repo ? ctx.permission(user, repo) : null;
 }
 
 export const fileRoutes: Route[] = [
@@ -241,6 +336,7 @@ export const fileRoutes: Route[] = [
   { method: 'POST', path: '/api2/repos/:repo/fileops/copy', auth: 'user', handler: (c, r) => batch(c, r, 'copy') },
   { method: 'POST', path: '/api2/repos/:repo/fileops/move', auth: 'user', handler: (c, r) => batch(c, r, 'move') },
   { method: 'POST', path: '/api2/repos/:repo/fileops/delete', auth: 'user', handler: (c, r) => batch(c, r, 'delete') },
+  { method: 'DELETE', path: '/api/v2.1/repos/batch-delete-item', auth: 'user', handler: batchDeleteItems },
   {
     method: 'POST',
     path: '/api/v2.1/repos/sync-batch-move-item',

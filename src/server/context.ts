@@ -32,6 +32,12 @@ export interface ServerOptions {
   loginFailLimit?: number;
   /** that window in seconds; default 300 */
   loginFailWindowSec?: number;
+  /**
+   * which Seafile edition to answer as (default pro). community: server-info
+   * lists only "seafile-basic", listings carry no lock fields, a lock answers
+   * 500 (an HTML page) and an unlock 403 "File is not locked", as seahub 10 CE does
+   */
+  edition?: 'community' | 'pro';
 }
 
 export interface DownloadToken {
@@ -87,6 +93,11 @@ export class Ctx {
       failLimit: opts.loginFailLimit ?? 10,
       windowMs: (opts.loginFailWindowSec ?? 300) * 1000,
     });
+  }
+
+  /** Seafile Pro (file locks) rather than Community Edition */
+  get pro(): boolean {
+    return this.opts.edition !== 'community';
   }
 
   get unlockTtlMs(): number {

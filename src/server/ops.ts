@@ -173,6 +173,13 @@ export async function deleteEntries(
   });
 }
 
+/** A move the real server fails with a 500 (see transfer); each endpoint words it its own way. */
+export class UnescapedMoveName extends HttpError {
+  constructor() {
+    super(500, 'Internal Server Error');
+  }
+}
+
 /**
  * Copies or moves `names` from (srcRepo, srcDir) into (dstRepo, dstDir);
  * clashes in the destination are auto-renamed. Returns the final names.
@@ -186,6 +193,12 @@ export async function transfer(
   names: string[],
   dstRepo: string,
   dstDir: string,
+  /**
+   * sameFolderRenames: a move into the folder it is in gives each name a free
+   * one ("x (1).txt"), as the C server's move does (it adds to the destination
+   * before it removes from the source); otherwise such a move changes nothing
+   */
+  opts: { sameFolderRenames?: boolean } = {},
 ): Promise<{ name: string; entry: DirEnt }[]> {
   const src = splitPath(srcDir);
   const dst = splitPath(dstDir);
@@ -218,7 +231,11 @@ export async function transfer(
         }
         const dstFolder = await lookup(ctx.store, roots.get(dstRepo)!, dst);
         if (dstFolder?.type !== 'dir') throw new TreeNotFound(dst);
-        if (srcRepo === dstRepo && op === 'move' && src.join('/') === dst.join('/')) {
+        // seafile-server 10.0's move within a library (move_file_same_repo) lists the names as JSON
+        // with printf and no escaping: a '"' or '\\' in a name breaks it and the move fails, nothing moved
+        if (op === 'move' && srcRepo === dstRepo && names.some((n) => /["\\]/.test(n))) throw new UnescapedMoveName();
+        const sameFolder = srcRepo === dstRepo && op === 'move' && src.join('/') === dst.join('/');
+        if (sameFolder && !opts.sameFolderRenames) {
           return { root: srcRoot, desc: '', result: sources.map((e) => ({ name: e.name, entry: e })) };
         }
         if (dstRepo !== srcRepo || op === 'copy') {
@@ -245,7 +262,7 @@ export async function transfer(
           (es) => {
             const next = [...es];
             for (const s of sources) {
-              const name = uniqueName(next, s.name);
+              const name = uniqueName(sameFolder ? [...next, ...sources] : next, s.name);
               const entry: DirEnt = { ...s, name };
               next.push(entry);
               out.push({ name, entry });

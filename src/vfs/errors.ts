@@ -46,6 +46,7 @@ const BY_KIND: Record<ApiErrorKind, ErrnoName> = {
   quota: 'ENOSPC',
   throttled: 'EAGAIN',
   otp_required: 'EACCES',
+  unsupported: 'ENOTSUP',
   server: 'EIO',
   timeout: 'ETIMEDOUT',
   network: 'EIO',

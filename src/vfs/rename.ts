@@ -29,6 +29,15 @@ export interface Namespace {
   hide(repo: string, src: string, hiddenPath: string): Promise<void>;
 }
 
+/**
+ * Names seafile-server (10.0) cannot move between folders of one library: its
+ * move_file_same_repo writes the moved names into a JSON list with printf and
+ * no escaping, so a '"' or '\\' breaks the list and the move fails (HTTP 500,
+ * nothing moved). Renames take such names, so they move under a plain
+ * temporary name.
+ */
+const UNMOVABLE = /["\\]/;
+
 export class Renamer {
   constructor(private readonly ns: Namespace) {}
 
@@ -113,6 +122,27 @@ export class Renamer {
     }
   }
 
+  /** rename to a free temporary name, move that, rename it to the name asked for */
+  private async viaTemporaryName(
+    srcRepo: string,
+    src: string,
+    dDir: string,
+    dName: string,
+    isDir: boolean,
+    dstRepo = srcRepo,
+  ): Promise<void> {
+    const api = this.ns.api;
+    const tmp = `.seafs-move-${process.pid}-${Date.now().toString(36)}`;
+    const tmpSrc = joinPath(parentOf(src), tmp);
+    await (isDir ? api.renameDir(srcRepo, src, tmp) : api.renameFile(srcRepo, src, tmp));
+    await (isDir
+      ? api.batchMove(srcRepo, parentOf(src), [tmp], dstRepo, dDir)
+      : api.moveFile(srcRepo, tmpSrc, dstRepo, dDir));
+    await (isDir
+      ? api.renameDir(dstRepo, joinPath(dDir, tmp), dName)
+      : api.renameFile(dstRepo, joinPath(dDir, tmp), dName));
+  }
+
   /**
    * Rename or move a file or folder on the server to exactly (dstRepo, dst),
    * whose name must be free. Moves never overwrite on this API and clash
@@ -134,6 +164,8 @@ export class Renamer {
 
     if (srcRepo === dstRepo && sDir === dDir) {
       await renameIn(src, dName);
+    } else if (srcRepo === dstRepo && (UNMOVABLE.test(sName) || UNMOVABLE.test(dName))) {
+      await this.viaTemporaryName(srcRepo, src, dDir, dName, isDir);
     } else if (sName === dName) {
       await moveTo(srcRepo, src);
     } else {
@@ -148,12 +180,7 @@ export class Renamer {
           ? ns.api.renameDir(dstRepo, joinPath(dDir, sName), dName)
           : ns.api.renameFile(dstRepo, joinPath(dDir, sName), dName));
       } else {
-        const tmp = `.seafs-move-${process.pid}-${Date.now().toString(36)}`;
-        await renameIn(src, tmp);
-        await moveTo(srcRepo, joinPath(sDir, tmp));
-        await (isDir
-          ? ns.api.renameDir(dstRepo, joinPath(dDir, tmp), dName)
-          : ns.api.renameFile(dstRepo, joinPath(dDir, tmp), dName));
+        await this.viaTemporaryName(srcRepo, src, dDir, dName, isDir, dstRepo);
       }
     }
     // a file renamed within its folder onto a name just checked free needs no check (the common

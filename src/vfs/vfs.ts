@@ -12,6 +12,7 @@ import { ApiError } from '../client/errors.js';
 import { AttrShaper, statfsOf, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
 import { errnoOf, VfsError } from './errors.js';
+import { locksSupported, setServerLock } from './file-locks.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
@@ -175,6 +176,7 @@ export class Vfs {
       under: (repo, dir) => this.wb.under(repo, dir),
       streamed: (s) => this.wb.streamedBytes(s),
       setLock: (p, on) => this.setLock(p, on),
+      locksSupported: () => locksSupported(api),
       serverUrl: opts.serverUrl,
     });
     // back online: what waited for the server goes now
@@ -810,9 +812,7 @@ export class Vfs {
     const e = await this.lookup(loc.repo, loc.path);
     if (!e) throw new VfsError('ENOENT', p);
     if (e.type !== 'file') throw new VfsError('EISDIR', p);
-    const call = on ? this.api.lockFile : this.api.unlockFile;
-    if (!call) throw new VfsError('ENOTSUP', 'this server does not lock files');
-    await call.call(this.api, loc.repo, loc.path);
+    await setServerLock(this.api, loc.repo, loc.path, on);
     this.meta.invalidate(loc.repo, parentOf(loc.path));
   }
 

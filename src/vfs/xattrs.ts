@@ -7,10 +7,12 @@
 // that name is listed only once a link exists, so `getfattr -d` (which reads
 // every listed name) never creates links. `user.seafile.lock` is writable
 // (1/0 locks or unlocks) and readable but not listed, so that copying a file
-// with its attributes (cp -a, rsync -X) never locks the copy.
+// with its attributes (cp -a, rsync -X) never locks the copy. A server
+// without locks (Community Edition) answers ENOTSUP for both lock names.
 import type { DirEntry, Library, SeafileApi, ShareLink } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
+import { NO_FILE_LOCKS } from './file-locks.js';
 import type { Loc } from './libraries.js';
 import { baseOf, parentOf } from './paths.js';
 import type { FileState } from './write/file-state.js';
@@ -44,6 +46,8 @@ export interface XattrSources {
   /** bytes sent by the upload that runs while the file is written (null: none) */
   streamed(s: FileState): number | null;
   setLock(p: string, on: boolean): Promise<void>;
+  /** whether the server has file locks (Seafile Pro); learned once */
+  locksSupported(): Promise<boolean>;
   /** the server's address, for user.seafile.url (absent: not offered) */
   serverUrl?: string;
 }
@@ -92,7 +96,7 @@ export class Xattrs {
     names.push(XATTR.library);
     if (this.modifierOf(t)) names.push(XATTR.modifier);
     names.push(XATTR.status);
-    if (!t.isDir) names.push(XATTR.lockedBy);
+    if (!t.isDir && (await this.src.locksSupported())) names.push(XATTR.lockedBy);
     if (t.entry && (await this.existingLink(t))) names.push(XATTR.shareLink);
     if (this.src.serverUrl) names.push(XATTR.url);
     return names;
@@ -131,6 +135,11 @@ export class Xattrs {
     for (const k of this.steady.keys()) if (k.startsWith(`${p}\u0000`)) this.steady.delete(k);
   }
 
+  /** a server without locks (Community Edition) has no lock to show: ENOTSUP, as for setting one */
+  private async requireLocks(): Promise<void> {
+    if (!(await this.src.locksSupported())) throw new VfsError('ENOTSUP', NO_FILE_LOCKS);
+  }
+
   private async compute(p: string, name: string): Promise<string> {
     const none = () => new VfsError('ENODATA', `${p}: no ${name}`);
     if (!name.startsWith('user.')) throw none();
@@ -153,9 +162,11 @@ export class Xattrs {
         return t.isDir ? this.folderStatus(t) : this.fileStatus(t);
       case XATTR.lockedBy:
         if (t.isDir) throw none();
+        await this.requireLocks();
         return t.entry?.is_locked ? t.entry.lock_owner || 'another user' : '';
       case XATTR.lock:
         if (t.isDir) throw none();
+        await this.requireLocks();
         return t.entry?.is_locked && t.entry.locked_by_me ? '1' : '0';
       case XATTR.shareLink:
         return this.shareLink(t);

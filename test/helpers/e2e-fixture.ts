@@ -21,7 +21,7 @@ export interface E2E {
 }
 
 /** Registers beforeAll/afterAll; the returned object is filled in by beforeAll. */
-export function setupE2E(libraries: string[], serverOpts: { latencyMs?: number } = {}): E2E {
+export function setupE2E(libraries: string[], serverOpts: { latencyMs?: number; extraArgs?: string[] } = {}): E2E {
   const ctx = { repos: {} } as E2E;
   beforeAll(async () => {
     ctx.server = await startTestServer(serverOpts);

@@ -300,8 +300,24 @@ export class FakeApi implements SeafileApi {
     this.touch(repoId, parentOf(path));
   }
 
+  /** as seafile-server 10.0: a move within a library fails (500) for a name holding '"' or '\\' */
+  unescapedMoveNames = false;
+
+  /** a Community Edition server: no file locks (as the client reports it once it knows) */
+  communityEdition = false;
+
+  /** the real client learns this once (server-info), so it is not counted as a call */
+  async supportsFileLocks(): Promise<boolean> {
+    return !this.communityEdition;
+  }
+
+  private noLocks(op: string): void {
+    if (this.communityEdition) throw apiError('unsupported', 0, op, 'this server does not support file locks');
+  }
+
   async lockFile(repoId: string, path: string): Promise<void> {
     this.hit('lockFile');
+    this.noLocks('lock file');
     const n = this.nodeAt(repoId, path);
     if (!n || n.type !== 'file') throw apiError('not_found', 404, 'lock file');
     if (n.lockedBy && n.lockedBy !== 'me@example.com') throw apiError('forbidden', 403, 'lock file', 'File is locked');
@@ -310,6 +326,7 @@ export class FakeApi implements SeafileApi {
 
   async unlockFile(repoId: string, path: string): Promise<void> {
     this.hit('unlockFile');
+    this.noLocks('unlock file');
     const n = this.nodeAt(repoId, path);
     if (!n || n.type !== 'file') throw apiError('not_found', 404, 'unlock file');
     if (n.lockedBy && n.lockedBy !== 'me@example.com')
@@ -611,6 +628,8 @@ export class FakeApi implements SeafileApi {
     const s = this.dirAt(repoId, srcDir);
     const n = s.children.get(name);
     if (!n) throw apiError('not_found', 404, op);
+    if (this.unescapedMoveNames && !copy && repoId === dstRepo && /["\\]/.test(name))
+      throw apiError('server', 500, op, 'Internal Server Error');
     const d = this.dirAt(dstRepo, dstDir);
     if (!copy) s.children.delete(name);
     d.children.set(this.freeName(d, name), copy ? structuredClone(n) : n);

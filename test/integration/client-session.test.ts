@@ -65,7 +65,7 @@ describe('session', () => {
   it('reads server info without a token, and account info', async () => {
     const info = await anon().serverInfo();
     expect(typeof info.version).toBe('string');
-    expect(info.features).toContain('service-basic');
+    expect(info.features).toContain('seafile-basic');
     const acct = await admin.accountInfo();
     expect(acct.email).toBe(server.adminEmail);
     expect(acct.total).toBe(-2);

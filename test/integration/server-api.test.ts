@@ -65,7 +65,7 @@ describe('session and auth', () => {
     expect((await anon('GET', '/api2/ping/')).json).toBe('pong');
     const info = await anon('GET', '/api2/server-info/');
     expect(info.json.version).toMatch(/^\d+\.\d+\.\d+$/);
-    expect(info.json.features).toContain('service-basic');
+    expect(info.json.features).toContain('seafile-basic');
     expect((await call('GET', '/api2/auth/ping/')).json).toBe('pong');
   });
 

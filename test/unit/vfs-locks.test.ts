@@ -1,7 +1,7 @@
 import { constants as FC } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
+import { apiError, FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
 describe('files locked on the server', () => {
   const cleanups = cleanupAfterEach();
@@ -60,5 +60,33 @@ describe('files locked on the server', () => {
     expect((await listed()).entries.find((e) => e.name === 'plan.txt')?.is_locked).toBeUndefined();
     await expect(vfs.setLock('/theirs.doc', false)).rejects.toMatchObject({ kind: 'forbidden' });
     await expect(vfs.setLock('/missing.txt', true)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it('on a server without locks, seafs lock and unlock-file fail with ENOTSUP and one clear message, asking nothing', async () => {
+    const { api, repo, vfs } = await setup();
+    api.communityEdition = true;
+    api.putFile(repo, '/plan.txt', 'plan');
+    for (const on of [true, false]) {
+      const e = await vfs.setLock('/plan.txt', on).then(
+        () => null,
+        (err: unknown) => err as Error & { code?: string },
+      );
+      expect(e).toMatchObject({ code: 'ENOTSUP', message: 'ENOTSUP: this server does not support file locks' });
+    }
+    expect(api.calls.lockFile ?? 0).toBe(0);
+    expect(api.calls.unlockFile ?? 0).toBe(0);
+  });
+
+  it('a lock the client finds unsupported only when it sends it (no features in server-info) is ENOTSUP too', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putFile(repo, '/plan.txt', 'plan');
+    api.failNext.set('lockFile', [
+      apiError('unsupported', 500, 'lock file', 'this server does not support file locks'),
+    ]);
+    await expect(vfs.setLock('/plan.txt', true)).rejects.toMatchObject({
+      code: 'ENOTSUP',
+      message: 'ENOTSUP: this server does not support file locks',
+    });
+    expect(api.calls.lockFile).toBe(1);
   });
 });

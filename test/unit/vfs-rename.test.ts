@@ -66,6 +66,33 @@ describe('vfs rename and unlink', () => {
     await expect(vfs.rename('/full/x', '/empty')).rejects.toMatchObject({ code: 'EISDIR' });
   });
 
+  it("moves files and folders whose names hold '\"' or '\\' between folders (seafile-server 10 cannot move such a name)", async () => {
+    const { api, repo, vfs } = await setup();
+    api.unescapedMoveNames = true;
+    api.putDir(repo, '/dst');
+    api.putDir(repo, '/q"x');
+    api.putFile(repo, '/q"x/in.txt', 'in');
+    api.putFile(repo, '/f"y.txt', 'f');
+    api.putFile(repo, '/plain.txt', 'p');
+    // made by another client: the mount takes no '\\' in new names, but moves what is there
+    api.putFile(repo, '/b\\s.txt', 'b');
+    await vfs.rename('/q"x', '/dst/q"x');
+    await vfs.rename('/f"y.txt', '/dst/f"z.txt');
+    await vfs.rename('/plain.txt', '/dst/now"quoted.txt');
+    await vfs.rename('/b\\s.txt', '/dst/b.txt');
+    expect(api.names(repo, '/')).toEqual(['dst']);
+    expect(api.names(repo, '/dst')).toEqual(['b.txt', 'f"z.txt', 'now"quoted.txt', 'q"x']);
+    expect(api.content(repo, '/dst/q"x/in.txt')!.toString()).toBe('in');
+    expect(api.content(repo, '/dst/f"z.txt')!.toString()).toBe('f');
+    expect(api.content(repo, '/dst/b.txt')!.toString()).toBe('b');
+    expect(api.content(repo, '/dst/now"quoted.txt')!.toString()).toBe('p');
+    // a plain name still moves in one call
+    api.putFile(repo, '/one.txt', '1');
+    const before = api.calls.renameFile ?? 0;
+    await vfs.rename('/one.txt', '/dst/one.txt');
+    expect(api.calls.renameFile ?? 0).toBe(before);
+  });
+
   it('unlink of a dirty file cancels its pending upload', async () => {
     const { api, repo, vfs } = await setup();
     const g = gate();

@@ -155,6 +155,27 @@ describe('extended attributes: what the mount knows about each file and folder',
     await expectErrno(vfs.xattrs.set('/mine.docx', 'user.seafile.lock', Buffer.from('yes')), 'EINVAL');
   });
 
+  it('on a server without locks (Community Edition) the lock attributes answer ENOTSUP and are not listed', async () => {
+    const { api, repo, vfs } = await setup();
+    api.communityEdition = true;
+    api.putFile(repo, '/plan.docx', 'p');
+    for (const v of ['1', '0']) {
+      await expect(vfs.xattrs.set('/plan.docx', 'user.seafile.lock', Buffer.from(v))).rejects.toMatchObject({
+        code: 'ENOTSUP',
+        message: 'ENOTSUP: this server does not support file locks',
+      });
+    }
+    await expectErrno(vfs.xattrs.remove('/plan.docx', 'user.seafile.lock'), 'ENOTSUP');
+    await expectErrno(vfs.xattrs.get('/plan.docx', 'user.seafile.lock'), 'ENOTSUP');
+    await expectErrno(vfs.xattrs.get('/plan.docx', 'user.seafile.locked_by'), 'ENOTSUP');
+    // getfattr -d reads every listed name: none of them may fail
+    const names = await vfs.xattrs.list('/plan.docx');
+    expect(names).not.toContain('user.seafile.locked_by');
+    expect(await dump(vfs, '/plan.docx')).toMatchObject({ 'user.seafile.status': 'synced' });
+    expect(api.calls.lockFile ?? 0).toBe(0);
+    expect(api.calls.unlockFile ?? 0).toBe(0);
+  });
+
   it('a conflict copy, and the file it was split from while the copy is beside it, show conflict', async () => {
     const { api, repo, vfs } = await setup();
     api.putFile(repo, '/plan.txt', 'base\n');
