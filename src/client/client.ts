@@ -63,7 +63,7 @@ export class SeafileClient implements SeafileApi {
     this.http = new HttpCore(httpOptionsOf(opts));
     this.http.relock = (repo) => this.relock(repo);
     this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
-    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this);
+    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor();
   }
 
   /** Passwords of encrypted libraries unlocked through this client, re-sent when the server forgets them. */
