@@ -327,19 +327,26 @@ export class FakeApi implements SeafileApi {
 
   /** share links made so far (by createShareLink or a test) */
   readonly shareLinks: ShareLink[] = [];
+  private linkSerial = 0;
 
   async listShareLinks(opts: { repoId?: string; path?: string } = {}): Promise<ShareLink[]> {
     this.hit('listShareLinks');
     return this.shareLinks.filter(
-      (l) => (!opts.repoId || l.repo_id === opts.repoId) && (!opts.path || l.path === opts.path),
+      // a folder's path is asked without its trailing slash and listed with it, as seahub normalises it
+      (l) =>
+        (!opts.repoId || l.repo_id === opts.repoId) &&
+        (!opts.path || l.path.replace(/(.)\/$/, '$1') === opts.path.replace(/(.)\/$/, '$1')),
     );
   }
 
+  /** as seahub's v2.1 create: any link of the path, an expired one too, refuses a new one */
   async createShareLink(repoId: string, path: string): Promise<ShareLink> {
     this.hit('createShareLink');
     const n = this.nodeAt(repoId, path);
     if (!n) throw apiError('not_found', 404, 'create share link', 'file/folder not found.');
-    const token = (this.shareLinks.length + 1).toString(16).padStart(20, '0');
+    const have = this.shareLinks.find((l) => l.repo_id === repoId && l.path.replace(/(.)\/$/, '$1') === path);
+    if (have) throw apiError('bad_request', 400, 'create share link', `Share link ${have.token} already exists.`);
+    const token = (++this.linkSerial).toString(16).padStart(20, '0');
     const link: ShareLink = {
       username: 'me@example.com',
       repo_id: repoId,
@@ -355,6 +362,12 @@ export class FakeApi implements SeafileApi {
     };
     this.shareLinks.push(link);
     return link;
+  }
+
+  async deleteShareLink(token: string): Promise<void> {
+    this.hit('deleteShareLink');
+    const i = this.shareLinks.findIndex((l) => l.token === token);
+    if (i >= 0) this.shareLinks.splice(i, 1);
   }
 
   /** lock a file as `owner` would (the fake's own account is me@example.com); null unlocks */
