@@ -287,7 +287,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         const { path, at } = JSON.parse(arg) as { path: string; at: number };
         const r = await vfs.restoreVersion(path, at);
         if (!r.current) log(`${path} restored to its version "${r.name}"`);
-        return JSON.stringify(r);
+        // how long the kernel may still show the file's old size and time (see file-restore.ts)
+        return JSON.stringify({ ...r, kernelMs: Math.ceil(times.kernelSec * 1000) });
       },
     },
     async (library, password) => {
