@@ -38,6 +38,7 @@ import type {
   RangeDownload,
   SearchResult,
   SeafileApi,
+  LoginDevice,
   ServerInfo,
   StartUploadStream,
   ShareLink,
@@ -107,9 +108,10 @@ export class SeafileClient implements SeafileApi {
     username: string,
     password: string,
     otp?: string,
+    device?: LoginDevice,
   ): Promise<{ client: SeafileClient; token: string }> {
     const client = new SeafileClient({ ...opts, token: undefined });
-    const attempt = () => client.login(username, password, otp);
+    const attempt = () => client.login(username, password, otp, device);
     const token = await session.loginPatiently(
       client.http,
       attempt,
@@ -120,9 +122,9 @@ export class SeafileClient implements SeafileApi {
     return { client, token };
   }
 
-  /** POST /api2/auth-token/; keeps the token for later calls and returns it. */
-  login(username: string, password: string, otp?: string): Promise<string> {
-    return session.login(this.http, username, password, otp);
+  /** POST /api2/auth-token/; keeps the token for later calls and returns it (`device`: a token of that device). */
+  login(username: string, password: string, otp?: string, device?: LoginDevice): Promise<string> {
+    return session.login(this.http, username, password, otp, device);
   }
 
   /** GET /api2/ping/ (no auth). */

@@ -70,6 +70,16 @@ export interface AccountInfo {
   [extra: string]: unknown;
 }
 
+/** What a login tells the server of the device (seahub's platform, device_id, device_name...). */
+export interface LoginDevice {
+  /** 'linux', 'mac', 'windows' (desktop: a 40-character device id), 'android', 'ios' */
+  platform: string;
+  deviceId: string;
+  deviceName: string;
+  clientVersion?: string;
+  platformVersion?: string;
+}
+
 export interface ServerInfo {
   version: string;
   features: string[];
