@@ -71,13 +71,19 @@ export class FakeApi implements SeafileApi {
   readonly failNext = new Map<string, ApiError[]>();
   bytesServed = 0;
 
-  addLibrary(name: string, opts: { permission?: 'r' | 'rw'; type?: Library['type']; id?: string } = {}): string {
+  /** quotas of other accounts (libraries shared with this one are charged to their owner), bytes */
+  readonly ownerQuotas = new Map<string, number>();
+
+  addLibrary(
+    name: string,
+    opts: { permission?: 'r' | 'rw'; type?: Library['type']; id?: string; owner?: string } = {},
+  ): string {
     const id = opts.id ?? `${(this.repos.size + 1).toString(16).padStart(8, '0')}-0000-4000-8000-000000000000`;
     this.repos.set(id, {
       lib: {
         id,
         name,
-        owner: 'me@example.com',
+        owner: opts.owner ?? 'me@example.com',
         permission: opts.permission ?? 'rw',
         encrypted: false,
         mtime: now(),
@@ -399,7 +405,8 @@ export class FakeApi implements SeafileApi {
     return [...this.dirAt(repoId, dir).children.keys()].sort();
   }
 
-  usage(): number {
+  /** the bytes of the libraries `owner` owns (this account's by default) */
+  usage(owner = 'me@example.com'): number {
     let total = 0;
     const walk = (d: FDir) => {
       for (const n of d.children.values()) {
@@ -407,7 +414,7 @@ export class FakeApi implements SeafileApi {
         else total += n.id === ZERO ? 0 : this.blobs.get(n.id)!.length;
       }
     };
-    for (const r of this.repos.values()) walk(r.root);
+    for (const r of this.repos.values()) if (r.lib.owner === owner) walk(r.root);
     return total;
   }
 
@@ -670,15 +677,18 @@ export class FakeApi implements SeafileApi {
     this.touch(repoId, srcDir);
   }
 
-  private checkQuota(op: string): void {
-    if (this.quotaTotal > 0 && this.usage() >= this.quotaTotal) throw apiError('quota', 443, op, 'Out of quota.');
+  /** as real servers: 443 when the library's owner is over their quota */
+  private checkQuota(op: string, repoId: string): void {
+    const owner = this.repo(repoId).lib.owner;
+    const total = owner === 'me@example.com' ? this.quotaTotal : (this.ownerQuotas.get(owner) ?? -2);
+    if (total > 0 && this.usage(owner) >= total) throw apiError('quota', 443, op, 'Out of quota.');
   }
 
   async uploadLink(repoId: string, dir: string): Promise<string> {
     this.hit('uploadLink');
     this.repo(repoId);
     if (this.repo(repoId).lib.permission === 'r') throw apiError('forbidden', 403, 'uploadLink');
-    this.checkQuota('uploadLink');
+    this.checkQuota('uploadLink', repoId);
     return `fake-upload://${repoId}${dir}`;
   }
 
@@ -696,7 +706,7 @@ export class FakeApi implements SeafileApi {
     const name = this.mangleQuotes ? rawName.replace(/"/g, '%22') : rawName;
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
-    this.checkQuota('upload');
+    this.checkQuota('upload', repoId);
     const data = await readFile(localFile);
     const d = this.dirAt(repoId, parentDir);
     const existing = d.children.get(name);
@@ -718,7 +728,7 @@ export class FakeApi implements SeafileApi {
     this.hit('uploadMany');
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
-    this.checkQuota('upload');
+    this.checkQuota('upload', repoId);
     const d = this.dirAt(repoId, parentDir);
     const out: UploadedFile[] = [];
     for (const f0 of files) {
@@ -798,7 +808,7 @@ export class FakeApi implements SeafileApi {
   async updateLink(repoId: string, dir: string): Promise<string> {
     this.hit('updateLink');
     if (this.repo(repoId).lib.permission === 'r') throw apiError('forbidden', 403, 'updateLink');
-    this.checkQuota('updateLink');
+    this.checkQuota('updateLink', repoId);
     return `fake-update://${repoId}${dir}`;
   }
 
@@ -815,7 +825,7 @@ export class FakeApi implements SeafileApi {
     this.hit('update');
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-update://'.length, 'fake-update://'.length + 36);
-    this.checkQuota('update');
+    this.checkQuota('update', repoId);
     const n = this.nodeAt(repoId, targetFile);
     if (n?.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
     n.id = this.store(await readFile(localFile));
