@@ -4,7 +4,7 @@
 // holds FILE. TIME is anything GNU date reads ("yesterday 17:00", "last
 // tuesday", "2026-11-20 10:15") or a version's name in .seafile-history
 // ("2026-11-20 10.15.00").
-import { execFileSync } from 'node:child_process';
+import { execFile, execFileSync } from 'node:child_process';
 import type { CommandModule } from 'yargs';
 import { inMount } from './file-lock.js';
 import { exitAfterOutput } from './log.js';
@@ -32,6 +32,22 @@ export function parseTime(text: string): number | null {
   return Number.isFinite(ms) ? ms : null;
 }
 
+/**
+ * The kernel keeps a file's size and time for the mount's attr-timeout, and
+ * libfuse keeps its pages while they look unchanged: a `cat` right after the
+ * revert would show the old content. A stat that bypasses the kernel's cache
+ * (statx AT_STATX_FORCE_SYNC, GNU stat --cached=never; Node cannot ask for it)
+ * makes the kernel take the new attributes, dropping the pages when the size
+ * changed, and libfuse then drops them at the next open when the time did.
+ * Without such a stat, wait until the kernel asks by itself.
+ */
+async function refreshKernel(file: string, kernelMs: number): Promise<void> {
+  const forced = await new Promise<boolean>((resolve) =>
+    execFile('stat', ['--cached=never', '--format=%s', '--', file], { timeout: 30_000 }, (err) => resolve(!err)),
+  );
+  if (!forced) await new Promise((r) => setTimeout(r, Math.min(kernelMs, 60_000) + 100));
+}
+
 export const restoreCommand: CommandModule<object, RestoreArgv> = {
   command: 'restore <path>',
   describe: 'Make the version of a file current at a time (--at) its current version again (server-side revert)',
@@ -54,7 +70,8 @@ export const restoreCommand: CommandModule<object, RestoreArgv> = {
     if (!answer || answer.startsWith('error ')) {
       return fail(answer ? answer.replace(/^error ([A-Z]+: )?/, '') : `no seafs mount answers at ${where.mnt}`);
     }
-    const r = JSON.parse(answer) as { name: string; size: number; current: boolean };
+    const r = JSON.parse(answer) as { name: string; size: number; current: boolean; kernelMs?: number };
+    if (!r.current) await refreshKernel(argv.path, r.kernelMs ?? 0);
     process.stdout.write(
       r.current
         ? `${argv.path}: already the version "${r.name}" (${r.size} bytes); nothing changed\n`

@@ -1,6 +1,7 @@
 // The mount process: log in, resolve the library, mount, serve the control
 // socket, and on unmount/SIGINT/SIGTERM upload everything pending before
 // detaching. Shared by `seafs mount` and `seafs demo`.
+import { loginDevice } from './device.js';
 import { createHash } from 'node:crypto';
 import { chmod, stat, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
@@ -127,7 +128,20 @@ export async function connect(
       token = secrets.token;
       client = new SeafileClient({ ...opts, token, ...uploadSwitches() });
     } else {
-      ({ client, token } = await SeafileClient.login({ ...opts, ...uploadSwitches() }, user!, secrets.password!, otp));
+      // a token of this machine's own, which the user sees and can revoke under the account's devices
+      let device;
+      try {
+        device = loginDevice(baseUrl, user!);
+      } catch (e) {
+        log(`logging in without a device id (the account's shared token): ${(e as Error).message}`);
+      }
+      ({ client, token } = await SeafileClient.login(
+        { ...opts, ...uploadSwitches() },
+        user!,
+        secrets.password!,
+        otp,
+        device,
+      ));
     }
   } catch (e) {
     throw explain(e, baseUrl, false);
@@ -294,7 +308,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         const { path, at } = JSON.parse(arg) as { path: string; at: number };
         const r = await vfs.restoreVersion(path, at);
         if (!r.current) log(`${path} restored to its version "${r.name}"`);
-        return JSON.stringify(r);
+        // how long the kernel may still show the file's old size and time (see file-restore.ts)
+        return JSON.stringify({ ...r, kernelMs: Math.ceil(times.kernelSec * 1000) });
       },
     },
     async (library, password) => {

@@ -40,6 +40,7 @@ import type {
   RangeDownload,
   SearchResult,
   SeafileApi,
+  LoginDevice,
   ServerInfo,
   StartUploadStream,
   ShareLink,
@@ -68,7 +69,7 @@ export class SeafileClient implements SeafileApi {
     this.locks = new FileLocks(this.http);
     this.http.relock = (repo) => this.relock(repo);
     this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
-    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this);
+    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor();
   }
 
   /** Passwords of encrypted libraries unlocked through this client, re-sent when the server forgets them. */
@@ -112,9 +113,10 @@ export class SeafileClient implements SeafileApi {
     username: string,
     password: string,
     otp?: string,
+    device?: LoginDevice,
   ): Promise<{ client: SeafileClient; token: string }> {
     const client = new SeafileClient({ ...opts, token: undefined });
-    const attempt = () => client.login(username, password, otp);
+    const attempt = () => client.login(username, password, otp, device);
     const token = await session.loginPatiently(
       client.http,
       attempt,
@@ -125,9 +127,9 @@ export class SeafileClient implements SeafileApi {
     return { client, token };
   }
 
-  /** POST /api2/auth-token/; keeps the token for later calls and returns it. */
-  login(username: string, password: string, otp?: string): Promise<string> {
-    return session.login(this.http, username, password, otp);
+  /** POST /api2/auth-token/; keeps the token for later calls and returns it (`device`: a token of that device). */
+  login(username: string, password: string, otp?: string, device?: LoginDevice): Promise<string> {
+    return session.login(this.http, username, password, otp, device);
   }
 
   /** GET /api2/ping/ (no auth). */

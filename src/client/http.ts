@@ -49,7 +49,10 @@ export interface Call {
   /** a one-shot body (uploads); `retry` must then be 'never' */
   body?: { stream: Readable; length: number; contentType: string };
   headers?: Record<string, string>;
-  /** send the token (default: yes for base-URL paths and uploads, no for foreign download hosts) */
+  /**
+   * send the API token (default: for base-URL paths only; never to a link's absolute URL: upload and
+   * download links carry their own access token, and the fileserver behind them ignores the header)
+   */
   auth?: boolean;
   retry: RetryClass;
   ctx?: CallContext;
@@ -157,12 +160,8 @@ export class HttpCore {
 
   /** An absolute URL for a path under the base URL (the base may carry a path prefix). */
   resolve(pathOrUrl: string): URL {
-    if (/^https?:\/\//i.test(pathOrUrl)) return new URL(pathOrUrl);
+    if (isAbsolute(pathOrUrl)) return new URL(pathOrUrl);
     return new URL(pathOrUrl.replace(/^\//, ''), this.base);
-  }
-
-  private sameOrigin(u: URL): boolean {
-    return u.origin === this.base.origin;
   }
 
   /**
@@ -185,7 +184,7 @@ export class HttpCore {
       accept: 'application/json',
       ...call.headers,
     };
-    const auth = call.auth ?? this.sameOrigin(url);
+    const auth = call.auth ?? !isAbsolute(call.url);
     if (auth && this.token) headers.authorization = `Token ${this.token}`;
     let body: string | Readable | undefined;
     if (call.form) {
@@ -329,4 +328,9 @@ export class HttpCore {
 
 export function protocolError(op: string, message: string, status = 0, cause?: unknown): ApiError {
   return new ApiError({ kind: 'protocol', status, operation: op, serverMessage: message, cause });
+}
+
+/** an absolute URL (a link the server handed out) rather than a path under the base URL */
+function isAbsolute(pathOrUrl: string): boolean {
+  return /^https?:\/\//i.test(pathOrUrl);
 }

@@ -9,7 +9,7 @@ import { parseAnswer } from './http-answer.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
 import type { BatchFile } from './types.js';
-import { requestHead, tokenAuth, uploadTarget } from './raw/request-head.js';
+import { requestHead, uploadTarget } from './raw/request-head.js';
 import { batchFraming } from './upload-batch.js';
 
 const BUF = 256 * 1024;
@@ -24,7 +24,6 @@ function parseResponse(raw: Buffer): { status: number; text: string } {
 /** POST files to an upload link; resolves with the answer body of a 2xx, throws ApiError otherwise. */
 export async function rawUpload(
   url: string,
-  token: string | undefined,
   fields: [string, string][],
   files: BatchFile[],
   idleMs = 5 * 60_000,
@@ -64,7 +63,6 @@ export async function rawUpload(
     });
     await write(
       requestHead('POST', uploadTarget(u), u.host, [
-        ['Authorization', tokenAuth(token)],
         ['Content-Type', frame.contentType],
         ['Content-Length', String(frame.length)],
       ]),

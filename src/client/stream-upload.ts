@@ -9,7 +9,7 @@ import tls from 'node:tls';
 import { ApiError, EarlyAnswer } from './errors.js';
 import { parseAnswer } from './http-answer.js';
 import { closingBoundary, fieldParts, filePartHead, formDataType, newBoundary } from './raw/form-data.js';
-import { requestHead, tokenAuth, uploadTarget } from './raw/request-head.js';
+import { requestHead, uploadTarget } from './raw/request-head.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
 import type { StartUploadStream } from './types.js';
@@ -36,7 +36,6 @@ const LAST_CHUNK = Buffer.from('0\r\n\r\n');
  */
 export async function openUploadStream(
   url: string,
-  token: string | undefined,
   leading: [string, string][],
   filename: string,
   opts: { idleMs?: number; field?: string } = {},
@@ -119,7 +118,6 @@ export async function openUploadStream(
 
   const boundary = newBoundary();
   const head = requestHead('POST', uploadTarget(u), u.host, [
-    ['Authorization', tokenAuth(token)],
     ['Content-Type', formDataType(boundary)],
     ['Transfer-Encoding', 'chunked'],
   ]);
@@ -175,10 +173,10 @@ export async function openUploadStream(
   };
 }
 
-/** The client's startUploadStream capability (its token, its answer parsing). */
-export function streamUploadFor(client: { readonly token: string | undefined }): StartUploadStream {
+/** The client's startUploadStream capability (the answer parsed as the client's uploads are). */
+export function streamUploadFor(): StartUploadStream {
   return async (link, leading, filename) => {
-    const up = await openUploadStream(link, client.token, leading, filename);
+    const up = await openUploadStream(link, leading, filename);
     return {
       write: (b) => up.write(b),
       abort: () => up.abort(),

@@ -70,6 +70,16 @@ export interface AccountInfo {
   [extra: string]: unknown;
 }
 
+/** What a login tells the server of the device (seahub's platform, device_id, device_name...). */
+export interface LoginDevice {
+  /** 'linux', 'mac', 'windows' (desktop: a 40-character device id), 'android', 'ios' */
+  platform: string;
+  deviceId: string;
+  deviceName: string;
+  clientVersion?: string;
+  platformVersion?: string;
+}
+
 export interface ServerInfo {
   version: string;
   features: string[];
@@ -289,6 +299,8 @@ export interface SeafileApi {
   /** the account's share links, of one library when `repoId` is given */
   listShareLinks?(opts?: { repoId?: string; path?: string }): Promise<ShareLink[]>;
   createShareLink?(repoId: string, path: string, opts?: { password?: string; expireDays?: number }): Promise<ShareLink>;
+  /** delete one of the account's links (an expired link must go before its path gets a new one) */
+  deleteShareLink?(token: string): Promise<void>;
 
   // --- optional capability: history and trash (the mount's .seafile-history and .seafile-trash) ---
   /** the versions of a file, newest first (404 when it does not exist now) */

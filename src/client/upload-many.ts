@@ -8,7 +8,6 @@ import { multipartOfFiles } from './upload-batch.js';
 
 /** What the batch upload needs of the client (an interface: no import of client.ts, no cycle). */
 interface Poster {
-  readonly token: string | undefined;
   postUpload(op: string, link: string, body: Awaited<ReturnType<typeof multipartOfFiles>>): Promise<{ text: string }>;
 }
 
@@ -31,7 +30,7 @@ export function uploadManyFor(client: Poster, opts: { raw: boolean }): UploadBat
     if (o.lastModify) fields.push(['last_modify', new Date(Math.floor(o.lastModify / 1000) * 1000).toISOString()]);
     const { text, sizes } =
       raw && link.startsWith('http:')
-        ? await rawUpload(link, client.token, fields, files)
+        ? await rawUpload(link, fields, files)
         : await viaClient(client, link, fields, files);
     const out = parseUploadAnswer('upload', text, { name: files[0]?.name ?? '', size: sizes[0] ?? 0 });
     // an answer of bare ids (no ret-json support) carries no names: they come in the order sent

@@ -2,7 +2,8 @@
 // server-info, account info, and the administrator's /api2/accounts/.
 import type { Ctx, Req } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
-import { HttpError, sendJson } from './http.js';
+import { deviceLogin } from './devices.js';
+import { HttpError, isoTime, sendJson } from './http.js';
 import type { Route } from './router.js';
 import { base32Decode, verifyTotp } from './totp.js';
 
@@ -21,6 +22,7 @@ async function authToken(ctx: Ctx, r: Req): Promise<void> {
   const form = await r.form({ json: true });
   const username = form.get('username') ?? form.get('login_id') ?? form.get('email');
   const password = form.get('password');
+  const device = deviceLogin(form);
   if (!username) throw new HttpError(400, '', { username: ['This field is required.'] });
   if (!password) throw new HttpError(400, '', { password: ['This field is required.'] });
   const accountKey = `user:${username.toLowerCase()}`;
@@ -55,7 +57,10 @@ async function authToken(ctx: Ctx, r: Req): Promise<void> {
     await ctx.db.save();
   }
   ctx.loginGuard.succeeded(accountKey);
-  sendJson(r.res, 200, { token: ctx.db.tokenOf(user) });
+  if (!device) return sendJson(r.res, 200, { token: ctx.db.tokenOf(user) });
+  const token = ctx.db.deviceToken(user, device, r.raw.socket.remoteAddress ?? '');
+  await ctx.db.save();
+  sendJson(r.res, 200, { token });
 }
 
 async function accountInfo(ctx: Ctx, r: Req): Promise<void> {
@@ -153,6 +158,44 @@ export const accountRoutes: Route[] = [
   { method: 'GET', path: '/api2/ping', auth: 'none', handler: async (_c, r) => sendJson(r.res, 200, 'pong') },
   { method: 'GET', path: '/api2/auth/ping', auth: 'user', handler: async (_c, r) => sendJson(r.res, 200, 'pong') },
   { method: 'POST', path: '/api2/auth-token', auth: 'none', handler: authToken },
+  {
+    method: 'GET',
+    path: '/api2/devices',
+    auth: 'user',
+    handler: async (ctx, r) =>
+      sendJson(
+        r.res,
+        200,
+        // seahub also lists each device's token (`key`): left out here
+        ctx.db.devices.of(r.user!.email).map((d) => ({
+          user: d.user,
+          platform: d.platform,
+          device_id: d.deviceId,
+          device_name: d.deviceName,
+          client_version: d.clientVersion,
+          platform_version: d.platformVersion,
+          last_accessed: isoTime(Math.floor(d.lastAccessed / 1000)),
+          last_login_ip: d.lastLoginIp,
+          wiped_at: null,
+          is_desktop_client: ['windows', 'linux', 'mac'].includes(d.platform),
+        })),
+      ),
+  },
+  {
+    method: 'DELETE',
+    path: '/api2/devices',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const form = await r.form({ json: true });
+      const platform = form.get('platform');
+      const deviceId = form.get('device_id');
+      if (!platform) throw new HttpError(400, 'platform invalid.');
+      if (!deviceId) throw new HttpError(400, 'device_id invalid.');
+      ctx.db.devices.remove(r.user!.email, platform, deviceId);
+      await ctx.db.save();
+      sendJson(r.res, 200, { success: true });
+    },
+  },
   {
     method: 'GET',
     path: '/api2/server-info',

@@ -68,6 +68,8 @@ async function createShareLink(
   p: string | undefined,
   password?: string,
   days?: number,
+  /** v2.1 refuses a second link for a path (400), an expired one counting; api2 hands the existing one back */
+  refuseExisting = false,
 ) {
   if (!repoId) throw new HttpError(400, 'repo_id invalid.');
   const { repo } = ctx.repoFor(r.user!, repoId);
@@ -76,7 +78,8 @@ async function createShareLink(
   if (!e) throw new HttpError(404, 'File or folder not found.');
   if (repo.encrypted) throw new HttpError(403, 'Permission denied.');
   const existing = ctx.db.shareLinksOf(r.user!.email).find((l) => l.repoId === repo.id && l.path === path);
-  if (existing) return existing; // real servers hand back the existing link
+  if (existing && refuseExisting) throw new HttpError(400, `Share link ${existing.token} already exists.`);
+  if (existing) return existing;
   const now = Math.floor(Date.now() / 1000);
   const rec: ShareLinkRec = {
     token: ctx.newToken().slice(0, 20),
@@ -192,7 +195,15 @@ export const extraRoutes: Route[] = [
     handler: async (ctx, r) => {
       const form = await r.form({ json: true });
       const days = form.get('expire_days') ? Number(form.get('expire_days')) : undefined;
-      const rec = await createShareLink(ctx, r, form.get('repo_id'), form.get('path'), form.get('password'), days);
+      const rec = await createShareLink(
+        ctx,
+        r,
+        form.get('repo_id'),
+        form.get('path'),
+        form.get('password'),
+        days,
+        true,
+      );
       sendJson(r.res, 200, shareLinkShape(ctx, r, rec, false));
     },
   },

@@ -13,6 +13,7 @@ import path from 'node:path';
 import { writeFileAtomic } from './atomic.js';
 import type { LockRec, RepoMeta, Share, ShareLinkRec, Star, UploadLinkRec, User } from './records.js';
 import { SecretBox, tokenHash } from './secret-box.js';
+import { Devices, type DeviceLogin, type DevicesFile } from './devices.js';
 import { Groups, type GroupsFile } from './groups.js';
 
 export type {
@@ -28,7 +29,7 @@ export type {
 } from './records.js';
 
 /** The JSON file's shape (unchanged since the first release). */
-interface DbFile extends GroupsFile {
+interface DbFile extends GroupsFile, DevicesFile {
   nextUserId: number;
   users: Record<string, User>;
   repos: Record<string, RepoMeta>;
@@ -73,6 +74,8 @@ export class Db {
   private locks = new Map<string, LockRec>();
   /** groups, their members and the libraries shared to them */
   readonly groups = new Groups();
+  /** per-device tokens (logins that name their device) */
+  readonly devices = new Devices();
   private file: string;
   private saving: Promise<void> = Promise.resolve();
   private byToken = new Map<string, User>(); // token hash -> user
@@ -99,6 +102,7 @@ export class Db {
     this.starred = d.starred ?? [];
     this.locks = mapOf(d.locks);
     this.groups.load(d);
+    this.devices.load(d);
     // tokens and link passwords were kept in plain text before: hash them
     for (const u of this.users.values()) {
       if (u.token) {
@@ -129,6 +133,7 @@ export class Db {
       starred: this.starred,
       locks: Object.fromEntries(this.locks),
       ...this.groups.toFile(),
+      ...this.devices.toFile(),
     };
   }
 
@@ -144,7 +149,15 @@ export class Db {
   // ---- users ----
 
   userByToken(token: string): User | undefined {
-    return this.byToken.get(tokenHash(token));
+    const u = this.byToken.get(tokenHash(token));
+    if (u) return u;
+    const d = this.devices.byToken(token);
+    return d ? this.user(d.user) : undefined;
+  }
+
+  /** The token a login from this device gets (kept in the data, sealed). */
+  deviceToken(user: User, d: DeviceLogin, ip: string): string {
+    return this.devices.tokenFor(user.email, d, ip, this.box);
   }
 
   /** The user's API token (the same at every login). */
@@ -192,6 +205,7 @@ export class Db {
     this.shares = this.shares.filter((s) => s.to !== email && s.from !== email);
     this.starred = this.starred.filter((s) => s.user !== email);
     this.groups.forgetUser(email);
+    this.devices.forgetUser(email);
     return gone;
   }
 

@@ -76,6 +76,13 @@ export class Libraries {
     return [...(await this.byName()).values()].find((l) => l.id === repo);
   }
 
+  /** The library with this id as last listed, without waiting (undefined: not known yet). */
+  peekById(repo: string): Library | undefined {
+    if (this.lib) return this.lib.id === repo ? this.lib : undefined;
+    for (const l of this.cache?.byName.values() ?? []) if (l.id === repo) return l;
+    return undefined;
+  }
+
   /** resolve without waiting: the location when one library is mounted, null otherwise (then use resolve) */
   resolveNow(p: string): RepoLoc | null {
     if (!this.lib) return null;

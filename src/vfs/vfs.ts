@@ -7,9 +7,9 @@
 // needs beyond a few lines lives in the modules it imports.
 import { constants as C } from 'node:fs';
 import { join } from 'node:path';
-import { ZERO_ID, type AccountInfo, type DirEntry, type Library, type SeafileApi } from '../client/types.js';
+import { ZERO_ID, type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
-import { AttrShaper, statfsOf, type Attr, type StatFs } from './attrs.js';
+import { AttrShaper, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
 import { errnoOf, VfsError } from './errors.js';
 import { locksSupported, setServerLock } from './file-locks.js';
@@ -21,6 +21,7 @@ import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, checkName, parentOf } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader.js';
+import { Quota } from './quota.js';
 import { Renamer } from './rename.js';
 import { Journal } from './write/journal.js';
 import { type FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
@@ -87,7 +88,8 @@ export class Vfs {
   private readonly renamer: Renamer;
   /** .seafile-history and .seafile-trash (src/vfs/hidden/) */
   private readonly hiddenDirs: HiddenFolders;
-  private accountCache: { at: number; info: AccountInfo } | null = null;
+  /** statfs and ENOSPC at close (quota.ts) */
+  private readonly quota: Quota;
   private readonly log: (msg: string) => void;
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
   private readonly hidden = new Map<string, { size: number; mtimeMs: number }>();
@@ -124,6 +126,10 @@ export class Vfs {
     );
     this.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (lib) => this.locks.requireOpen(lib));
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
+    this.quota = new Quota(api, this.libraries, (s) => {
+      const where = s.remotePath;
+      return where ? (this.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
+    });
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
     this.disk =
@@ -345,39 +351,10 @@ export class Vfs {
     if (mode & C.W_OK && (attr.mode & 0o222) === 0) throw new VfsError('EACCES', `${p} is locked`);
   }
 
-  /** the account's usage and quota, asked at most every 30 s (or afresh when older than `maxAgeMs`) */
-  private async account(maxAgeMs = 30_000): Promise<AccountInfo> {
-    const c = this.accountCache;
-    if (c && Date.now() - c.at < maxAgeMs) return c.info;
-    const info = await this.api.accountInfo();
-    this.accountCache = { at: Date.now(), info };
-    return info;
-  }
-
-  async statfs(_p: string): Promise<StatFs> {
-    return statfsOf(await this.account());
-  }
-
-  /**
-   * ENOSPC at close when the quota says the file cannot fit (the data stays
-   * in the journal and is uploaded once there is room), rather than a failed
-   * upload later. A stale answer that says no is checked afresh first.
-   */
-  private fits(s: FileState, info: AccountInfo): boolean {
-    if (!(info.total > 0)) return true;
-    const where = s.remotePath;
-    const old = where ? (this.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
-    return info.usage - old + s.size <= info.total;
-  }
-
-  private async checkRoom(s: FileState): Promise<void> {
-    const fits = (info: AccountInfo) => this.fits(s, info);
-    try {
-      if (fits(await this.account()) || fits(await this.account(2000))) return;
-    } catch {
-      return; // not known (offline): the upload will tell
-    }
-    throw new VfsError('ENOSPC', `${s.path} (${s.size} bytes) does not fit in the account's quota`);
+  /** statfs: the account's quota (quota.ts; in a library shared with the account, that library) */
+  async statfs(p: string): Promise<StatFs> {
+    const loc = await this.resolve(p).catch(() => null);
+    return this.quota.statfs(loc?.repo ?? null);
   }
 
   // ---- open files ----
@@ -537,7 +514,7 @@ export class Vfs {
     if (h.kind !== 'local' || !h.write) return;
     const s = h.state;
     await this.wb.persist(s);
-    if (s.dirty && !s.lastError) await this.checkRoom(s);
+    if (s.dirty && !s.lastError) await this.quota.checkRoom(s);
     // offline: the data waits in the journal, nothing to report
     if (s.lastError && s.dirty && !unreachable(s.lastError)) {
       const e = s.lastError;
@@ -559,8 +536,7 @@ export class Vfs {
     const s = h.state;
     if (!this.wb.persistNow(s) || s.lastError) return false;
     if (!s.dirty) return true;
-    const c = this.accountCache;
-    return !!c && Date.now() - c.at < 30_000 && this.fits(s, c.info);
+    return this.quota.fitsNow(s) === true;
   }
 
   async fsync(_p: string, fh: number): Promise<void> {
@@ -671,7 +647,7 @@ export class Vfs {
   }
 
   async unlink(p: string): Promise<void> {
-    this.accountCache = null; // space is freed: the next quota check asks afresh
+    this.quota.forget(); // space is freed: the next quota check asks afresh
     const loc = await this.repoOf(p, true);
     if (loc.path === '/') throw new VfsError('EPERM');
     writable(loc);

@@ -9,12 +9,13 @@
 // (1/0 locks or unlocks) and readable but not listed, so that copying a file
 // with its attributes (cp -a, rsync -X) never locks the copy. A server
 // without locks (Community Edition) answers ENOTSUP for both lock names.
-import type { DirEntry, Library, SeafileApi, ShareLink } from '../client/types.js';
+import type { DirEntry, Library, SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
 import { NO_FILE_LOCKS } from './file-locks.js';
 import type { Loc } from './libraries.js';
 import { baseOf, parentOf } from './paths.js';
+import { ShareLinks } from './share-links.js';
 import type { FileState } from './write/file-state.js';
 
 export const XATTR = {
@@ -57,10 +58,8 @@ const CONFLICT_NAME = /\(SFConflict [^)]*\d{4}-\d\d-\d\d-\d\d-\d\d-\d\d(?: \d+)?
 
 /** how long a value read is answered again unchanged: getfattr asks for its size, then for it */
 const STEADY_MS = 1000;
-const LINKS_TTL_MS = 60_000;
 
 const key = (repo: string, path: string) => `${repo}\u0000${path}`;
-const trimSlash = (p: string) => (p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p);
 const encodePath = (p: string) => p.split('/').map(encodeURIComponent).join('/');
 
 interface Target {
@@ -75,12 +74,17 @@ interface Target {
 export class Xattrs {
   /** paths whose upload ended as a conflict copy: path -> the copy's path */
   private readonly conflicts = new Map<string, string>();
-  private readonly links = new Map<string, { at: number; byPath: Map<string, string>; p?: Promise<void> }>();
+  private readonly links: ShareLinks;
   private readonly steady = new Map<string, { at: number; value: Buffer }>();
-  /** calls that created a share link (for tests and the log) */
-  linksCreated = 0;
 
-  constructor(private readonly src: XattrSources) {}
+  constructor(private readonly src: XattrSources) {
+    this.links = new ShareLinks(src.api);
+  }
+
+  /** calls that created a share link (for tests and the log) */
+  get linksCreated(): number {
+    return this.links.created;
+  }
 
   /** the server kept `path` and the local version went to `copy` */
   noteConflict(repo: string, path: string, copy: string): void {
@@ -97,7 +101,7 @@ export class Xattrs {
     if (this.modifierOf(t)) names.push(XATTR.modifier);
     names.push(XATTR.status);
     if (!t.isDir && (await this.src.locksSupported())) names.push(XATTR.lockedBy);
-    if (t.entry && (await this.existingLink(t))) names.push(XATTR.shareLink);
+    if (t.entry && (await this.links.existing(t.repo, t.path))) names.push(XATTR.shareLink);
     if (this.src.serverUrl) names.push(XATTR.url);
     return names;
   }
@@ -253,47 +257,9 @@ export class Xattrs {
     return `${base}/library/${t.repo}/${name}${t.path === '/' ? '/' : `${encodePath(t.path)}/`}`;
   }
 
-  /** The library's links by path, listed once a minute; null when the server cannot say. */
-  private async linksOf(repo: string): Promise<Map<string, string> | null> {
-    const list = this.src.api.listShareLinks;
-    if (!list) return null;
-    const c = this.links.get(repo);
-    if (c && !c.p && Date.now() - c.at < LINKS_TTL_MS) return c.byPath;
-    if (c?.p) {
-      await c.p.catch(() => {});
-      return this.links.get(repo)?.byPath ?? null;
-    }
-    const p = (async () => {
-      const all = await list.call(this.src.api, { repoId: repo });
-      const byPath = new Map<string, string>();
-      for (const l of all) if (l.repo_id === repo && !l.is_expired) byPath.set(trimSlash(l.path), l.link);
-      this.links.set(repo, { at: Date.now(), byPath });
-    })();
-    this.links.set(repo, { at: 0, byPath: c?.byPath ?? new Map(), p });
-    try {
-      await p;
-    } catch {
-      if (c) this.links.set(repo, c);
-      else this.links.delete(repo);
-      return c?.byPath ?? null;
-    }
-    return this.links.get(repo)!.byPath;
-  }
-
-  private async existingLink(t: Target): Promise<string | null> {
-    return (await this.linksOf(t.repo))?.get(t.path) ?? null;
-  }
-
   /** the existing link of the file or folder, or a new one */
   private async shareLink(t: Target): Promise<string> {
     if (!t.entry) throw new VfsError('ENODATA', `${t.path} is not on the server yet`);
-    const have = await this.existingLink(t);
-    if (have) return have;
-    const create = this.src.api.createShareLink;
-    if (!create) throw new VfsError('ENODATA', 'this server does not make share links');
-    const made: ShareLink = await create.call(this.src.api, t.repo, t.path, {});
-    this.linksCreated++;
-    this.links.get(t.repo)?.byPath.set(t.path, made.link);
-    return made.link;
+    return this.links.getOrCreate(t.repo, t.path);
   }
 }

@@ -74,7 +74,7 @@ describe('earlier versions and the trash in the drive', () => {
     expect(r.code, r.err).toBe(0);
     expect(r.out.trim()).toBe(`${file}: restored the version "${second}" (${24 * 1024 * 1024 + 123} bytes)`);
     expect(sha256(await remoteBytes(ctx.api, repo, '/docs/report.txt'))).toBe(before);
-    await sleep(1100); // the mount's listing (1 s) shows the restored version
+    // at once: the restore leaves neither the mount's listing nor the kernel's attributes stale
     expect(await sha256File(file)).toBe(before);
     const early = await run(process.execPath, [CLI, 'restore', file, '--at', '2001-01-01 00:00'], {
       env,
@@ -193,6 +193,65 @@ describe('earlier versions and the trash in the drive', () => {
     await run('mv', [path.join(trash, whole), path.join(mnt, 'whole-again')]);
     expect((await remoteBytes(ctx.api, repo, '/whole-again/inner/w.txt')).toString()).toBe('whole content');
     expect(await remoteExists(ctx.api, repo, '/whole')).toBe(false);
+    const r = await m.unmount();
+    expect(r.code, r.err).toBe(0);
+  });
+
+  it('with the kernel caching attributes (5 s), a cat right after seafs restore shows the restored content', async () => {
+    const repo = ctx.repos.History;
+    await ctx.api.mkdir(repo, '/exact');
+    // [versions written in turn, the one restored]: another size, then the same size (only the time differs)
+    const cases = [
+      ['sizes.txt', ['the first version\n', 'the second, longer version\n'], 0],
+      ['same.txt', ['alpha-1\n', 'alpha-2\n'], 0],
+    ] as const;
+    for (const [name, contents] of cases) {
+      for (const c of contents) {
+        writeFileSync(path.join(ctx.src, name), c);
+        await putVersion(path.join(ctx.src, name), '/exact', name);
+        await sleep(1100); // one version per second
+      }
+    }
+    const m = await mountLibrary(ctx.server, { library: 'History', dirCacheTime: 10, attrTimeout: 5 });
+    const env = { ...process.env, SEAFS_RUNTIME_DIR: path.join(scratchDir(), 'run') };
+    for (const [name, contents, back] of cases) {
+      const file = path.join(m.mnt, 'exact', name);
+      // read through the mount: the kernel now holds its attributes and pages
+      expect((await run('cat', [file])).out).toBe(contents[1]);
+      const versions = (await ctx.api.fileHistory(repo, `/exact/${name}`)).sort((a, b) => a.ctime - b.ctime);
+      const at = stamp(versions[back].ctime * 1000);
+      const r = await run(process.execPath, [CLI, 'restore', file, '--at', at], { env, allowFail: true });
+      expect(r.code, r.err).toBe(0);
+      expect((await remoteBytes(ctx.api, repo, `/exact/${name}`)).toString()).toBe(contents[back]);
+      expect((await run('cat', [file])).out, name).toBe(contents[back]);
+      expect((await run('stat', ['-c', '%s', file])).out.trim()).toBe(String(contents[back].length));
+    }
+    const r2 = await m.unmount();
+    expect(r2.code, r2.err).toBe(0);
+  });
+
+  it('with the kernel caching attributes (5 s), a file moved out of the trash shows normal modes at once', async () => {
+    const repo = ctx.repos.History;
+    const m = await mountLibrary(ctx.server, { library: 'History', dirCacheTime: 10, attrTimeout: 5 });
+    const mnt = m.mnt;
+    const trash = path.join(mnt, '.seafile-trash');
+    await sh(`printf 'to the trash' > ${q(mnt)}/modes.txt && mkdir ${q(mnt)}/modes-dir`);
+    await waitRemoteFile(ctx.api, repo, '/modes.txt', Buffer.from('to the trash'));
+    await sh(`rm ${q(mnt)}/modes.txt && rmdir ${q(mnt)}/modes-dir`);
+    const names = (await run('ls', ['-1', trash])).out.trim().split('\n');
+    const file = names.find((n) => n.endsWith(' modes.txt'))!;
+    const dir = names.find((n) => n.endsWith(' modes-dir'))!;
+    expect([file, dir].every(Boolean), names.join(', ')).toBe(true);
+    // the entries are looked up (the kernel keeps their attributes), then moved out
+    await run('stat', [path.join(trash, file), path.join(trash, dir)]);
+    await run('mv', [path.join(trash, file), path.join(mnt, 'modes-back.txt')]);
+    await run('mv', [path.join(trash, dir), path.join(mnt, 'modes-dir')]);
+    expect((await run('stat', ['-c', '%A', path.join(mnt, 'modes-back.txt')])).out.trim()).toBe('-rw-r--r--');
+    expect((await run('stat', ['-c', '%A', path.join(mnt, 'modes-dir')])).out.trim()).toBe('drwxr-xr-x');
+    // and it is an ordinary file again: written to, and read back through the API
+    await sh(`printf ', and back' >> ${q(mnt)}/modes-back.txt && printf 'new' > ${q(mnt)}/modes-dir/n.txt`);
+    await waitRemoteFile(ctx.api, repo, '/modes-back.txt', Buffer.from('to the trash, and back'));
+    await waitRemoteFile(ctx.api, repo, '/modes-dir/n.txt', Buffer.from('new'));
     const r = await m.unmount();
     expect(r.code, r.err).toBe(0);
   });

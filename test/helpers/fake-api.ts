@@ -71,13 +71,19 @@ export class FakeApi implements SeafileApi {
   readonly failNext = new Map<string, ApiError[]>();
   bytesServed = 0;
 
-  addLibrary(name: string, opts: { permission?: 'r' | 'rw'; type?: Library['type']; id?: string } = {}): string {
+  /** quotas of other accounts (libraries shared with this one are charged to their owner), bytes */
+  readonly ownerQuotas = new Map<string, number>();
+
+  addLibrary(
+    name: string,
+    opts: { permission?: 'r' | 'rw'; type?: Library['type']; id?: string; owner?: string } = {},
+  ): string {
     const id = opts.id ?? `${(this.repos.size + 1).toString(16).padStart(8, '0')}-0000-4000-8000-000000000000`;
     this.repos.set(id, {
       lib: {
         id,
         name,
-        owner: 'me@example.com',
+        owner: opts.owner ?? 'me@example.com',
         permission: opts.permission ?? 'rw',
         encrypted: false,
         mtime: now(),
@@ -344,19 +350,26 @@ export class FakeApi implements SeafileApi {
 
   /** share links made so far (by createShareLink or a test) */
   readonly shareLinks: ShareLink[] = [];
+  private linkSerial = 0;
 
   async listShareLinks(opts: { repoId?: string; path?: string } = {}): Promise<ShareLink[]> {
     this.hit('listShareLinks');
     return this.shareLinks.filter(
-      (l) => (!opts.repoId || l.repo_id === opts.repoId) && (!opts.path || l.path === opts.path),
+      // a folder's path is asked without its trailing slash and listed with it, as seahub normalises it
+      (l) =>
+        (!opts.repoId || l.repo_id === opts.repoId) &&
+        (!opts.path || l.path.replace(/(.)\/$/, '$1') === opts.path.replace(/(.)\/$/, '$1')),
     );
   }
 
+  /** as seahub's v2.1 create: any link of the path, an expired one too, refuses a new one */
   async createShareLink(repoId: string, path: string): Promise<ShareLink> {
     this.hit('createShareLink');
     const n = this.nodeAt(repoId, path);
     if (!n) throw apiError('not_found', 404, 'create share link', 'file/folder not found.');
-    const token = (this.shareLinks.length + 1).toString(16).padStart(20, '0');
+    const have = this.shareLinks.find((l) => l.repo_id === repoId && l.path.replace(/(.)\/$/, '$1') === path);
+    if (have) throw apiError('bad_request', 400, 'create share link', `Share link ${have.token} already exists.`);
+    const token = (++this.linkSerial).toString(16).padStart(20, '0');
     const link: ShareLink = {
       username: 'me@example.com',
       repo_id: repoId,
@@ -372,6 +385,12 @@ export class FakeApi implements SeafileApi {
     };
     this.shareLinks.push(link);
     return link;
+  }
+
+  async deleteShareLink(token: string): Promise<void> {
+    this.hit('deleteShareLink');
+    const i = this.shareLinks.findIndex((l) => l.token === token);
+    if (i >= 0) this.shareLinks.splice(i, 1);
   }
 
   /** lock a file as `owner` would (the fake's own account is me@example.com); null unlocks */
@@ -403,7 +422,8 @@ export class FakeApi implements SeafileApi {
     return [...this.dirAt(repoId, dir).children.keys()].sort();
   }
 
-  usage(): number {
+  /** the bytes of the libraries `owner` owns (this account's by default) */
+  usage(owner = 'me@example.com'): number {
     let total = 0;
     const walk = (d: FDir) => {
       for (const n of d.children.values()) {
@@ -411,7 +431,7 @@ export class FakeApi implements SeafileApi {
         else total += n.id === ZERO ? 0 : this.blobs.get(n.id)!.length;
       }
     };
-    for (const r of this.repos.values()) walk(r.root);
+    for (const r of this.repos.values()) if (r.lib.owner === owner) walk(r.root);
     return total;
   }
 
@@ -676,15 +696,18 @@ export class FakeApi implements SeafileApi {
     this.touch(repoId, srcDir);
   }
 
-  private checkQuota(op: string): void {
-    if (this.quotaTotal > 0 && this.usage() >= this.quotaTotal) throw apiError('quota', 443, op, 'Out of quota.');
+  /** as real servers: 443 when the library's owner is over their quota */
+  private checkQuota(op: string, repoId: string): void {
+    const owner = this.repo(repoId).lib.owner;
+    const total = owner === 'me@example.com' ? this.quotaTotal : (this.ownerQuotas.get(owner) ?? -2);
+    if (total > 0 && this.usage(owner) >= total) throw apiError('quota', 443, op, 'Out of quota.');
   }
 
   async uploadLink(repoId: string, dir: string): Promise<string> {
     this.hit('uploadLink');
     this.repo(repoId);
     if (this.repo(repoId).lib.permission === 'r') throw apiError('forbidden', 403, 'uploadLink');
-    this.checkQuota('uploadLink');
+    this.checkQuota('uploadLink', repoId);
     return `fake-upload://${repoId}${dir}`;
   }
 
@@ -702,7 +725,7 @@ export class FakeApi implements SeafileApi {
     const name = this.mangleQuotes ? rawName.replace(/"/g, '%22') : rawName;
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
-    this.checkQuota('upload');
+    this.checkQuota('upload', repoId);
     const data = await readFile(localFile);
     const d = this.dirAt(repoId, parentDir);
     const existing = d.children.get(name);
@@ -724,7 +747,7 @@ export class FakeApi implements SeafileApi {
     this.hit('uploadMany');
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
-    this.checkQuota('upload');
+    this.checkQuota('upload', repoId);
     const d = this.dirAt(repoId, parentDir);
     const out: UploadedFile[] = [];
     for (const f0 of files) {
@@ -804,7 +827,7 @@ export class FakeApi implements SeafileApi {
   async updateLink(repoId: string, dir: string): Promise<string> {
     this.hit('updateLink');
     if (this.repo(repoId).lib.permission === 'r') throw apiError('forbidden', 403, 'updateLink');
-    this.checkQuota('updateLink');
+    this.checkQuota('updateLink', repoId);
     return `fake-update://${repoId}${dir}`;
   }
 
@@ -821,7 +844,7 @@ export class FakeApi implements SeafileApi {
     this.hit('update');
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-update://'.length, 'fake-update://'.length + 36);
-    this.checkQuota('update');
+    this.checkQuota('update', repoId);
     const n = this.nodeAt(repoId, targetFile);
     if (n?.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
     n.id = this.store(await readFile(localFile));

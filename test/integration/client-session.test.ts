@@ -49,6 +49,61 @@ describe('session', () => {
     await c.authPing();
   });
 
+  it('a login naming its device gets a token of that device, listed under the devices and revocable', async () => {
+    const laptop = { platform: 'linux', deviceId: 'a'.repeat(40), deviceName: 'laptop', clientVersion: 'seafs 0.1.0' };
+    const v1 = await anon().login(server.adminEmail, server.adminPassword);
+    const t1 = await anon().login(server.adminEmail, server.adminPassword, undefined, laptop);
+    expect(t1).toMatch(/^[0-9a-f]{40}$/);
+    expect(t1).not.toBe(v1);
+    // the same device again: the same token, its name updated; another device: another token
+    expect(
+      await anon().login(server.adminEmail, server.adminPassword, undefined, { ...laptop, deviceName: 'lap2' }),
+    ).toBe(t1);
+    const t2 = await anon().login(server.adminEmail, server.adminPassword, undefined, {
+      ...laptop,
+      deviceId: 'b'.repeat(40),
+      deviceName: 'desk',
+    });
+    expect(t2).not.toBe(t1);
+    await anon(t1).authPing();
+    const devices = async (token: string) =>
+      (await (await fetch(`${server.url}/api2/devices/`, { headers: { authorization: `Token ${token}` } })).json()) as {
+        device_id: string;
+        device_name: string;
+        platform: string;
+        client_version: string;
+      }[];
+    const listed = await devices(v1);
+    expect(listed.map((d) => [d.platform, d.device_id, d.device_name]).sort()).toEqual([
+      ['linux', 'a'.repeat(40), 'lap2'],
+      ['linux', 'b'.repeat(40), 'desk'],
+    ]);
+    expect(listed.find((d) => d.device_name === 'lap2')!.client_version).toBe('seafs 0.1.0');
+    // revoked (as in the web interface): that token is refused, the others still work
+    const del = await fetch(`${server.url}/api2/devices/`, {
+      method: 'DELETE',
+      headers: { authorization: `Token ${t2}`, 'content-type': 'application/x-www-form-urlencoded' },
+      body: `platform=linux&device_id=${'a'.repeat(40)}`,
+    });
+    expect([del.status, await del.json()]).toEqual([200, { success: true }]);
+    await expectApiError(anon(t1).authPing(), 'unauthorized', 401);
+    await anon(t2).authPing();
+    await anon(v1).authPing();
+    // the server's checks of the fields, as seahub's
+    const e1 = await expectApiError(
+      anon().login(server.adminEmail, server.adminPassword, undefined, { ...laptop, deviceId: 'short' }),
+      'bad_request',
+      400,
+    );
+    expect(e1.serverMessage).toBe('invalid device id');
+    const e2 = await expectApiError(
+      anon().login(server.adminEmail, server.adminPassword, undefined, { ...laptop, platform: 'seafs' }),
+      'bad_request',
+      400,
+    );
+    expect(e2.serverMessage).toBe('invalid platform');
+  });
+
   it('refuses bad credentials as unauthorized, with the server message', async () => {
     const e = await expectApiError(anon().login(server.adminEmail, 'wrong'), 'unauthorized', 400);
     expect(e.serverMessage).toMatch(/unable to log ?in/i);

@@ -638,6 +638,9 @@ describe('starred, search, share and upload links', () => {
     const s = await call('POST', '/api/v2.1/share-links/', { form: { repo_id: repo, path: '/star.txt' } });
     expect(s.json).toMatchObject({ repo_id: repo, path: '/star.txt', is_expired: false });
     expect(s.json.link).toBe(`${server.url}/f/${s.json.token}/`);
+    // a second link for the path is refused, as seahub's v2.1 refuses it
+    const again = await call('POST', '/api/v2.1/share-links/', { form: { repo_id: repo, path: '/star.txt' } });
+    expect([again.status, again.json]).toEqual([400, { error_msg: `Share link ${s.json.token} already exists.` }]);
     const l = await call('GET', '/api/v2.1/share-links/', { query: { repo_id: repo, path: '/star.txt' } });
     expect(l.json).toHaveLength(1);
     expect(l.json[0]).toMatchObject({ obj_name: 'star.txt', is_dir: false, repo_name: 'main' });

@@ -63,7 +63,7 @@ describe('chunked streaming upload', () => {
   it('sends a body of unknown length in pieces; the server stores the exact bytes', async () => {
     const data = randomBytes(5 * MiB + 777);
     const before = uploadPosts().length;
-    const start = streamUploadFor(admin);
+    const start = streamUploadFor();
     const up = await start(
       await admin.uploadLink(repo, '/'),
       [
@@ -92,20 +92,11 @@ describe('chunked streaming upload', () => {
 
   it('streams through an update link onto an existing file', async () => {
     const first = randomBytes(MiB);
-    const up1 = await openUploadStream(
-      await admin.uploadLink(repo, '/'),
-      admin.token,
-      [['parent_dir', '/']],
-      'upd.bin',
-    );
+    const up1 = await openUploadStream(await admin.uploadLink(repo, '/'), [['parent_dir', '/']], 'upd.bin');
     await up1.write(first);
     await up1.finish();
     const data = randomBytes(3 * MiB + 5);
-    const up = await streamUploadFor(admin)(
-      await admin.updateLink(repo, '/'),
-      [['target_file', '/upd.bin']],
-      'upd.bin',
-    );
+    const up = await streamUploadFor()(await admin.updateLink(repo, '/'), [['target_file', '/upd.bin']], 'upd.bin');
     for (let off = 0; off < data.length; off += MiB) await up.write(data.subarray(off, off + MiB));
     await up.finish();
     expect(sha(await fetchFile(admin, repo, '/upd.bin'))).toBe(sha(data));
@@ -116,12 +107,7 @@ describe('chunked streaming upload', () => {
 
   it('an aborted stream leaves no file, no temp file and no new object', async () => {
     const objectsBefore = filesUnder(path.join(server.dataDir, 'objects')).sort();
-    const up = await openUploadStream(
-      await admin.uploadLink(repo, '/'),
-      admin.token,
-      [['parent_dir', '/']],
-      'aborted.bin',
-    );
+    const up = await openUploadStream(await admin.uploadLink(repo, '/'), [['parent_dir', '/']], 'aborted.bin');
     for (let i = 0; i < 4; i++) await up.write(randomBytes(MiB));
     // the server is holding a partial upload in its temp dir
     await until('the server received part of the body', () => filesUnder(path.join(server.dataDir, 'tmp')).length > 0);
@@ -130,12 +116,7 @@ describe('chunked streaming upload', () => {
     expect((await remoteEntries(admin, repo, '/')).map((e) => e.name)).not.toContain('aborted.bin');
     expect(filesUnder(path.join(server.dataDir, 'objects')).sort()).toEqual(objectsBefore);
     // the server still takes uploads
-    const ok = await openUploadStream(
-      await admin.uploadLink(repo, '/'),
-      admin.token,
-      [['parent_dir', '/']],
-      'after-abort.bin',
-    );
+    const ok = await openUploadStream(await admin.uploadLink(repo, '/'), [['parent_dir', '/']], 'after-abort.bin');
     await ok.write(Buffer.from('still fine'));
     await ok.finish();
     expect((await fetchFile(admin, repo, '/after-abort.bin')).toString()).toBe('still fine');
@@ -145,7 +126,7 @@ describe('chunked streaming upload', () => {
     const user = await newUser(server, admin, 'streamquota@seafs.test', { storage: 2 }); // 2 MB
     try {
       const r = (await user.createLibrary('q')).repo_id;
-      const up = await openUploadStream(await user.uploadLink(r, '/'), user.token, [['parent_dir', '/']], 'over.bin');
+      const up = await openUploadStream(await user.uploadLink(r, '/'), [['parent_dir', '/']], 'over.bin');
       let err: unknown = null;
       try {
         for (let i = 0; i < 64; i++) await up.write(randomBytes(256 * 1024)); // up to 16 MiB
@@ -162,7 +143,7 @@ describe('chunked streaming upload', () => {
       expect(await remoteEntries(user, r, '/')).toEqual([]);
       await until('no temp file left', () => filesUnder(path.join(server.dataDir, 'tmp')).length === 0);
       const small = randomBytes(100_000);
-      const up2 = await streamUploadFor(user)(await user.uploadLink(r, '/'), [['parent_dir', '/']], 'small.bin');
+      const up2 = await streamUploadFor()(await user.uploadLink(r, '/'), [['parent_dir', '/']], 'small.bin');
       await up2.write(small);
       await up2.finish();
       expect(sha(await fetchFile(user, r, '/small.bin'))).toBe(sha(small));
@@ -182,12 +163,7 @@ describe('chunked streaming upload', () => {
       const port = (srv.address() as net.AddressInfo).port;
       let err: unknown = null;
       try {
-        const up = await openUploadStream(
-          `http://127.0.0.1:${port}/seafhttp/upload-api/x`,
-          't',
-          [['parent_dir', '/']],
-          'f',
-        );
+        const up = await openUploadStream(`http://127.0.0.1:${port}/seafhttp/upload-api/x`, [['parent_dir', '/']], 'f');
         for (let i = 0; i < 20; i++) await up.write(randomBytes(64 * 1024));
         await up.finish();
       } catch (e) {

@@ -546,6 +546,27 @@ describe('answers', () => {
     expect(last.body.toString()).toBe('username=u%40x&password=pw');
   });
 
+  it('a login with a device sends platform, device_id, device_name and both versions', async () => {
+    const { srv, client } = await setup((_req, res) => json(res, 200, { token: 'b'.repeat(40) }));
+    const device = {
+      platform: 'linux',
+      deviceId: 'c'.repeat(40),
+      deviceName: 'my box',
+      clientVersion: 'seafs 0.1.0',
+      platformVersion: '6.1.0',
+    };
+    expect(await client.login('u@x', 'pw', undefined, device)).toBe('b'.repeat(40));
+    expect(Object.fromEntries(new URLSearchParams(srv.seen.at(-1)!.body.toString()))).toEqual({
+      username: 'u@x',
+      password: 'pw',
+      platform: 'linux',
+      device_id: 'c'.repeat(40),
+      device_name: 'my box',
+      client_version: 'seafs 0.1.0',
+      platform_version: '6.1.0',
+    });
+  });
+
   it('reads folder listings: oid header, uptodate, normalised parent_dir', async () => {
     const { srv, client } = await setup((req, res) => {
       if (req.url!.includes('oid=abc')) json(res, 200, 'uptodate', { oid: 'abc' });

@@ -184,10 +184,13 @@ describe('.seafile-history and .seafile-trash', () => {
     const { vfs, api, repo } = await setup();
     await vfs.unlink('/docs/report.txt');
     const entry = (await vfs.readdir('/.seafile-trash'))[0];
+    // the entry shows the modes it has once restored: mv keeps the inode, and the kernel its attributes
+    const inTrash = (await vfs.getattr(`/.seafile-trash/${entry}`)).mode;
     await vfs.rename(`/.seafile-trash/${entry}`, '/docs/report.txt');
     expect(api.calls.revertFile).toBe(1);
     expect(api.content(repo, '/docs/report.txt')!.toString()).toBe('v3');
     expect(await vfs.readdir('/docs')).toEqual(['report.txt']);
+    expect((await vfs.getattr('/docs/report.txt')).mode.toString(8)).toBe(inTrash.toString(8));
     // back at its path, it is no longer in the trash (as Seafile servers list it)
     expect(await vfs.readdir('/.seafile-trash')).toEqual([]);
   });

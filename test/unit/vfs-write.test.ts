@@ -120,6 +120,50 @@ describe('vfs write path', () => {
     expect(await vfs.drain()).toEqual([]);
   });
 
+  it('a library shared with the account is charged to its owner: the account being full does not refuse it', async () => {
+    const api = new FakeApi();
+    const mine = api.addLibrary('mine');
+    const theirs = api.addLibrary('theirs', { owner: 'other@example.com', type: 'srepo' });
+    const m = await makeVfs(api);
+    cleanups.push(m.cleanup);
+    const vfs = m.vfs;
+    api.putFile(mine, '/big', Buffer.alloc(900));
+    api.quotaTotal = 1000;
+    await vfs.statfs('/'); // the quota is known
+    // 200 bytes do not fit the account's own quota, but this library is its owner's
+    await writeWhole(vfs, '/theirs/x.bin', Buffer.alloc(200, 2));
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(theirs, '/x.bin')!.equals(Buffer.alloc(200, 2))).toBe(true);
+    // the account's own library is still checked at close
+    const fh = await vfs.create('/mine/y.bin', 0o644);
+    await vfs.write('/mine/y.bin', fh, Buffer.alloc(200, 3), 200, 0);
+    await expect(vfs.flush('/mine/y.bin', fh)).rejects.toMatchObject({ code: 'ENOSPC' });
+    await vfs.release('/mine/y.bin', fh);
+    // statfs: the account's quota in its own library; no limit known in the owner's (only the server knows)
+    expect((await vfs.statfs('/mine')).blocks).toBe(0); // 1000 bytes in 1 MiB blocks
+    expect((await vfs.statfs('/theirs/x.bin')).blocks).toBe(2 ** 32 - 1);
+  });
+
+  it("over the owner's quota, the server's refusal is ENOSPC at fsync and close, and nothing is lost", async () => {
+    const api = new FakeApi();
+    const theirs = api.addLibrary('theirs', { owner: 'other@example.com', type: 'srepo' });
+    const m = await makeVfs(api, { library: 'theirs' });
+    cleanups.push(m.cleanup);
+    const vfs = m.vfs;
+    api.putFile(theirs, '/full', Buffer.alloc(100));
+    api.ownerQuotas.set('other@example.com', 100);
+    const fh = await vfs.create('/z.txt', 0o644);
+    await vfs.write('/z.txt', fh, Buffer.from('data'), 4, 0);
+    await expect(vfs.fsync('/z.txt', fh)).rejects.toMatchObject({ code: 'ENOSPC' });
+    await expect(vfs.flush('/z.txt', fh)).rejects.toMatchObject({ code: 'ENOSPC' });
+    await vfs.release('/z.txt', fh);
+    expect(vfs.pendingUploads()).toEqual([{ path: '/z.txt', size: 4 }]);
+    expect((await readWhole(vfs, '/z.txt')).toString()).toBe('data');
+    api.ownerQuotas.set('other@example.com', -2); // the owner made room
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(theirs, '/z.txt')!.toString()).toBe('data');
+  });
+
   it('retries transient upload failures', async () => {
     const { api, repo, vfs } = await setup();
     const { apiError } = await import('../helpers/fake-api.js');

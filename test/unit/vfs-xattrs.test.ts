@@ -218,6 +218,36 @@ describe('extended attributes: what the mount knows about each file and folder',
     expect(await vfs.xattrs.list('/b.pdf')).toContain('user.seafile.share_link');
   });
 
+  it('share_link reuses a link made elsewhere since the list was read, and replaces an expired one', async () => {
+    const { api, repo, vfs } = await setup();
+    api.putFile(repo, '/c.pdf', 'c');
+    api.putFile(repo, '/d.pdf', 'd');
+    api.putDir(repo, '/e');
+    const old = await api.createShareLink(repo, '/d.pdf');
+    old.is_expired = true;
+    await dump(vfs, '/c.pdf'); // the library's links are listed (and kept a minute)
+    expect(await vfs.xattrs.list('/d.pdf')).not.toContain('user.seafile.share_link');
+    // someone makes a link meanwhile: the server refuses a second one (400 "already exists")
+    const elsewhere = await api.createShareLink(repo, '/c.pdf');
+    expect(await get(vfs, '/c.pdf', 'user.seafile.share_link')).toBe(elsewhere.link);
+    expect(api.shareLinks.filter((l) => l.path === '/c.pdf')).toHaveLength(1);
+    // an expired link blocks a new one on the server: it is deleted, then a link is made
+    const fresh = await get(vfs, '/d.pdf', 'user.seafile.share_link');
+    expect(fresh).not.toBe(old.link);
+    expect(api.shareLinks.filter((l) => l.path === '/d.pdf').map((l) => [l.link, l.is_expired])).toEqual([
+      [fresh, false],
+    ]);
+    // a folder's link that expired after the list was read: found at the refusal, replaced
+    const gone = await api.createShareLink(repo, '/e');
+    gone.is_expired = true;
+    const folder = await get(vfs, '/e', 'user.seafile.share_link');
+    expect(folder).not.toBe(gone.link);
+    expect(api.shareLinks.filter((l) => l.path === '/e/').map((l) => [l.link, l.is_expired])).toEqual([
+      [folder, false],
+    ]);
+    expect(api.calls.deleteShareLink).toBe(2);
+  });
+
   it('unknown names are ENODATA, other namespaces are ENODATA, and setting anything but the lock is ENOTSUP', async () => {
     const { api, repo, vfs } = await setup();
     api.putFile(repo, '/f.txt', 'f');

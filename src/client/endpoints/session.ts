@@ -4,7 +4,7 @@
 import { ApiError } from '../errors.js';
 import { protocolError, type HttpCore } from '../http.js';
 import { backoffDelay, notSent, sleep } from '../retry.js';
-import type { AccountInfo, ServerInfo } from '../types.js';
+import type { AccountInfo, LoginDevice, ServerInfo } from '../types.js';
 import { expectObject, expectString } from './expect.js';
 
 export interface AccountFields {
@@ -58,8 +58,18 @@ export async function loginPatiently(
   }
 }
 
-/** POST /api2/auth-token/; keeps the token in `http` for later calls and returns it. */
-export async function login(http: HttpCore, username: string, password: string, otp?: string): Promise<string> {
+/**
+ * POST /api2/auth-token/; keeps the token in `http` for later calls and returns it. With `device`,
+ * the server gives a token of that device (seahub's TokenV2: listed under the account's devices,
+ * revocable there); without, the account's one token shared by every such login.
+ */
+export async function login(
+  http: HttpCore,
+  username: string,
+  password: string,
+  otp?: string,
+  device?: LoginDevice,
+): Promise<string> {
   const op = 'login';
   // both header spellings: real servers read X-Seafile-OTP, the spec names X-SERVICE-OTP
   const headers: Record<string, string> = otp ? { 'x-seafile-otp': otp, 'x-service-otp': otp } : {};
@@ -67,7 +77,17 @@ export async function login(http: HttpCore, username: string, password: string, 
     op,
     method: 'POST',
     url: '/api2/auth-token/',
-    form: { username, password },
+    form: {
+      username,
+      password,
+      ...(device && {
+        platform: device.platform,
+        device_id: device.deviceId,
+        device_name: device.deviceName,
+        client_version: device.clientVersion ?? '',
+        platform_version: device.platformVersion ?? '',
+      }),
+    },
     headers,
     auth: false,
     // the same credentials give the same token; a one-time code must not be sent twice

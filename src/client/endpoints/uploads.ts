@@ -184,7 +184,6 @@ export async function postUpload(
     url: link,
     query: { 'ret-json': 1 },
     body,
-    auth: true,
     retry: 'never',
     ctx: 'upload',
     transfer: 'upload',

@@ -26,8 +26,3 @@ export function requestHead(
 export function uploadTarget(u: URL): string {
   return `${u.pathname}${u.search ? `${u.search}&ret-json=1` : '?ret-json=1'}`;
 }
-
-/** The Authorization header value of a token, if any. */
-export function tokenAuth(token: string | undefined): string | undefined {
-  return token ? `Token ${token}` : undefined;
-}

@@ -52,7 +52,7 @@ export class HiddenFolders {
   async at(loc: Loc): Promise<HiddenNode | null> {
     const w = await this.which(loc);
     if (!w) return null;
-    return w.view === 'history' ? this.history.at(w.repo, w.rest) : this.trash.at(w.repo, w.rest);
+    return w.view === 'history' ? this.history.at(w.repo, w.rest) : this.trash.at(w.repo, w.rest, loc.readOnly);
   }
 
   /** EROFS when `loc` is in a hidden folder (a change there: write, create, delete, mkdir, setattr) */

@@ -1,7 +1,12 @@
 // .seafile-trash: the library's deleted files and folders (the trash API,
 // every page), each named "<deletion time> <former path, / as %2F>"
-// (names.ts), shown with its size and deletion time. A file reads as it was
-// in the commit it was deleted from (revision links). A trashed folder shows
+// (names.ts), shown with its size and deletion time, and with the modes it
+// will have once restored (as ZFS snapshots show theirs): a mv out keeps the
+// inode, whose attributes the kernel keeps for the attr-timeout, and the mount
+// cannot invalidate them (fuse-native has no notify), so read-only modes here
+// would show on the restored file for seconds. Changes are refused (EROFS).
+// A file reads as it was in the commit it was deleted from (revision links).
+// A trashed folder shows
 // as a folder whose listing is refused (ENOTSUP): the API gives no listing of
 // a folder in an old commit, and an empty listing would lie.
 //
@@ -31,7 +36,8 @@ export class TrashView {
 
   constructor(private readonly d: HiddenDeps) {}
 
-  async at(repo: string, rest: string): Promise<HiddenNode> {
+  /** `readOnly`: the library is (restored entries then show without write bits) */
+  async at(repo: string, rest: string, readOnly: boolean): Promise<HiddenNode> {
     const comps = splitPath(rest);
     if (comps.length === 0) {
       return { kind: 'dir', attr: this.d.attrs.dir(0, true), list: async () => [...(await this.entries(repo)).keys()] };
@@ -43,7 +49,7 @@ export class TrashView {
       if (comps.length > 1) throw new VfsError('ENOENT', `${TRASH_DIR}${rest}`);
       return {
         kind: 'dir',
-        attr: this.d.attrs.dir(Math.floor(deleted / 1000), true),
+        attr: this.d.attrs.dir(Math.floor(deleted / 1000), readOnly),
         list: () => {
           throw new VfsError('ENOTSUP', `a folder in the trash is not listed; mv it out of ${TRASH_DIR} to see it`);
         },
@@ -52,7 +58,7 @@ export class TrashView {
     if (comps.length > 1) throw new VfsError('ENOTDIR', `${TRASH_DIR}${rest}`);
     return {
       kind: 'file',
-      attr: this.d.attrs.file(e.size, deleted, true),
+      attr: this.d.attrs.file(e.size, deleted, readOnly),
       remote: { repo, path: formerPath(e), size: e.size, version: e.obj_id, commit: e.commit_id },
     };
   }
