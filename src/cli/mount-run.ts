@@ -22,6 +22,7 @@ import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './mount-options.js';
 import { UserError } from './user-error.js';
 import { mountIsUp } from './mount-tuning.js';
+import { unlockAgainLog, unlockRefreshMs } from './unlock-again.js';
 
 export interface MountSettings {
   url: string;
@@ -114,6 +115,7 @@ export async function connect(
   const opts = {
     baseUrl,
     timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
+    unlockRefreshMs: unlockRefreshMs(),
     // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
     onAttempt: logger.enabled('debug')
       ? (op: string, method: string, outcome: number | string, ms: number) =>
@@ -216,6 +218,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     }
     throw explain(e, s.url, false);
   }
+  // the passwords the client sends again by itself (on its timer, after a refusal): one line each
+  client.onUnlockAgain = unlockAgainLog((repo) => vfs.libraries.byId(repo), layerLog);
   const label = vfs.library?.name ?? 'all libraries';
   const opCounts: OpCounts = {};
   let fuse: FuseMount;
