@@ -22,7 +22,7 @@ export async function sha256File(file: string): Promise<string> {
 /** The sha256 and size of a file as the server serves it (streamed, never buffered whole). */
 export async function remoteSha(api: SeafileClient, repo: string, p: string): Promise<{ sha: string; size: number }> {
   const link = await api.downloadLink(repo, p);
-  const res = await api.download(link.url);
+  const res = await api.download(link.url, undefined, { repoId: repo });
   const h = createHash('sha256');
   let size = 0;
   for await (const chunk of res.body) {
@@ -35,7 +35,7 @@ export async function remoteSha(api: SeafileClient, repo: string, p: string): Pr
 /** A small file's content as the server serves it. */
 export async function remoteBytes(api: SeafileClient, repo: string, p: string): Promise<Buffer> {
   const link = await api.downloadLink(repo, p);
-  const res = await api.download(link.url);
+  const res = await api.download(link.url, undefined, { repoId: repo });
   const parts: Buffer[] = [];
   for await (const chunk of res.body) parts.push(chunk as Buffer);
   return Buffer.concat(parts);

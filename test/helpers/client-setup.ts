@@ -69,7 +69,7 @@ export async function readAll(s: NodeJS.ReadableStream): Promise<Buffer> {
 /** Downloads a whole file through a fresh link. */
 export async function fetchFile(c: SeafileClient, repo: string, path: string): Promise<Buffer> {
   const link = await c.downloadLink(repo, path);
-  return readAll((await c.download(link.url)).body);
+  return readAll((await c.download(link.url, undefined, { repoId: repo })).body);
 }
 
 function base32Decode(s: string): Buffer {
