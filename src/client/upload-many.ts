@@ -1,6 +1,7 @@
 // The client's uploadBatch capability: several files in one POST to an
 // upload link, over a bare socket for plain http (see raw-post.ts) when
 // `raw`, or the client's HTTP core otherwise.
+import { ApiError } from './errors.js';
 import type { HttpCore } from './http.js';
 import { rawUpload } from './raw-post.js';
 import { passwordRefusal } from './relock.js';
@@ -11,7 +12,7 @@ import { multipartOfFiles } from './upload-batch.js';
 /** What the batch upload needs of the client (an interface: no import of client.ts, no cycle). */
 interface Poster {
   readonly token: string | undefined;
-  readonly http: Pick<HttpCore, 'relock'>;
+  readonly http: Pick<HttpCore, 'relock' | 'opts'>;
   postUpload(op: string, link: string, body: Awaited<ReturnType<typeof multipartOfFiles>>): Promise<{ text: string }>;
 }
 
@@ -26,6 +27,25 @@ async function viaClient(
   return { text: r.text, sizes: body.sizes };
 }
 
+/** The bare-socket POST, told to onAttempt (the debug log) as the HTTP core tells its own. */
+async function viaSocket(
+  client: Poster,
+  link: string,
+  fields: [string, string][],
+  files: BatchFile[],
+): Promise<{ text: string; sizes: number[] }> {
+  const t0 = Date.now();
+  try {
+    const r = await rawUpload(link, client.token, fields, files);
+    client.http.opts.onAttempt?.('upload', 'POST', 200, Date.now() - t0);
+    return r;
+  } catch (e) {
+    const outcome = e instanceof ApiError ? e.status || e.kind : 'network';
+    client.http.opts.onAttempt?.('upload', 'POST', outcome, Date.now() - t0);
+    throw e;
+  }
+}
+
 export function uploadManyFor(client: Poster, opts: { raw: boolean }): UploadBatch {
   const { raw } = opts;
   return async (link, parentDir, files, o) => {
@@ -33,9 +53,7 @@ export function uploadManyFor(client: Poster, opts: { raw: boolean }): UploadBat
     if (o.replace) fields.push(['replace', '1']);
     if (o.lastModify) fields.push(['last_modify', new Date(Math.floor(o.lastModify / 1000) * 1000).toISOString()]);
     const send = () =>
-      raw && link.startsWith('http:')
-        ? rawUpload(link, client.token, fields, files)
-        : viaClient(client, link, fields, files);
+      raw && link.startsWith('http:') ? viaSocket(client, link, fields, files) : viaClient(client, link, fields, files);
     const sentAt = Date.now();
     let answer: Awaited<ReturnType<typeof send>>;
     try {
