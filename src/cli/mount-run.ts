@@ -23,6 +23,7 @@ import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './mount-options.js';
 import { UserError } from './user-error.js';
 import { mountIsUp } from './mount-tuning.js';
+import { unlockAgainLog, unlockRefreshMs } from './unlock-again.js';
 
 const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
 
@@ -117,6 +118,7 @@ export async function connect(
   const opts = {
     baseUrl,
     timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
+    unlockRefreshMs: unlockRefreshMs(),
     // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
     onAttempt: logger.enabled('debug')
       ? (op: string, method: string, outcome: number | string, ms: number) =>
@@ -237,6 +239,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     }
     throw explain(e, s.url, false);
   }
+  // the passwords the client sends again by itself (on its timer, after a refusal): one line each
+  client.onUnlockAgain = unlockAgainLog((repo) => vfs.libraries.byId(repo), layerLog);
   const label = vfs.library?.name ?? 'all libraries';
   const opCounts: OpCounts = {};
   let fuse: FuseMount;

@@ -47,7 +47,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('unlock-ttl', {
         type: 'number',
         default: 3600,
-        describe: 'Seconds an encrypted-library unlock lasts (for tests)',
+        describe: 'Seconds after its password was given that an encrypted library stays unlocked (not extended by use)',
       })
       .option('link-ttl', {
         type: 'number',

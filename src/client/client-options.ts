@@ -1,6 +1,7 @@
 // The options of SeafileClient and the HTTP core's settings they give
 // (the defaults live here, in one place).
 import type { HttpOptions } from './http.js';
+import type { UnlockEvent } from './library-passwords.js';
 import { USER_AGENT } from './raw/request-head.js';
 
 export interface ClientOptions {
@@ -34,6 +35,13 @@ export interface ClientOptions {
   rawUploads?: boolean;
   /** streamGet reads plain-http download URLs over a bare socket (raw-get.ts); default true. Off: it refuses, and readers use download() */
   rawStreams?: boolean;
+  /**
+   * how long after an encrypted library's last unlock its password is sent
+   * again (servers forget it an hour after it was given); default 45 min
+   */
+  unlockRefreshMs?: number;
+  /** told when the client sent a library password again by itself (timer or refusal), and whether that failed */
+  onUnlockAgain?: (ev: UnlockEvent) => void;
 }
 
 export function httpOptionsOf(opts: ClientOptions): HttpOptions {

@@ -12,7 +12,9 @@ import { StreamUnsupported } from './errors.js';
 import { httpOptionsOf, type ClientOptions } from './client-options.js';
 import { FileLocks } from './file-locks.js';
 import { HttpCore, type Call } from './http.js';
+import { LibraryPasswords, type UnlockEvent } from './library-passwords.js';
 import { rawGet } from './raw-get.js';
+import { relockingStream } from './relock.js';
 import { streamUploadFor } from './stream-upload.js';
 import { uploadManyFor } from './upload-many.js';
 import { batchDelete, batchTransfer, type BatchState } from './endpoints/batch.js';
@@ -63,28 +65,29 @@ export class SeafileClient implements SeafileApi {
   private readonly locks: FileLocks;
   private readonly batch: BatchState = { missing: new Set() };
 
+  /** told when a library password was sent again by the client itself (the mount logs it) */
+  onUnlockAgain: ((ev: UnlockEvent) => void) | undefined;
+  /** Passwords of encrypted libraries unlocked through this client: re-sent on a timer and when the server forgot them. */
+  private readonly libraryPasswords: LibraryPasswords;
+
   constructor(opts: ClientOptions) {
     this.rawStreams = opts.rawStreams ?? true;
     this.http = new HttpCore(httpOptionsOf(opts));
     this.locks = new FileLocks(this.http);
-    this.http.relock = (repo) => this.relock(repo);
+    this.onUnlockAgain = opts.onUnlockAgain;
+    this.libraryPasswords = new LibraryPasswords(
+      (repo, password) => libraries.unlockLibrary(this.http, repo, password),
+      opts.unlockRefreshMs,
+      (ev) => this.onUnlockAgain?.(ev),
+    );
+    this.http.relock = (repo, since) => this.libraryPasswords.again(repo, since);
     this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
     if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor();
   }
 
-  /** Passwords of encrypted libraries unlocked through this client, re-sent when the server forgets them. */
-  private readonly libraryPasswords = new Map<string, string>();
-
-  private async relock(repoId: string): Promise<boolean> {
-    const password = this.libraryPasswords.get(repoId);
-    if (password === undefined) return false;
-    await this.unlockLibrary(repoId, password);
-    return true;
-  }
-
   /** Stops re-sending a library's password. */
   forgetLibraryPassword(repoId: string): void {
-    this.libraryPasswords.delete(repoId);
+    this.libraryPasswords.forget(repoId);
   }
 
   get token(): string | undefined {
@@ -95,8 +98,9 @@ export class SeafileClient implements SeafileApi {
     this.http.token = token;
   }
 
-  /** Closes the keep-alive connections. */
+  /** Closes the keep-alive connections and stops re-sending library passwords. */
   close(): Promise<void> {
+    this.libraryPasswords.close();
     return this.http.close();
   }
 
@@ -193,13 +197,15 @@ export class SeafileClient implements SeafileApi {
   }
 
   /**
-   * POST /api2/repos/{id}/ with the password. The server forgets it after
-   * about an hour; the client remembers it and, when a later call on this
-   * library is refused for want of it, unlocks again and resends that call once.
+   * POST /api2/repos/{id}/ with the password. The server forgets it an hour
+   * after it was given (and at a restart); the client remembers it, sends it
+   * again every `unlockRefreshMs`, and when a later call on this library is
+   * refused for want of it (file-server calls: given their `repoId`), unlocks
+   * again and resends that call once.
    */
   async unlockLibrary(repoId: string, password: string): Promise<void> {
     await libraries.unlockLibrary(this.http, repoId, password);
-    this.libraryPasswords.set(repoId, password);
+    this.libraryPasswords.remember(repoId, password);
   }
 
   // ---- history and trash (endpoints/history.ts) ----
@@ -333,9 +339,16 @@ export class SeafileClient implements SeafileApi {
    * timeout) ends the stream with a timeout error. Throws StreamUnsupported for what it cannot read
    * (https) and when the `rawStreams` option is off.
    */
-  streamGet(url: string, start: number, sink: StreamSink, opts: { idleMs?: number; end?: number } = {}): StreamControl {
+  streamGet(
+    url: string,
+    start: number,
+    sink: StreamSink,
+    opts: { idleMs?: number; end?: number; repoId?: string } = {},
+  ): StreamControl {
     if (!this.rawStreams) throw new StreamUnsupported('raw streams are off');
-    return rawGet(url, start, sink, opts.idleMs ?? this.timeoutMs, opts.end);
+    const open = (s: StreamSink) => rawGet(url, start, s, opts.idleMs ?? this.timeoutMs, opts.end);
+    if (opts.repoId === undefined) return open(sink);
+    return relockingStream(open, sink, opts.repoId, (repo, since) => this.libraryPasswords.again(repo, since));
   }
 
   /** how long a call may wait for an answer (the mount's --timeout); also a stream's idle limit */
@@ -344,8 +357,12 @@ export class SeafileClient implements SeafileApi {
   }
 
   /** GET of a download URL with an optional single range; the body streams. */
-  download(url: string, range?: { start: number; end?: number }): Promise<RangeDownload> {
-    return downloads.download(this.http, url, range);
+  download(
+    url: string,
+    range?: { start: number; end?: number },
+    opts: { repoId?: string } = {},
+  ): Promise<RangeDownload> {
+    return downloads.download(this.http, url, range, opts);
   }
 
   // ---- uploads (endpoints/uploads.ts) ----
@@ -365,7 +382,8 @@ export class SeafileClient implements SeafileApi {
    * resend after a lost answer would make "name (1)", so the folder is looked
    * at first: a file of this name (or the server's renaming of it) with this
    * size, stored since the first attempt began, means the upload is done.
-   * `repoId` enables that check; without it a lost answer is not resent.
+   * `repoId` enables that check (without it a lost answer is not resent) and
+   * the unlock again when the file server forgot the library's password.
    */
   upload(
     link: string,
@@ -381,7 +399,12 @@ export class SeafileClient implements SeafileApi {
    * Replaces the content of `targetFile` (a full library path) with `localFile`; returns the new file id. A resend is
    * harmless. `opts.lastModify` (ms): the modification time the server records (last_modify).
    */
-  update(link: string, targetFile: string, localFile: string, opts: { lastModify?: number } = {}): Promise<string> {
+  update(
+    link: string,
+    targetFile: string,
+    localFile: string,
+    opts: { lastModify?: number; repoId?: string } = {},
+  ): Promise<string> {
     return uploads.update(this.http, link, targetFile, localFile, opts);
   }
 

@@ -7,7 +7,7 @@ export type ApiErrorKind =
   | 'conflict' // 409
   | 'bad_request' // 400 (invalid name, missing argument)
   | 'invalid_name' // name refused (400 "name invalid", 440 on upload)
-  | 'password_required' // 440 on listing/download of an encrypted library
+  | 'password_required' // an encrypted library's password is missing: the file server's 400 (the spec: 440)
   | 'target_missing' // 441 on update
   | 'too_large' // 442
   | 'quota' // 443, or 500/520 on a link request over quota

@@ -141,8 +141,11 @@ export class HttpCore {
   readonly agent: Agent;
   readonly base: URL;
   token: string | undefined;
-  /** re-sends a remembered library password; true when the library is unlocked again */
-  relock: ((repo: string) => Promise<boolean>) | undefined;
+  /**
+   * re-sends a remembered library password after a refusal of a call sent at
+   * `since` (ms); true when the library is unlocked again
+   */
+  relock: ((repo: string, since: number) => Promise<boolean>) | undefined;
 
   constructor(readonly opts: HttpOptions) {
     this.base = new URL(opts.baseUrl.endsWith('/') ? opts.baseUrl : `${opts.baseUrl}/`);
@@ -233,11 +236,12 @@ export class HttpCore {
         this.opts.onAttempt?.(call.op, call.method, failure.kind, Date.now() - t0);
       }
       if (attempt > 0 && failure.status === 404 && call.retriedNotFoundIsSuccess) return ALREADY_DONE;
-      // the server forgot an encrypted library's password (it keeps it about an hour):
-      // the request was refused, not executed, so unlock again and resend once
+      // the server forgot an encrypted library's password (an hour after it was given, or at a
+      // restart): the request was refused, not executed, so unlock again and resend once
+      // (downloads too: their 400 names the password, library-passwords.ts)
       if (failure.kind === 'password_required' && call.repo && !call.body && !reunlocked && this.relock) {
         reunlocked = true;
-        if (await this.relock(call.repo).catch(() => false)) {
+        if (await this.relock(call.repo, t0).catch(() => false)) {
           attempt--;
           continue;
         }

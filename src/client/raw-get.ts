@@ -9,11 +9,15 @@
 import net from 'node:net';
 import { ApiError, StreamUnsupported } from './errors.js';
 import { USER_AGENT } from './raw/request-head.js';
+import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
 import type { StreamControl, StreamSink } from './types.js';
 
 /** the response header is read into this much, and grown only for a longer header */
 const HEAD_BUF = 16 * 1024;
+
+/** the most of an error answer's body kept for its message */
+const MAX_ERROR_BODY = 64 * 1024;
 
 /** bytes `start` to `end` (inclusive; none: to the end of the file) of `url` into the sink */
 export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60_000, end?: number): StreamControl {
@@ -24,6 +28,8 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
   /** header bytes of earlier reads while the header is incomplete */
   let head: Buffer | null = Buffer.alloc(0);
   let remaining = -1;
+  /** an error answer: its status and the body read so far (the message says why, e.g. a forgotten password) */
+  let refused: { status: number; body: Buffer[]; size: number } | null = null;
   let done = false;
   const finish = (err: unknown | null) => {
     if (done) return;
@@ -42,13 +48,10 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
       if (i > 0) h.set(l.slice(0, i).trim().toLowerCase(), l.slice(i + 1).trim());
     }
     if (status !== 200 && status !== 206) {
-      const message = `HTTP ${status}`;
-      throw new ApiError({
-        kind: kindFor(status, message, 'download'),
-        status,
-        operation: 'download',
-        serverMessage: message,
-      });
+      // read the body (up to a limit) for the message: a 400 of a forgotten library password says so only there
+      refused = { status, body: [], size: 0 };
+      const len = h.get('content-length');
+      return len !== undefined && /^\d+$/.test(len) ? Math.min(Number(len), MAX_ERROR_BODY) : MAX_ERROR_BODY;
     }
     if (h.has('transfer-encoding') || !h.has('content-length')) throw new StreamUnsupported('no content-length');
     const length = Number(h.get('content-length'));
@@ -60,6 +63,23 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
     }
     sink.head(status, first, length);
     return length;
+  };
+  /** the failure of an error answer, its message from the body */
+  const refusal = (): ApiError => {
+    const r = refused!;
+    const message = errorMessageOf(Buffer.concat(r.body).toString('utf8')) || `HTTP ${r.status}`;
+    return new ApiError({
+      kind: kindFor(r.status, message, 'download'),
+      status: r.status,
+      operation: 'download',
+      serverMessage: message,
+    });
+  };
+  const keepRefusal = (src: Buffer, from: number, to: number) => {
+    const n = Math.min(to - from, remaining);
+    if (n <= 0) return;
+    refused!.body.push(Buffer.from(src.subarray(from, from + n)));
+    remaining -= n;
   };
   /** body bytes that arrived with the header: through space()/wrote() like the rest */
   const copyBody = (src: Buffer, from: number, to: number) => {
@@ -74,7 +94,7 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
   };
   /** the buffer the socket reads into next (net calls this after every read) */
   const nextBuffer = (): Buffer => {
-    if (head || done || remaining <= 0) return headBuf;
+    if (head || done || remaining <= 0 || refused) return headBuf;
     const b = sink.space();
     return b.length > 0 ? b : headBuf;
   };
@@ -96,14 +116,17 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
             }
             remaining = onHead(all.toString('latin1', 0, i));
             head = null;
-            copyBody(all, i + 4, all.length);
+            if (refused) keepRefusal(all, i + 4, all.length);
+            else copyBody(all, i + 4, all.length);
+          } else if (refused) {
+            keepRefusal(buf, 0, nread);
           } else if (buf !== headBuf) {
             // the body, read straight into the sink's buffer
             const n = Math.min(nread, remaining);
             remaining -= n;
             if (n > 0) sink.wrote(n);
           }
-          if (remaining === 0) finish(null);
+          if (remaining === 0) finish(refused ? refusal() : null);
         } catch (e) {
           finish(e);
           return false;
@@ -115,13 +138,24 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
   sock.setNoDelay(true);
   sock.setTimeout(idleMs, () => finish(new ApiError({ kind: 'timeout', status: 0, operation: 'download' })));
   sock.on('error', (e) =>
-    finish(new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: e.message, cause: e })),
+    finish(
+      refused
+        ? refusal() // the answer came: what it says matters more than a reset after it
+        : new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: e.message, cause: e }),
+    ),
   );
   sock.on('end', () =>
     finish(
-      remaining === 0
-        ? null
-        : new ApiError({ kind: 'network', status: 0, operation: 'download', serverMessage: 'connection closed early' }),
+      refused
+        ? refusal()
+        : remaining === 0
+          ? null
+          : new ApiError({
+              kind: 'network',
+              status: 0,
+              operation: 'download',
+              serverMessage: 'connection closed early',
+            }),
     ),
   );
   sock.on('connect', () => {

@@ -109,8 +109,11 @@ export type UploadBatch = (
   link: string,
   parentDir: string,
   files: BatchFile[],
-  /** lastModify (ms): the modification time the server records for the files */
-  opts: { replace: boolean; lastModify?: number },
+  /**
+   * lastModify (ms): the modification time the server records for the files;
+   * repoId: the library, unlocked again when the file server refuses for want of its password
+   */
+  opts: { replace: boolean; lastModify?: number; repoId?: string },
 ) => Promise<UploadedFile[]>;
 
 /** An upload of unknown length, fed piece by piece while the file is written. */
@@ -255,8 +258,13 @@ export interface SeafileApi {
 
   fileDetail(repoId: string, path: string): Promise<FileDetail>;
   downloadLink(repoId: string, path: string, opts?: { reuse?: boolean }): Promise<DownloadLink>;
-  /** GET a download URL, optionally with a byte range [start, end] inclusive; streams the body */
-  download(url: string, range?: { start: number; end?: number }): Promise<RangeDownload>;
+  /**
+   * GET a download URL, optionally with a byte range [start, end] inclusive; streams the body.
+   * File-server calls (this, upload, update, uploadBatch, streamGet) take the library's id
+   * (`repoId`): the file server refuses them when it forgot an encrypted library's password,
+   * and the client then unlocks again and resends once.
+   */
+  download(url: string, range?: { start: number; end?: number }, opts?: { repoId?: string }): Promise<RangeDownload>;
   createFile(repoId: string, path: string): Promise<void>;
   renameFile(repoId: string, path: string, newName: string): Promise<void>;
   moveFile(repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void>;
@@ -274,11 +282,16 @@ export interface SeafileApi {
     parentDir: string,
     localFile: string,
     name: string,
-    opts?: { replace?: boolean; relativePath?: string },
+    opts?: { replace?: boolean; relativePath?: string; repoId?: string },
   ): Promise<UploadedFile[]>;
   updateLink(repoId: string, dir: string): Promise<string>;
   /** replaces the content of an existing file; returns the new file id */
-  update(link: string, targetFile: string, localFile: string, opts?: { lastModify?: number }): Promise<string>;
+  update(
+    link: string,
+    targetFile: string,
+    localFile: string,
+    opts?: { lastModify?: number; repoId?: string },
+  ): Promise<string>;
 
   // --- optional capabilities: multi-file and streaming uploads (write path) ---
   // Like rclone's Features: absent when the implementation (or its options)
@@ -326,7 +339,12 @@ export interface SeafileApi {
   // (default: the client's call timeout, the mount's --timeout). `end`: the last byte
   // wanted (inclusive); without it the GET runs to the end of the file.
   // SeafileClient: over a bare socket for plain-http URLs (its `rawStreams` option).
-  streamGet?(url: string, start: number, sink: StreamSink, opts?: { idleMs?: number; end?: number }): StreamControl;
+  streamGet?(
+    url: string,
+    start: number,
+    sink: StreamSink,
+    opts?: { idleMs?: number; end?: number; repoId?: string },
+  ): StreamControl;
 }
 
 /** What POST /api2/repos/ answers. */

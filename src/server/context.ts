@@ -48,6 +48,8 @@ export interface DownloadToken {
   reuse: boolean;
   expires: number; // ms
   encrypted: boolean;
+  /** who asked for the link: an encrypted library's content needs that account's unlock (null: a share link's) */
+  user: string | null;
 }
 
 export interface UploadToken {
@@ -127,24 +129,27 @@ export class Ctx {
     return { repo, perm };
   }
 
-  /** repoFor, and the content of an encrypted library only once its password was given (400). */
-  contentRepo(user: User, repoId: string, need: Permission = 'r'): { repo: RepoMeta; perm: Permission } {
-    const found = this.repoFor(user, repoId, need);
-    this.requireUnlocked(user, found.repo);
-    return found;
-  }
-
   isUnlocked(user: string, repo: RepoMeta): boolean {
     if (!repo.encrypted) return true;
     const exp = this.unlocks.get(`${user}\n${repo.id}`);
     return exp !== undefined && exp > Date.now();
   }
 
+  /**
+   * The password of `repoId` given by `user`: kept unlockTtl (default one
+   * hour) from now, not extended by use, as real servers do (passwd-mgr.c
+   * REAP_THRESHOLD); a restart forgets it.
+   */
   unlock(user: string, repoId: string): void {
     this.unlocks.set(`${user}\n${repoId}`, Date.now() + this.unlockTtlMs);
   }
 
-  /** Content of an encrypted library is refused (400) until its password was given. */
+  /**
+   * A web API call that needs the password (a copy or move between two
+   * libraries, a revert) is refused (400) until it was given. Listings, file
+   * details, history and links never ask for it on real servers: the file
+   * server refuses the content instead (fileserver.ts).
+   */
   requireUnlocked(user: User, repo: RepoMeta): void {
     if (!this.isUnlocked(user.email, repo))
       throw new HttpError(400, 'Library is encrypted, please provide the password first.');

@@ -1,5 +1,9 @@
 // The file server under /seafhttp/: downloads by token (ranges, HEAD, ETag),
-// uploads and updates by token, streamed through the multipart parser.
+// uploads and updates by token, streamed through the multipart parser. It,
+// not the web API, needs an encrypted library's password (the account's
+// unlock, forgotten a fixed time after it was given): without it a download
+// answers 400 "Repo is encrypted. Please provide password to view it." and an
+// upload or update 500 "Internal error", as the C file server does.
 import { createReadStream, promises as fsp } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Ctx, Req } from './context.js';
@@ -35,6 +39,9 @@ export async function download(ctx: Ctx, r: Req): Promise<void> {
     return sendText(r.res, 403, 'Access denied: the token is invalid or expired.\n');
   }
   if (!t.reuse) ctx.downloads.delete(token); // one-time: spent by its first request, HEAD included
+  if (t.encrypted && !unlockedFor(ctx, t.user, t.repoId)) {
+    return sendText(r.res, 400, 'Repo is encrypted. Please provide password to view it.\n');
+  }
   const base: Record<string, string> = {
     'Content-Type': 'application/octet-stream',
     'Accept-Ranges': 'bytes',
@@ -67,6 +74,17 @@ export async function download(ctx: Ctx, r: Req): Promise<void> {
 
 function fsError(status: number, msg: string): HttpError {
   return new FileServerError(status, msg);
+}
+
+/** Whether `user` gave the password of encrypted library `repoId` (and the server still holds it). */
+function unlockedFor(ctx: Ctx, user: string | null, repoId: string): boolean {
+  const repo = ctx.db.repo(repoId);
+  return !repo || (user !== null && ctx.isUnlocked(user, repo));
+}
+
+/** The C file server's answer to an upload or update without the password: it does not say why. */
+function requirePassword(ctx: Ctx, user: User, repo: RepoMeta): void {
+  if (!ctx.isUnlocked(user.email, repo)) throw fsError(500, 'Internal error');
 }
 
 async function receive(
@@ -158,6 +176,7 @@ export async function storeUpload(
       if (!f.filename && field('filename')) f.filename = field('filename')!;
       if (!isValidName(f.filename)) throw fsError(440, 'Invalid filename.');
     }
+    requirePassword(ctx, user, repo);
     for (const f of parts) await adopt(ctx, f);
     return await putFiles(
       ctx,
@@ -191,6 +210,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     const root = (await ctx.heads.get(repo.id)).root_id;
     const old = await lookup(ctx.store, root, comps);
     if (old?.type !== 'file') throw fsError(441, 'File does not exist.');
+    requirePassword(ctx, user, repo);
     if (part.size - old.size > (await ctx.quotaLeft(repo))) throw fsError(443, 'Out of quota.');
     await adopt(ctx, part);
     const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), {

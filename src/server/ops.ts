@@ -203,10 +203,13 @@ export async function transfer(
   const src = splitPath(srcDir);
   const dst = splitPath(dstDir);
   const now = nowSec();
-  // reading from or writing to an encrypted library needs its password first
-  for (const id of [srcRepo, dstRepo]) {
-    const meta = ctx.db.repo(id);
-    if (meta) ctx.requireUnlocked(user, meta);
+  // between two libraries the blocks are copied (decrypted, encrypted again): an encrypted one's password
+  // is needed first (seafile-server repo-op.c cross_repo_copy); within one library only the tree changes
+  if (srcRepo !== dstRepo) {
+    for (const id of [srcRepo, dstRepo]) {
+      const meta = ctx.db.repo(id);
+      if (meta) ctx.requireUnlocked(user, meta);
+    }
   }
   const srcOwner = ctx.db.repo(srcRepo)?.owner;
   const dstOwner = ctx.db.repo(dstRepo)?.owner;

@@ -1,6 +1,6 @@
 // Encrypted libraries seen from the mount. The password itself lives in the
-// client, which remembers it and unlocks again when the server forgets it (its
-// ~1 h expiry, a restart); this module unlocks with a password the user gave,
+// client, which remembers it, sends it again on a timer, and unlocks again when
+// the server forgot it anyway (an hour after it was given, a restart); this module unlocks with a password the user gave,
 // turns a refused password into one clear error, and says once per library
 // that a library is locked (reads answer EACCES and uploads wait), instead of
 // a log line per refused call or upload retry.
@@ -83,7 +83,17 @@ export class LibraryLocks {
   }
 }
 
-/** `api` whose refusals for want of a library password are reported to `onLocked` with the library id (the first argument). */
+/** The library a call is about: its first argument, or a file-server call's `repoId` option (its first is a URL). */
+function repoOf(args: unknown[]): string | undefined {
+  if (typeof args[0] === 'string' && !args[0].includes('://')) return args[0];
+  for (const a of args) {
+    const id = (a as { repoId?: unknown } | null)?.repoId;
+    if (a && typeof a === 'object' && typeof id === 'string') return id;
+  }
+  return undefined;
+}
+
+/** `api` whose refusals for want of a library password are reported to `onLocked` with the library id. */
 export function watchLocked(api: SeafileApi, onLocked: (repo: string, e: unknown) => void): SeafileApi {
   return new Proxy(api, {
     get: (target, prop, receiver) => {
@@ -93,7 +103,8 @@ export function watchLocked(api: SeafileApi, onLocked: (repo: string, e: unknown
         const out: unknown = v.apply(target, args);
         if (!(out instanceof Promise)) return out;
         return out.catch((e: unknown) => {
-          if (lockedLibrary(e) && typeof args[0] === 'string') onLocked(args[0], e);
+          const repo = lockedLibrary(e) ? repoOf(args) : undefined;
+          if (repo !== undefined) onLocked(repo, e);
           throw e;
         });
       };

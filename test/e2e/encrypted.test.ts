@@ -2,10 +2,14 @@
 // from SEAFS_LIBRARY_PASSWORD or --library-password-file (never argv), a wrong
 // one is one error line with nothing mounted, and the mount unlocks again by
 // itself when the server forgets the unlock (a short --unlock-ttl here, and a
-// restart of the server). In all-libraries mode an encrypted library answers
+// restart of the server): as on real servers, the web API keeps answering and
+// only the file server refuses (downloads 400, uploads 500), and the mount also
+// sends the password again on a timer (SEAFS_UNLOCK_REFRESH_SEC). In all-libraries mode an encrypted library answers
 // EACCES until `seafs unlock MOUNTPOINT LIBRARY` hands its password over.
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -134,6 +138,7 @@ describe('encrypted libraries', () => {
       '/',
       writeTmp('from-api-1.txt', 'put through the API after the expiry\n'),
       'from-api-1.txt',
+      { repoId: repo },
     );
     await sleep(1500);
     expect((await sh(`cat ${q(m.mnt)}/from-api-1.txt`)).out).toBe('put through the API after the expiry\n');
@@ -153,6 +158,7 @@ describe('encrypted libraries', () => {
       '/',
       writeTmp('from-api-2.txt', 'put through the API after the restart\n'),
       'from-api-2.txt',
+      { repoId: repo },
     );
     await sleep(1500);
     expect((await sh(`cat ${q(m.mnt)}/from-api-2.txt`)).out).toBe('put through the API after the restart\n');
@@ -165,6 +171,75 @@ describe('encrypted libraries', () => {
     expect((await remoteBytes(api, repo, '/a.txt')).toString()).toBe('first file, written while unlocked\nappended\n');
     // unlocking again was silent: no failed upload, no locked library
     expect(m.output()).not.toMatch(/upload of .* failed|is encrypted and locked/);
+    expect(m.output()).not.toContain(VAULT_PW);
+  });
+
+  it('reads files no cache holds and writes new and overwritten files across several expiries; the timer re-sends the password', async () => {
+    const repo = repos.Vault;
+    // files only the server has: each read below is the first of its file (no cache holds it)
+    const seeded: Buffer[] = [];
+    for (let i = 0; i < 4; i++) {
+      seeded.push(randomBytes(300_000 + i * 4099));
+      await api.upload(await api.uploadLink(repo, '/'), '/', writeTmp(`seed${i}.bin`, seeded[i]), `seed${i}.bin`, {
+        repoId: repo,
+        replace: true,
+      });
+      await api.upload(await api.uploadLink(repo, '/'), '/', writeTmp(`over${i}.txt`, `old ${i}\n`), `over${i}.txt`, {
+        repoId: repo,
+        replace: true,
+      });
+    }
+    const REFRESH_SEC = 6; // longer than the gaps below: until the idle end, only refusals unlock again
+    const m = await mountLibrary(server, {
+      library: 'Vault',
+      libraryPassword: VAULT_PW,
+      dirCacheTime: 1,
+      attrTimeout: 0,
+      extraArgs: ['--log-level', 'debug'],
+      env: { SEAFS_UNLOCK_REFRESH_SEC: String(REFRESH_SEC) },
+    });
+    const expiry = () => sleep((TTL_SEC + 0.5) * 1000);
+    // three rounds, each step the first use of the library after the server forgot its password
+    for (let i = 0; i < 3; i++) {
+      await expiry();
+      const got = await readFile(path.join(m.mnt, `seed${i}.bin`));
+      expect(got.equals(seeded[i]), `seed${i}.bin read back`).toBe(true);
+      await expiry();
+      const made = writeTmp(`new${i}.txt`, `new file ${i}, written after an expiry\n`);
+      await sh(`cp ${q(made)} ${q(m.mnt)}/new${i}.txt`);
+      await waitRemoteFile(api, repo, `/new${i}.txt`, made);
+      await expiry();
+      const over = writeTmp(`over${i}.local`, `overwritten ${i} after an expiry\n`);
+      await sh(`cp ${q(over)} ${q(m.mnt)}/over${i}.txt`);
+      await waitRemoteFile(api, repo, `/over${i}.txt`, over);
+    }
+    // every step met a refusal and unlocked again (the debug log shows each unlock: the one at the mount,
+    // then one per step at least, reads and uploads alike), and the log said so once, not once per step
+    const lines = m.output().split('\n');
+    expect(lines.filter((l) => l.includes('api POST unlock library: 200')).length, m.output()).toBeGreaterThan(9);
+    expect(
+      lines.filter((l) => l.includes('the server had forgotten its password')),
+      m.output(),
+    ).toEqual([
+      'seafs: library "Vault": the server had forgotten its password (an hour after it was given, or a restart); sent it again',
+    ]);
+    // left alone longer than the interval, the mount sends the password by its timer
+    const timed = 'library "Vault": its password sent again, before the server forgets it';
+    for (let waited = 0; !m.output().includes(timed) && waited < (REFRESH_SEC + 10) * 1000; waited += 250)
+      await sleep(250);
+    expect(m.output()).toContain(timed);
+    expect((await readFile(path.join(m.mnt, 'seed3.bin'))).equals(seeded[3])).toBe(true);
+
+    const un = await m.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    for (let i = 0; i < 3; i++) {
+      expect((await remoteBytes(api, repo, `/new${i}.txt`)).toString()).toBe(
+        `new file ${i}, written after an expiry\n`,
+      );
+      expect((await remoteBytes(api, repo, `/over${i}.txt`)).toString()).toBe(`overwritten ${i} after an expiry\n`);
+    }
+    expect((await remoteBytes(api, repo, '/over3.txt')).toString()).toBe('old 3\n');
+    expect(m.output()).not.toMatch(/upload of .* failed|is encrypted and locked|sending its password again failed/);
     expect(m.output()).not.toContain(VAULT_PW);
   });
 
@@ -308,7 +383,7 @@ describe('encrypted libraries: --daemon and the prompt', () => {
   });
 });
 
-function writeTmp(name: string, text: string): string {
+function writeTmp(name: string, text: string | Buffer): string {
   const f = path.join(src, name);
   writeFileSync(f, text);
   return f;

@@ -21,8 +21,10 @@ export async function sha256File(file: string): Promise<string> {
 
 /** The sha256 and size of a file as the server serves it (streamed, never buffered whole). */
 export async function remoteSha(api: SeafileClient, repo: string, p: string): Promise<{ sha: string; size: number }> {
-  const link = await api.downloadLink(repo, p);
-  const res = await api.download(link.url);
+  // a reusable link: a one-time one is spent by a refusal for want of the library's password (as on real
+  // servers), and the client's resend after unlocking again would find it gone
+  const link = await api.downloadLink(repo, p, { reuse: true });
+  const res = await api.download(link.url, undefined, { repoId: repo });
   const h = createHash('sha256');
   let size = 0;
   for await (const chunk of res.body) {
@@ -34,8 +36,8 @@ export async function remoteSha(api: SeafileClient, repo: string, p: string): Pr
 
 /** A small file's content as the server serves it. */
 export async function remoteBytes(api: SeafileClient, repo: string, p: string): Promise<Buffer> {
-  const link = await api.downloadLink(repo, p);
-  const res = await api.download(link.url);
+  const link = await api.downloadLink(repo, p, { reuse: true }); // see remoteSha
+  const res = await api.download(link.url, undefined, { repoId: repo });
   const parts: Buffer[] = [];
   for await (const chunk of res.body) parts.push(chunk as Buffer);
   return Buffer.concat(parts);

@@ -68,8 +68,9 @@ export async function readAll(s: NodeJS.ReadableStream): Promise<Buffer> {
 
 /** Downloads a whole file through a fresh link. */
 export async function fetchFile(c: SeafileClient, repo: string, path: string): Promise<Buffer> {
-  const link = await c.downloadLink(repo, path);
-  return readAll((await c.download(link.url)).body);
+  // reusable: a refusal for want of an encrypted library's password spends a one-time link
+  const link = await c.downloadLink(repo, path, { reuse: true });
+  return readAll((await c.download(link.url, undefined, { repoId: repo })).body);
 }
 
 function base32Decode(s: string): Buffer {

@@ -87,6 +87,8 @@ export interface MountOptions {
   readyTimeoutMs?: number;
   /** the password of an encrypted library (SEAFS_LIBRARY_PASSWORD) */
   libraryPassword?: string;
+  /** more environment of the mount process (switches such as SEAFS_UNLOCK_REFRESH_SEC) */
+  env?: NodeJS.ProcessEnv;
 }
 
 export interface Mount {
@@ -140,6 +142,7 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
     env: seafsEnv({
       SEAFS_PASSWORD: opts.password ?? server.adminPassword,
       ...(opts.libraryPassword !== undefined ? { SEAFS_LIBRARY_PASSWORD: opts.libraryPassword } : {}),
+      ...opts.env,
     }),
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -81,15 +81,19 @@ describe('libraries', () => {
 });
 
 describe('encrypted libraries', () => {
-  it('refuses content until unlocked, then serves it, and forgets the password after the TTL', async () => {
+  it('the file server refuses content until unlocked; the password is forgotten after the TTL and given again', async () => {
     const lib = await admin.createLibrary('Secret', { password: 'open sesame' });
     const id = lib.repo_id;
     expect((await admin.getLibrary(id)).encrypted).toBe(true);
     expect((await admin.listLibraries()).find((x) => x.id === id)?.encrypted).toBe(true);
 
-    // the creator's session may hold the password already: a fresh server-side state comes after the TTL
-    await new Promise((r) => setTimeout(r, (UNLOCK_TTL + 1) * 1000));
-    await expectApiError(admin.uploadLink(id, '/'), 'password_required');
+    // creating a library does not unlock it: links are given (as by seahub), the file server refuses
+    const refusedUpload = await expectApiError(
+      admin.upload(await admin.uploadLink(id, '/'), '/', files.write('x'), 'x.txt', { repoId: id }),
+      'server',
+      500,
+    );
+    expect(refusedUpload.serverMessage).toBe('Internal error');
     await expectApiError(admin.unlockLibrary(id, 'wrong'), 'password_required', 400);
 
     await admin.unlockLibrary(id, 'open sesame');
@@ -103,15 +107,25 @@ describe('encrypted libraries', () => {
     expect([200, 206]).toContain(r.status);
     expect(body.subarray(4 - r.start, 10 - r.start).toString()).toBe('secret');
 
-    // after the TTL the server has forgotten: a client that never had the password is refused,
-    // the one that unlocked re-sends the password by itself and carries on
+    // after the TTL the server has forgotten: listings and links still answer, the file server refuses
     await new Promise((r) => setTimeout(r, (UNLOCK_TTL + 1) * 1000));
+    const listing = await admin.listDir(id, '/');
+    expect(listing.uptodate ? [] : listing.entries.map((e) => e.name)).toContain('hidden.txt');
+    const stale = await admin.downloadLink(id, '/hidden.txt', { reuse: true });
+    const refused = await expectApiError(admin.download(stale.url), 'password_required', 400);
+    expect(refused.serverMessage).toBe('Repo is encrypted. Please provide password to view it.');
+    // given the library, the client that holds the password unlocks again and carries on
+    expect(await readAll((await admin.download(stale.url, undefined, { repoId: id })).body)).toEqual(
+      Buffer.from('the secret content'),
+    );
+    // a client that never had the password gets the refusal, then works once the server holds it again
     const other = new SeafileClient({ baseUrl: server.url, token: admin.token, ...FAST });
     clients.push(other);
-    await expectApiError(other.downloadLink(id, '/hidden.txt'), 'password_required');
-    expect((await fetchFile(admin, id, '/hidden.txt')).toString()).toBe('the secret content');
-    // and the server now holds the password again for that user
-    expect((await fetchFile(other, id, '/hidden.txt')).toString()).toBe('the secret content');
+    await new Promise((r) => setTimeout(r, (UNLOCK_TTL + 1) * 1000));
+    await expectApiError(fetchFile(other, id, '/hidden.txt'), 'password_required', 400);
+    const newer = files.write('the newer content');
+    expect((await admin.update(await admin.updateLink(id, '/'), '/hidden.txt', newer, { repoId: id })).length).toBe(40);
+    expect((await fetchFile(other, id, '/hidden.txt')).toString()).toBe('the newer content');
   });
 
   it('refuses to unlock a library that is not encrypted (409)', async () => {

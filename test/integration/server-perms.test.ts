@@ -163,7 +163,7 @@ describe('sharing and permissions', () => {
 });
 
 describe('encrypted libraries', () => {
-  it('list without the password, refuse content until unlocked, unlock expires', async () => {
+  it('as real servers: the web API answers without the password, the file server refuses content', async () => {
     const c = await admin('POST', '/api2/repos/', { form: { name: 'secret', passwd: 'p4ss' } });
     expect(c.json).toMatchObject({ encrypted: true, enc_version: 2 });
     expect(c.json.magic).toMatch(/^[0-9a-f]{64}$/);
@@ -171,22 +171,52 @@ describe('encrypted libraries', () => {
     const info = await admin('GET', `/api2/repos/${id}/`);
     expect(info.json).toMatchObject({ encrypted: true, password_need: true });
     expect((await admin('GET', `/api2/repos/${id}/dir/`, { query: { p: '/' } })).status).toBe(200);
-    expect((await admin('GET', `/api2/repos/${id}/upload-link/`)).status).toBe(400);
+    // links are given without the password; the file server answers as the C one: 500, no reason
+    const locked = await admin('GET', `/api2/repos/${id}/upload-link/`);
+    expect(locked.status).toBe(200);
+    expect(await uploadTo(locked.json, '/', { 's.txt': 'x' })).toEqual({
+      status: 500,
+      text: '{"error": "Internal error\n"}',
+    });
     expect((await admin('POST', `/api2/repos/${id}/`, { form: { password: 'wrong' } })).status).toBe(400);
     expect((await admin('POST', `/api2/repos/${id}/`, { form: { password: 'p4ss' } })).json).toBe('success');
+    const unlockedAt = Date.now();
     expect((await admin('GET', `/api2/repos/${id}/`)).json.password_need).toBe(false);
     const link = (await admin('GET', `/api2/repos/${id}/upload-link/`)).json;
     const content = 'encrypted content 0123456789';
     expect((await uploadTo(link, '/', { 's.txt': content })).status).toBe(200);
     // ranges are ignored on encrypted libraries: 200 with the whole file
     const dl = (await admin('GET', `/api2/repos/${id}/file/`, { query: { p: '/s.txt' } })).json;
+    const reusable = (await admin('GET', `/api2/repos/${id}/file/`, { query: { p: '/s.txt', reuse: '1' } })).json;
     const r = await fetch(dl, { headers: { Range: 'bytes=5-9' } });
     expect(r.status).toBe(200);
     expect(await r.text()).toBe(content);
-    // the unlock lasts --unlock-ttl seconds
-    await new Promise((res) => setTimeout(res, 2500));
-    expect((await admin('GET', `/api2/repos/${id}/file/`, { query: { p: '/s.txt' } })).status).toBe(400);
+    const update = (await admin('GET', `/api2/repos/${id}/update-link/`)).json;
+    // using the library does not extend the unlock: it ends --unlock-ttl (2 s) after the password was given
+    while (Date.now() - unlockedAt < 1200) {
+      expect((await fetch(reusable)).status).toBe(200);
+      await new Promise((res) => setTimeout(res, 200));
+    }
+    await new Promise((res) => setTimeout(res, Math.max(0, unlockedAt + 2300 - Date.now())));
+    const refused = await fetch(reusable);
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toBe('Repo is encrypted. Please provide password to view it.\n');
+    const upd = new FormData();
+    upd.append('file', new Blob(['changed']), 's.txt');
+    upd.append('target_file', '/s.txt');
+    const u = await fetch(`${update}?ret-json=1`, { method: 'POST', body: upd });
+    expect(u.status).toBe(500);
+    expect(await u.text()).toBe('{"error": "Internal error\n"}');
+    // listings and links still answer, never 440
+    const listing = await admin('GET', `/api2/repos/${id}/dir/`, { query: { p: '/' } });
+    expect(listing.status).toBe(200);
+    expect(listing.json.map((e: { name: string }) => e.name)).toEqual(['s.txt']);
+    expect((await admin('GET', `/api2/repos/${id}/file/`, { query: { p: '/s.txt' } })).status).toBe(200);
+    expect((await admin('GET', `/api2/repos/${id}/file/detail/`, { query: { p: '/s.txt' } })).status).toBe(200);
     expect((await admin('GET', `/api2/repos/${id}/`)).json.password_need).toBe(true);
+    // the content is unchanged; with the password again everything works
+    expect((await admin('POST', `/api2/repos/${id}/`, { form: { password: 'p4ss' } })).json).toBe('success');
+    expect(await (await fetch(reusable)).text()).toBe(content);
   });
 });
 

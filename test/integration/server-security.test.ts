@@ -207,19 +207,28 @@ describe('encrypted libraries', () => {
     expect(await names(admin, enc)).toContain('secret.txt');
   });
 
-  it('without the password, its history, file revisions and trash are refused', async () => {
+  it('without the password, history, file history, revisions and trash answer as on seahub 10.0', async () => {
     const commits = (await admin('GET', `/api2/repos/${enc}/history/`)).json.commits as { id: string }[];
-    const tries = [
-      bob('GET', `/api2/repos/${enc}/history/`),
-      bob('GET', `/api/v2.1/repos/${enc}/history/`),
-      bob('GET', `/api2/repos/${enc}/file/history/`, { query: { p: '/secret.txt' } }),
-      bob('GET', `/api2/repos/${enc}/file/revision/`, { query: { p: '/secret.txt', commit_id: commits[0].id } }),
-      bob('GET', `/api/v2.1/repos/${enc}/trash/`),
-    ];
-    for (const res of await Promise.all(tries)) expect(res.status).toBe(400);
-    // with the password they work
-    expect((await bob('POST', `/api2/repos/${enc}/`, { form: { password: 'vault-pw' } })).status).toBe(200);
+    expect((await bob('GET', `/api2/repos/${enc}/history/`)).status).toBe(200);
+    const v21 = await bob('GET', `/api/v2.1/repos/${enc}/history/`);
+    expect(v21.status).toBe(403);
+    expect(v21.json.error_msg).toBe('Library is encrypted, but password is not set in server.');
     expect((await bob('GET', `/api2/repos/${enc}/file/history/`, { query: { p: '/secret.txt' } })).status).toBe(200);
+    expect((await bob('GET', `/api/v2.1/repos/${enc}/trash/`)).status).toBe(200);
+    // a revision's link is given, its content refused by the file server
+    const rev = await bob('GET', `/api2/repos/${enc}/file/revision/`, {
+      query: { p: '/secret.txt', commit_id: commits[0].id },
+    });
+    expect(rev.status).toBe(200);
+    const refused = await fetch(rev.json);
+    expect(refused.status).toBe(400);
+    expect(await refused.text()).toMatch(/^Repo is encrypted/);
+    // with the password the content comes
+    expect((await bob('POST', `/api2/repos/${enc}/`, { form: { password: 'vault-pw' } })).status).toBe(200);
+    const again = await bob('GET', `/api2/repos/${enc}/file/revision/`, {
+      query: { p: '/secret.txt', commit_id: commits[0].id },
+    });
+    expect(await (await fetch(again.json)).text()).toBe('plaintext secret');
   });
 });
 

@@ -2,12 +2,13 @@
 // library and a refused one is a WrongLibraryPassword before anything starts;
 // in all-libraries mode a library the mount holds no password for answers
 // EACCES inside (its folder itself still shows) and the log says so once;
-// uploads refused for want of the password wait without a line per retry.
+// uploads refused for want of the password wait without a line per retry;
+// file-server calls carry their library's id (the client unlocks it again).
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { WrongLibraryPassword } from '../../src/vfs/library-unlock.js';
-import { VfsError } from '../../src/vfs/errors.js';
-import { FakeApi, apiError, makeVfs, writeWhole } from '../helpers/fake-api.js';
+import { errnoOf, VfsError } from '../../src/vfs/errors.js';
+import { FakeApi, apiError, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
 function encrypted(api: FakeApi, name: string): string {
   const id = api.addLibrary(name);
@@ -73,6 +74,52 @@ describe('encrypted libraries in the vfs', () => {
     await expect(m.vfs.unlockLibrary('nope', 'pw')).rejects.toThrow('no library "nope"');
     await m.vfs.unlockLibrary('vault', 'pw');
     expect(await m.vfs.readdir('/vault')).toEqual(['a.txt']);
+  });
+
+  it('gives every file-server call its library id; a refusal the client could not cure answers EACCES, told once', async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = encrypted(api, 'vault');
+    api.putFile(repo, '/a.txt', 'secret content');
+    api.putFile(repo, '/b.txt', 'other content');
+    api.putFile(repo, '/c.txt', 'old');
+    // the library id each file-server call was given (download, streamGet: a URL first; uploads: a link)
+    const given: Record<string, unknown[]> = {};
+    const spied = api as unknown as Record<string, (...a: unknown[]) => unknown>;
+    for (const name of ['download', 'streamGet', 'upload', 'update', 'uploadBatch']) {
+      const orig = spied[name]!.bind(api);
+      spied[name] = (...args: unknown[]) => {
+        const opts = args.find((a, i) => i > 0 && a && typeof a === 'object' && 'repoId' in a) as { repoId?: unknown };
+        (given[name] ??= []).push(opts?.repoId);
+        return orig(...args);
+      };
+    }
+    const lines: string[] = [];
+    const m = await makeVfs(api, { library: 'vault', libraryPassword: async () => 'pw', log: (l) => lines.push(l) });
+    cleanups.push(m.cleanup);
+    expect((await readWhole(m.vfs, '/a.txt')).toString()).toBe('secret content');
+    await writeWhole(m.vfs, '/n.txt', 'new');
+    await writeWhole(m.vfs, '/c.txt', 'changed');
+    expect(await m.vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/n.txt')!.toString()).toBe('new');
+    const calls = Object.values(given).flat();
+    expect(calls.length, JSON.stringify(given)).toBeGreaterThanOrEqual(2);
+    expect(new Set(calls)).toEqual(new Set([repo]));
+
+    // the password stopped opening it (the client's unlock again failed): reads answer EACCES, the log says it once
+    const refused = () =>
+      apiError('password_required', 400, 'download', 'Repo is encrypted. Please provide password to view it.');
+    api.failNext.set('download', Array.from({ length: 20 }, refused));
+    api.failNext.set('streamGet', Array.from({ length: 20 }, refused));
+    for (let i = 0; i < 2; i++) {
+      const e = await readWhole(m.vfs, '/b.txt').then(
+        () => null,
+        (x: unknown) => x,
+      );
+      expect(errnoOf(e), String(e)).toBe('EACCES');
+    }
+    expect(lines.filter((l) => l.includes('is encrypted and locked'))).toEqual([
+      'library "vault" is encrypted and locked; its files answer EACCES and uploads into it wait and the password the mount holds no longer opens it',
+    ]);
   });
 
   it('uploads refused for want of the password wait with one log line, and go once the library opens', async () => {

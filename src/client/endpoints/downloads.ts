@@ -27,11 +27,16 @@ export async function downloadLink(
   return { url: expectString(op, r.value), oid: header(r.headers, 'oid') };
 }
 
-/** GET of a download URL with an optional single range; the body streams. */
+/**
+ * GET of a download URL with an optional single range; the body streams.
+ * `repoId`: the file's library, unlocked again when the file server refuses
+ * for want of its password.
+ */
 export async function download(
   http: HttpCore,
   url: string,
   range?: { start: number; end?: number },
+  opts: { repoId?: string } = {},
 ): Promise<RangeDownload> {
   const op = 'download';
   const headers: Record<string, string> = {};
@@ -43,6 +48,7 @@ export async function download(
     headers: { ...headers, accept: '*/*' },
     retry: 'read',
     ctx: 'download',
+    repo: opts.repoId,
     transfer: 'download',
     accept: [416],
   });

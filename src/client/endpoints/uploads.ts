@@ -6,7 +6,8 @@
 import { ApiError } from '../errors.js';
 import type { Call, HttpCore } from '../http.js';
 import { multipartFromFile } from '../multipart.js';
-import { backoffDelay, decide, sleep, type RetryClass } from '../retry.js';
+import { passwordRefusal } from '../relock.js';
+import { backoffDelay, decide, sleep, unsure, type RetryClass } from '../retry.js';
 import type { UploadedFile } from '../types.js';
 import { parseUploadAnswer } from '../upload-answer.js';
 import { expectString } from './expect.js';
@@ -85,6 +86,7 @@ export async function upload(
     link,
     opts.replace ? 'idempotent' : check ? 'checked' : 'write',
     check,
+    repoId,
     async () => {
       const body = await localBody(op, fields, localFile, name);
       size = body.fileSize;
@@ -100,7 +102,7 @@ export async function update(
   link: string,
   targetFile: string,
   localFile: string,
-  opts: { lastModify?: number } = {},
+  opts: { lastModify?: number; repoId?: string } = {},
 ): Promise<string> {
   const op = 'update';
   const name = q(targetFile).split('/').pop() || 'file';
@@ -110,7 +112,7 @@ export async function update(
   ];
   if (opts.lastModify) fields.push(['last_modify', new Date(Math.floor(opts.lastModify / 1000) * 1000).toISOString()]);
   let size = 0;
-  const text = await postUploadRetried(http, op, link, 'idempotent', undefined, async () => {
+  const text = await postUploadRetried(http, op, link, 'idempotent', undefined, opts.repoId, async () => {
     const body = await localBody(op, fields, localFile, name);
     size = body.fileSize;
     return body;
@@ -123,6 +125,8 @@ export async function update(
  * timed-out upload is not sent again (its budget is spent); other waits
  * count against the client's timeout. `check` answers, after a lost answer
  * of a 'checked' upload, what the server already stored (null: nothing).
+ * `repoId`: the library, unlocked again (and the upload resent once, outside
+ * the retry count) when the file server refuses for want of its password.
  */
 async function postUploadRetried<T>(
   http: HttpCore,
@@ -130,18 +134,34 @@ async function postUploadRetried<T>(
   link: string,
   cls: RetryClass,
   check: (() => Promise<T | null>) | undefined,
+  repoId: string | undefined,
   makeBody: () => Promise<NonNullable<Call['body']>>,
 ): Promise<string | T> {
   let waited = 0;
+  let reunlocked = false;
   for (let attempt = 0; ; attempt++) {
     const body = await makeBody();
     let failure: ApiError;
+    const sentAt = Date.now();
     try {
       return (await postUpload(http, op, link, body)).text;
     } catch (e) {
       if (!(e instanceof ApiError)) throw e;
       body.stream.destroy();
       failure = e;
+    }
+    if (repoId && !reunlocked && http.relock && passwordRefusal(failure, 'upload')) {
+      reunlocked = true;
+      if (await http.relock(repoId, sentAt).catch(() => false)) {
+        // a 500 does not say that nothing was stored: a new upload looks first (as after any 5xx)
+        if (cls === 'checked' && unsure({ status: failure.status })) {
+          const done = await check!().catch(() => undefined);
+          if (done === undefined) throw failure;
+          if (done !== null) return done;
+        }
+        attempt--;
+        continue;
+      }
     }
     if (failure.kind === 'quota' || failure.kind === 'timeout') throw failure;
     const delayMs = backoffDelay(attempt, failure.retryAfterMs, http.opts.backoff);

@@ -61,7 +61,7 @@ export class DownloadLinks {
     const url = await this.link(f);
     this.stats.rangeRequests++;
     try {
-      return await this.api.download(url, range);
+      return await this.api.download(url, range, { repoId: f.repo });
     } catch (e) {
       // an expired or spent link: ask for a new one once
       if (
@@ -70,7 +70,7 @@ export class DownloadLinks {
       ) {
         const fresh = await this.link(f, true);
         this.stats.rangeRequests++;
-        return this.api.download(fresh, range);
+        return this.api.download(fresh, range, { repoId: f.repo });
       }
       throw e;
     }

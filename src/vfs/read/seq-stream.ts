@@ -284,7 +284,7 @@ export class SeqStreams {
               resolve('done');
             },
           },
-          this.cfg.stall !== undefined ? { idleMs: this.cfg.stall, end } : { end },
+          this.cfg.stall !== undefined ? { idleMs: this.cfg.stall, end, repoId: f.repo } : { end, repoId: f.repo },
         );
       } catch {
         resolve('unsupported');

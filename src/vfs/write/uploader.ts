@@ -108,7 +108,7 @@ export class Uploader {
       await this.data.toDisk(s); // the update call sends a file
       try {
         const id = await this.links.use('update', repo, dir, (url) =>
-          this.api.update(url, path, s.tmp, { lastModify: s.mtime }),
+          this.api.update(url, path, s.tmp, { lastModify: s.mtime, repoId: repo }),
         );
         return { id, size };
       } catch (e) {
@@ -134,8 +134,8 @@ export class Uploader {
     if (!many) await this.data.toDisk(s); // the single upload call sends a file
     const res = await this.links.use('upload', repo, dir, (url) =>
       many
-        ? many(url, dir, [this.part(s, name)], { replace: true, lastModify: s.mtime })
-        : this.api.upload(url, dir, s.tmp, name, { replace: true }),
+        ? many(url, dir, [this.part(s, name)], { replace: true, lastModify: s.mtime, repoId: repo })
+        : this.api.upload(url, dir, s.tmp, name, { replace: true, repoId: repo }),
     );
     const r = res.find((x) => x.name === name) ?? res[0];
     if (r && r.name !== name) this.hooks.log(`upload of ${joinPath(dir, name)} landed as ${r.name}`);
@@ -186,7 +186,7 @@ export class Uploader {
     const tmpName = `.seafs-upload-${s.id}`;
     const tmpPath = dir === '/' ? `/${tmpName}` : `${dir}/${tmpName}`;
     const res = await this.links.use('upload', repo, dir, (url) =>
-      this.api.upload(url, dir, s.tmp, tmpName, { replace: true }),
+      this.api.upload(url, dir, s.tmp, tmpName, { replace: true, repoId: repo }),
     );
     const path = dir === '/' ? `/${name}` : `${dir}/${name}`;
     await this.api.deleteFile(repo, path); // the write replaces whatever is there
@@ -274,7 +274,7 @@ export class Uploader {
       await Promise.all(ok.map((s) => this.journal.persist(s)));
       const files = ok.map((s) => this.part(s, baseOf(s.path)));
       const res = await this.links.use('upload', repo, dir, (url) =>
-        uploadBatch(url, dir, files, { replace: true, lastModify }),
+        uploadBatch(url, dir, files, { replace: true, lastModify, repoId: repo }),
       );
       this.noteWindow(Date.now() - checkedAt);
       const byName = new Map(res.map((r) => [r.name, r]));
