@@ -52,9 +52,10 @@ export async function makeDir(
   p: string,
   createParents: boolean,
 ): Promise<string> {
-  const comps = splitPath(p);
+  let comps = splitPath(p);
   if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
-  for (const c of comps) checkName(c);
+  // the new folders' names are stored NFC; an existing parent is looked up as given (seahub)
+  comps = comps.map((c, i) => (createParents || i === comps.length - 1 ? checkName(c) : c));
   const now = nowSec();
   return guard(() =>
     ctx.heads.change(repoId, user.email, async (roots) => {
@@ -105,7 +106,7 @@ export async function renameEntry(
 ): Promise<RenameResult | null> {
   const comps = splitPath(p);
   if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
-  checkName(newName);
+  newName = checkName(newName);
   const oldName = comps[comps.length - 1];
   const parent = comps.slice(0, -1);
   const now = nowSec();
