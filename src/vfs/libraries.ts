@@ -5,7 +5,7 @@
 import type { Library, SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
-import { splitPath } from './paths.js';
+import { nfc, splitPath } from './paths.js';
 
 export interface Loc {
   /** null: the virtual root listing the libraries */
@@ -115,7 +115,8 @@ function rootNames(list: Library[]): Map<string, Library> {
   for (const l of list) {
     if (seen.has(l.id)) continue; // a library reachable twice (owned and shared to a group)
     seen.add(l.id);
-    let name = l.name.replace(/\//g, '_');
+    // NFC like every path the mount is given (paths.ts nfc): a library named in NFD stays reachable
+    let name = nfc(l.name.replace(/\//g, '_'));
     if ((count.get(l.name) ?? 0) > 1 && l.type !== 'repo') name = `${name} (${l.owner || l.id.slice(0, 8)})`;
     if (byName.has(name)) name = `${name} [${l.id.slice(0, 8)}]`;
     byName.set(name, l);
