@@ -5,7 +5,7 @@
 import type { Library, SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
-import { nfc, splitPath } from './paths.js';
+import { checkChangeAt, nfc, splitPath } from './paths.js';
 
 export interface Loc {
   /** null: the virtual root listing the libraries */
@@ -84,6 +84,12 @@ export class Libraries {
 
   /** `change`: the caller creates, deletes or renames `p` (refused at the root with EPERM) */
   async resolve(p: string, change = false): Promise<Loc> {
+    const loc = await this.locate(p, change);
+    if (change) checkChangeAt(loc.path);
+    return loc;
+  }
+
+  private async locate(p: string, change: boolean): Promise<Loc> {
     if (this.lib) return { repo: this.lib.id, path: p, readOnly: this.readOnly || this.lib.permission === 'r' };
     if (p === '/') return { repo: null, path: '/', readOnly: true };
     const parts = splitPath(p);

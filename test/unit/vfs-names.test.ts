@@ -94,17 +94,42 @@ describe('names in NFD (as macOS tools write them)', () => {
 });
 
 describe('names an upload would change', () => {
-  it('a backslash name is stored as it is (an upload would keep only what follows the backslash)', async () => {
+  it('a file named with a backslash is stored as it is (an upload would keep only what follows the backslash)', async () => {
     const { api, repo, vfs, ops, write } = await setup();
     expect(await write('/a\\b.txt', 'back')).toBe(0);
-    expect(await call(ops.mkdir, '/x\\y', 0o755)).toEqual([0]);
-    expect(await write('/x\\y/c\\d', 'deep')).toBe(0);
     expect(await vfs.drain(undefined, 10_000)).toEqual([]);
-    expect(api.names(repo, '/')).toEqual(['a\\b.txt', 'x\\y']);
-    expect(api.names(repo, '/x\\y')).toEqual(['c\\d']);
+    expect(api.names(repo, '/')).toEqual(['a\\b.txt']);
     expect(api.content(repo, '/a\\b.txt')?.toString()).toBe('back');
     expect(await call(ops.rename, '/a\\b.txt', '/e\\f.txt')).toEqual([0]);
-    expect(api.names(repo, '/')).toEqual(['e\\f.txt', 'x\\y']);
+    expect(api.names(repo, '/')).toEqual(['e\\f.txt']);
+  });
+
+  it('no folder gets a backslash name, and nothing changes inside one the server holds (the C server would change a/b)', async () => {
+    const { api, repo, vfs, ops, logged, write } = await setup();
+    api.putDir(repo, '/s\\f');
+    api.putFile(repo, '/s\\f/in.txt', 'inside');
+    api.putDir(repo, '/plain');
+    const EINVAL = -OS.errno.EINVAL;
+    expect(await call(ops.mkdir, '/x\\y', 0o755)).toEqual([EINVAL]);
+    expect(await call(ops.rename, '/plain', '/pl\\ain')).toEqual([EINVAL]);
+    expect(await write('/s\\f/new.txt', 'x')).toBe(EINVAL);
+    expect(await call(ops.mkdir, '/s\\f/sub', 0o755)).toEqual([EINVAL]);
+    expect(await call(ops.unlink, '/s\\f/in.txt')).toEqual([EINVAL]);
+    expect(await call(ops.rename, '/s\\f/in.txt', '/out.txt')).toEqual([EINVAL]);
+    expect((await call(ops.open, '/s\\f/in.txt', O_WRONLY))[0]).toBe(EINVAL);
+    expect(await call(ops.truncate, '/s\\f/in.txt', 0)).toEqual([EINVAL]);
+    // reading is fine
+    const [code, fd] = await call(ops.open, '/s\\f/in.txt', 0);
+    expect(code).toBe(0);
+    const buf = Buffer.alloc(16);
+    expect(await call(ops.read, '/s\\f/in.txt', fd, buf, 16, 0)).toEqual([6]);
+    expect(await call(ops.release, '/s\\f/in.txt', fd)).toEqual([0]);
+    expect(await vfs.drain(undefined, 10_000)).toEqual([]);
+    expect(api.names(repo, '/')).toEqual(['plain', 's\\f']);
+    expect(api.names(repo, '/s\\f')).toEqual(['in.txt']);
+    expect(api.content(repo, '/s\\f/in.txt')?.toString()).toBe('inside');
+    expect(logged).toHaveLength(8);
+    expect(logged.every((l) => /EINVAL .*backslash|EINVAL .*would make it in \/s\/f/.test(l))).toBe(true);
   });
 
   it('a name of 250 to 255 bytes is stored under its name (the C fileserver answers 500 to its upload)', async () => {
