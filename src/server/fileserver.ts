@@ -6,7 +6,7 @@ import type { Ctx, Req } from './context.js';
 import type { RepoMeta, User } from './db.js';
 import { FileServerError, type HttpError, sendJson, sendText } from './http.js';
 import { parseMultipart, type UploadedPart } from './multipart.js';
-import { isValidName, nfcName, uploadName } from './names.js';
+import { canonicalDir, isValidName, nfcName, uploadName } from './names.js';
 import { ZERO_ID } from './objects.js';
 import { putFiles, updateFile } from './ops.js';
 import { lookup, splitPath } from './tree.js';
@@ -142,14 +142,16 @@ export async function storeUpload(
     let parent: string[];
     let rel: string[];
     try {
-      parent = splitPath(parentDir);
-      rel = splitPath(field('relative_path') ?? '');
+      parent = splitPath(canonicalDir(parentDir));
+      rel = splitPath(canonicalDir(field('relative_path') ?? ''));
     } catch {
       throw fsError(400, 'Invalid URL.');
     }
     // parent_dir and relative_path are NFC-normalised by both fileservers
     parent = parent.map(nfcName);
-    if ('/' + parent.join('/') !== into.dir) throw fsError(403, 'Permission denied.');
+    if ('/' + parent.join('/') !== '/' + splitPath(canonicalDir(into.dir)).join('/')) {
+      throw fsError(403, 'Permission denied.');
+    }
     if (rel.some((c) => !isValidName(c))) throw fsError(440, 'Invalid filename.');
     rel = rel.map(nfcName);
     const root = (await ctx.heads.get(repo.id)).root_id;

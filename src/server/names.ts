@@ -40,6 +40,16 @@ export function uploadName(filename: string): string {
   return nfcName(filename.slice(Math.max(filename.lastIndexOf('/'), filename.lastIndexOf('\\')) + 1));
 }
 
+/**
+ * The folder a change of the C server acts on: every `\` of its path taken
+ * for a `/` (repo-op.c and upload-file.c get_canonical_path, for uploads,
+ * deletes and mkdir with parents; checked on a real CE 10.0: an upload into
+ * "a\b" landed in "a/b", a delete of "a\b/in.txt" removed "a/b/in.txt").
+ */
+export function canonicalDir(p: string): string {
+  return p.replace(/\\/g, '/');
+}
+
 /** `name` if free in `entries`, else `name (1).ext`, `name (2).ext`, ... */
 export function uniqueName(entries: DirEnt[], name: string): string {
   const taken = new Set(entries.map((e) => e.name));

@@ -12,7 +12,6 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { remoteNames, waitRemoteFile } from '../helpers/api-check.js';
 import { mountLibrary, q, run, sh, type Mount } from '../helpers/mount.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
-import { uploadTo } from '../helpers/server.js';
 
 const ctx = setupE2E(['Names']);
 const NFD = 'e\u0301';
@@ -24,10 +23,9 @@ describe('names through a mount', () => {
   let repo: string;
   beforeAll(async () => {
     repo = ctx.repos.Names;
-    // a folder named with a backslash, as the web interface can make one (before the mount lists the root)
+    // a folder named with a backslash, as the web interface can make one (before the mount lists the root);
+    // nothing can be put inside it through the web API: the server would put it in /s/f
     await ctx.api.mkdir(repo, '/s\\f');
-    const link = await ctx.api.uploadLink(repo, '/s\\f');
-    expect((await uploadTo(link, '/s\\f', { 'in.txt': 'inside' })).status).toBe(200);
     m = await mountLibrary(ctx.server, { library: 'Names' });
   });
   const M = (p = '') => path.join(m.mnt, p);
@@ -86,19 +84,17 @@ describe('names through a mount', () => {
   });
 
   it('no folder gets a backslash name, and nothing changes inside one the server holds: EINVAL', async () => {
-    // EINVAL: "Invalid argument" (mv words it "to a subdirectory of itself")
-    const fails = async (script: string, why = /Invalid argument/) => {
+    const fails = async (script: string) => {
       const r = await sh(script, { allowFail: true });
       expect(r.code, script).not.toBe(0);
-      expect(r.err, script).toMatch(why);
+      expect(r.err, script).toMatch(/Invalid argument/);
     };
     await fails(`mkdir ${q(M('x\\y'))}`);
     await fails(`printf x > ${q(M('s\\f/new.txt'))}`);
-    await fails(`rm ${q(M('s\\f/in.txt'))}`);
-    await fails(`mv ${q(M('s\\f/in.txt'))} ${q(M('out.txt'))}`, /subdirectory of itself/);
-    expect((await sh(`cat ${q(M('s\\f/in.txt'))}`)).out).toBe('inside');
-    expect((await remoteNames(ctx.api, repo, '/s\\f'))!).toEqual(['in.txt']);
-    expect((await remoteNames(ctx.api, repo, '/'))!.filter((n) => n.includes('\\'))).toEqual(['s\\f']);
+    await fails(`mkdir ${q(M('s\\f/sub'))}`);
+    expect((await sh(`ls -A ${q(M('s\\f'))}`)).out).toBe('');
+    expect((await remoteNames(ctx.api, repo, '/s\\f'))!).toEqual([]);
+    expect((await remoteNames(ctx.api, repo, '/'))!.filter((n) => n.includes('\\') || n === 's')).toEqual(['s\\f']);
   });
 
   it('a name whose bytes are not UTF-8 is refused with EINVAL and one log line; nothing is stored', async () => {

@@ -102,6 +102,26 @@ describe('names as real servers store them (checked against a real CE 10.0)', ()
     expect(await names('/bs')).toEqual(['a\\b', 's\\t.txt']);
   });
 
+  it('acts on a/b for an upload into, a delete in, or a mkdir with parents of a folder a\\b (C get_canonical_path)', async () => {
+    const mk = (p: string, parents = false) =>
+      admin('POST', `/api2/repos/${lib}/dir/`, {
+        query: { p },
+        form: { operation: 'mkdir', ...(parents ? { create_parents: 'true' } : {}) },
+      });
+    expect((await mk('/cz\\b')).status).toBe(201);
+    // no cz/b yet: the upload's folder does not exist
+    expect((await uploadTo(await link('/cz\\b'), '/cz\\b', { 'in.txt': 'x' })).status).toBe(400);
+    expect((await mk('/cz/b', true)).status).toBe(201);
+    const up = await uploadTo(await link('/cz\\b'), '/cz\\b', { 'in.txt': 'x' });
+    expect(up.status).toBe(200);
+    expect(await names('/cz\\b')).toEqual([]);
+    expect(await names('/cz/b')).toEqual(['in.txt']);
+    expect((await admin('DELETE', `/api2/repos/${lib}/file/`, { query: { p: '/cz\\b/in.txt' } })).status).toBe(200);
+    expect(await names('/cz/b')).toEqual([]);
+    expect((await mk('/mp\\q', true)).status).toBe(201);
+    expect(await names('/mp')).toEqual(['q']);
+  });
+
   it('answers 500 to an upload or update whose file part is named over 249 bytes (the temporary file name fails)', async () => {
     await admin('POST', `/api2/repos/${lib}/dir/`, { query: { p: '/long' }, form: { operation: 'mkdir' } });
     const l = await link('/long');
