@@ -186,7 +186,8 @@ export function streamUploadFor(): StartUploadStream {
       async finish(trailing) {
         const text = await up.finish(trailing);
         const out = parseUploadAnswer('upload', text, { name: filename, size: up.sent });
-        return (out.find((x) => x.name === filename) ?? out[0]).id;
+        // real servers answer with the name NFC-normalised
+        return (out.find((x) => x.name.normalize('NFC') === filename.normalize('NFC')) ?? out[0]).id;
       },
     };
   };

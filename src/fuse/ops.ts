@@ -4,6 +4,7 @@
 // mount (see shared/notes/fuse-native.md).
 import { constants as OS } from 'node:os';
 import { errnoOf, type ErrnoName } from '../vfs/errors.js';
+import { nfc } from '../vfs/paths.js';
 import type { Vfs } from '../vfs/vfs.js';
 
 /** a fuse-native operation or its callback */
@@ -36,6 +37,8 @@ export interface OpsOptions {
 
 /** a failure the vfs has already told the log about (`quiet`: e.g. a locked encrypted library) */
 const told = (e: unknown) => (e as { quiet?: unknown } | null)?.quiet === true;
+/** a failure always worth a log line, whatever its errno (`loud`: a name the mount refuses) */
+const loud = (e: unknown) => (e as { loud?: unknown } | null)?.loud === true;
 
 const QUIET = new Set<ErrnoName>([
   'ENOENT',
@@ -77,7 +80,7 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       };
       const fail = (e: unknown) => {
         const code = errnoOf(e);
-        if (opts.debug || !(QUIET.has(code) || told(e)))
+        if (opts.debug || loud(e) || !(QUIET.has(code) || told(e)))
           log(`${name} ${String(all[0])}: ${code} (${(e as Error)?.message ?? e})`);
         done(errnoNumber(code));
       };
@@ -271,5 +274,24 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
     }),
   };
   if (opts.xattrs === false) for (const op of ['getxattr', 'listxattr', 'setxattr', 'removexattr']) delete ops[op];
+  return nfcPaths(ops);
+}
+
+/** operations whose path is only a label: their handle says which file */
+const HANDLE_OPS = new Set(['init', 'read', 'write']);
+
+/**
+ * Every path the kernel gives in NFC, the form the server stores names in
+ * (vfs/paths.ts nfc; README "Unicode names"); rename's target too. Paths that
+ * are plain ASCII pass through unchanged.
+ */
+function nfcPaths(ops: Record<string, Cb>): Record<string, Cb> {
+  for (const [name, op] of Object.entries(ops)) {
+    if (HANDLE_OPS.has(name)) continue;
+    ops[name] =
+      name === 'rename'
+        ? (src: string, dst: string, cb: Cb) => op(nfc(src), nfc(dst), cb)
+        : (p: string, ...rest: unknown[]) => op(typeof p === 'string' ? nfc(p) : p, ...rest);
+  }
   return ops;
 }

@@ -10,7 +10,7 @@ import type { Ctx, Req } from './context.js';
 import type { RepoMeta, User } from './db.js';
 import { FileServerError, type HttpError, sendJson, sendText } from './http.js';
 import { parseMultipart, type UploadedPart } from './multipart.js';
-import { isValidName } from './names.js';
+import { canonicalDir, isValidName, nfcName, uploadName } from './names.js';
 import { ZERO_ID } from './objects.js';
 import { putFiles, updateFile } from './ops.js';
 import { lookup, splitPath } from './tree.js';
@@ -160,13 +160,18 @@ export async function storeUpload(
     let parent: string[];
     let rel: string[];
     try {
-      parent = splitPath(parentDir);
-      rel = splitPath(field('relative_path') ?? '');
+      parent = splitPath(canonicalDir(parentDir));
+      rel = splitPath(canonicalDir(field('relative_path') ?? ''));
     } catch {
       throw fsError(400, 'Invalid URL.');
     }
-    if ('/' + parent.join('/') !== into.dir) throw fsError(403, 'Permission denied.');
+    // parent_dir and relative_path are NFC-normalised by both fileservers
+    parent = parent.map(nfcName);
+    if ('/' + parent.join('/') !== '/' + splitPath(canonicalDir(into.dir)).join('/')) {
+      throw fsError(403, 'Permission denied.');
+    }
     if (rel.some((c) => !isValidName(c))) throw fsError(440, 'Invalid filename.');
+    rel = rel.map(nfcName);
     const root = (await ctx.heads.get(repo.id)).root_id;
     const folder = await lookup(ctx.store, root, parent);
     if (folder?.type !== 'dir') throw fsError(400, "Parent dir doesn't exist.");
@@ -174,7 +179,11 @@ export async function storeUpload(
     if (parts.length === 0) throw fsError(400, 'No file uploaded.');
     for (const f of parts) {
       if (!f.filename && field('filename')) f.filename = field('filename')!;
+      f.filename = uploadName(f.filename);
       if (!isValidName(f.filename)) throw fsError(440, 'Invalid filename.');
+      // the C fileserver's temporary file is named after the upload plus 6 characters: past
+      // 255 bytes its creation fails and the upload answers 500 (upload-file.c open_temp_file)
+      if (Buffer.byteLength(f.filename, 'utf8') > 249) throw fsError(500, 'Internal server error');
     }
     requirePassword(ctx, user, repo);
     for (const f of parts) await adopt(ctx, f);
@@ -207,6 +216,8 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     if (t.dir !== '/' && dir !== t.dir && !dir.startsWith(t.dir + '/')) throw fsError(403, 'Permission denied.');
     const part = files.find((f) => f.field === 'file') ?? files[0];
     if (!part) throw fsError(400, 'No file uploaded.');
+    // the name comes from target_file, but the C fileserver names its temporary file after the part's
+    if (Buffer.byteLength(uploadName(part.filename ?? ''), 'utf8') > 249) throw fsError(500, 'Internal server error');
     const root = (await ctx.heads.get(repo.id)).root_id;
     const old = await lookup(ctx.store, root, comps);
     if (old?.type !== 'file') throw fsError(441, 'File does not exist.');

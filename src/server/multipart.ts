@@ -74,7 +74,10 @@ function parseDisposition(headerText: string): { name: string; filename: string 
     const re = new RegExp(`(?:^|;)\\s*${key}\\s*=\\s*(?:"((?:[^"\\\\]|\\\\.)*)"|([^;]*))`, 'i');
     const m = re.exec(line.slice(line.indexOf(':') + 1));
     if (!m) return null;
-    return m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : m[2].trim();
+    // taken as it is between the quotes, as the C fileserver does (get_mime_header_param_value):
+    // a backslash is no escape (browsers send `"` as %22 and keep `\`), so "a\b.txt" arrives
+    // whole, and uploadName (names.ts) then keeps "b.txt" as that server does
+    return m[1] !== undefined ? m[1] : m[2].trim();
   };
   return { name: param('name') ?? '', filename: param('filename') };
 }

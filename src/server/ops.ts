@@ -5,7 +5,7 @@
 import type { Ctx } from './context.js';
 import type { User } from './db.js';
 import { HttpError } from './http.js';
-import { checkName, uniqueName } from './names.js';
+import { canonicalDir, checkName, uniqueName } from './names.js';
 import { ZERO_ID } from './objects.js';
 import { lookup, readDir, splitPath, TreeNotFound, updateDir, type DirEnt } from './tree.js';
 
@@ -52,9 +52,10 @@ export async function makeDir(
   p: string,
   createParents: boolean,
 ): Promise<string> {
-  const comps = splitPath(p);
+  let comps = splitPath(createParents ? canonicalDir(p) : p);
   if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
-  for (const c of comps) checkName(c);
+  // the new folders' names are stored NFC; an existing parent is looked up as given (seahub)
+  comps = comps.map((c, i) => (createParents || i === comps.length - 1 ? checkName(c) : c));
   const now = nowSec();
   return guard(() =>
     ctx.heads.change(repoId, user.email, async (roots) => {
@@ -105,7 +106,7 @@ export async function renameEntry(
 ): Promise<RenameResult | null> {
   const comps = splitPath(p);
   if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
-  checkName(newName);
+  newName = checkName(newName);
   const oldName = comps[comps.length - 1];
   const parent = comps.slice(0, -1);
   const now = nowSec();
@@ -149,7 +150,7 @@ export async function deleteEntries(
   dir: string,
   names: string[],
 ): Promise<number> {
-  const parent = splitPath(dir);
+  const parent = splitPath(canonicalDir(dir));
   const now = nowSec();
   return ctx.heads.change(repoId, user.email, async (roots) => {
     const root = roots.get(repoId)!;

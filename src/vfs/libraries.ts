@@ -5,7 +5,7 @@
 import type { Library, SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
-import { splitPath } from './paths.js';
+import { checkChangeAt, nfc, splitPath } from './paths.js';
 
 export interface Loc {
   /** null: the virtual root listing the libraries */
@@ -91,6 +91,12 @@ export class Libraries {
 
   /** `change`: the caller creates, deletes or renames `p` (refused at the root with EPERM) */
   async resolve(p: string, change = false): Promise<Loc> {
+    const loc = await this.locate(p, change);
+    if (change) checkChangeAt(loc.path);
+    return loc;
+  }
+
+  private async locate(p: string, change: boolean): Promise<Loc> {
     if (this.lib) return { repo: this.lib.id, path: p, readOnly: this.readOnly || this.lib.permission === 'r' };
     if (p === '/') return { repo: null, path: '/', readOnly: true };
     const parts = splitPath(p);
@@ -122,7 +128,8 @@ function rootNames(list: Library[]): Map<string, Library> {
   for (const l of list) {
     if (seen.has(l.id)) continue; // a library reachable twice (owned and shared to a group)
     seen.add(l.id);
-    let name = l.name.replace(/\//g, '_');
+    // NFC like every path the mount is given (paths.ts nfc): a library named in NFD stays reachable
+    let name = nfc(l.name.replace(/\//g, '_'));
     if ((count.get(l.name) ?? 0) > 1 && l.type !== 'repo') name = `${name} (${l.owner || l.id.slice(0, 8)})`;
     if (byName.has(name)) name = `${name} [${l.id.slice(0, 8)}]`;
     byName.set(name, l);

@@ -8,7 +8,7 @@ import type { DirEntry, SeafileApi } from '../client/types.js';
 import { VfsError } from './errors.js';
 import { writable, type Loc } from './libraries.js';
 import type { Listing, MetaCache } from './meta-cache.js';
-import { baseOf, checkName, isWithin, joinPath, parentOf } from './paths.js';
+import { baseOf, checkFolderName, checkName, isWithin, joinPath, parentOf } from './paths.js';
 import type { FileState, WriteBack } from './write/write-back.js';
 
 /** What a rename needs of the rest of the vfs. */
@@ -66,6 +66,7 @@ export class Renamer {
     const srcEntry = await ns.lookup(aRepo, a.path);
     if (!srcState && !srcEntry) throw new VfsError('ENOENT', src);
     const srcIsDir = !srcState && srcEntry!.type === 'dir';
+    if (srcIsDir) checkFolderName(newName);
     await ns.dir(bRepo, parentOf(b.path));
 
     // POSIX rename replaces the target; the API would auto-rename instead

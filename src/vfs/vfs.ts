@@ -18,7 +18,7 @@ import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
 import { LibraryLocks, watchLocked } from './library-unlock.js';
 import { MetaCache, type Listing } from './meta-cache.js';
-import { baseOf, checkName, parentOf } from './paths.js';
+import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader.js';
 import { Quota } from './quota.js';
@@ -379,7 +379,10 @@ export class Vfs {
       if (hid.kind === 'dir') throw new VfsError('EISDIR', p);
       return this.handles.add({ kind: 'remote', repo, path, remote: hid.remote, pattern: NEW_PATTERN() });
     }
-    if (wantWrite) writable(loc);
+    if (wantWrite) {
+      writable(loc);
+      checkChangeAt(path);
+    }
     let s = this.wb.get(repo, path);
     if (!wantWrite) {
       if (s) {
@@ -444,6 +447,7 @@ export class Vfs {
     if (!loc || loc.readOnly || !this.absentNow(p)) return null;
     try {
       checkName(baseOf(loc.path));
+      checkChangeAt(loc.path);
     } catch {
       return null;
     }
@@ -482,6 +486,7 @@ export class Vfs {
   async truncate(p: string, size: number): Promise<void> {
     const loc = await this.repoOf(p);
     writable(loc);
+    checkChangeAt(loc.path);
     await this.hiddenDirs.refuse(loc);
     let s = this.wb.get(loc.repo, loc.path);
     if (!s) {
@@ -683,6 +688,7 @@ export class Vfs {
     await this.hiddenDirs.refuse(loc);
     const name = baseOf(loc.path);
     checkName(name);
+    checkFolderName(name);
     const dir = parentOf(loc.path);
     const l = await this.dir(loc.repo, dir);
     if (l.entries.has(name) || this.wb.get(loc.repo, loc.path)) throw new VfsError('EEXIST', p);

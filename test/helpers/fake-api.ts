@@ -487,7 +487,7 @@ export class FakeApi implements SeafileApi {
       return;
     }
     const d = this.dirAt(repoId, parentOf(path));
-    const name = this.freeName(d, baseOf(path));
+    const name = this.freeName(d, nfc(baseOf(path)));
     d.children.set(name, { type: 'dir', oid: newOid(), mtime: now(), children: new Map() });
     this.touch(repoId, parentOf(path));
   }
@@ -498,7 +498,7 @@ export class FakeApi implements SeafileApi {
     if (!n || n.type !== type) throw apiError('not_found', 404, op);
     if (newName === baseOf(path)) throw apiError('conflict', 409, op);
     d.children.delete(baseOf(path));
-    d.children.set(this.freeName(d, newName), n);
+    d.children.set(this.freeName(d, nfc(newName)), n);
     this.touch(repoId, parentOf(path));
   }
 
@@ -627,7 +627,7 @@ export class FakeApi implements SeafileApi {
   async createFile(repoId: string, path: string): Promise<void> {
     this.hit('createFile');
     const d = this.dirAt(repoId, parentOf(path));
-    d.children.set(this.freeName(d, baseOf(path)), { type: 'file', id: ZERO, mtime: now() });
+    d.children.set(this.freeName(d, nfc(baseOf(path))), { type: 'file', id: ZERO, mtime: now() });
     this.touch(repoId, parentOf(path));
   }
 
@@ -722,7 +722,8 @@ export class FakeApi implements SeafileApi {
     opts?: { replace?: boolean },
   ): Promise<UploadedFile[]> {
     this.hit('upload');
-    const name = this.mangleQuotes ? rawName.replace(/"/g, '%22') : rawName;
+    const name = uploadName(this.mangleQuotes ? rawName.replace(/"/g, '%22') : rawName);
+    tempNameFits('upload', name);
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
     this.checkQuota('upload', repoId);
@@ -751,7 +752,8 @@ export class FakeApi implements SeafileApi {
     const d = this.dirAt(repoId, parentDir);
     const out: UploadedFile[] = [];
     for (const f0 of files) {
-      const f = { ...f0, name: this.mangleQuotes ? f0.name.replace(/"/g, '%22') : f0.name };
+      const f = { ...f0, name: uploadName(this.mangleQuotes ? f0.name.replace(/"/g, '%22') : f0.name) };
+      tempNameFits('upload', f.name);
       const data = f.data ? Buffer.from(f.data) : await readFile(f.path);
       const existing = d.children.get(f.name);
       const final = opts.replace && existing?.type === 'file' ? f.name : this.freeName(d, f.name);
@@ -787,7 +789,9 @@ export class FakeApi implements SeafileApi {
       const m = /^fake-(upload|update):\/\/([0-9a-f-]{36})(.*)$/.exec(link);
       if (!m) throw apiError('bad_request', 400, 'upload', `not a fake transfer link: ${link}`);
       const target =
-        m[1] === 'update' ? leading.find(([k]) => k === 'target_file')?.[1] : `${m[3] === '/' ? '' : m[3]}/${name}`;
+        m[1] === 'update'
+          ? leading.find(([k]) => k === 'target_file')?.[1]
+          : `${m[3] === '/' ? '' : m[3]}/${uploadName(name)}`;
       if (!target) throw apiError('bad_request', 400, 'upload', 'no target_file');
       const pieces: Buffer[] = [];
       let sent = 0;
@@ -936,3 +940,18 @@ export async function expectErrno(p: Promise<unknown>, code: string): Promise<vo
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** a new name as real servers store it: NFC (seafile's tree operations and both fileservers normalise) */
+function nfc(name: string): string {
+  return name.normalize('NFC');
+}
+
+/** an upload's stored name: the C fileserver keeps what follows the last `/` or `\` (get_basename), then NFC */
+function uploadName(filename: string): string {
+  return nfc(filename.slice(Math.max(filename.lastIndexOf('/'), filename.lastIndexOf('\\')) + 1));
+}
+
+/** the C fileserver's temporary file is named after the upload plus 6 characters: past 255 bytes, 500 */
+function tempNameFits(op: string, name: string): void {
+  if (Buffer.byteLength(name, 'utf8') > 249) throw apiError('server', 500, op, 'Internal server error');
+}

@@ -1,6 +1,10 @@
 // Upload names real servers refuse, the library download info and restoring
 // from the trash (real servers' dir/revert and file/revert forms), in `seafs serve`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { adminClient, fetchFile } from '../helpers/client-setup.js';
 import { adminToken, apiAs, startTestServer, uploadTo, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
@@ -35,6 +39,112 @@ describe('upload names', () => {
     });
     expect(res.status).toBe(440);
     expect((await admin('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/' } })).json).toEqual([]);
+  });
+});
+
+describe('names as real servers store them (checked against a real CE 10.0)', () => {
+  const NFD = 'e\u0301';
+  const NFC = '\u00e9';
+  let lib: string;
+  const names = async (p = '/') =>
+    ((await admin('GET', `/api2/repos/${lib}/dir/`, { query: { p } })).json as { name: string }[])
+      .map((e) => e.name)
+      .sort();
+  const link = async (p = '/') =>
+    (await admin('GET', `/api2/repos/${lib}/upload-link/`, { query: { p } })).json as string;
+
+  beforeAll(async () => {
+    lib = (await admin('POST', '/api2/repos/', { form: { name: 'normalise' } })).json.repo_id;
+  });
+
+  it('normalises new names to NFC in uploads, mkdir, create and rename; an NFD upload replaces the NFC file', async () => {
+    const up = await uploadTo(await link(), '/', { [`${NFD}.txt`]: 'one' }, { replace: true });
+    expect(JSON.parse(up.text)).toEqual([expect.objectContaining({ name: `${NFC}.txt`, size: 3 })]);
+    const again = await uploadTo(await link(), '/', { [`${NFD}.txt`]: 'two!' }, { replace: true });
+    expect(JSON.parse(again.text)).toEqual([expect.objectContaining({ name: `${NFC}.txt`, size: 4 })]);
+    expect(await names()).toEqual([`${NFC}.txt`]);
+    const mk = await admin('POST', `/api2/repos/${lib}/dir/`, {
+      query: { p: `/d${NFD}` },
+      form: { operation: 'mkdir' },
+    });
+    expect(mk.status).toBe(201);
+    await admin('POST', `/api2/repos/${lib}/file/`, { query: { p: `/c${NFD}` }, form: { operation: 'create' } });
+    const rn = await admin('POST', `/api2/repos/${lib}/file/`, {
+      query: { p: `/${NFC}.txt` },
+      form: { operation: 'rename', newname: `r${NFD}.txt` },
+    });
+    expect(rn.status).toBe(301);
+    await admin('POST', `/api2/repos/${lib}/dir/`, {
+      query: { p: `/d${NFC}` },
+      form: { operation: 'rename', newname: `x${NFD}` },
+    });
+    expect(await names()).toEqual([`c${NFC}`, `r${NFC}.txt`, `x${NFC}`]);
+    // parent_dir is normalised too; lookups are not (seahub answers 404 for the NFD path)
+    const inner = await uploadTo(await link(`/x${NFC}`), `/x${NFD}`, { [`f${NFD}`]: 'in' });
+    expect(inner.status).toBe(200);
+    expect(await names(`/x${NFC}`)).toEqual([`f${NFC}`]);
+    expect((await admin('GET', `/api2/repos/${lib}/dir/`, { query: { p: `/x${NFD}` } })).status).toBe(404);
+  });
+
+  it('keeps a backslash in mkdir and rename, and an upload keeps only what follows the last one (C fileserver)', async () => {
+    await admin('POST', `/api2/repos/${lib}/dir/`, { query: { p: '/bs' }, form: { operation: 'mkdir' } });
+    expect(
+      (await admin('POST', `/api2/repos/${lib}/dir/`, { query: { p: '/bs/a\\b' }, form: { operation: 'mkdir' } }))
+        .status,
+    ).toBe(201);
+    const up = await uploadTo(await link('/bs'), '/bs', { 'p\\q.txt': 'cut' });
+    expect(JSON.parse(up.text)).toEqual([expect.objectContaining({ name: 'q.txt' })]);
+    const rn = await admin('POST', `/api2/repos/${lib}/file/`, {
+      query: { p: '/bs/q.txt' },
+      form: { operation: 'rename', newname: 's\\t.txt' },
+    });
+    expect(rn.status).toBe(301);
+    expect(await names('/bs')).toEqual(['a\\b', 's\\t.txt']);
+  });
+
+  it('acts on a/b for an upload into, a delete in, or a mkdir with parents of a folder a\\b (C get_canonical_path)', async () => {
+    const mk = (p: string, parents = false) =>
+      admin('POST', `/api2/repos/${lib}/dir/`, {
+        query: { p },
+        form: { operation: 'mkdir', ...(parents ? { create_parents: 'true' } : {}) },
+      });
+    expect((await mk('/cz\\b')).status).toBe(201);
+    // no cz/b yet: the upload's folder does not exist
+    expect((await uploadTo(await link('/cz\\b'), '/cz\\b', { 'in.txt': 'x' })).status).toBe(400);
+    expect((await mk('/cz/b', true)).status).toBe(201);
+    const up = await uploadTo(await link('/cz\\b'), '/cz\\b', { 'in.txt': 'x' });
+    expect(up.status).toBe(200);
+    expect(await names('/cz\\b')).toEqual([]);
+    expect(await names('/cz/b')).toEqual(['in.txt']);
+    expect((await admin('DELETE', `/api2/repos/${lib}/file/`, { query: { p: '/cz\\b/in.txt' } })).status).toBe(200);
+    expect(await names('/cz/b')).toEqual([]);
+    expect((await mk('/mp\\q', true)).status).toBe(201);
+    expect(await names('/mp')).toEqual(['q']);
+  });
+
+  it('answers 500 to an upload or update whose file part is named over 249 bytes (the temporary file name fails)', async () => {
+    await admin('POST', `/api2/repos/${lib}/dir/`, { query: { p: '/long' }, form: { operation: 'mkdir' } });
+    const l = await link('/long');
+    expect((await uploadTo(l, '/long', { ['K'.repeat(249)]: 'fits' })).status).toBe(200);
+    expect((await uploadTo(l, '/long', { ['K'.repeat(250)]: 'no' })).status).toBe(500);
+    // mkdir, create and rename take names up to 255 bytes
+    const long = 'N'.repeat(255);
+    expect(
+      (
+        await admin('POST', `/api2/repos/${lib}/file/`, {
+          query: { p: `/long/${long}` },
+          form: { operation: 'create' },
+        })
+      ).status,
+    ).toBe(201);
+    expect(await names('/long')).toEqual(['K'.repeat(249), long]);
+    // the client names the update's part briefly: the name comes from target_file
+    const c = await adminClient(server);
+    const tmp = join(await mkdtemp(join(tmpdir(), 'seafs-names-')), 'data');
+    await writeFile(tmp, 'updated');
+    const ul = await c.updateLink(lib, '/long');
+    await c.update(ul, `/long/${long}`, tmp);
+    expect((await fetchFile(c, lib, `/long/${long}`)).toString()).toBe('updated');
   });
 });
 

@@ -110,10 +110,13 @@ export async function update(
     ['target_file', q(targetFile)],
     ['filename', name],
   ];
+  // an update's name comes from target_file; the C fileserver names its temporary file after the
+  // part's filename, which fails (500) for names over 249 bytes
+  const partName = Buffer.byteLength(name, 'utf8') > 200 ? 'file' : name;
   if (opts.lastModify) fields.push(['last_modify', new Date(Math.floor(opts.lastModify / 1000) * 1000).toISOString()]);
   let size = 0;
   const text = await postUploadRetried(http, op, link, 'idempotent', undefined, opts.repoId, async () => {
-    const body = await localBody(op, fields, localFile, name);
+    const body = await localBody(op, fields, localFile, partName);
     size = body.fileSize;
     return body;
   });

@@ -14,7 +14,7 @@ import type { TransferLinks } from '../transfer-links.js';
 import { mayHaveLanded } from '../errors.js';
 import { baseOf, parentOf } from '../paths.js';
 import type { FileState } from './file-state.js';
-import { NEEDS_QUOTING, type UploadResult, type WriteStats } from './types.js';
+import { uploadsUnderTempName, type UploadResult, type WriteStats } from './types.js';
 
 const PIECE = 1024 * 1024;
 
@@ -172,7 +172,7 @@ export class Streams {
     if (s.mem !== null) return; // held in memory: it streams (if still appended to) once it lives in its temp file
     if (this.live >= this.max) return;
     const name = baseOf(s.path);
-    if (NEEDS_QUOTING.test(name)) return;
+    if (uploadsUnderTempName(name)) return;
     this.fresh.delete(s); // one stream per emptying of the file
     const { repo, path } = s;
     const dir = parentOf(path);

@@ -99,5 +99,18 @@ export function newWriteStats(): WriteStats {
   };
 }
 
-/** characters a multipart filename="..." cannot carry faithfully (such files are uploaded under a temporary name) */
-export const NEEDS_QUOTING = /["\r\n]/;
+/**
+ * Names an upload cannot carry faithfully, so such files are uploaded under a
+ * temporary name and renamed through the API (which keeps them as they are):
+ * a double quote or CR/LF (a multipart filename="..." turns them into %22,
+ * %0D, %0A); a backslash (the C fileserver keeps only what follows the last
+ * `\` or `/` of an upload's name, so "a\b.txt" would be stored as "b.txt");
+ * and names over 249 bytes (the C fileserver writes the upload to a temporary
+ * file named after it plus 6 characters, which fails with 500 past 255).
+ */
+export function uploadsUnderTempName(name: string): boolean {
+  return /["\r\n\\]/.test(name) || Buffer.byteLength(name, 'utf8') > MAX_UPLOAD_NAME;
+}
+
+/** the longest name (bytes) the C fileserver's upload takes (seafile-server upload-file.c open_temp_file) */
+export const MAX_UPLOAD_NAME = 249;

@@ -12,7 +12,7 @@ import { lockedLibrary } from '../library-unlock.js';
 import { baseOf, parentOf } from '../paths.js';
 import { stateKey, type FileState } from './file-state.js';
 import type { FileJournal } from './journal.js';
-import { NEEDS_QUOTING, type WriteStats } from './types.js';
+import { uploadsUnderTempName, type WriteStats } from './types.js';
 import type { Uploader } from './uploader.js';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -144,7 +144,7 @@ export class UploadQueue {
 
   private batchable(s: FileState): boolean {
     if (!this.uploader.batches || s.remotePath !== null || s.writers > 0) return false;
-    return s.size <= this.o.batchFileMax && !NEEDS_QUOTING.test(baseOf(s.path));
+    return s.size <= this.o.batchFileMax && !uploadsUnderTempName(baseOf(s.path));
   }
 
   /** Queue a new small file for a batch upload of its folder; resolves when its attempt is over. */

@@ -9,14 +9,14 @@ import { ApiError } from '../../client/errors.js';
 import { mayHaveLanded } from '../errors.js';
 import { lockedLibrary } from '../library-unlock.js';
 import type { BatchFile, DirEntry, SeafileApi } from '../../client/types.js';
-import { baseOf, joinPath, parentOf } from '../paths.js';
+import { baseOf, joinPath, nfc, parentOf } from '../paths.js';
 import type { TransferLinks } from '../transfer-links.js';
 import type { FileState } from './file-state.js';
 import type { FileJournal } from './journal.js';
 import type { LocalData } from './local-data.js';
 import { freeConflictName } from './conflict-name.js';
 import type { Streams } from './streaming.js';
-import { NEEDS_QUOTING, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
+import { uploadsUnderTempName, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
 import type { Verdict, VersionCheck } from './version-check.js';
 
 /** Runs fn holding the locks of every state. */
@@ -128,7 +128,7 @@ export class Uploader {
   /** Upload the local data as the file `name` of `dir` (replacing what is there). */
   private async fresh(s: FileState, repo: string, dir: string, name: string): Promise<UploadResult> {
     const size = s.size;
-    if (NEEDS_QUOTING.test(name)) return this.awkward(s, repo, dir, name, size);
+    if (uploadsUnderTempName(name)) return this.awkward(s, repo, dir, name, size);
     // the multi-file body when available: it also carries the file's modification time
     const many = this.api.uploadBatch;
     if (!many) await this.data.toDisk(s); // the single upload call sends a file
@@ -137,9 +137,11 @@ export class Uploader {
         ? many(url, dir, [this.part(s, name)], { replace: true, lastModify: s.mtime, repoId: repo })
         : this.api.upload(url, dir, s.tmp, name, { replace: true, repoId: repo }),
     );
-    const r = res.find((x) => x.name === name) ?? res[0];
-    if (r && r.name !== name) this.hooks.log(`upload of ${joinPath(dir, name)} landed as ${r.name}`);
-    return { id: r?.id ?? '', size, landed: r && r.name !== name ? joinPath(dir, r.name) : undefined };
+    // the server answers with the name NFC-normalised (paths reach here normalised already)
+    const r = res.find((x) => nfc(x.name) === nfc(name)) ?? res[0];
+    const other = r && nfc(r.name) !== nfc(name);
+    if (other) this.hooks.log(`upload of ${joinPath(dir, name)} landed as ${r.name}`);
+    return { id: r?.id ?? '', size, landed: other ? joinPath(dir, r.name) : undefined };
   }
 
   /** The server holds another version at `path`: upload ours as a conflict copy beside it. */
@@ -177,9 +179,10 @@ export class Uploader {
   }
 
   /**
-   * A name a multipart header cannot carry as is (a double quote would arrive
-   * as %22): upload under a plain temporary name, then rename through the API
-   * (form-encoded, no quoting problem) onto the real name.
+   * A name an upload cannot carry as is (uploadsUnderTempName: a double quote
+   * would arrive as %22, a backslash would cut the name, a long one fails):
+   * upload under a plain temporary name, then rename through the API
+   * (form-encoded, kept as sent) onto the real name.
    */
   private async awkward(s: FileState, repo: string, dir: string, name: string, size: number): Promise<UploadResult> {
     await this.data.toDisk(s);
@@ -277,10 +280,10 @@ export class Uploader {
         uploadBatch(url, dir, files, { replace: true, lastModify, repoId: repo }),
       );
       this.noteWindow(Date.now() - checkedAt);
-      const byName = new Map(res.map((r) => [r.name, r]));
+      const byName = new Map(res.map((r) => [nfc(r.name), r]));
       for (let i = 0; i < ok.length; i++) {
         const s = ok[i];
-        const r = byName.get(baseOf(paths[i]));
+        const r = byName.get(nfc(baseOf(paths[i])));
         if (!r) {
           rest.push(s);
           continue;
