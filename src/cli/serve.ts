@@ -19,6 +19,7 @@ interface ServeArgs {
   'body-idle-timeout': number;
   'login-fail-limit': number;
   'login-fail-window': number;
+  'server-version'?: string;
   verbose: boolean;
   'log-level'?: LogLevel;
   'log-file'?: string;
@@ -72,6 +73,12 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         describe: 'Wrong logins per account (5x per address) in a window before 429',
       })
       .option('login-fail-window', { type: 'number', default: 300, describe: 'That window in seconds' })
+      .option('server-version', {
+        type: 'string',
+        describe:
+          'The seafile-server version to behave as, X.Y.Z (default: the newest this server implements, 12.0.4); ' +
+          'below 12.0.4 uploads ignore last_modify (a file takes its upload time), as those servers do',
+      })
       .option('verbose', {
         type: 'boolean',
         default: false,
@@ -84,6 +91,10 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
           'storage = quota in MB, negative = unlimited, totp_secret = base32 secret that turns on two-factor auth).',
       ) as never,
   handler: async (argv) => {
+    const version = argv['server-version'];
+    const { parseServerVersion } = await import('../server/context.js');
+    if (version !== undefined && !parseServerVersion(version))
+      throw new Error(`--server-version must look like 12.0.4 (got "${version}")`);
     const password = argv['admin-password-file']
       ? await firstLine(argv['admin-password-file'], 'password')
       : process.env.SEAFS_ADMIN_PASSWORD;
@@ -115,6 +126,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       bodyIdleSec: argv['body-idle-timeout'],
       loginFailLimit: argv['login-fail-limit'],
       loginFailWindowSec: argv['login-fail-window'],
+      serverVersion: version,
     });
     printOut(`listening on ${server.url}\n`);
     let stopping = false;

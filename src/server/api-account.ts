@@ -6,8 +6,6 @@ import { HttpError, sendJson } from './http.js';
 import type { Route } from './router.js';
 import { base32Decode, verifyTotp } from './totp.js';
 
-export const SERVER_VERSION = '11.0.12';
-
 /** The e-mail path segment of /api2/accounts/{email}/ (400 when not decodable). */
 function emailParam(r: Req): string {
   try {
@@ -157,9 +155,9 @@ export const accountRoutes: Route[] = [
     method: 'GET',
     path: '/api2/server-info',
     auth: 'none',
-    handler: async (_c, r) =>
+    handler: async (ctx, r) =>
       sendJson(r.res, 200, {
-        version: SERVER_VERSION,
+        version: ctx.serverVersion,
         features: ['service-basic', 'file-search'],
         encrypted_library_version: 2,
       }),
