@@ -202,10 +202,6 @@ export class LocalMtimes {
    * guess until an upload of this mount shows how the server behaves).
    */
   async init(api?: Pick<SeafileApi, 'serverInfo'>): Promise<void> {
-    void api?.serverInfo?.().then(
-      (i) => this.seedVersion(String(i.version)),
-      () => {},
-    );
     await mkdir(this.dir, { recursive: true, mode: 0o700 });
     for (const name of readdirSync(this.dir)) {
       const tmp = /\.(\d+)\.\d+\.tmp$/.exec(name);
@@ -241,6 +237,11 @@ export class LocalMtimes {
         );
       }
     }
+    // after the earlier mounts' finding is read: the version tells whether that still holds
+    void api?.serverInfo?.().then(
+      (i) => this.seedVersion(String(i.version)),
+      () => {},
+    );
   }
 
   private lib(repo: string): LibraryTimes {

@@ -197,7 +197,8 @@ describe('LocalMtimes (the store)', () => {
   });
 
   it("learns the server's behaviour from the first upload of a time far from its moment, once", async () => {
-    const ignoring = (await store()).t;
+    const ig = await store();
+    const ignoring = ig.t;
     expect(ignoring.status().mode).toBe('unknown');
     ignoring.seedVersion('10.0.1');
     expect(ignoring.status()).toMatchObject({ mode: 'local', basis: 'version', serverVersion: '10.0.1' });
@@ -208,6 +209,13 @@ describe('LocalMtimes (the store)', () => {
     ignoring.uploaded(A, '/f', ID1, { mtimeMs: T1, sent: true });
     shown(ignoring, A, '/', [['f', ID1, upload]], 'f');
     expect(ignoring.status()).toMatchObject({ mode: 'local', basis: 'checked' });
+    // a later mount over the same cache dir starts from that finding while the server's version is the same
+    const later = (await store(ig.dir)).t;
+    expect(later.status()).toMatchObject({ mode: 'local', basis: 'earlier', serverVersion: '10.0.1' });
+    later.seedVersion('10.0.1');
+    expect(later.status().basis).toBe('earlier');
+    later.seedVersion('12.0.4'); // upgraded: the guess goes by the new version until an upload checks it
+    expect(later.status()).toMatchObject({ mode: 'server', basis: 'version', serverVersion: '12.0.4' });
 
     const keeping = (await store()).t;
     keeping.seedVersion('10.0.1'); // the version alone is not trusted
@@ -225,7 +233,6 @@ describe('LocalMtimes (the store)', () => {
     // from then on nothing new is kept here (the entry of the name whose time did not go stays)
     keeping.uploaded(A, '/g', ID1, { mtimeMs: T2, sent: true });
     expect(keeping.status().files).toBe(1);
-    // a later mount over the same dir starts from that finding (for the same server version)
   });
 
   it('reads versions: below 12.0.4 last_modify is ignored', () => {
