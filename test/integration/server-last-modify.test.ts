@@ -52,6 +52,21 @@ describe('update-api with last_modify', () => {
   });
 });
 
+describe('upload-api with replace=1 and last_modify', () => {
+  it('gives the same content sent again its new time (a new entry, as real servers put one)', async () => {
+    const local = files.write('batch bytes');
+    const send = async (t: number) =>
+      c.uploadBatch(await c.uploadLink(repo, '/'), '/', [{ path: local, name: 'b.txt' }], {
+        replace: true,
+        lastModify: t,
+      });
+    await send(Date.UTC(2003, 0, 1));
+    expect(await mtimeOf('b.txt')).toBe(Date.UTC(2003, 0, 1) / 1000);
+    await send(Date.UTC(2004, 0, 1));
+    expect(await mtimeOf('b.txt')).toBe(Date.UTC(2004, 0, 1) / 1000);
+  });
+});
+
 describe('seafs serve --server-version', () => {
   let old: TestServer;
   let oc: SeafileClient;
