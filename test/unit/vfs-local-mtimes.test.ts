@@ -314,6 +314,23 @@ describe('times set through the mount on a server that ignores last_modify', () 
     expect(second.vfs.status().mtimes!.files).toBe(0);
   });
 
+  it('a file given its time by a mount that died before the upload keeps it: the next mount uploads and keeps it', async () => {
+    const { api, mount, remote } = await setup();
+    api.uploadGate = () => new Promise<void>(() => {}); // the first mount never gets an upload through
+    const first = await mount();
+    await writeWhole(first.vfs, '/set.txt', 'set before the crash');
+    await first.vfs.utimens('/set.txt', T1);
+    await writeWhole(first.vfs, '/plain.txt', 'no time of its own');
+    first.close();
+    api.uploadGate = null;
+    const second = await mount();
+    expect(await second.vfs.drain()).toEqual([]);
+    expect(remote('/set.txt')!.mtime).toBeGreaterThan(T1 / 1000);
+    expect(await mtimeOf(second.vfs, '/set.txt')).toBe(T1);
+    expect(await mtimeOf(second.vfs, '/plain.txt')).toBe(remote('/plain.txt')!.mtime * 1000);
+    expect(second.vfs.status().mtimes!.files).toBe(1);
+  });
+
   it('a rename of a folder through the mount carries its files’ times', async () => {
     const { mount } = await setup();
     const m = await mount();
