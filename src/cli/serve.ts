@@ -19,6 +19,7 @@ interface ServeArgs {
   'body-idle-timeout': number;
   'login-fail-limit': number;
   'login-fail-window': number;
+  'server-version'?: string;
   verbose: boolean;
   'log-level'?: LogLevel;
   'log-file'?: string;
@@ -79,6 +80,12 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         describe:
           'Answer as Seafile Pro (file locks) or Community Edition (server-info without "seafile-pro"; a lock answers 500, an unlock 403, as the real CE server does)',
       })
+      .option('server-version', {
+        type: 'string',
+        describe:
+          'The seafile-server version to behave as, X.Y.Z (default: the newest this server implements, 12.0.4); ' +
+          'below 12.0.4 uploads ignore last_modify (a file takes its upload time), as those servers do',
+      })
       .option('verbose', {
         type: 'boolean',
         default: false,
@@ -91,6 +98,10 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
           'storage = quota in MB, negative = unlimited, totp_secret = base32 secret that turns on two-factor auth).',
       ) as never,
   handler: async (argv) => {
+    const version = argv['server-version'];
+    const { parseServerVersion } = await import('../server/context.js');
+    if (version !== undefined && !parseServerVersion(version))
+      throw new Error(`--server-version must look like 12.0.4 (got "${version}")`);
     const password = argv['admin-password-file']
       ? await firstLine(argv['admin-password-file'], 'password')
       : process.env.SEAFS_ADMIN_PASSWORD;
@@ -123,6 +134,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       loginFailLimit: argv['login-fail-limit'],
       loginFailWindowSec: argv['login-fail-window'],
       edition: argv.edition,
+      serverVersion: version,
     });
     printOut(`listening on ${server.url}\n`);
     let stopping = false;

@@ -1,5 +1,6 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
 // answer (see mount-run.ts) and, when measured, the upload rate.
+import type { MtimeStatus } from '../vfs/local-mtimes.js';
 
 export interface UploadQueueEntry {
   path: string;
@@ -40,6 +41,23 @@ export interface MountStatus {
   rssBytes?: number;
   /** the folder listings the mount holds in memory */
   metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
+  /** where modification times set through the mount are kept (src/vfs/local-mtimes.ts) */
+  mtimes?: MtimeStatus;
+}
+
+/** The status line on modification times: kept by the server, or by this machine for a server that ignores them. */
+export function mtimesLine(m: MtimeStatus): string {
+  const guess =
+    m.basis === 'version'
+      ? ` (going by its version ${m.serverVersion}; checked at the first upload of a file with a time set here)`
+      : '';
+  if (m.mode === 'server') return `modification times: kept by the server${guess}`;
+  if (m.mode === 'local')
+    return (
+      `modification times: kept by this machine (the server ignores them: seafile-server < 12.0.4)${guess}; ` +
+      `${m.files} file(s) in ${m.dir}`
+    );
+  return 'modification times: not known yet (checked at the first upload of a file with a time set here)';
 }
 
 export function fmtBytes(n: number): string {
@@ -153,6 +171,7 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
       `  folder listings: ${m.folders} folder(s), ${m.entries} entries of at most ${m.maxEntries} (about ${fmtBytes(m.bytes)})`,
     );
   }
+  if (st.mtimes) lines.push(`  ${mtimesLine(st.mtimes)}`);
   if (st.rssBytes !== undefined) lines.push(`  memory: ${fmtBytes(st.rssBytes)} resident`);
   return lines.join('\n');
 }

@@ -242,6 +242,8 @@ export interface SearchResult {
  */
 export interface SeafileApi {
   accountInfo(): Promise<AccountInfo>;
+  /** the server's version and features (no login needed) */
+  serverInfo?(): Promise<ServerInfo>;
   listLibraries(type?: LibraryType): Promise<Library[]>;
   getLibrary(repoId: string): Promise<LibraryInfo>;
   unlockLibrary(repoId: string, password: string): Promise<void>;

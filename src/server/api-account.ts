@@ -7,8 +7,6 @@ import { HttpError, isoTime, sendJson } from './http.js';
 import type { Route } from './router.js';
 import { base32Decode, verifyTotp } from './totp.js';
 
-export const SERVER_VERSION = '11.0.12';
-
 /** The e-mail path segment of /api2/accounts/{email}/ (400 when not decodable). */
 function emailParam(r: Req): string {
   try {
@@ -203,7 +201,7 @@ export const accountRoutes: Route[] = [
     // seahub api2/views_misc.py ServerInfoView: "seafile-pro" only on Pro, search only where it is installed
     handler: async (c, r) =>
       sendJson(r.res, 200, {
-        version: SERVER_VERSION,
+        version: c.serverVersion,
         encrypted_library_version: 2,
         features: c.pro ? ['seafile-basic', 'seafile-pro', 'file-search'] : ['seafile-basic'],
       }),

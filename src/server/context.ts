@@ -38,6 +38,17 @@ export interface ServerOptions {
    * 500 (an HTML page) and an unlock 403 "File is not locked", as seahub 10 CE does
    */
   edition?: 'community' | 'pro';
+  /** the seafile-server version to behave as, X.Y.Z (default SERVER_VERSION): before 12.0.4 last_modify is ignored */
+  serverVersion?: string;
+}
+
+/** what server-info reports by default: the newest version whose behaviour this server has */
+export const SERVER_VERSION = '12.0.4';
+
+/** [major, minor, patch] of an X.Y.Z version; null when it is not one */
+export function parseServerVersion(v: string): [number, number, number] | null {
+  const m = /^(\d{1,4})\.(\d{1,4})\.(\d{1,4})$/.exec(v);
+  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null;
 }
 
 export interface DownloadToken {
@@ -100,6 +111,19 @@ export class Ctx {
   /** Seafile Pro (file locks) rather than Community Edition */
   get pro(): boolean {
     return this.opts.edition !== 'community';
+  }
+
+  get serverVersion(): string {
+    return this.opts.serverVersion ?? SERVER_VERSION;
+  }
+
+  /**
+   * Whether uploads keep the time their last_modify field sends: seafile-server
+   * 12.0.4 and later; older ones (10.0 here) give a file its upload's time.
+   */
+  get keepsLastModify(): boolean {
+    const [a, b, c] = parseServerVersion(this.serverVersion) ?? [99, 0, 0];
+    return a * 1e8 + b * 1e4 + c >= 12 * 1e8 + 4;
   }
 
   get unlockTtlMs(): number {

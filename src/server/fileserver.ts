@@ -125,9 +125,13 @@ function uploadToken(ctx: Ctx, r: Req, kind: 'upload' | 'update') {
 
 const truthy = (v: string | undefined) => v !== undefined && ['1', 'true', 'True'].includes(v);
 
-/** `last_modify` (ISO 8601) sets the stored mtime, as on real servers; invalid values are ignored. */
-function lastModify(fields: Map<string, string[]>): number | undefined {
+/**
+ * `last_modify` (ISO 8601) sets the stored mtime, as on servers from 12.0.4 on (older ones, and invalid
+ * values: the upload's time).
+ */
+function lastModify(ctx: Ctx, fields: Map<string, string[]>): number | undefined {
   const v = fields.get('last_modify')?.[0];
+  if (!ctx.keepsLastModify) return undefined;
   if (!v) return undefined;
   const ms = Date.parse(v);
   return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
@@ -192,7 +196,7 @@ export async function storeUpload(
       user,
       repo.id,
       '/' + [...parent, ...rel].join('/'),
-      parts.map((f) => ({ name: f.filename, id: f.id, size: f.size, mtime: lastModify(fields) })),
+      parts.map((f) => ({ name: f.filename, id: f.id, size: f.size, mtime: lastModify(ctx, fields) })),
       { replace: truthy(field('replace')), createParents: rel.length > 0 },
     );
   } finally {
@@ -227,7 +231,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), {
       id: part.id,
       size: part.size,
-      mtime: lastModify(fields),
+      mtime: lastModify(ctx, fields),
     });
     if (id === null) throw fsError(441, 'File does not exist.');
     if (r.query.get('ret-json') === '1') sendJson(r.res, 200, [{ name: comps[comps.length - 1], id, size: part.size }]);

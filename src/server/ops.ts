@@ -354,9 +354,11 @@ async function putFilesNow(
             const existing = next.find((e) => e.name === name);
             if (existing && opts.replace && existing.type === 'file') {
               ctx.checkNotLocked(user, repoId, '/' + [...comps, name].join('/'));
-              if (existing.id === f.id) {
+              // the same content and time: nothing changes (real servers put a new entry, with the upload's
+              // time unless last_modify gives one: the same bytes sent again take a new time on 10.0)
+              if (existing.id === f.id && existing.mtime === (f.mtime ?? now)) {
                 out.push({ name, id: f.id, size: f.size });
-                continue; // same content: nothing changes
+                continue;
               }
               next = next.filter((e) => e !== existing);
             } else if (existing) {

@@ -110,6 +110,9 @@ export class MetaCache {
 
   private readonly maxEntries: number;
   private local: LocalFolders | null = null;
+  /** changes the entries of each listing fetched (the times this machine keeps: local-mtimes.ts) */
+  private adjust: ((repo: string, dir: string, entries: Map<string, DirEntry>, startedAt: number) => void) | null =
+    null;
 
   constructor(
     private readonly api: SeafileApi,
@@ -131,6 +134,11 @@ export class MetaCache {
   /** Folders made in the mount show in listings before the server has them. */
   setLocalFolders(local: LocalFolders): void {
     this.local = local;
+  }
+
+  /** Listings fetched are passed through `fn` (it may change their entries) before they are used. */
+  setAdjust(fn: (repo: string, dir: string, entries: Map<string, DirEntry>, startedAt: number) => void): void {
+    this.adjust = fn;
   }
 
   /** What the cache holds now (walks every entry: for status answers, not for hot paths). */
@@ -325,6 +333,7 @@ export class MetaCache {
     const startSeq = this.seq;
     const startFinished = local?.finishedCount ?? 0;
     this.stats.listRequests++;
+    const startedAt = Date.now();
     let res: DirListing;
     try {
       res = await this.api.listDir(repo, dir, cached?.oid ? { oid: cached.oid } : undefined);
@@ -355,6 +364,7 @@ export class MetaCache {
     this.stats.fullListings++;
     const entries = new Map<string, DirEntry>();
     for (const e of res.entries) entries.set(e.name, slimEntry(e));
+    this.adjust?.(repo, dir, entries, startedAt);
     if (local) for (const e of local.dirsIn(repo, dir, startFinished)) if (!entries.has(e.name)) entries.set(e.name, e);
     const listing: Listing = { oid: res.oid, entries, fetchedAt: now, seq: startSeq };
     if ((this.epoch.get(k) ?? 0) !== startEpoch) {

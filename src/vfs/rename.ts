@@ -7,6 +7,7 @@
 import type { DirEntry, SeafileApi } from '../client/types.js';
 import { VfsError } from './errors.js';
 import { writable, type Loc } from './libraries.js';
+import type { LocalMtimes } from './local-mtimes.js';
 import type { Listing, MetaCache } from './meta-cache.js';
 import { baseOf, checkFolderName, checkName, isWithin, joinPath, parentOf } from './paths.js';
 import type { FileState, WriteBack } from './write/write-back.js';
@@ -16,6 +17,8 @@ export interface Namespace {
   readonly api: SeafileApi;
   readonly meta: MetaCache;
   readonly wb: WriteBack;
+  /** the times this machine keeps follow the files */
+  readonly times: Pick<LocalMtimes, 'moved'>;
   resolve(p: string, change: boolean): Promise<Loc>;
   /** the remote entry at a path (null: absent) */
   lookup(repo: string, path: string): Promise<DirEntry | null>;
@@ -92,6 +95,7 @@ export class Renamer {
         await this.remoteMove(aRepo, from, bRepo, b.path, false);
         moved = true;
       });
+      ns.times.moved(aRepo, a.path, bRepo, b.path);
       // the entry as the upload that may have finished meanwhile recorded it (with the file id)
       const uploaded = ns.meta.peek(aRepo, parentOf(a.path))?.entries.get(baseOf(a.path)) ?? srcEntry;
       ns.meta.remove(aRepo, parentOf(a.path), baseOf(a.path));
@@ -115,6 +119,7 @@ export class Renamer {
     } finally {
       await ns.wb.releaseUnder(held, aRepo, a.path, bRepo, b.path, ok);
     }
+    ns.times.moved(aRepo, a.path, bRepo, b.path);
     ns.meta.remove(aRepo, parentOf(a.path), baseOf(a.path));
     ns.meta.upsert(bRepo, parentOf(b.path), { ...srcEntry!, name: newName });
     if (srcIsDir) {

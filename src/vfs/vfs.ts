@@ -17,6 +17,7 @@ import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
 import { LibraryLocks, watchLocked } from './library-unlock.js';
+import { LocalMtimes } from './local-mtimes.js';
 import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
@@ -100,6 +101,8 @@ export class Vfs {
   readonly locks: LibraryLocks;
   /** extended attributes (getfattr/setfattr), xattrs.ts */
   readonly xattrs: Xattrs;
+  /** the times set here that the server does not keep (local-mtimes.ts) */
+  readonly times: LocalMtimes;
 
   private constructor(
     rawApi: SeafileApi,
@@ -130,6 +133,8 @@ export class Vfs {
       const where = s.remotePath;
       return where ? (this.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
     });
+    this.times = new LocalMtimes(join(opts.cacheDir, 'mtimes'), { log: this.log, durable: opts.durableJournal });
+    this.meta.setAdjust((repo, dir, entries, at) => this.times.adjust(repo, dir, entries, at));
     const chunk = opts.reader?.chunkSize ?? 128 * 1024;
     const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
     this.disk =
@@ -148,6 +153,7 @@ export class Vfs {
         onUploaded: (s, res, repo, path) => {
           this.hiddenDirs.changed(repo);
           if (s.deleted) return;
+          this.times.uploaded(repo, path, res.id, res.setTime ?? null);
           this.meta.upsert(repo, parentOf(path), {
             type: 'file',
             name: baseOf(path),
@@ -191,6 +197,7 @@ export class Vfs {
       api,
       meta: this.meta,
       wb: this.wb,
+      times: this.times,
       resolve: (p, change) => this.libraries.resolve(p, change),
       lookup: (repo, path) => this.lookup(repo, path),
       dir: (repo, dir) => this.dir(repo, dir),
@@ -218,6 +225,7 @@ export class Vfs {
     if (lib?.encrypted && opts.libraryPassword) await v.locks.unlock(lib, await opts.libraryPassword(lib));
     await v.wb.init();
     await v.disk?.init();
+    await v.times.init(v.api);
     const recovered = await v.wb.recover((repo) => (lib ? repo === lib.id : true));
     if (recovered) v.log(`recovered ${recovered} file(s) left by an earlier mount; uploading them`);
     return v;
@@ -647,6 +655,7 @@ export class Vfs {
     let remote: string | null = e ? path : null;
     if (s) remote = (await this.wb.discard(s)) ?? remote;
     if (remote) await this.api.deleteFile(repo, remote);
+    this.times.removed(repo, path);
     this.meta.remove(repo, parentOf(path), baseOf(path));
     this.hiddenDirs.changed(repo);
   }
@@ -715,6 +724,7 @@ export class Vfs {
     await this.ensureEmpty(loc.repo, loc.path);
     if (folders.has(loc.repo, loc.path)) await folders.drop(loc.repo, loc.path);
     else await this.api.deleteDir(loc.repo, loc.path);
+    this.times.removed(loc.repo, loc.path);
     this.meta.remove(loc.repo, parentOf(loc.path), baseOf(loc.path));
     this.meta.invalidateTree(loc.repo, loc.path);
     this.hiddenDirs.changed(loc.repo);
@@ -785,6 +795,7 @@ export class Vfs {
       uploads: this.wb.stats,
       offline: this.net.state(),
       outages: this.net.outages,
+      mtimes: this.times.status(),
     };
   }
 
@@ -819,6 +830,7 @@ export class Vfs {
   close(): void {
     this.net.close();
     this.wb.close();
+    this.times.close();
     void this.reader.closeDisk();
   }
 }

@@ -21,7 +21,11 @@ export interface E2E {
 }
 
 /** Registers beforeAll/afterAll; the returned object is filled in by beforeAll. */
-export function setupE2E(libraries: string[], serverOpts: { latencyMs?: number; extraArgs?: string[] } = {}): E2E {
+export function setupE2E(
+  libraries: string[],
+  /** extraArgs: options of `seafs serve` (e.g. --server-version 10.0.1) */
+  serverOpts: { latencyMs?: number; extraArgs?: string[] } = {},
+): E2E {
   const ctx = { repos: {} } as E2E;
   beforeAll(async () => {
     ctx.server = await startTestServer(serverOpts);

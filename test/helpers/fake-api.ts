@@ -67,9 +67,18 @@ export class FakeApi implements SeafileApi {
   uploadGate: (() => Promise<void>) | null = null;
   /** awaited at the start of every mkdir (to hold folder creations in tests) */
   mkdirGate: (() => Promise<void>) | null = null;
+  /** servers before 12.0.4: uploads ignore last_modify (a file takes its upload's time; the same content is no change) */
+  ignoreLastModify = false;
+  /** what serverInfo() reports */
+  serverVersion = '12.0.4';
   /** errors thrown by the next calls of a method */
   readonly failNext = new Map<string, ApiError[]>();
   bytesServed = 0;
+
+  async serverInfo(): Promise<{ version: string; features: string[] }> {
+    this.hit('serverInfo');
+    return { version: this.serverVersion, features: ['seafile-basic'] };
+  }
 
   /** quotas of other accounts (libraries shared with this one are charged to their owner), bytes */
   readonly ownerQuotas = new Map<string, number>();
@@ -759,7 +768,8 @@ export class FakeApi implements SeafileApi {
       const final = opts.replace && existing?.type === 'file' ? f.name : this.freeName(d, f.name);
       const id = this.store(data);
       // the last_modify field, as real servers keep it
-      const mtime = opts.lastModify !== undefined ? Math.floor(opts.lastModify / 1000) : now();
+      const mtime =
+        opts.lastModify !== undefined && !this.ignoreLastModify ? Math.floor(opts.lastModify / 1000) : now();
       d.children.set(final, { type: 'file', id, mtime });
       out.push({ name: final, id, size: data.length });
     }
@@ -851,8 +861,10 @@ export class FakeApi implements SeafileApi {
     this.checkQuota('update', repoId);
     const n = this.nodeAt(repoId, targetFile);
     if (n?.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
-    n.id = this.store(await readFile(localFile));
-    n.mtime = opts.lastModify !== undefined ? Math.floor(opts.lastModify / 1000) : now();
+    const id = this.store(await readFile(localFile));
+    if (this.ignoreLastModify && id === n.id) return id;
+    n.id = id;
+    n.mtime = opts.lastModify !== undefined && !this.ignoreLastModify ? Math.floor(opts.lastModify / 1000) : now();
     this.touch(repoId, parentOf(targetFile));
     this.noteVersion(repoId, targetFile);
     return n.id;

@@ -51,3 +51,70 @@ describe('update-api with last_modify', () => {
     expect(await commits()).toBe(before + 1);
   });
 });
+
+describe('upload-api with replace=1 and last_modify', () => {
+  it('gives the same content sent again its new time (a new entry, as real servers put one)', async () => {
+    const local = files.write('batch bytes');
+    const send = async (t: number) =>
+      c.uploadBatch(await c.uploadLink(repo, '/'), '/', [{ path: local, name: 'b.txt' }], {
+        replace: true,
+        lastModify: t,
+      });
+    await send(Date.UTC(2003, 0, 1));
+    expect(await mtimeOf('b.txt')).toBe(Date.UTC(2003, 0, 1) / 1000);
+    await send(Date.UTC(2004, 0, 1));
+    expect(await mtimeOf('b.txt')).toBe(Date.UTC(2004, 0, 1) / 1000);
+  });
+});
+
+describe('seafs serve --server-version', () => {
+  let old: TestServer;
+  let oc: SeafileClient;
+  let orepo: string;
+
+  beforeAll(async () => {
+    old = await startTestServer({ extraArgs: ['--server-version', '10.0.1'] });
+    oc = await adminClient(old);
+    orepo = (await oc.createLibrary('Old')).repo_id;
+  });
+
+  afterAll(async () => {
+    await oc?.close();
+    await old?.stop();
+  });
+
+  it('reports the version in server-info; by default 12.0.4, whose uploads keep last_modify', async () => {
+    expect((await oc.serverInfo()).version).toBe('10.0.1');
+    expect((await c.serverInfo()).version).toBe('12.0.4');
+  });
+
+  it('below 12.0.4 ignores last_modify: a file takes its upload time; the same content again is no change', async () => {
+    const listed = async (name: string) => {
+      const l = await oc.listDir(orepo, '/');
+      if (l.uptodate) throw new Error('expected a full listing');
+      return l.entries.find((e) => e.name === name)!;
+    };
+    const local = files.write('old server bytes');
+    const before = Math.floor(Date.now() / 1000);
+    await oc.uploadBatch(await oc.uploadLink(orepo, '/'), '/', [{ path: local, name: 'g.txt' }], {
+      replace: true,
+      lastModify: Date.UTC(2001, 0, 1),
+    });
+    const first = await listed('g.txt');
+    expect(first.mtime).toBeGreaterThanOrEqual(before);
+    const commits = async () => (await oc.libraryHistory(orepo)).commits.length;
+    const n = await commits();
+    await oc.update(await oc.updateLink(orepo, '/'), '/g.txt', local, { lastModify: Date.UTC(2012, 5, 6) });
+    expect(await listed('g.txt')).toMatchObject({ id: first.id, mtime: first.mtime });
+    expect(await commits()).toBe(n);
+    const changed = files.write('new bytes');
+    await oc.update(await oc.updateLink(orepo, '/'), '/g.txt', changed, { lastModify: Date.UTC(2012, 5, 6) });
+    expect((await listed('g.txt')).mtime).toBeGreaterThanOrEqual(before);
+  });
+
+  it('refuses a version that is not X.Y.Z, saying so', async () => {
+    await expect(startTestServer({ extraArgs: ['--server-version', 'ten'] })).rejects.toThrow(
+      /--server-version must look like 12\.0\.4/,
+    );
+  });
+});

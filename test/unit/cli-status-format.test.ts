@@ -139,4 +139,20 @@ describe('seafs status text', () => {
       `  conflicts since the mount: 2 (the server's version kept the name; the local one was saved as "name (SFConflict ...)")`,
     );
   });
+
+  it('says where modification times are kept: by the server, or by this machine when the server ignores them', () => {
+    const dir = '/var/cache/seafs/ab12/mtimes';
+    const line = (mtimes: MountStatus['mtimes']) =>
+      formatStatus(status({ mtimes }))
+        .split('\n')
+        .find((l) => l.includes('modification times'));
+    expect(line({ mode: 'server', basis: 'checked', files: 0, dir })).toBe('  modification times: kept by the server');
+    expect(line({ mode: 'local', basis: 'checked', files: 12, dir, serverVersion: '10.0.1' })).toBe(
+      `  modification times: kept by this machine (the server ignores them: seafile-server < 12.0.4); 12 file(s) in ${dir}`,
+    );
+    expect(line({ mode: 'local', basis: 'version', files: 0, dir, serverVersion: '10.0.1' })).toContain(
+      'kept by this machine (the server ignores them: seafile-server < 12.0.4) (going by its version 10.0.1;',
+    );
+    expect(line({ mode: 'unknown', basis: 'none', files: 0, dir })).toMatch(/^ {2}modification times: not known yet/);
+  });
 });

@@ -45,6 +45,8 @@ export interface JournalEntry {
   remote?: string | null;
   /** the local modification time (ms) */
   mtime?: number;
+  /** that time was set by utimens (touch -d, tar x), not the last write's */
+  timeSet?: boolean;
   /** the content follows the JSON line: this many bytes (a file held in memory) */
   inline?: number;
   /** a folder made in the mount, to create on the server (pending-folders.ts); `tmp` is empty */
@@ -506,7 +508,9 @@ export class Journal {
 
 /** a time record read back changes the entry written before it (none: its put was not whole, or removed) */
 function applyTime(e: RecoveredEntry | undefined, mtime: number): void {
-  if (e) e.mtime = mtime;
+  if (!e) return;
+  e.mtime = mtime;
+  e.timeSet = true; // time records are written by utimens only
 }
 
 /** the record of an entry read back (to write it again as it was) */
@@ -566,6 +570,7 @@ export class FileJournal {
       base: s.baseId,
       remote: s.remotePath,
       mtime: s.mtime,
+      ...(s.timeSet ? { timeSet: true } : {}),
     };
   }
 

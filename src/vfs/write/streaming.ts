@@ -14,7 +14,7 @@ import type { TransferLinks } from '../transfer-links.js';
 import { mayHaveLanded } from '../errors.js';
 import { baseOf, parentOf } from '../paths.js';
 import type { FileState } from './file-state.js';
-import { uploadsUnderTempName, type UploadResult, type WriteStats } from './types.js';
+import { setTimeOf, uploadsUnderTempName, type UploadResult, type WriteStats } from './types.js';
 
 const PIECE = 1024 * 1024;
 
@@ -248,7 +248,8 @@ export class Streams {
       const mtime = new Date(Math.floor(s.mtime / 1000) * 1000).toISOString();
       // an update keeps the server's time unless the file has one of its own (utimens while it was written)
       const trailing: [string, string][] = kind === 'upload' || s.timeSet ? [['last_modify', mtime]] : [];
-      const res = await st.finish(trailing);
+      const time = setTimeOf(s, true);
+      const res = { ...(await st.finish(trailing)), ...time };
       this.stats.streamed++;
       this.log(`${path}: uploaded while it was written (${res.size} bytes, one streamed request)`);
       return res;

@@ -7,6 +7,13 @@ export interface UploadResult {
   size: number;
   /** the path the upload landed at when not the file's own (a conflict copy) */
   landed?: string;
+  /** the version sent had a time set by utimens (ms): that time, and whether last_modify carried it */
+  setTime?: { mtimeMs: number; sent: boolean };
+}
+
+/** UploadResult.setTime of the version of `s` about to be sent (taken before the upload: a write may follow) */
+export function setTimeOf(s: FileState, sent: boolean): Pick<UploadResult, 'setTime'> {
+  return s.timeSet ? { setTime: { mtimeMs: Math.floor(s.mtime / 1000) * 1000, sent } } : {};
 }
 
 export interface WriteBackHooks {

@@ -16,7 +16,7 @@ import type { FileJournal } from './journal.js';
 import type { LocalData } from './local-data.js';
 import { freeConflictName } from './conflict-name.js';
 import type { Streams } from './streaming.js';
-import { uploadsUnderTempName, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
+import { setTimeOf, uploadsUnderTempName, type UploadResult, type WriteBackHooks, type WriteStats } from './types.js';
 import type { Verdict, VersionCheck } from './version-check.js';
 
 /** Runs fn holding the locks of every state. */
@@ -107,10 +107,11 @@ export class Uploader {
     if (v.kind === 'base' && s.uploadKind(path) === 'update') {
       await this.data.toDisk(s); // the update call sends a file
       try {
+        const time = setTimeOf(s, true);
         const id = await this.links.use('update', repo, dir, (url) =>
           this.api.update(url, path, s.tmp, { lastModify: s.mtime, repoId: repo }),
         );
-        return { id, size };
+        return { id, size, ...time };
       } catch (e) {
         if (!(e instanceof ApiError && (e.kind === 'target_missing' || e.kind === 'not_found'))) throw e;
         // the server copy went away after the check: upload it as a new file
@@ -132,6 +133,7 @@ export class Uploader {
     // the multi-file body when available: it also carries the file's modification time
     const many = this.api.uploadBatch;
     if (!many) await this.data.toDisk(s); // the single upload call sends a file
+    const time = setTimeOf(s, !!many);
     const res = await this.links.use('upload', repo, dir, (url) =>
       many
         ? many(url, dir, [this.part(s, name)], { replace: true, lastModify: s.mtime, repoId: repo })
@@ -141,7 +143,7 @@ export class Uploader {
     const r = res.find((x) => nfc(x.name) === nfc(name)) ?? res[0];
     const other = r && nfc(r.name) !== nfc(name);
     if (other) this.hooks.log(`upload of ${joinPath(dir, name)} landed as ${r.name}`);
-    return { id: r?.id ?? '', size, landed: other ? joinPath(dir, r.name) : undefined };
+    return { id: r?.id ?? '', size, landed: other ? joinPath(dir, r.name) : undefined, ...time };
   }
 
   /** The server holds another version at `path`: upload ours as a conflict copy beside it. */
@@ -186,6 +188,7 @@ export class Uploader {
    */
   private async awkward(s: FileState, repo: string, dir: string, name: string, size: number): Promise<UploadResult> {
     await this.data.toDisk(s);
+    const time = setTimeOf(s, false);
     const tmpName = `.seafs-upload-${s.id}`;
     const tmpPath = dir === '/' ? `/${tmpName}` : `${dir}/${tmpName}`;
     const res = await this.links.use('upload', repo, dir, (url) =>
@@ -194,7 +197,7 @@ export class Uploader {
     const path = dir === '/' ? `/${name}` : `${dir}/${name}`;
     await this.api.deleteFile(repo, path); // the write replaces whatever is there
     await this.api.renameFile(repo, tmpPath, name);
-    return { id: res[0]?.id ?? '', size };
+    return { id: res[0]?.id ?? '', size, ...time };
   }
 
   /**
@@ -273,6 +276,9 @@ export class Uploader {
     const versions = ok.map((s) => s.version);
     const paths = ok.map((s) => s.path);
     const began = ok.map((s) => s.attempt());
+    // a file's own time went as last_modify when it is the POST's (its group's second)
+    const sec = (ms: number) => Math.floor(ms / 1000);
+    const times = ok.map((s) => setTimeOf(s, lastModify !== undefined && sec(lastModify) === sec(s.mtime)));
     try {
       await Promise.all(ok.map((s) => this.journal.persist(s)));
       const files = ok.map((s) => this.part(s, baseOf(s.path)));
@@ -288,7 +294,7 @@ export class Uploader {
           rest.push(s);
           continue;
         }
-        await this.record(s, versions[i], repo, paths[i], { id: r.id, size: r.size });
+        await this.record(s, versions[i], repo, paths[i], { id: r.id, size: r.size, ...times[i] });
         if (s.dirty && s.writers === 0) rest.push(s);
       }
       if (ok.length > 1) this.stats.batches++;

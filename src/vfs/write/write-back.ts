@@ -479,6 +479,7 @@ export class WriteBack {
       s.baseId = e.base ?? null;
       s.remotePath = e.remote ?? null;
       if (e.mtime) s.mtime = e.mtime;
+      s.timeSet = !!e.timeSet; // the time set here goes with the upload (and is kept where the server ignores it)
       s.unsure({ since: e.at, size: s.size, mtime: s.mtime }); // the mount may have died after the upload, before noting it
       if (size !== null) s.fh = await open(e.tmp, 'r+');
       this.states.set(stateKey(e.repo, e.path), s);
