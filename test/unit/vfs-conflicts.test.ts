@@ -196,7 +196,8 @@ describe('conflicts: a batch upload whose answer was lost', () => {
  * The first upload (batch or single) of `api` waits for `open()`, then stores the file and loses its
  * answer (a reset); later ones go through. `started()` resolves once that first upload is held.
  */
-function holdFirstUploadAndLoseItsAnswer(api: FakeApi, batch: boolean) {
+/** `thenDown`: the server stays unreachable after the lost answer (until the test brings it back) */
+function holdFirstUploadAndLoseItsAnswer(api: FakeApi, batch: boolean, thenDown = false) {
   let open!: () => void;
   const gate = new Promise<void>((r) => (open = r));
   let lost = 0;
@@ -206,6 +207,7 @@ function holdFirstUploadAndLoseItsAnswer(api: FakeApi, batch: boolean) {
       if (lost++ > 0) return real(...args);
       await gate;
       await real(...args);
+      if (thenDown) api.down = true;
       throw new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: 'socket hang up' });
     };
   if (batch) api.uploadBatch = wrap(api.uploadMany);
@@ -281,7 +283,8 @@ describe('a file made again where a deleted one left a copy in doubt', () => {
     const repo = api.addLibrary('lib');
     const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 0 } });
     try {
-      const { open, started } = holdFirstUploadAndLoseItsAnswer(api, false);
+      // the server stays away after the lost answer (else a call made offline finds it back at once)
+      const { open, started } = holdFirstUploadAndLoseItsAnswer(api, false, true);
       await writeWhole(m.vfs, '/f.txt', 'first\n');
       await started();
       const del = m.vfs.unlink('/f.txt');
@@ -293,6 +296,7 @@ describe('a file made again where a deleted one left a copy in doubt', () => {
       expect(api.names(repo, '/')).toEqual(['f.txt']);
       await writeWhole(m.vfs, '/f.txt', 'second, made again\n');
       expect(m.vfs.wb.landed.size).toBe(0);
+      api.down = false;
       expect(await m.vfs.drain()).toEqual([]);
       expect(api.names(repo, '/')).toEqual(['f.txt']);
       expect(api.content(repo, '/f.txt')!.toString()).toBe('second, made again\n');
