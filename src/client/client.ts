@@ -141,6 +141,10 @@ export class SeafileClient implements SeafileApi {
     return session.ping(this.http);
   }
 
+  reachable(): Promise<boolean> {
+    return session.reachable(this.http);
+  }
+
   /** GET /api2/auth/ping/: throws `unauthorized` when the token is not valid. */
   authPing(): Promise<void> {
     return session.authPing(this.http);

@@ -310,6 +310,8 @@ export interface SeafileApi {
   unlockFile?(repoId: string, path: string): Promise<void>;
   /** whether the server has file locks (Pro); learned once. Absent: as lockFile is */
   supportsFileLocks?(): Promise<boolean>;
+  /** one request, no retries: true when the server answers at all (an offline mount's quick look) */
+  reachable?(): Promise<boolean>;
   // --- optional capability: share links (the mount's user.seafile.share_link attribute) ---
   /** the account's share links, of one library when `repoId` is given */
   listShareLinks?(opts?: { repoId?: string; path?: string }): Promise<ShareLink[]>;

@@ -103,14 +103,23 @@ export class Connectivity {
     this.probeTimer.unref();
   }
 
-  /** asks the server; true when it answered (then the mount is online again) */
-  private probe(): Promise<boolean> {
+  /**
+   * asks the server; true when it answered (then the mount is online again).
+   * `quick`: one request without the client's retries where the API offers it,
+   * so a refused connection is known in milliseconds (calls made offline wait for it)
+   */
+  private probe(quick = false): Promise<boolean> {
     if (this.probeTimer) clearTimeout(this.probeTimer);
     this.probeTimer = null;
     this.probing ??= (async () => {
       this.lastProbeAt = Date.now();
       try {
-        await this.api.accountInfo();
+        if (quick && this.api.reachable) {
+          if (!(await this.api.reachable())) {
+            this.probeDelay = Math.min(this.probeDelay * 2, this.o.probeMaxMs ?? 30_000);
+            return false;
+          }
+        } else await this.api.accountInfo();
       } catch (e) {
         // an answer of any kind (even a refusal) means the server is there
         if (unreachable(e)) {
@@ -131,7 +140,7 @@ export class Connectivity {
   private recheck(): Promise<boolean> {
     if (this.closed) return Promise.resolve(false);
     if (!this.probing && Date.now() - this.lastProbeAt < (this.o.recheckMs ?? 1000)) return Promise.resolve(false);
-    const answer = this.probe();
+    const answer = this.probe(true);
     return new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), this.o.recheckMs ?? 1000);
       timer.unref();

@@ -157,3 +157,44 @@ describe('a call made while offline asks the server first', () => {
     }
   });
 });
+
+describe('the quick look of a call made offline', () => {
+  it('uses one request without retries where the API offers it, not the slow probe', async () => {
+    let quick = 0;
+    let slow = 0;
+    const refused = new ApiError({
+      kind: 'network',
+      status: 0,
+      operation: 'x',
+      serverMessage: 'connect ECONNREFUSED',
+      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+    });
+    const raw = {
+      // the client's probe retries a refused connection for its whole budget: never waited for here
+      accountInfo: () => {
+        slow++;
+        return new Promise(() => {});
+      },
+      reachable: async () => {
+        quick++;
+        return false;
+      },
+      listLibraries: async () => {
+        throw refused;
+      },
+    } as unknown as SeafileApi;
+    const net = new Connectivity(raw, { log: () => {}, probeMinMs: 60_000, recheckMs: 5_000 });
+    try {
+      const api = net.wrap(raw);
+      await expect(api.listLibraries()).rejects.toThrow(/ECONNREFUSED/);
+      const t0 = Date.now();
+      await expect(api.listLibraries()).rejects.toThrow(/offline/);
+      // refused at once (the quick look said no), not after recheckMs
+      expect(Date.now() - t0).toBeLessThan(1000);
+      expect(quick).toBe(1);
+      expect(slow).toBe(0);
+    } finally {
+      net.close();
+    }
+  });
+});

@@ -106,6 +106,16 @@ export async function ping(http: HttpCore): Promise<void> {
   if (r.value !== 'pong') throw protocolError('ping', `expected "pong", got ${JSON.stringify(r.value)}`);
 }
 
+/** GET /api2/ping/ once, no retry: whether the server answers at all (any status counts) */
+export async function reachable(http: HttpCore): Promise<boolean> {
+  try {
+    await http.json({ op: 'ping', method: 'GET', url: '/api2/ping/', auth: false, retry: 'never' });
+    return true;
+  } catch (e) {
+    return e instanceof ApiError && e.status > 0;
+  }
+}
+
 /** GET /api2/auth/ping/: throws `unauthorized` when the token is not valid. */
 export async function authPing(http: HttpCore): Promise<void> {
   const r = await http.json({ op: 'auth ping', method: 'GET', url: '/api2/auth/ping/', retry: 'read', ctx: 'auth' });
