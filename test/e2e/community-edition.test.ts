@@ -82,8 +82,8 @@ describe('a Community Edition server through the mount', () => {
     const dump = await run('getfattr', ['-d', '--absolute-names', file]);
     expect(dump.out).toContain('user.seafile.status="synced"');
     expect(dump.out).not.toContain('locked_by');
-    // the request log is there (the mount asked server-info once), and holds no lock request
-    expect(ctx.server.log().match(/^GET \/api2\/server-info\/ 200/gm)).toHaveLength(1);
+    // the request log is there (server-info was asked: the lock support, the times' mode), and holds no lock request
+    expect(ctx.server.log().match(/^GET \/api2\/server-info\/ 200/gm)?.length).toBeGreaterThanOrEqual(1);
     expect(lockRequests()).toEqual([]);
     // the file is untouched
     expect((await remoteBytes(ctx.api, repo, '/locks/plan.txt')).toString()).toBe('plan');
