@@ -113,19 +113,17 @@ export class Connectivity {
     this.probeTimer = null;
     this.probing ??= (async () => {
       this.lastProbeAt = Date.now();
+      let answered = true;
       try {
-        if (quick && this.api.reachable) {
-          if (!(await this.api.reachable())) {
-            this.probeDelay = Math.min(this.probeDelay * 2, this.o.probeMaxMs ?? 30_000);
-            return false;
-          }
-        } else await this.api.accountInfo();
+        if (quick && this.api.reachable) answered = await this.api.reachable();
+        else await this.api.accountInfo();
       } catch (e) {
         // an answer of any kind (even a refusal) means the server is there
-        if (unreachable(e)) {
-          this.probeDelay = Math.min(this.probeDelay * 2, this.o.probeMaxMs ?? 30_000);
-          return false;
-        }
+        answered = !unreachable(e);
+      }
+      if (!answered) {
+        this.probeDelay = Math.min(this.probeDelay * 2, this.o.probeMaxMs ?? 30_000);
+        return false;
       }
       this.back();
       return true;

@@ -109,15 +109,18 @@ describe('what takes the mount offline', () => {
   });
 });
 
+/** a connection the server refused (the mount goes offline on it) */
+const refusedConnection = () =>
+  new ApiError({
+    kind: 'network',
+    status: 0,
+    operation: 'x',
+    serverMessage: 'connect ECONNREFUSED',
+    cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
+  });
+
 describe('a call made while offline asks the server first', () => {
-  const refused = () =>
-    new ApiError({
-      kind: 'network',
-      status: 0,
-      operation: 'x',
-      serverMessage: 'connect ECONNREFUSED',
-      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
-    });
+  const refused = refusedConnection;
 
   it('a server back before the next probe serves the call at once; one still gone fails it, asked once a second at most', async () => {
     let down = true;
@@ -162,13 +165,7 @@ describe('the quick look of a call made offline', () => {
   it('uses one request without retries where the API offers it, not the slow probe', async () => {
     let quick = 0;
     let slow = 0;
-    const refused = new ApiError({
-      kind: 'network',
-      status: 0,
-      operation: 'x',
-      serverMessage: 'connect ECONNREFUSED',
-      cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }),
-    });
+    const refused = refusedConnection();
     const raw = {
       // the client's probe retries a refused connection for its whole budget: never waited for here
       accountInfo: () => {
