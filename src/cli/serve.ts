@@ -20,6 +20,7 @@ interface ServeArgs {
   'login-fail-limit': number;
   'login-fail-window': number;
   'server-version'?: string;
+  'refuse-emoji-names': boolean;
   verbose: boolean;
   'log-level'?: LogLevel;
   'log-file'?: string;
@@ -86,6 +87,12 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
           'The seafile-server version to behave as, X.Y.Z (default: the newest this server implements, 12.0.4); ' +
           'below 12.0.4 uploads ignore last_modify (a file takes its upload time), as those servers do',
       })
+      .option('refuse-emoji-names', {
+        type: 'boolean',
+        default: false,
+        describe:
+          'Refuse emoji in mkdir, create, rename and library names (400), as the newest seahub does; uploads take them',
+      })
       .option('verbose', {
         type: 'boolean',
         default: false,
@@ -135,6 +142,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       loginFailWindowSec: argv['login-fail-window'],
       edition: argv.edition,
       serverVersion: version,
+      refuseEmojiNames: argv['refuse-emoji-names'],
     });
     printOut(`listening on ${server.url}\n`);
     let stopping = false;

@@ -102,7 +102,7 @@ async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   const name = comps[comps.length - 1];
   if (op === 'create') {
     const { repo } = ctx.repoFor(user, r.params[0], 'rw');
-    const name = checkName(comps[comps.length - 1]);
+    const name = ctx.checkDirentName(checkName(comps[comps.length - 1]));
     const [made] = await putFiles(ctx, user, repo.id, parent, [{ name, id: ZERO_ID, size: 0 }], {
       replace: false,
       desc: `Added "${name}"`,

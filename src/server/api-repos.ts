@@ -94,6 +94,7 @@ async function createRepo(
 ) {
   if (!name) throw new HttpError(400, 'Library name is required.');
   if (!isValidName(name)) throw new HttpError(400, 'name invalid.');
+  ctx.checkDirentName(name);
   const user = r.user!;
   const id = randomUUID();
   const repo: RepoMeta = {
@@ -170,6 +171,7 @@ async function postRepo(ctx: Ctx, r: Req): Promise<void> {
     if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
     const name = form.get('repo_name');
     if (!name || !isValidName(name)) throw new HttpError(400, 'name invalid.');
+    ctx.checkDirentName(name);
     repo.name = name;
     await ctx.db.save();
     return sendJson(r.res, 200, 'success');

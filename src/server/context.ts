@@ -40,6 +40,8 @@ export interface ServerOptions {
   edition?: 'community' | 'pro';
   /** the seafile-server version to behave as, X.Y.Z (default SERVER_VERSION): before 12.0.4 last_modify is ignored */
   serverVersion?: string;
+  /** refuse emoji (U+1F300-U+1FAD6) in mkdir, create, rename and library names with 400, as the newest seahub does */
+  refuseEmojiNames?: boolean;
 }
 
 /** what server-info reports by default: the newest version whose behaviour this server has */
@@ -124,6 +126,12 @@ export class Ctx {
   get keepsLastModify(): boolean {
     const [a, b, c] = parseServerVersion(this.serverVersion) ?? [99, 0, 0];
     return a * 1e8 + b * 1e4 + c >= 12 * 1e8 + 4;
+  }
+
+  /** `name` (already checked) refused as the newest seahub's is_valid_dirent_name does; uploads are not checked */
+  checkDirentName(name: string): string {
+    if (this.opts.refuseEmojiNames && /[\u{1F300}-\u{1FAD6}]/u.test(name)) throw new HttpError(400, 'name invalid.');
+    return name;
   }
 
   get unlockTtlMs(): number {

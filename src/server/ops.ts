@@ -56,6 +56,7 @@ export async function makeDir(
   if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
   // the new folders' names are stored NFC; an existing parent is looked up as given (seahub)
   comps = comps.map((c, i) => (createParents || i === comps.length - 1 ? checkName(c) : c));
+  ctx.checkDirentName(comps[comps.length - 1]);
   const now = nowSec();
   return guard(() =>
     ctx.heads.change(repoId, user.email, async (roots) => {
@@ -106,7 +107,7 @@ export async function renameEntry(
 ): Promise<RenameResult | null> {
   const comps = splitPath(p);
   if (comps.length === 0) throw new HttpError(400, 'Path invalid.');
-  newName = checkName(newName);
+  newName = ctx.checkDirentName(checkName(newName));
   const oldName = comps[comps.length - 1];
   const parent = comps.slice(0, -1);
   const now = nowSec();

@@ -89,3 +89,14 @@ export function checkChangeAt(path: string): void {
     );
   }
 }
+
+/**
+ * Names the newest seahub refuses in mkdir, create and rename (400 "name
+ * invalid."; `is_valid_dirent_name` rejects U+1F300-U+1FAD6, emoji) while
+ * older ones (10.0) and uploads take them. A folder so named is created
+ * before mkdir answers, so a refusal is an EINVAL the user sees rather than a
+ * folder that can never reach the server.
+ */
+export function serverMayRefuseName(name: string): boolean {
+  return /[\u{1F300}-\u{1FAD6}]/u.test(name);
+}

@@ -19,7 +19,7 @@ import { Libraries, writable } from './libraries.js';
 import { LibraryLocks, watchLocked } from './library-unlock.js';
 import { LocalMtimes } from './local-mtimes.js';
 import { MetaCache, type Listing } from './meta-cache.js';
-import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf } from './paths.js';
+import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf, serverMayRefuseName } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader.js';
 import { Quota } from './quota.js';
@@ -702,7 +702,8 @@ export class Vfs {
     const l = await this.dir(loc.repo, dir);
     if (l.entries.has(name) || this.wb.get(loc.repo, loc.path)) throw new VfsError('EEXIST', p);
     // answered now, created on the server in the background (write/pending-folders.ts)
-    this.wb.folders.add(loc.repo, loc.path);
+    if (!(serverMayRefuseName(name) && (await this.wb.folders.createNow(loc.repo, loc.path))))
+      this.wb.folders.add(loc.repo, loc.path);
     this.meta.upsert(loc.repo, dir, { type: 'dir', name, id: ZERO_ID, mtime: Math.floor(Date.now() / 1000) });
     this.meta.setEmpty(loc.repo, loc.path);
   }

@@ -67,6 +67,8 @@ export class FakeApi implements SeafileApi {
   uploadGate: (() => Promise<void>) | null = null;
   /** awaited at the start of every mkdir (to hold folder creations in tests) */
   mkdirGate: (() => Promise<void>) | null = null;
+  /** names mkdir refuses with 400 "Folder name invalid." (the newest seahub refuses emoji) */
+  refuseMkdirNames: RegExp | null = null;
   /** servers before 12.0.4: uploads ignore last_modify (a file takes its upload's time; the same content is no change) */
   ignoreLastModify = false;
   /** what serverInfo() reports */
@@ -491,6 +493,7 @@ export class FakeApi implements SeafileApi {
   async mkdir(repoId: string, path: string, opts?: { createParents?: boolean }): Promise<void> {
     if (this.mkdirGate) await this.mkdirGate();
     this.hit('mkdir');
+    if (this.refuseMkdirNames?.test(baseOf(path))) throw apiError('invalid_name', 400, 'mkdir', 'Folder name invalid.');
     if (opts?.createParents) {
       this.putDir(repoId, path);
       return;

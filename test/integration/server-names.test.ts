@@ -212,3 +212,40 @@ describe('trash restore', () => {
     ).toBe(404);
   });
 });
+
+describe('--refuse-emoji-names: the newest seahub refuses emoji in mkdir, create, rename and library names', () => {
+  let strict: TestServer;
+  let call: ReturnType<typeof apiAs>;
+  let lib: string;
+  const E = 'party \u{1F389}';
+
+  beforeAll(async () => {
+    strict = await startTestServer({ extraArgs: ['--refuse-emoji-names'] });
+    call = apiAs(strict.url, await adminToken(strict));
+    lib = (await call('POST', '/api2/repos/', { form: { name: 'strict' } })).json.repo_id;
+  });
+  afterAll(async () => {
+    await strict?.stop();
+  });
+
+  it('answers 400 to each, stores nothing, and still takes the name in an upload', async () => {
+    const at = `/api2/repos/${lib}`;
+    expect((await call('POST', `${at}/dir/`, { query: { p: `/${E}` }, form: { operation: 'mkdir' } })).status).toBe(
+      400,
+    );
+    expect(
+      (await call('POST', `${at}/file/`, { query: { p: `/${E}.txt` }, form: { operation: 'create' } })).status,
+    ).toBe(400);
+    expect((await call('POST', `${at}/dir/`, { query: { p: '/ok' }, form: { operation: 'mkdir' } })).status).toBe(201);
+    expect(
+      (await call('POST', `${at}/dir/`, { query: { p: '/ok' }, form: { operation: 'rename', newname: E } })).status,
+    ).toBe(400);
+    expect((await call('POST', '/api2/repos/', { form: { name: E } })).status).toBe(400);
+    const link = (await call('GET', `${at}/upload-link/`, { query: { p: '/' } })).json as string;
+    expect((await uploadTo(link, '/', { [`${E}.txt`]: 'x' })).status).toBe(200);
+    const names = ((await call('GET', `${at}/dir/`, { query: { p: '/' } })).json as { name: string }[]).map(
+      (e) => e.name,
+    );
+    expect(names.sort()).toEqual(['ok', `${E}.txt`]);
+  });
+});

@@ -193,4 +193,48 @@ describe('vfs mkdir answered locally', () => {
     expect(api.names(repo, '/new/inner')).toEqual(['deeper']);
     expect(await vfs.readdir('/new/inner')).toEqual(['deeper']);
   });
+
+  describe('a folder name the server may refuse (the newest seahub refuses emoji)', () => {
+    it('is created before mkdir answers: a refusal is EINVAL and nothing stays pending', async () => {
+      const { api, repo, vfs, logs } = await setup();
+      api.refuseMkdirNames = /\u{1F389}/u;
+      await expectErrno(vfs.mkdir('/party \u{1F389}', 0o755), 'EINVAL');
+      expect(await vfs.readdir('/')).toEqual([]);
+      expect(vfs.status().pendingFolders).toEqual([]);
+      expect(api.names(repo, '/')).toEqual([]);
+      // a server that takes the name (10.0): created at once, before mkdir answers
+      api.refuseMkdirNames = null;
+      const g = gate();
+      api.mkdirGate = g.wait;
+      let done = false;
+      const made = vfs.mkdir('/cake \u{1F382}', 0o755).then(() => (done = true));
+      await sleep(200);
+      expect(done).toBe(false);
+      g.open();
+      await made;
+      expect(api.names(repo, '/')).toEqual(['cake \u{1F382}']);
+      expect(await vfs.readdir('/')).toEqual(['cake \u{1F382}']);
+      expect(vfs.status().pendingFolders).toEqual([]);
+      expect(logs.filter((l) => l.includes('refuses'))).toEqual([]);
+    });
+
+    it('offline it is made locally; once the server answers and refuses it, it is not retried and says so once', async () => {
+      const { api, repo, vfs, logs } = await setup();
+      api.refuseMkdirNames = /\u{1F389}/u;
+      expect(await vfs.readdir('/')).toEqual([]);
+      api.down = true;
+      await vfs.mkdir('/party \u{1F389}', 0o755);
+      expect(await vfs.readdir('/')).toEqual(['party \u{1F389}']);
+      api.down = false;
+      await sleep(400);
+      const tries = api.calls.mkdir;
+      await sleep(600);
+      expect(api.calls.mkdir).toBe(tries);
+      expect(logs.filter((l) => l.includes('the server refuses the folder name /party \u{1F389}'))).toHaveLength(1);
+      expect(vfs.status().pendingFolders).toEqual([
+        { repo, path: '/party \u{1F389}', error: expect.stringContaining('invalid') },
+      ]);
+      expect(api.names(repo, '/')).toEqual([]);
+    });
+  });
 });

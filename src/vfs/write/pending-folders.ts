@@ -11,7 +11,8 @@
 import pLimit from 'p-limit';
 import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { ZERO_ID } from '../../client/types.js';
-import { permanentUploadFailure } from '../errors.js';
+import { ApiError } from '../../client/errors.js';
+import { permanentUploadFailure, VfsError } from '../errors.js';
 import { baseOf, isWithin, parentOf } from '../paths.js';
 import type { Journal, RecoveredEntry } from './journal.js';
 
@@ -28,6 +29,7 @@ interface Folder {
   timer: NodeJS.Timeout | null;
 }
 
+const isRefusal = (e: unknown) => e instanceof ApiError && e.kind === 'invalid_name';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const key = (repo: string, path: string) => `${repo}\u0000${path}`;
 
@@ -77,6 +79,24 @@ export class PendingFolders {
     void this.start(folder).catch(() => {});
   }
 
+  /**
+   * Create `path` on the server now, for a name the server may refuse
+   * (serverMayRefuseName): true once created; a refusal throws EINVAL, so
+   * mkdir fails as the user can see; false when the server could not answer
+   * (the caller then makes it a pending folder, retried in the background).
+   */
+  async createNow(repo: string, path: string): Promise<boolean> {
+    try {
+      await this.ready(repo, parentOf(path));
+      await this.api.mkdir(repo, path, { createParents: true });
+      return true;
+    } catch (e) {
+      if (e instanceof ApiError && (e.kind === 'invalid_name' || e.kind === 'bad_request'))
+        throw new VfsError('EINVAL', `the server refuses the folder name ${baseOf(path)}: ${e.message}`);
+      return false;
+    }
+  }
+
   /** Folders an earlier mount journaled and did not create: created again by this one. */
   recover(entries: RecoveredEntry[]): number {
     let n = 0;
@@ -107,8 +127,15 @@ export class PendingFolders {
       },
       (e: unknown) => {
         f.creating = null;
+        const refusedBefore = isRefusal(f.error);
         f.error = e;
         f.attempts++;
+        // a name the server refuses will not be taken later: kept here (in the
+        // journal, in status) until the user renames or removes the folder
+        if (isRefusal(e)) {
+          if (!refusedBefore) this.log(`the server refuses the folder name ${f.path}: rename it`);
+          throw e;
+        }
         if (f.attempts === 1 || f.attempts % 10 === 0)
           this.log(
             `creating the folder ${f.path} on the server failed (attempt ${f.attempts}): ${(e as Error).message}`,
