@@ -12,6 +12,7 @@ import { parseDuration, retryUnreachable } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
 import { readLibraryPassword, readSecrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
+import { checkBinding } from './mount-binding.js';
 
 // The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
 // by the command that needs it, so `seafs serve` and `--help` stay light.
@@ -292,6 +293,8 @@ export const mountCommand: CommandModule<object, MountArgv> = {
     try {
       applyMountOptions(argv);
       setupLog(argv);
+      const warning = checkBinding(argv);
+      if (warning) printErr(`seafs: ${warning}\n`);
       // a --daemon child: its stdout is the log file, the parent prints the "mounted" line
       if (argv.daemon) await daemonize(argv);
       await mountHere(argv, false);
