@@ -166,25 +166,42 @@ export function systemFacts(): SystemFacts {
   return { uid, user: users.get(uid), devFuse, fusermount, userAllowOther };
 }
 
-/** the type of the file system mounted exactly at `mnt` (/proc/mounts escapes blanks as octal) */
-export function mountedTypeAt(mnt: string, procMounts: string): string | null {
-  let type: string | null = null;
+/** the file system mounted exactly at `mnt` (/proc/mounts escapes blanks as octal): its type and FUSE user_id */
+export function mountAt(mnt: string, procMounts: string): { type: string; userId: number | null } | null {
+  let found: { type: string; userId: number | null } | null = null;
   for (const l of procMounts.split('\n')) {
     const f = l.split(' ');
     if (f.length < 3) continue;
     const at = f[1].replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8)));
-    if (at === mnt) type = f[2];
+    if (at !== mnt) continue;
+    const id = /(?:^|,)user_id=(\d+)(?:,|$)/.exec(f[3] ?? '');
+    found = { type: f[2], userId: id ? Number(id[1]) : null };
   }
-  return type;
+  return found;
+}
+
+export function mountedTypeAt(mnt: string, procMounts: string): string | null {
+  return mountAt(mnt, procMounts)?.type ?? null;
+}
+
+/** A FUSE mount of another user, which an ordinary user can neither clear nor unmount (null: not that case). */
+export function foreignMountProblem(mnt: string, uid: number, procMounts: string): string | null {
+  const m = mountAt(mnt, procMounts);
+  if (!m || uid === 0 || m.userId === null || m.userId === uid) return null;
+  const name = names('/etc/passwd').get(m.userId);
+  return `${mnt} is mounted by ${name ? `${name} (uid ${m.userId})` : `uid ${m.userId}`}: only that user or root can unmount it`;
+}
+
+export function readProcMounts(): string {
+  try {
+    return readFileSync('/proc/mounts', 'utf8');
+  } catch {
+    return '';
+  }
 }
 
 export function mountpointFacts(mnt: string): MountpointFacts {
-  let procMounts = '';
-  try {
-    procMounts = readFileSync('/proc/mounts', 'utf8');
-  } catch {
-    // not Linux
-  }
+  const procMounts = readProcMounts();
   const mountedType = mountedTypeAt(mnt, procMounts);
   let st;
   try {

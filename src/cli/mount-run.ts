@@ -23,7 +23,14 @@ import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './mount-options.js';
 import { UserError } from './user-error.js';
 import { mountIsUp } from './mount-tuning.js';
-import { mountedProblem, mountpointFacts, mountpointProblem, staleProblem } from './mount-preflight.js';
+import {
+  foreignMountProblem,
+  mountedProblem,
+  mountpointFacts,
+  mountpointProblem,
+  readProcMounts,
+  staleProblem,
+} from './mount-preflight.js';
 import { unlockAgainLog, unlockRefreshMs } from './unlock-again.js';
 
 const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
@@ -162,6 +169,8 @@ export async function connect(
 async function prepareMountpoint(mnt: string, nonempty: boolean): Promise<void> {
   if (await controlAlive(mnt))
     throw new UserError(`${mnt} is already mounted by a running seafs (seafs unmount ${mnt})`);
+  const foreign = foreignMountProblem(mnt, process.getuid?.() ?? 0, readProcMounts());
+  if (foreign) throw new UserError(foreign);
   let m = mountpointFacts(mnt);
   // a dead seafs mount can still answer stat (cached root attributes): clear it too
   if (m.state === 'stale' || m.mountedType === 'fuse.seafs') {

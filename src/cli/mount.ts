@@ -364,10 +364,13 @@ export const unmountCommand: CommandModule<object, { mountpoint: string; force?:
       );
     const { clearStaleMount, isMounted } = await import('../fuse/mount.js');
     if (await isMounted(mnt)) {
-      await clearStaleMount(mnt).catch(async (e: unknown) => {
-        const { staleProblem } = await import('./mount-preflight.js');
-        fail(new UserError(staleProblem(mnt, `clearing it failed: ${(e as Error).message}`)));
-      });
+      // another user's mount: its socket is not in this user's runtime dir, and it is not stale
+      const { foreignMountProblem, readProcMounts, staleProblem } = await import('./mount-preflight.js');
+      const foreign = foreignMountProblem(mnt, process.getuid?.() ?? 0, readProcMounts());
+      if (foreign) fail(new UserError(foreign));
+      await clearStaleMount(mnt).catch((e: unknown) =>
+        fail(new UserError(staleProblem(mnt, `clearing it failed: ${(e as Error).message}`))),
+      );
       printOut(`seafs: cleared a stale mount at ${mnt} (its process was gone)\n`);
       process.exit(0);
     }

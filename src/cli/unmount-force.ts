@@ -4,17 +4,8 @@
 // (it still finishes its uploads once the kernel lets go). Works for the user
 // who mounted it (fusermount) and for root. fuse-native is not loaded.
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { mountedTypeAt } from './mount-preflight.js';
+import { foreignMountProblem, mountedTypeAt, readProcMounts as procMounts } from './mount-preflight.js';
 import { UserError } from './user-error.js';
-
-function procMounts(): string {
-  try {
-    return readFileSync('/proc/mounts', 'utf8');
-  } catch {
-    return '';
-  }
-}
 
 function exec(file: string, args: string[]): Promise<string | null> {
   return new Promise((resolve) =>
@@ -26,6 +17,8 @@ function exec(file: string, args: string[]): Promise<string | null> {
 export async function forceUnmount(mnt: string): Promise<string> {
   const type = mountedTypeAt(mnt, procMounts());
   if (!type) throw new UserError(`nothing is mounted at ${mnt}`);
+  const foreign = foreignMountProblem(mnt, process.getuid?.() ?? 0, procMounts());
+  if (foreign) throw new UserError(foreign);
   let err = await exec('fusermount', ['-uz', mnt]);
   if (err && process.getuid?.() === 0) err = (await exec('umount', ['-l', mnt])) && err;
   if (err && mountedTypeAt(mnt, procMounts()))

@@ -2,7 +2,8 @@
 // mount, status, unmount, an fstab `user` line with mount(8)/umount(8), a
 // crash's stale mount cleared by `seafs unmount --force`, and the messages
 // for what keeps a user from mounting (/dev/fuse closed, --allow-other without
-// user_allow_other, a mount point of someone else's or not empty).
+// user_allow_other, a mount point of someone else's or not empty) or from
+// unmounting (a mount of root's).
 //
 // Each case runs in a private mount namespace (unshare -m) in which root first
 // puts in place, by bind mounts over the system's files and never changing
@@ -16,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectRemoteFile, waitRemoteFile } from '../helpers/api-check.js';
-import { CLI, q, run } from '../helpers/mount.js';
+import { CLI, isMountpoint, mountLibrary, q, run } from '../helpers/mount.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -158,6 +159,17 @@ seafs unmount "$MNT"
     expect(notOwn.err.trim()).toBe(
       `seafs: the mount point ${base} belongs to root, not to you: mount on a folder of your own (mkdir ~/drive)`,
     );
+    // a mount of root's is not taken for a stale one: neither unmount nor --force touches it
+    const rootMount = await mountLibrary(ctx.server, { library: LIB });
+    for (const force of ['', ' --force']) {
+      const foreign = await asUser(`seafs unmount${force} ${q(rootMount.mnt)}`);
+      expect(foreign.code).toBe(1);
+      expect(foreign.err.trim()).toBe(
+        `seafs: ${rootMount.mnt} is mounted by root (uid 0): only that user or root can unmount it`,
+      );
+    }
+    expect(await isMountpoint(rootMount.mnt)).toBe(true);
+    expect((await rootMount.unmount()).code).toBe(0);
     const full = await asUser(`seafs mount ${q(ctx.server.url)} "$HOME" --user x --password-file "$HOME/pw"`);
     expect(full.code).toBe(1);
     expect(full.err).toMatch(new RegExp(`the mount point ${home} is not empty \\(\\d+ entries\\)`));

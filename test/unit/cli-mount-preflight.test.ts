@@ -6,7 +6,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
+  foreignMountProblem,
   modeString,
+  mountAt,
   mountedProblem,
   mountedTypeAt,
   mountpointFacts,
@@ -142,6 +144,18 @@ describe('reading the facts', () => {
     const pm = 'proc /proc proc rw 0 0\nseafs:x /home/ann/my\\040drive fuse.seafs rw,user_id=1000 0 0\n';
     expect(mountedTypeAt('/home/ann/my drive', pm)).toBe('fuse.seafs');
     expect(mountedTypeAt('/home/ann', pm)).toBeNull();
+  });
+
+  it("mountAt reads a FUSE mount's user_id; another user's mount is theirs to unmount", () => {
+    const pm = 'seafs:x /mnt/drive fuse.seafs rw,nosuid,user_id=0,group_id=0 0 0\n/dev/sda1 /data ext4 rw 0 0\n';
+    expect(mountAt('/mnt/drive', pm)).toEqual({ type: 'fuse.seafs', userId: 0 });
+    expect(mountAt('/data', pm)).toEqual({ type: 'ext4', userId: null });
+    expect(foreignMountProblem('/mnt/drive', 1000, pm)).toBe(
+      '/mnt/drive is mounted by root (uid 0): only that user or root can unmount it',
+    );
+    expect(foreignMountProblem('/mnt/drive', 0, pm)).toBeNull();
+    expect(foreignMountProblem('/mnt/drive', 1000, pm.replace('user_id=0', 'user_id=1000'))).toBeNull();
+    expect(foreignMountProblem('/elsewhere', 1000, pm)).toBeNull();
   });
 
   it('mountpointFacts: missing, a file, a folder with its entries', () => {
