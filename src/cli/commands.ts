@@ -9,9 +9,15 @@ import { cacheCommand } from './cache.js';
 import { unlockCommand } from './unlock.js';
 import { lockFileCommand, unlockFileCommand } from './file-lock.js';
 import { restoreCommand } from './file-restore.js';
+import { seafsVersion, wantsVersion } from './version.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();
+
+if (wantsVersion(hideBin(process.argv))) {
+  process.stdout.write(seafsVersion() + '\n');
+  process.exit(0);
+}
 
 await yargs(hideBin(process.argv))
   .scriptName('seafs')
@@ -30,7 +36,11 @@ await yargs(hideBin(process.argv))
   .strict()
   .help()
   .alias('h', 'help')
-  .version()
+  // --version is answered above (it names the fuse-native build too)
+  .version(false)
+  .option('version', { type: 'boolean', describe: 'Show the version and the fuse-native build in use' })
+  // `seafs completion` prints the bash (or, with SHELL=zsh, zsh) script; scripts/setup installs both
+  .completion('completion', 'Print a shell completion script (bash; zsh when SHELL is zsh)')
   .wrap(Math.min(100, process.stdout.columns || 100))
   .fail((msg, err) => {
     if (err) {

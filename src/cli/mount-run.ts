@@ -3,7 +3,7 @@
 // detaching. Shared by `seafs mount` and `seafs demo`.
 import { loginDevice } from './device.js';
 import { createHash } from 'node:crypto';
-import { chmod, stat, mkdir } from 'node:fs/promises';
+import { chmod, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
@@ -23,6 +23,14 @@ import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './mount-options.js';
 import { UserError } from './user-error.js';
 import { mountIsUp } from './mount-tuning.js';
+import {
+  foreignMountProblem,
+  mountedProblem,
+  mountpointFacts,
+  mountpointProblem,
+  readProcMounts,
+  staleProblem,
+} from './mount-preflight.js';
 import { unlockAgainLog, unlockRefreshMs } from './unlock-again.js';
 
 const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
@@ -157,25 +165,26 @@ export async function connect(
   }
 }
 
-/** Check the mount point; clear a stale mount left by a dead process. */
-async function prepareMountpoint(mnt: string): Promise<void> {
+/** Check the mount point; clear a stale mount left by a dead seafs (mount-preflight.ts says what else is wrong). */
+async function prepareMountpoint(mnt: string, nonempty: boolean): Promise<void> {
   if (await controlAlive(mnt))
     throw new UserError(`${mnt} is already mounted by a running seafs (seafs unmount ${mnt})`);
-  try {
-    const st = await stat(mnt);
-    if (!st.isDirectory()) throw new UserError(`the mount point ${mnt} is not a folder`);
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOTCONN' || code === 'ECONNABORTED' || code === 'EIO') {
-      log(`clearing a stale mount at ${mnt}`);
-      await clearStaleMount(mnt);
-      return;
-    }
-    if (code === 'ENOENT') throw new UserError(`the mount point ${mnt} does not exist (create it with mkdir)`);
-    throw e;
-  }
+  const foreign = foreignMountProblem(mnt, process.getuid?.() ?? 0, readProcMounts());
+  if (foreign) throw new UserError(foreign);
+  let m = mountpointFacts(mnt);
   // a dead seafs mount can still answer stat (cached root attributes): clear it too
-  if (await clearStaleMount(mnt).catch(() => false)) log(`cleared a stale mount at ${mnt}`);
+  if (m.state === 'stale' || m.mountedType === 'fuse.seafs') {
+    log(`clearing a stale mount at ${mnt}`);
+    try {
+      await clearStaleMount(mnt);
+    } catch (e) {
+      throw new UserError(staleProblem(mnt, `clearing it failed: ${(e as Error).message}`));
+    }
+    m = mountpointFacts(mnt);
+  }
+  if (m.mountedType) throw new UserError(mountedProblem(mnt, m.mountedType));
+  const problem = mountpointProblem(m, process.getuid?.() ?? 0, nonempty);
+  if (problem) throw new UserError(problem);
 }
 
 export interface RunningMount {
@@ -190,7 +199,7 @@ export interface RunningMount {
 
 export async function startMount(s: MountSettings, client: SeafileClient, email: string): Promise<RunningMount> {
   const mnt = resolve(s.mountpoint);
-  await prepareMountpoint(mnt);
+  await prepareMountpoint(mnt, !!s.kernelOptions?.includes('nonempty'));
   const root = s.cacheDir ? resolve(s.cacheDir) : join(homedir(), '.cache', 'seafs');
   const account = createHash('sha256')
     .update(`${s.url.replace(/\/+$/, '')}\u0000${email}`)

@@ -12,6 +12,8 @@ import { parseDuration, retryUnreachable } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
 import { readLibraryPassword, readSecrets } from './mount-secrets.js';
 import { UserError } from './user-error.js';
+import { checkBinding } from './mount-binding.js';
+import { preflight } from './mount-preflight.js';
 
 // The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
 // by the command that needs it, so `seafs serve` and `--help` stay light.
@@ -292,6 +294,10 @@ export const mountCommand: CommandModule<object, MountArgv> = {
     try {
       applyMountOptions(argv);
       setupLog(argv);
+      const problem = preflight(argv);
+      if (problem) throw new UserError(problem);
+      const warning = checkBinding(argv);
+      if (warning) printErr(`seafs: ${warning}\n`);
       // a --daemon child: its stdout is the log file, the parent prints the "mounted" line
       if (argv.daemon) await daemonize(argv);
       await mountHere(argv, false);
@@ -334,12 +340,22 @@ async function mountHere(argv: MountArgv, daemonChild: boolean): Promise<never> 
   process.exit(await m.finished);
 }
 
-export const unmountCommand: CommandModule<object, { mountpoint: string }> = {
+export const unmountCommand: CommandModule<object, { mountpoint: string; force?: boolean }> = {
   command: 'unmount <mountpoint>',
   describe: 'Unmount, after every pending upload is on the server',
-  builder: (y) => y.positional('mountpoint', { type: 'string', demandOption: true }) as never,
+  builder: (y) =>
+    y.positional('mountpoint', { type: 'string', demandOption: true }).option('force', {
+      type: 'boolean',
+      describe:
+        'detach at once (lazily), without asking the mount process: for a stale mount left by a crash or a mount whose process hangs',
+    }) as never,
   handler: async (argv) => {
     const mnt = resolve(argv.mountpoint);
+    if (argv.force) {
+      const { forceUnmount } = await import('./unmount-force.js');
+      await forceUnmount(mnt).then((line) => printOut(`seafs: ${line}\n`), fail);
+      process.exit(0);
+    }
     const r = await requestUnmount(mnt, (l) => printOut(`${l.startsWith('seafs:') ? '' : 'seafs: '}${l}\n`));
     if (r === true) process.exit(0);
     if (r === false)
@@ -348,7 +364,13 @@ export const unmountCommand: CommandModule<object, { mountpoint: string }> = {
       );
     const { clearStaleMount, isMounted } = await import('../fuse/mount.js');
     if (await isMounted(mnt)) {
-      await clearStaleMount(mnt);
+      // another user's mount: its socket is not in this user's runtime dir, and it is not stale
+      const { foreignMountProblem, readProcMounts, staleProblem } = await import('./mount-preflight.js');
+      const foreign = foreignMountProblem(mnt, process.getuid?.() ?? 0, readProcMounts());
+      if (foreign) fail(new UserError(foreign));
+      await clearStaleMount(mnt).catch((e: unknown) =>
+        fail(new UserError(staleProblem(mnt, `clearing it failed: ${(e as Error).message}`))),
+      );
       printOut(`seafs: cleared a stale mount at ${mnt} (its process was gone)\n`);
       process.exit(0);
     }

@@ -16,13 +16,13 @@ interface StatusArgv {
   interval: number;
 }
 
-/** Mount points of every seafs mount this process can see. */
-export async function seafsMounts(): Promise<string[]> {
+/** Mount points of every seafs mount this process can see: an ordinary user's own only (user_id=). */
+export async function seafsMounts(uid = process.getuid?.() ?? 0): Promise<string[]> {
   const text = await readFile('/proc/mounts', 'utf8').catch(() => '');
   return text
     .split('\n')
     .map((l) => l.split(' '))
-    .filter((f) => f[2] === 'fuse.seafs')
+    .filter((f) => f[2] === 'fuse.seafs' && (uid === 0 || (f[3] ?? '').split(',').includes(`user_id=${uid}`)))
     .map((f) => f[1].replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
 }
 

@@ -89,6 +89,8 @@ export interface MountOptions {
   libraryPassword?: string;
   /** more environment of the mount process (switches such as SEAFS_UNLOCK_REFRESH_SEC) */
   env?: NodeJS.ProcessEnv;
+  /** the seafs script run (mount and unmount) with node: default the checkout's dist/cli/main.js */
+  cli?: string;
 }
 
 export interface Mount {
@@ -132,7 +134,8 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
   const base = scratchDir();
   const mnt = opts.mountpoint ?? mkdtempSync(path.join(base, 'mnt-'));
   const cacheDir = opts.cacheDir ?? mkdtempSync(path.join(base, 'cache-'));
-  const args = [CLI, 'mount', server.url, mnt, '--user', opts.user ?? server.adminEmail, '--cache-dir', cacheDir];
+  const cli = opts.cli ?? CLI;
+  const args = [cli, 'mount', server.url, mnt, '--user', opts.user ?? server.adminEmail, '--cache-dir', cacheDir];
   if (opts.library !== undefined) args.push('--library', opts.library);
   if (opts.readOnly) args.push('--read-only');
   if (opts.attrTimeout !== undefined) args.push('--attr-timeout', String(opts.attrTimeout));
@@ -184,7 +187,7 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
     output: () => out,
     exited,
     unmount: () =>
-      run(process.execPath, [CLI, 'unmount', mnt], { allowFail: true, env: seafsEnv(), timeoutMs: 300_000 }),
+      run(process.execPath, [cli, 'unmount', mnt], { allowFail: true, env: seafsEnv(), timeoutMs: 300_000 }),
     async kill9() {
       if (alive(child)) child.kill('SIGKILL');
       await exited;

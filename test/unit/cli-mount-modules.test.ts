@@ -4,7 +4,7 @@
 // module hooks recording every module loaded, so the test sees the modules of
 // the command line and of the client (the login goes through it).
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -45,6 +45,8 @@ async function mountModules(): Promise<{ lines: string[]; stderr: string }> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-modules-'));
   dirs.push(dir);
   writeFileSync(path.join(dir, 'hooks.mjs'), HOOKS);
+  // an empty mount point: a missing one is refused before the login (mount-preflight.ts)
+  mkdirSync(path.join(dir, 'mnt'));
   writeFileSync(path.join(dir, 'register.mjs'), REGISTER(pathToFileURL(path.join(dir, 'hooks.mjs')).href));
   const server = http.createServer((_req, res) => {
     res.writeHead(400, { 'content-type': 'application/json' });
