@@ -89,6 +89,8 @@ export interface MountOptions {
   libraryPassword?: string;
   /** more environment of the mount process (switches such as SEAFS_UNLOCK_REFRESH_SEC) */
   env?: NodeJS.ProcessEnv;
+  /** a source instead of the server's URL with --user and a password (a saved account: `NAME:Library`) */
+  source?: string;
 }
 
 export interface Mount {
@@ -132,7 +134,10 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
   const base = scratchDir();
   const mnt = opts.mountpoint ?? mkdtempSync(path.join(base, 'mnt-'));
   const cacheDir = opts.cacheDir ?? mkdtempSync(path.join(base, 'cache-'));
-  const args = [CLI, 'mount', server.url, mnt, '--user', opts.user ?? server.adminEmail, '--cache-dir', cacheDir];
+  const args =
+    opts.source !== undefined
+      ? [CLI, 'mount', opts.source, mnt, '--cache-dir', cacheDir]
+      : [CLI, 'mount', server.url, mnt, '--user', opts.user ?? server.adminEmail, '--cache-dir', cacheDir];
   if (opts.library !== undefined) args.push('--library', opts.library);
   if (opts.readOnly) args.push('--read-only');
   if (opts.attrTimeout !== undefined) args.push('--attr-timeout', String(opts.attrTimeout));
@@ -140,7 +145,7 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
   args.push(...(opts.extraArgs ?? []));
   const child = spawn(process.execPath, args, {
     env: seafsEnv({
-      SEAFS_PASSWORD: opts.password ?? server.adminPassword,
+      SEAFS_PASSWORD: opts.source !== undefined ? undefined : (opts.password ?? server.adminPassword),
       ...(opts.libraryPassword !== undefined ? { SEAFS_LIBRARY_PASSWORD: opts.libraryPassword } : {}),
       ...opts.env,
     }),
