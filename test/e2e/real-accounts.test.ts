@@ -25,7 +25,7 @@ describe.skipIf(skipped)('saved accounts on the real Seafile server', () => {
   });
 
   const seafs = (args: string[], input = '') => {
-    const env = { ...process.env, XDG_CONFIG_HOME: home };
+    const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
     delete env.SEAFS_PASSWORD;
     return run(process.execPath, [CLI, ...args], { env, input, allowFail: true, timeoutMs: 60_000 });
   };

@@ -29,7 +29,7 @@ function freshConfig(): string {
 }
 
 function seafs(config: string, args: string[], input = ''): Promise<RunResult> {
-  const env = { ...process.env, XDG_CONFIG_HOME: config, SEAFS_RUNTIME_DIR: path.join(home, 'run') };
+  const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: config, SEAFS_RUNTIME_DIR: path.join(home, 'run') };
   delete env.SEAFS_PASSWORD;
   delete env.SEAFS_TOKEN;
   return run(process.execPath, [CLI, ...args], { env, input, allowFail: true, timeoutMs: 60_000 });
