@@ -136,7 +136,8 @@ async function login(argv: LoginArgv): Promise<void> {
   if (!password)
     throw new UserError('no password given (type it at the prompt, or pipe it to stdin, or set SEAFS_PASSWORD)');
 
-  const device = loginDevice(url, user, { configDir: store.dir });
+  // the device id of the password mounts (device.ts): one device per machine and account
+  const device = loginDevice(url, user);
   const opts = { baseUrl: url, timeoutMs: Math.round(argv.timeout * 1000), loginRetryMs: 0 };
   let otp = argv.otp;
   let client: SeafileClient;
