@@ -6,12 +6,12 @@
 // file; never the password. `seafs mount NAME:Library DIR` then mounts with it
 // (account-source.ts). Logout deletes the token on the server
 // (POST /api2/logout-device/, what seahub's desktop client calls) and here.
+// The client is loaded by the command that uses it (`--help` and `serve` stay light).
 import path from 'node:path';
 import type { CommandModule } from 'yargs';
-import { SeafileClient } from '../client/client.js';
+import type { SeafileClient } from '../client/client.js';
 import { ApiError } from '../client/errors.js';
 import { AccountStore, checkName, configDir, type Account } from './accounts-store.js';
-import { loginDevice } from './device.js';
 import { exitAfterOutput, printErr, printOut } from './log.js';
 import { firstLine, promptHidden } from './mount-secrets.js';
 import { UserError } from './user-error.js';
@@ -137,6 +137,10 @@ async function login(argv: LoginArgv): Promise<void> {
     throw new UserError('no password given (type it at the prompt, or pipe it to stdin, or set SEAFS_PASSWORD)');
 
   // the device id of the password mounts (device.ts): one device per machine and account
+  const [{ SeafileClient }, { loginDevice }] = await Promise.all([
+    import('../client/client.js'),
+    import('./device.js'),
+  ]);
   const device = loginDevice(url, user);
   const opts = { baseUrl: url, timeoutMs: Math.round(argv.timeout * 1000), loginRetryMs: 0 };
   let otp = argv.otp;
@@ -225,6 +229,7 @@ interface LogoutArgv extends ConfigArgv {
 
 /** Deletes the account's token on the server; what happened, in a few words. */
 async function revoke(a: Account): Promise<string> {
+  const { SeafileClient } = await import('../client/client.js');
   const client = new SeafileClient({ baseUrl: a.url, token: a.token, timeoutMs: 15_000 });
   try {
     await client.logoutDevice();

@@ -88,7 +88,9 @@ function applyMountOptions(argv: MountArgv): void {
 /** `NAME:`: the account's default library, by id (asked once the client is logged in). */
 async function pickDefaultLibrary(argv: MountArgv, client: SeafileClient): Promise<void> {
   if (!argv.defaultLibrary || argv.library !== undefined) return;
-  const id = await client.defaultLibrary();
+  const id = await client.defaultLibrary().catch((e: Error) => {
+    throw new UserError(`cannot ask the server for the account's default library: ${e.message}`);
+  });
   if (!id)
     throw new UserError(
       `the account "${argv.account}" has no default library: name one (${argv.account}:"Library name") or mount every library (${argv.account}:/)`,
