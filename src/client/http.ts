@@ -241,7 +241,12 @@ export class HttpCore {
         code = (failure as ApiError & { code?: string }).code;
         this.opts.onAttempt?.(call.op, call.method, failure.kind, Date.now() - t0);
       }
-      if (failure.kind === 'unauthorized' && headers.authorization) this.tokenRefused?.(headers.authorization.slice(6));
+      if (failure.kind === 'unauthorized' && headers.authorization) {
+        this.tokenRefused?.(headers.authorization.slice(6));
+        // the refusal holds the calls from now on: this one fails as they do
+        const held = this.hold?.(call.op);
+        if (held) throw held;
+      }
       if (attempt > 0 && failure.status === 404 && call.retriedNotFoundIsSuccess) return ALREADY_DONE;
       // the server forgot an encrypted library's password (an hour after it was given, or at a
       // restart): the request was refused, not executed, so unlock again and resend once
