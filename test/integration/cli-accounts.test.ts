@@ -2,7 +2,7 @@
 // account whose token was revoked, against `seafs serve` (no FUSE: the
 // refused token is found before anything is mounted). Each CLI run gets its
 // own XDG_CONFIG_HOME; the password and the two-factor code come on stdin.
-import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -125,7 +125,10 @@ describe('seafs login / accounts / logout against seafs serve', () => {
         'seafs: the server refused the saved login "rev" (revoked or expired): log in again: seafs login rev\n',
       );
     }
-    const again = await seafs(cfg, ['login', 'rev'], 'rev pw\n');
+    // logged in again by name, the password from a file this time
+    const pwFile = path.join(home, 'rev.pw');
+    writeFileSync(pwFile, 'rev pw\n', { mode: 0o600 });
+    const again = await seafs(cfg, ['login', 'rev', '--password-file', pwFile]);
     expect(again.code).toBe(0);
     expect(saved(cfg).rev.token).not.toBe(a.token);
     expect((await apiAs(server.url, saved(cfg).rev.token)('GET', '/api2/auth/ping/')).status).toBe(200);

@@ -3,7 +3,9 @@
 // writes in the journal), a new saved login or the token taken again lets
 // calls through once more.
 import { describe, expect, it } from 'vitest';
+import { SeafileClient } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/errors.js';
+import { json, tinyServer } from '../helpers/client-fixture.js';
 import { TokenWatch, type TokenHolder } from '../../src/cli/token-watch.js';
 
 function holder(token: string, pingOk = false) {
@@ -93,5 +95,28 @@ describe('token watch', () => {
     await w.check();
     expect(w.state()).toBeNull();
     expect(logs.at(-1)).toBe("the server takes the mount's token again; uploading what waited");
+  });
+
+  it('with a real client: the 401 is told with its token, that call and the next fail as unreachable, none is sent', async () => {
+    const srv = await tinyServer((req, res) => {
+      if (req.headers.authorization === 'Token revoked') json(res, 401, { detail: 'Invalid token' });
+      else json(res, 200, { usage: 0, total: 0, email: 'a@b.c' });
+    });
+    const client = new SeafileClient({ baseUrl: srv.url, token: 'revoked', retryBaseMs: 1 });
+    const logs: string[] = [];
+    const w = new TokenWatch(client, { hint: 'h', log: (m) => logs.push(m) });
+    try {
+      const first = await client.accountInfo().catch((e: unknown) => e);
+      expect(first).toMatchObject({ kind: 'network', status: 0 });
+      expect(logs.length).toBe(1);
+      const sent = srv.seen.length;
+      await expect(client.accountInfo()).rejects.toMatchObject({ kind: 'network' });
+      expect(srv.seen.length).toBe(sent);
+      expect(w.state()).not.toBeNull();
+    } finally {
+      w.close();
+      await client.close();
+      await srv.close();
+    }
   });
 });
