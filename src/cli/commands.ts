@@ -10,6 +10,7 @@ import { unlockCommand } from './unlock.js';
 import { lockFileCommand, unlockFileCommand } from './file-lock.js';
 import { restoreCommand } from './file-restore.js';
 import { seafsVersion, wantsVersion } from './version.js';
+import { accountsCommand, loginCommand, logoutCommand } from './accounts.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();
@@ -22,6 +23,7 @@ if (wantsVersion(hideBin(process.argv))) {
 await yargs(hideBin(process.argv))
   .scriptName('seafs')
   .usage('$0 <command> [options]')
+  .command(loginCommand)
   .command(mountCommand)
   .command(unmountCommand)
   .command(statusCommand)
@@ -32,7 +34,12 @@ await yargs(hideBin(process.argv))
   .command(restoreCommand)
   .command(demoCommand)
   .command(serveCommand)
-  .demandCommand(1, 'Name a command: mount, unmount, status, cache, unlock, lock, unlock-file, restore, demo or serve.')
+  .command(accountsCommand)
+  .command(logoutCommand)
+  .demandCommand(
+    1,
+    'Name a command: login, mount, unmount, status, cache, unlock, lock, unlock-file, restore, demo, serve, accounts or logout.',
+  )
   .strict()
   .help()
   .alias('h', 'help')

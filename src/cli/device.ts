@@ -14,6 +14,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { LoginDevice } from '../client/types.js';
+import { configDir } from './accounts-store.js';
 
 /** seafs's version, from its package.json (src/cli and dist/cli are both two levels down) */
 function clientVersion(): string {
@@ -33,11 +34,6 @@ export interface DeviceSources {
   /** where a key of our own is kept when there is no machine id */
   configDir?: string;
   hostname?: string;
-}
-
-function configDir(): string {
-  const base = process.env.XDG_CONFIG_HOME || path.join(os.homedir(), '.config');
-  return path.join(base, 'seafs');
 }
 
 /** the machine's secret: its machine id, or a random key made once and kept (0600) */

@@ -30,6 +30,8 @@ export interface OptionSettings {
   umask?: string;
   xattrs?: boolean;
   cacheStreams?: boolean;
+  /** the folder of saved accounts (`NAME:Library` sources) */
+  config?: string;
 }
 
 type Kind = 'string' | 'number' | 'duration' | 'id' | 'octal';
@@ -43,6 +45,7 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
   library_password_file: { key: 'libraryPasswordFile', kind: 'string' },
   token_file: { key: 'tokenFile', kind: 'string' },
   cache_dir: { key: 'cacheDir', kind: 'string' },
+  config: { key: 'config', kind: 'string' },
   attr_timeout: { key: 'attrTimeout', kind: 'number' },
   dir_cache_time: { key: 'dirCacheTime', kind: 'number' },
   cache_max_size: { key: 'cacheMaxSize', kind: 'number' },

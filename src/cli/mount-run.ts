@@ -21,7 +21,9 @@ import { readLibraryPassword, type Secrets } from './mount-secrets.js';
 import { WrongLibraryPassword } from '../vfs/library-unlock.js';
 import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './mount-options.js';
-import { UserError } from './user-error.js';
+import { TokenRefused, UserError } from './user-error.js';
+import { loginAgain, savedToken } from './account-source.js';
+import { TokenWatch } from './token-watch.js';
 import { mountIsUp } from './mount-tuning.js';
 import {
   foreignMountProblem,
@@ -65,6 +67,9 @@ export interface MountSettings {
   /** false: no extended attributes (the kernel then stops asking before every write) */
   xattrs?: boolean;
   debug?: boolean;
+  /** the saved account mounted (`seafs mount NAME:...`), and the folder of saved accounts */
+  account?: string;
+  config?: string;
 }
 
 /** A failure to explain in one line, without a stack. */
@@ -93,7 +98,9 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
         );
       case 'unauthorized':
       case 'bad_request':
-        return new UserError(usingToken ? 'the server refused the token' : 'login refused: wrong user or password');
+        return usingToken
+          ? new TokenRefused('the server refused the token')
+          : new UserError('login refused: wrong user or password');
       default:
         return new UserError(`the server at ${url} answered: ${e.message}`);
     }
@@ -120,7 +127,9 @@ export async function connect(
 ): Promise<{ client: SeafileClient; token: string; email: string }> {
   const baseUrl = url.replace(/\/+$/, '');
   if (!/^https?:\/\//.test(baseUrl))
-    throw new UserError(`the server URL must start with http:// or https:// (got ${url})`);
+    throw new UserError(
+      `the server URL must start with http:// or https:// (got ${url}; a saved account is written NAME: or NAME:Library)`,
+    );
   let client: SeafileClient;
   let token: string;
   const opts = {
@@ -212,6 +221,16 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
 
   const times = cacheTimes(s.dirCacheTime, s.attrTimeout);
   let vfs: Vfs;
+  let retryUploads = () => {};
+  // a token refused while mounted: said once (log, status); a saved account's new login is taken (token-watch.ts)
+  const tokenWatch = new TokenWatch(client, {
+    hint: s.account
+      ? `log in again: ${loginAgain(s.account, s.config)} (the mount then takes the new login)`
+      : 'mount again with a valid password or token (the journal keeps what waits)',
+    log: (m) => logger.warn(m),
+    reload: s.account ? () => savedToken(s.account!, s.config) : undefined,
+    onBack: () => retryUploads(),
+  });
   try {
     vfs = await Vfs.create(client, {
       library: s.library,
@@ -248,6 +267,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     }
     throw explain(e, s.url, false);
   }
+  retryUploads = () => vfs.wb.retryNow();
   // the passwords the client sends again by itself (on its timer, after a refusal): one line each
   client.onUnlockAgain = unlockAgainLog((repo) => vfs.libraries.byId(repo), layerLog);
   const label = vfs.library?.name ?? 'all libraries';
@@ -298,6 +318,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         ops: opCounts,
         readAheadKb: fuse.readAheadKb,
         ...vfs.status(),
+        tokenRefused: tokenWatch.state(),
         rssBytes: process.memoryUsage().rss,
         memory: process.memoryUsage(),
         // the young generation's size now (src/cli/mount-tuning.ts keeps it small)
@@ -381,6 +402,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         control.broadcast('done ok');
       }
       await control.close();
+      tokenWatch.close();
       vfs.close();
       await client.close().catch(() => {});
       return code;

@@ -7,13 +7,15 @@ import type { CommandModule, Options } from 'yargs';
 import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
 import { mountNodeFlags, mountProcessEnv } from './mount-tuning.js';
-import { parseId, parseMountOptions, parseUmask, splitSource } from './mount-options.js';
+import { parseId, parseMountOptions, parseUmask, splitSource, unescapeOctal } from './mount-options.js';
 import { parseDuration, retryUnreachable } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
 import { readLibraryPassword, readSecrets } from './mount-secrets.js';
-import { UserError } from './user-error.js';
+import { TokenRefused, UserError } from './user-error.js';
 import { checkBinding } from './mount-binding.js';
 import { preflight } from './mount-preflight.js';
+import { parseAccountSource, refusedLine, useAccount } from './account-source.js';
+import type { SeafileClient } from '../client/client.js';
 
 // The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
 // by the command that needs it, so `seafs serve` and `--help` stay light.
@@ -60,11 +62,16 @@ interface MountArgv extends MountSettings, LogArgv {
   options?: string[];
   retryFor?: string;
   retryForMs?: number;
+  /** a saved account's token (this process only) and whether `NAME:` asked for its default library */
+  accountToken?: string;
+  defaultLibrary?: boolean;
 }
 
 /** Folds the source's `#Library` and the -o options into the flags they stand for. */
 function applyMountOptions(argv: MountArgv): void {
-  const src = splitSource(argv.url);
+  // `NAME:Library` (a saved account: account-source.ts) or `URL#Library`
+  const account = parseAccountSource(unescapeOctal(argv.url));
+  const src = account ? { url: argv.url, library: account.library } : splitSource(argv.url);
   const { settings, kernel } = parseMountOptions(argv.options ?? []);
   const names = [argv.library, src.library, settings.library].filter((l): l is string => l !== undefined);
   if (new Set(names).size > 1)
@@ -74,6 +81,24 @@ function applyMountOptions(argv: MountArgv): void {
   argv.library = names[0];
   argv.kernelOptions = kernel;
   argv.retryForMs = argv.retryFor ? parseDuration(argv.retryFor) : 0;
+  if (account) {
+    argv.account = account.name;
+    argv.defaultLibrary = !account.all && argv.library === undefined;
+  }
+}
+
+/** `NAME:`: the account's default library, by id (asked once the client is logged in). */
+async function pickDefaultLibrary(argv: MountArgv, client: SeafileClient): Promise<void> {
+  if (!argv.defaultLibrary || argv.library !== undefined) return;
+  const id = await client.defaultLibrary().catch((e: Error) => {
+    throw new UserError(`cannot ask the server for the account's default library: ${e.message}`);
+  });
+  if (!id)
+    throw new UserError(
+      `the account "${argv.account}" has no default library: name one (${argv.account}:"Library name") or mount every library (${argv.account}:/)`,
+    );
+  argv.library = id;
+  argv.defaultLibrary = false;
 }
 
 /** Log in; with --retry-for, wait for a server that is not reachable yet. */
@@ -82,7 +107,14 @@ async function connectWithRetry(argv: MountArgv, secrets: Awaited<ReturnType<typ
   return retryUnreachable(() => connect(argv.url, argv.user, secrets, argv.otp, argv.timeout), {
     forMs: argv.retryForMs ?? 0,
     log,
+  }).catch((e: unknown) => {
+    throw argv.account && e instanceof TokenRefused ? new UserError(refusedLine(argv.account, argv.config)) : e;
   });
+}
+
+/** The token of a saved account, else the secrets of the options and environment. */
+async function mountSecrets(argv: MountArgv): Promise<Awaited<ReturnType<typeof readSecrets>>> {
+  return argv.accountToken ? { token: argv.accountToken } : readSecrets(argv);
 }
 
 function fail(e: unknown): never {
@@ -108,11 +140,12 @@ function notifyReady(line: string): void {
 
 /** Re-spawn detached with the token in the environment; return once the child has mounted. */
 async function daemonize(argv: MountArgv): Promise<never> {
-  const secrets = await readSecrets(argv);
+  const secrets = await mountSecrets(argv);
   const { client, token } = await connectWithRetry(argv, secrets);
   // the child has no terminal: an encrypted library's password is asked here and passed in its environment
   let libraryPassword: string | undefined;
   try {
+    await pickDefaultLibrary(argv, client);
     const lib =
       argv.library === undefined
         ? undefined
@@ -146,7 +179,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
     verbose: false,
   };
   // the credentials travel as the token (SEAFS_TOKEN) alone
-  for (const k of ['otp', 'passwordFile', 'password-file', 'tokenFile', 'token-file'])
+  for (const k of ['otp', 'passwordFile', 'password-file', 'tokenFile', 'token-file', 'accountToken'])
     delete (settings as unknown as Record<string, unknown>)[k];
   const args = [CHILD_ENTRY, 'mount', argv.url, mnt];
   const env = mountProcessEnv({
@@ -198,7 +231,8 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .positional('url', {
         type: 'string',
         demandOption: true,
-        describe: 'server URL, e.g. https://cloud.example.com; URL#Library names the library',
+        describe:
+          'server URL, e.g. https://cloud.example.com; URL#Library names the library; or a saved account (seafs login): NAME:Library, NAME: (its default library), NAME:/ (every library)',
       })
       .positional('mountpoint', { type: 'string', demandOption: true, describe: 'an existing empty folder' })
       .option('library', { type: 'string', describe: 'library name or id (default: the root lists every library)' })
@@ -214,6 +248,11 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       })
       .option('token-file', { type: 'string', describe: 'file whose first line is an API token (or set SEAFS_TOKEN)' })
       .option('otp', { type: 'string', describe: 'current two-factor code' })
+      .option('config', {
+        type: 'string',
+        describe:
+          'the folder of saved accounts for NAME: sources (default $XDG_CONFIG_HOME/seafs, else ~/.config/seafs)',
+      })
       .option('read-only', { type: 'boolean', default: false, describe: 'refuse every write (EROFS)' })
       .option('allow-other', { type: 'boolean', default: false, describe: 'let other users access the mount' })
       .option('uid', { type: 'number', describe: 'owner shown for every file and folder (default: the mounting user)' })
@@ -298,6 +337,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       if (problem) throw new UserError(problem);
       const warning = checkBinding(argv);
       if (warning) printErr(`seafs: ${warning}\n`);
+      if (argv.account) await useAccount(argv);
       // a --daemon child: its stdout is the log file, the parent prints the "mounted" line
       if (argv.daemon) await daemonize(argv);
       await mountHere(argv, false);
@@ -324,13 +364,17 @@ export async function mountChild(): Promise<void> {
 /** Mount in this process and serve until unmounted; `daemonChild`: the parent prints the "mounted" line. */
 async function mountHere(argv: MountArgv, daemonChild: boolean): Promise<never> {
   const { handleSignals, startMount } = await mountRun();
-  const secrets = await readSecrets(argv);
+  const secrets = await mountSecrets(argv);
   logger.addSecret(secrets.password);
   logger.addSecret(secrets.token);
   logger.addSecret(argv.otp);
   logger.addSecret(process.env.SEAFS_LIBRARY_PASSWORD);
   const { client, email, token } = await connectWithRetry(argv, secrets);
   logger.addSecret(token);
+  await pickDefaultLibrary(argv, client).catch(async (e: unknown) => {
+    await client.close();
+    throw e;
+  });
   const m = await startMount(argv, client, email);
   handleSignals(m);
   const line = `seafs: mounted ${m.label} at ${m.mountpoint}`;

@@ -38,6 +38,8 @@ export interface MountStatus {
   disk?: { hits: number } | null;
   /** null or absent: online */
   offline?: { offlineSince: string; cause: string } | null;
+  /** the server refuses the mount's token (token-watch.ts); null or absent: it is fine */
+  tokenRefused?: { since: string; hint: string } | null;
   rssBytes?: number;
   /** the folder listings the mount holds in memory */
   metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
@@ -101,6 +103,12 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
     const since = fmtDuration((now - Date.parse(st.offline.offlineSince)) / 1000);
     lines.push(
       `  OFFLINE for ${since}: ${st.offline.cause}; known folders and cached files are served, writes wait for the server`,
+    );
+  }
+  if (st.tokenRefused) {
+    const since = fmtDuration((now - Date.parse(st.tokenRefused.since)) / 1000);
+    lines.push(
+      `  TOKEN REFUSED for ${since} (revoked or expired): ${st.tokenRefused.hint}; writes wait in the journal`,
     );
   }
 

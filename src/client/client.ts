@@ -158,6 +158,26 @@ export class SeafileClient implements SeafileApi {
     return session.accountInfo(this.http);
   }
 
+  /** GET /api2/devices/: the account's devices, as the web interface lists them. */
+  listDevices(): Promise<session.DeviceEntry[]> {
+    return session.listDevices(this.http);
+  }
+
+  /** POST /api2/logout-device/: the server deletes this client's token. */
+  logoutDevice(): Promise<void> {
+    return session.logoutDevice(this.http);
+  }
+
+  /** DELETE /api2/devices/: unlinks a device of the account (its token is deleted). */
+  unlinkDevice(platform: string, deviceId: string): Promise<void> {
+    return session.unlinkDevice(this.http, platform, deviceId);
+  }
+
+  /** GET /api2/default-repo/: the account's default library's id, or null. */
+  defaultLibrary(): Promise<string | null> {
+    return session.defaultLibrary(this.http);
+  }
+
   /** PUT /api2/accounts/{email}/ (administrators): creates or updates an account. */
   putAccount(email: string, fields: session.AccountFields): Promise<void> {
     return session.putAccount(this.http, email, fields);

@@ -146,6 +146,10 @@ export class HttpCore {
    * `since` (ms); true when the library is unlocked again
    */
   relock: ((repo: string, since: number) => Promise<boolean>) | undefined;
+  /** told when the server refused the API token a call carried (revoked or expired), with that token */
+  tokenRefused: ((token: string) => void) | undefined;
+  /** asked before each call: an error fails it at once without a request (a mount whose token is refused) */
+  hold: ((op: string) => ApiError | null) | undefined;
 
   constructor(readonly opts: HttpOptions) {
     this.base = new URL(opts.baseUrl.endsWith('/') ? opts.baseUrl : `${opts.baseUrl}/`);
@@ -179,6 +183,8 @@ export class HttpCore {
 
   private async sendOrDone(call: Call): Promise<RawResponse | typeof ALREADY_DONE> {
     if (call.body && call.retry !== 'never') throw new Error(`${call.op}: a streamed body cannot be retried`);
+    const held = this.hold?.(call.op);
+    if (held) throw held;
     const url = this.resolve(call.url);
     const extra = encodeQuery(call.query);
     const path = url.pathname + (url.search ? url.search + (extra ? `&${extra.slice(1)}` : '') : extra);
@@ -234,6 +240,12 @@ export class HttpCore {
         failure = transportError(e, call.op);
         code = (failure as ApiError & { code?: string }).code;
         this.opts.onAttempt?.(call.op, call.method, failure.kind, Date.now() - t0);
+      }
+      if (failure.kind === 'unauthorized' && headers.authorization) {
+        this.tokenRefused?.(headers.authorization.slice(6));
+        // the refusal holds the calls from now on: this one fails as they do
+        const held = this.hold?.(call.op);
+        if (held) throw held;
       }
       if (attempt > 0 && failure.status === 404 && call.retriedNotFoundIsSuccess) return ALREADY_DONE;
       // the server forgot an encrypted library's password (an hour after it was given, or at a

@@ -195,6 +195,18 @@ export const accountRoutes: Route[] = [
     },
   },
   {
+    // seahub's LogoutDeviceView: deletes the token the call carries
+    method: 'POST',
+    path: '/api2/logout-device',
+    auth: 'user',
+    handler: async (ctx, r) => {
+      const token = /^\S+\s+(\S+)/.exec(r.raw.headers.authorization ?? '')?.[1];
+      if (token) ctx.db.revokeToken(token);
+      await ctx.db.save();
+      sendJson(r.res, 200, {});
+    },
+  },
+  {
     method: 'GET',
     path: '/api2/server-info',
     auth: 'none',

@@ -155,6 +155,21 @@ export class Db {
     return d ? this.user(d.user) : undefined;
   }
 
+  /**
+   * Deletes `token` (seahub's logout-device): a device's token is removed with its device; the
+   * account's shared token is replaced by a new one, which the next login without a device gets.
+   */
+  revokeToken(token: string): void {
+    const u = this.byToken.get(tokenHash(token));
+    if (u) {
+      this.byToken.delete(u.tokenHash);
+      Object.assign(u, this.newToken());
+      this.byToken.set(u.tokenHash, u);
+      return;
+    }
+    this.devices.removeToken(token);
+  }
+
   /** The token a login from this device gets (kept in the data, sealed). */
   deviceToken(user: User, d: DeviceLogin, ip: string): string {
     return this.devices.tokenFor(user.email, d, ip, this.box);

@@ -121,6 +121,13 @@ export class Devices {
     this.reindex();
   }
 
+  /** revoke the device whose token this is */
+  removeToken(token: string): void {
+    const h = tokenHash(token);
+    this.list = this.list.filter((t) => t.tokenHash !== h);
+    this.reindex();
+  }
+
   forgetUser(user: string): void {
     this.list = this.list.filter((t) => t.user !== user);
     this.reindex();

@@ -91,6 +91,8 @@ export interface MountOptions {
   env?: NodeJS.ProcessEnv;
   /** the seafs script run (mount and unmount) with node: default the checkout's dist/cli/main.js */
   cli?: string;
+  /** a source instead of the server's URL with --user and a password (a saved account: `NAME:Library`) */
+  source?: string;
 }
 
 export interface Mount {
@@ -135,7 +137,10 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
   const mnt = opts.mountpoint ?? mkdtempSync(path.join(base, 'mnt-'));
   const cacheDir = opts.cacheDir ?? mkdtempSync(path.join(base, 'cache-'));
   const cli = opts.cli ?? CLI;
-  const args = [cli, 'mount', server.url, mnt, '--user', opts.user ?? server.adminEmail, '--cache-dir', cacheDir];
+  const args =
+    opts.source !== undefined
+      ? [cli, 'mount', opts.source, mnt, '--cache-dir', cacheDir]
+      : [cli, 'mount', server.url, mnt, '--user', opts.user ?? server.adminEmail, '--cache-dir', cacheDir];
   if (opts.library !== undefined) args.push('--library', opts.library);
   if (opts.readOnly) args.push('--read-only');
   if (opts.attrTimeout !== undefined) args.push('--attr-timeout', String(opts.attrTimeout));
@@ -143,7 +148,7 @@ export async function mountLibrary(server: TestServer, opts: MountOptions = {}):
   args.push(...(opts.extraArgs ?? []));
   const child = spawn(process.execPath, args, {
     env: seafsEnv({
-      SEAFS_PASSWORD: opts.password ?? server.adminPassword,
+      SEAFS_PASSWORD: opts.source !== undefined ? undefined : (opts.password ?? server.adminPassword),
       ...(opts.libraryPassword !== undefined ? { SEAFS_LIBRARY_PASSWORD: opts.libraryPassword } : {}),
       ...opts.env,
     }),

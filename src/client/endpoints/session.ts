@@ -156,3 +156,48 @@ export async function deleteAccount(http: HttpCore, email: string): Promise<void
     retriedNotFoundIsSuccess: true,
   });
 }
+
+/** One of the account's devices, as GET /api2/devices/ lists them (seahub's TokenV2 rows). */
+export interface DeviceEntry {
+  platform: string;
+  device_id: string;
+  device_name: string;
+  last_accessed?: string;
+  [extra: string]: unknown;
+}
+
+/** GET /api2/devices/: the account's devices (the web interface's list). */
+export async function listDevices(http: HttpCore): Promise<DeviceEntry[]> {
+  const op = 'list devices';
+  const r = await http.json<unknown>({ op, method: 'GET', url: '/api2/devices/', retry: 'read', ctx: 'auth' });
+  if (!Array.isArray(r.value)) throw protocolError(op, 'expected a list of devices');
+  return r.value as DeviceEntry[];
+}
+
+/**
+ * POST /api2/logout-device/: the server deletes the token this call carries (seahub's
+ * LogoutDeviceView, what the desktop client calls at logout). Refused (401) when it is gone already.
+ */
+export async function logoutDevice(http: HttpCore): Promise<void> {
+  // not retried: a retry after a lost answer would meet the deleted token's 401
+  await http.done({ op: 'logout device', method: 'POST', url: '/api2/logout-device/', retry: 'never', ctx: 'auth' });
+}
+
+/** DELETE /api2/devices/ (platform, device_id): unlinks one device of the account (the web interface's "Unlink"). */
+export async function unlinkDevice(http: HttpCore, platform: string, deviceId: string): Promise<void> {
+  await http.done({
+    op: 'unlink device',
+    method: 'DELETE',
+    url: '/api2/devices/',
+    form: { platform, device_id: deviceId },
+    retry: 'idempotent',
+  });
+}
+
+/** GET /api2/default-repo/: the id of the account's default library ("My Library"), or null when it has none. */
+export async function defaultLibrary(http: HttpCore): Promise<string | null> {
+  const op = 'default library';
+  const r = await http.json({ op, method: 'GET', url: '/api2/default-repo/', retry: 'read' });
+  const o = expectObject<{ exists?: unknown; repo_id?: unknown }>(op, r.value, 'exists');
+  return o.exists === true && typeof o.repo_id === 'string' && o.repo_id ? o.repo_id : null;
+}
