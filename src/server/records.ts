@@ -59,6 +59,7 @@ export interface UploadLinkRec {
   path: string;
   ctime: number;
   password: string;
+  expire?: number | null; // epoch seconds; missing or null: never (links made before expiries were kept)
 }
 
 export interface Star {
