@@ -122,7 +122,7 @@ function dirInfoV21(repoId: string, p: string, e: DirEnt) {
   return objInfoV21('dir', repoId, p, e);
 }
 
-async function postDir(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
+export async function postDir(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   const user = r.user!;
   const { repo } = ctx.repoFor(user, r.params[0], 'rw');
   const form = await r.form({ json: v21 });

@@ -92,7 +92,7 @@ function fileInfoV21(ctx: Ctx, repoId: string, p: string, e: DirEnt) {
 }
 
 /** POST .../file/?p= with operation create|rename|move|copy (V2 answers 201/301/301/200; V2.1 the file info). */
-async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
+export async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   const user = r.user!;
   const form = await r.form({ json: v21 });
   const op = form.get('operation');
