@@ -59,6 +59,9 @@ export function shareLinkShape(ctx: Ctx, r: Req, l: ShareLinkRec, list: boolean)
     path: l.path,
     is_expired: expired,
     ...(list ? { obj_name: name, is_dir: l.isDir, repo_name: repo?.name ?? '' } : {}),
+    // what seahub's get_share_link_info adds (links here are view-and-download; the password is stored hashed)
+    permissions: { can_edit: false, can_download: true, can_upload: false },
+    can_edit: false,
   };
 }
 
@@ -214,7 +217,8 @@ export const extraRoutes: Route[] = [
         expire,
         true,
       );
-      sendJson(r.res, 200, shareLinkShape(ctx, r, rec, false));
+      // seahub answers a new link with the same fields as its list
+      sendJson(r.res, 200, shareLinkShape(ctx, r, rec, true));
     },
   },
   {

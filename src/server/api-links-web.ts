@@ -18,9 +18,7 @@ function shareLinkFull(ctx: Ctx, r: Req, l: ShareLinkRec) {
   return {
     ...shareLinkShape(ctx, r, l, true),
     obj_id: '',
-    permissions: { can_edit: false, can_download: true, can_upload: false },
     password: '', // stored hashed here: seahub shows it in clear
-    can_edit: false,
   };
 }
 

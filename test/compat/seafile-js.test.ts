@@ -438,8 +438,6 @@ describe('copy, move, delete and download several', () => {
 });
 
 describe('trash, history and revisions', () => {
-  let firstCommit = '';
-
   it('lists the trash and restores from it', async () => {
     await sa.createDir(lib, '/bin');
     await sa.createDir(lib, '/bin/sub');
@@ -491,7 +489,6 @@ describe('trash, history and revisions', () => {
       expect(data).toHaveProperty('more', false);
       return data.data as { commit_id: string; description: string }[];
     });
-    firstCommit = history[history.length - 1].commit_id;
     // the commit right after /papers/report.txt got its second content
     const v2Commit = history.find((c) => /report\.txt/.test(c.description) && /Modified|Updated/i.test(c.description));
     await call('listCommitDir', async () => {
@@ -562,5 +559,410 @@ describe('search', () => {
       const { data } = await sa.searchFileInRepo(lib, 'REPORT');
       expect(data.data).toEqual([expect.objectContaining({ path: '/papers/report.txt', type: 'file', size: 9 })]);
     });
+  });
+});
+
+describe('share links and upload links', () => {
+  it('creates share links with password and expiry, lists, updates and deletes them', async () => {
+    const in3days = Date.now() + 3 * 86400_000;
+    const fileLink = await call('createShareLink', async () => {
+      const { data } = await sa.createShareLink(lib, '/papers/report.txt', 'link-pw-123', iso(in3days));
+      expect(data).toMatchObject({ repo_id: lib, path: '/papers/report.txt', is_dir: false, is_expired: false });
+      expect(Date.parse(data.expire_date)).toBe(Math.floor(in3days / 1000) * 1000);
+      expect(data.link).toBe(`${server.url}/f/${data.token}/`);
+      // the link needs its password, and gives the file with it
+      expect((await fetch(data.link, { redirect: 'manual' })).status).toBe(403);
+      const ok = await fetch(`${data.link}?password=link-pw-123`, { redirect: 'manual' });
+      expect(ok.status).toBe(302);
+      expect(await (await fetch(ok.headers.get('location')!)).text()).toBe('report v1');
+      return data as { token: string };
+    });
+    const dirLink = (await sa.createShareLink(lib, '/papers')).data as { token: string };
+    await call('listShareLinks(path)', async () => {
+      const { data } = await sa.listShareLinks({ repoID: lib, path: '/papers/report.txt' });
+      expect(data).toEqual([
+        expect.objectContaining({ token: fileLink.token, obj_name: 'report.txt', repo_name: 'js-lib renamed' }),
+      ]);
+    });
+    await call('listShareLinks', async () => {
+      const { data } = await sa.listShareLinks({});
+      expect(data.map((l: { token: string }) => l.token).sort()).toEqual([fileLink.token, dirLink.token].sort());
+      for (const k of ['view_cnt', 'ctime', 'expire_date', 'is_expired', 'permissions'])
+        expect(data[0]).toHaveProperty(k);
+    });
+    await call('getShareLink', async () => {
+      // (the web interface reads one link by GET share-links/{token}/; seafile-js has no method for it)
+      const { data } = await sa.req.get(`${server.url}/api/v2.1/share-links/${dirLink.token}/`);
+      expect(data).toMatchObject({ token: dirLink.token, is_dir: true, path: '/papers' });
+    });
+    await call('updateShareLink', async () => {
+      const past = Date.now() - 60_000;
+      const { data } = await sa.updateShareLink(fileLink.token, '', iso(past));
+      expect(data.is_expired).toBe(true);
+      expect(Date.parse(data.expire_date)).toBe(Math.floor(past / 1000) * 1000);
+      // expired: the link serves nothing, whatever the password
+      expect(
+        (await fetch(`${server.url}/f/${fileLink.token}/?password=link-pw-123`, { redirect: 'manual' })).status,
+      ).toBe(404);
+    });
+    await call('listSharedDir', async () => {
+      const { data } = await sa.listSharedDir(dirLink.token, '/', 48);
+      expect(data.dirent_list.map((e: { file_name?: string }) => e.file_name).sort()).toEqual([
+        'notes.md',
+        'report.txt',
+      ]);
+      expect(data.dirent_list[0]).toMatchObject({ is_dir: false, file_path: expect.stringMatching(/^\/\w+\.\w+$/) });
+    });
+    await call('listRepoShareLinks', async () => {
+      const { data } = await sa.listRepoShareLinks(lib);
+      expect(data.map((l: { token: string }) => l.token).sort()).toEqual([fileLink.token, dirLink.token].sort());
+    });
+    await call('deleteRepoShareLink', async () => {
+      expect((await sa.deleteRepoShareLink(lib, dirLink.token)).data).toEqual({ success: true });
+      expect((await fetch(`${server.url}/d/${dirLink.token}/`)).status).toBe(404);
+    });
+    await call('deleteShareLink', async () => {
+      expect((await sa.deleteShareLink(fileLink.token)).data).toEqual({ success: true });
+      expect((await raw('GET', '/api/v2.1/share-links/')).json).toEqual([]);
+    });
+    await call('deleteShareLinks', async () => {
+      const a = (await sa.createShareLink(lib, '/papers/notes.md')).data.token;
+      const b = (await sa.createShareLink(lib, '/bin')).data.token;
+      const { data } = await sa.deleteShareLinks([a, b]);
+      expect(data).toEqual({ success: [{ token: a }, { token: b }], failed: [] });
+      expect((await raw('GET', '/api/v2.1/share-links/')).json).toEqual([]);
+    });
+  });
+
+  it('creates upload links with password and expiry, lists, updates, uses and deletes them', async () => {
+    await sa.createDir(lib, '/inbox');
+    const in2days = Date.now() + 2 * 86400_000;
+    const guarded = await call('createUploadLink', async () => {
+      const { data } = await sa.createUploadLink(lib, '/inbox', 'drop-pw-123', iso(in2days));
+      expect(data).toMatchObject({ repo_id: lib, path: '/inbox/', obj_name: 'inbox', is_expired: false });
+      expect(Date.parse(data.expire_date)).toBe(Math.floor(in2days / 1000) * 1000);
+      expect(data.link).toBe(`${server.url}/u/d/${data.token}/`);
+      const ask = `${server.url}/api/v2.1/upload-links/${data.token}/upload/`;
+      expect((await fetch(ask)).status).toBe(403);
+      expect((await fetch(`${ask}?password=drop-pw-123`)).status).toBe(200);
+      return data as { token: string };
+    });
+    const open = (await sa.createUploadLink(lib, '/')).data as { token: string };
+    await call('listUserUploadLinks', async () => {
+      const { data } = await sa.listUserUploadLinks();
+      expect(data.map((l: { token: string }) => l.token).sort()).toEqual([guarded.token, open.token].sort());
+    });
+    await call('getUploadLink', async () => {
+      const { data } = await sa.getUploadLink(lib, '/inbox');
+      expect(data).toEqual([expect.objectContaining({ token: guarded.token, path: '/inbox/' })]);
+    });
+    await call('updateUploadLink', async () => {
+      const past = Date.now() - 60_000;
+      const { data } = await sa.updateUploadLink(guarded.token, iso(past));
+      expect(data.is_expired).toBe(true);
+      const ask = `${server.url}/api/v2.1/upload-links/${guarded.token}/upload/?password=drop-pw-123`;
+      expect((await fetch(ask)).status).toBe(404);
+    });
+    await call('sharedUploadLinkGetFileUploadUrl', async () => {
+      const { data } = await sa.sharedUploadLinkGetFileUploadUrl(open.token);
+      expect((await uploadTo(data.upload_link, '/', { 'dropped.txt': 'from a link' })).status).toBe(200);
+      expect(await content(lib, '/dropped.txt')).toBe('from a link');
+    });
+    await call('listRepoUploadLinks', async () => {
+      const { data } = await sa.listRepoUploadLinks(lib);
+      expect(data.map((l: { token: string }) => l.token).sort()).toEqual([guarded.token, open.token].sort());
+    });
+    await call('deleteRepoUploadLink', async () => {
+      expect((await sa.deleteRepoUploadLink(lib, open.token)).data).toEqual({ success: true });
+      expect((await fetch(`${server.url}/api/v2.1/upload-links/${open.token}/upload/`)).status).toBe(404);
+    });
+    await call('deleteUploadLink', async () => {
+      expect((await sa.deleteUploadLink(guarded.token)).data).toEqual({ success: true });
+      expect((await raw('GET', '/api/v2.1/upload-links/')).json).toEqual([]);
+    });
+    await unsupported('sendUploadLink', 'sends mail: this server sends none', 404, () =>
+      sa.sendUploadLink(open.token, BOB, 'hi'),
+    );
+    await unsupported('sendShareLink', 'sends mail: this server sends none', 404, () =>
+      sa.sendShareLink('0123456789abcdef0123', BOB, 'hi'),
+    );
+  });
+});
+
+describe('groups', () => {
+  it('creates a group, manages its members and admins, its libraries, and hands it over', async () => {
+    group = await call('createGroup', async () => {
+      const { data } = await sa.createGroup('js-team');
+      expect(data).toMatchObject({ name: 'js-team', owner: server.adminEmail, admins: [server.adminEmail] });
+      expect((await raw('GET', '/api2/groups/')).json.groups).toEqual([expect.objectContaining({ id: data.id })]);
+      return data.id as number;
+    });
+    await call('listGroups', async () => {
+      const { data } = await sa.listGroups();
+      expect(data).toEqual([expect.objectContaining({ id: group, name: 'js-team', owner: server.adminEmail })]);
+    });
+    await call('getGroup', async () => {
+      const { data } = await sa.getGroup(group);
+      expect(data).toMatchObject({ id: group, name: 'js-team' });
+      expect(data).toHaveProperty('created_at');
+    });
+    await call('renameGroup', async () => {
+      expect((await sa.renameGroup(group, 'js-crew')).data.name).toBe('js-crew');
+      expect((await raw('GET', `/api/v2.1/groups/${group}/`)).json.name).toBe('js-crew');
+    });
+    await call('addGroupMember', async () => {
+      const { data, status } = await sa.addGroupMember(group, BOB);
+      expect(status).toBe(201);
+      expect(data).toMatchObject({ email: BOB, name: 'Bob B', is_admin: false, role: 'Member', group_id: group });
+      expect((await rawBob('GET', '/api/v2.1/groups/')).json.map((g: { id: number }) => g.id)).toEqual([group]);
+    });
+    await call('listGroupMembers', async () => {
+      const { data } = await sa.listGroupMembers(group);
+      const byEmail = new Map(data.map((m: { email: string }) => [m.email, m]));
+      expect(byEmail.get(server.adminEmail)).toMatchObject({ role: 'Owner', is_admin: true });
+      expect(byEmail.get(BOB)).toMatchObject({ role: 'Member', is_admin: false, contact_email: BOB });
+    });
+    await call('setGroupAdmin', async () => {
+      const { data } = await sa.setGroupAdmin(group, BOB, true);
+      expect(data).toMatchObject({ email: BOB, is_admin: true, role: 'Admin' });
+      expect((await raw('GET', `/api/v2.1/groups/${group}/`)).json.admins.sort()).toEqual(
+        [server.adminEmail, BOB].sort(),
+      );
+    });
+    await call('searchGroupMember', async () => {
+      const { data } = await sa.searchGroupMember(group, 'bob');
+      expect(data).toEqual([expect.objectContaining({ email: BOB, role: 'Admin' })]);
+    });
+    await call('addGroupMembers', async () => {
+      const { data } = await sa.addGroupMembers(group, [CAROL, 'nobody@seafs.test']);
+      expect(data.success).toEqual([expect.objectContaining({ email: CAROL, role: 'Member' })]);
+      expect(data.failed).toEqual([expect.objectContaining({ email: 'nobody@seafs.test' })]);
+      const members = (await raw('GET', `/api/v2.1/groups/${group}/members/`)).json as { email: string }[];
+      expect(members.map((m) => m.email)).toContain(CAROL);
+    });
+    await call('deleteGroupMember', async () => {
+      expect((await sa.deleteGroupMember(group, CAROL)).data).toEqual({ success: true });
+      const members = (await raw('GET', `/api/v2.1/groups/${group}/members/`)).json as { email: string }[];
+      expect(members.map((m) => m.email)).not.toContain(CAROL);
+    });
+    const groupLib = await call('createGroupRepo', async () => {
+      const { data } = await sa.createGroupRepo(group, { repo_name: 'team lib', permission: 'rw' });
+      expect(data).toMatchObject({ repo_name: 'team lib', permission: 'rw', encrypted: false });
+      const bobs = (await rawBob('GET', '/api2/repos/', { query: { type: 'group' } })).json as { id: string }[];
+      expect(bobs.map((x) => x.id)).toContain(data.repo_id);
+      return data.repo_id as string;
+    });
+    await call('listGroupRepos', async () => {
+      const { data } = await sb.listGroupRepos(group);
+      expect(data).toEqual([expect.objectContaining({ repo_id: groupLib, repo_name: 'team lib', permission: 'rw' })]);
+    });
+    await call('shareableGroups', async () => {
+      const { data } = await sa.shareableGroups();
+      expect(data).toEqual([expect.objectContaining({ id: group, name: 'js-crew' })]);
+    });
+    await call('unshareRepoToGroup', async () => {
+      expect((await sa.unshareRepoToGroup(groupLib, group)).data).toEqual({ success: true });
+      expect((await rawBob('GET', `/api2/repos/${groupLib}/`)).status).toBe(404);
+    });
+    await call('transferGroup', async () => {
+      const { data } = await sa.transferGroup(group, BOB);
+      expect(data.owner).toBe(BOB);
+      expect((await rawBob('GET', `/api/v2.1/groups/${group}/`)).json.owner).toBe(BOB);
+    });
+    await call('quitGroup', async () => {
+      expect((await sa.quitGroup(group, server.adminEmail)).data).toEqual({ success: true });
+      expect((await raw('GET', '/api/v2.1/groups/')).json).toEqual([]);
+    });
+    await call('deleteGroup', async () => {
+      const spare = (await sb.createGroup('spare')).data.id;
+      expect((await sb.deleteGroup(spare)).data).toEqual({ success: true });
+      expect((await rawBob('GET', `/api/v2.1/groups/${spare}/`)).status).toBe(404);
+    });
+  });
+});
+
+describe('shares', () => {
+  it('shares a library with a user: lists, changes and ends it, both sides', async () => {
+    await call('shareFolder(user)', async () => {
+      const { data } = await sa.shareFolder(lib, '/', 'user', 'r', [BOB]);
+      expect(data.success).toEqual([
+        expect.objectContaining({
+          share_type: 'user',
+          permission: 'r',
+          user_info: expect.objectContaining({ name: BOB }),
+        }),
+      ]);
+      expect((await rawBob('GET', `/api2/repos/${lib}/`)).status).toBe(200);
+    });
+    await call('listSharedItems(user)', async () => {
+      const { data } = await sa.listSharedItems(lib, '/', 'user');
+      expect(data).toEqual([
+        expect.objectContaining({
+          permission: 'r',
+          user_info: expect.objectContaining({ name: BOB, nickname: 'Bob B' }),
+        }),
+      ]);
+    });
+    await call('updateShareToUserItemPermission', async () => {
+      await sa.updateShareToUserItemPermission(lib, '/', 'user', BOB, 'rw');
+      expect((await rawBob('GET', `/api2/repos/${lib}/`)).json.permission).toBe('rw');
+    });
+    await call('getBeSharedRepos', async () => {
+      const { data } = await sb.getBeSharedRepos();
+      expect(data).toEqual([expect.objectContaining({ repo_id: lib, permission: 'rw', share_type: 'personal' })]);
+    });
+    await call('listRepos(shared)', async () => {
+      const { data } = await sb.listRepos({ type: 'shared' });
+      expect(data.repos).toEqual([
+        expect.objectContaining({ repo_id: lib, type: 'shared', permission: 'rw', owner_email: server.adminEmail }),
+      ]);
+    });
+    await call('getSharedRepos', async () => {
+      const { data } = await sa.getSharedRepos();
+      expect(data).toEqual([
+        expect.objectContaining({ repo_id: lib, share_type: 'personal', user: BOB, permission: 'rw' }),
+      ]);
+    });
+    await call('listSharedRepos', async () => {
+      const { data } = await sa.listSharedRepos();
+      expect(data).toEqual([
+        expect.objectContaining({
+          repo_id: lib,
+          share_type: 'personal',
+          user_email: BOB,
+          user_name: 'Bob B',
+          share_permission: 'rw',
+        }),
+      ]);
+    });
+    await call('updateRepoSharePerm', async () => {
+      expect((await sa.updateRepoSharePerm(lib, { share_type: 'personal', user: BOB, permission: 'r' })).data).toEqual({
+        success: true,
+      });
+      expect((await rawBob('GET', `/api2/repos/${lib}/`)).json.permission).toBe('r');
+    });
+    await call('unshareRepo', async () => {
+      expect((await sa.unshareRepo(lib, { share_type: 'personal', user: BOB })).data).toEqual({ success: true });
+      expect((await rawBob('GET', `/api2/repos/${lib}/`)).status).toBe(404);
+    });
+    await sa.shareFolder(lib, '/', 'user', 'r', [BOB]);
+    await call('leaveShareRepo', async () => {
+      await sb.leaveShareRepo(lib, { share_type: 'personal', from: server.adminEmail });
+      expect((await rawBob('GET', `/api2/repos/${lib}/`)).status).toBe(404);
+      expect((await raw('GET', '/api2/shared-repos/')).json).toEqual([]);
+    });
+    await sa.shareFolder(lib, '/', 'user', 'r', [BOB]);
+    await call('deleteShareToUserItem', async () => {
+      await sa.deleteShareToUserItem(lib, '/', 'user', BOB);
+      expect(
+        (await raw('GET', `/api2/repos/${lib}/dir/shared_items/`, { query: { p: '/', share_type: 'user' } })).json,
+      ).toEqual([]);
+    });
+  });
+
+  it('shares a library with a group: lists, changes and ends it', async () => {
+    const g = (await sa.createGroup('readers')).data.id as number;
+    await sa.addGroupMember(g, CAROL);
+    const carol = apiAs(server.url, await getToken(server.url, CAROL, CAROL_PW));
+    await call('shareFolder(group)', async () => {
+      const { data } = await sa.shareFolder(lib, '/', 'group', 'r', [g]);
+      expect(data.success).toEqual([
+        expect.objectContaining({ share_type: 'group', permission: 'r', group_info: { id: g, name: 'readers' } }),
+      ]);
+      expect((await carol('GET', `/api2/repos/${lib}/`)).json.permission).toBe('r');
+    });
+    await call('listSharedItems(group)', async () => {
+      const { data } = await sa.listSharedItems(lib, '/', 'group');
+      expect(data).toEqual([expect.objectContaining({ permission: 'r', group_info: { id: g, name: 'readers' } })]);
+    });
+    await call('updateShareToGroupItemPermission', async () => {
+      await sa.updateShareToGroupItemPermission(lib, '/', 'group', g, 'rw');
+      expect((await carol('GET', `/api2/repos/${lib}/`)).json.permission).toBe('rw');
+    });
+    await call('deleteShareToGroupItem', async () => {
+      await sa.deleteShareToGroupItem(lib, '/', 'group', g);
+      expect((await carol('GET', `/api2/repos/${lib}/`)).status).toBe(404);
+    });
+  });
+
+  it('shares a sub-folder: listed on the folder and among shared folders', async () => {
+    await call('shareFolder(sub-folder)', async () => {
+      const { data } = await sa.shareFolder(lib, '/papers', 'user', 'rw', [BOB]);
+      expect(data).toEqual({
+        failed: [],
+        success: [expect.objectContaining({ share_type: 'user', permission: 'rw' })],
+      });
+      // the library itself is not shared by it
+      const items = (
+        await raw('GET', `/api2/repos/${lib}/dir/shared_items/`, { query: { p: '/', share_type: 'user' } })
+      ).json;
+      expect(items).toEqual([]);
+    });
+    await call('listSharedItems(sub-folder)', async () => {
+      const { data } = await sa.listSharedItems(lib, '/papers', 'user');
+      expect(data).toEqual([
+        expect.objectContaining({ permission: 'rw', user_info: expect.objectContaining({ name: BOB }) }),
+      ]);
+    });
+    await call('listSharedFolders', async () => {
+      const { data } = await sa.listSharedFolders();
+      expect(data).toEqual([
+        expect.objectContaining({
+          repo_id: lib,
+          path: '/papers',
+          folder_name: 'papers',
+          share_type: 'personal',
+          user_email: BOB,
+          share_permission: 'rw',
+        }),
+      ]);
+    });
+    await call('updateFolderSharePerm', async () => {
+      await sa.updateFolderSharePerm(lib, { permission: 'r' }, { p: '/papers', share_type: 'user', username: BOB });
+      expect((await raw('GET', '/api/v2.1/shared-folders/')).json[0].share_permission).toBe('r');
+    });
+    await call('unshareFolder', async () => {
+      await sa.unshareFolder(lib, { p: '/papers', share_type: 'user', username: BOB });
+      expect((await raw('GET', '/api/v2.1/shared-folders/')).json).toEqual([]);
+    });
+  });
+});
+
+describe('encrypted libraries', () => {
+  it('creates one, unlocks it, changes its password', async () => {
+    const vault = await call('createMineRepo(encrypted)', async () => {
+      const { data } = await sa.createMineRepo({ name: 'vault', passwd: ENC_PW });
+      expect(data).toMatchObject({ encrypted: true, enc_version: 2 });
+      expect(data.magic).toMatch(/^[0-9a-f]{64}$/);
+      return data.repo_id as string;
+    });
+    await call('getRepoInfo(encrypted)', async () => {
+      expect((await sa.getRepoInfo(vault)).data).toMatchObject({ encrypted: true, lib_need_decrypt: true });
+    });
+    await call('setRepoDecryptPassword', async () => {
+      expect((await sa.setRepoDecryptPassword(vault, ENC_PW)).data).toEqual({ success: true });
+      expect((await raw('GET', `/api/v2.1/repos/${vault}/`)).json.lib_need_decrypt).toBe(false);
+      await upload(vault, '/', { 'secret.txt': 'top secret' });
+      expect(await content(vault, '/secret.txt')).toBe('top secret');
+    });
+    await call('changeEncryptedRepoPassword', async () => {
+      expect((await sa.changeEncryptedRepoPassword(vault, ENC_PW, 'new vault pw')).data).toEqual({ success: true });
+      expect((await raw('POST', `/api2/repos/${vault}/`, { form: { password: ENC_PW } })).status).toBe(400);
+      expect((await raw('POST', `/api2/repos/${vault}/`, { form: { password: 'new vault pw' } })).status).toBe(200);
+      await expect(sa.changeEncryptedRepoPassword(vault, 'wrong pw', 'x')).rejects.toMatchObject({
+        response: { status: 400 },
+      });
+    });
+    await unsupported('resetAndSendEncryptedRepoPassword', 'mails a new password: this server sends no mail', 404, () =>
+      sa.resetAndSendEncryptedRepoPassword(vault),
+    );
+  });
+});
+
+describe('the tally', () => {
+  it('at least 100 calls pass, and none fails', () => {
+    const failed = rows.filter((r) => r.result === 'FAIL');
+    expect(failed).toEqual([]);
+    expect(rows.filter((r) => r.result === 'pass').length).toBeGreaterThanOrEqual(100);
   });
 });
