@@ -47,7 +47,7 @@ function starArgs(ctx: Ctx, r: Req, repoId: string | undefined, p: string | unde
 export function shareLinkShape(ctx: Ctx, r: Req, l: ShareLinkRec, list: boolean) {
   const repo = ctx.db.repo(l.repoId);
   const expired = isExpired(l.expire);
-  const name = l.path === '/' ? (repo?.name ?? '') : l.path.split('/').pop()!;
+  const name = l.path === '/' ? '/' : l.path.split('/').pop()!;
   return {
     username: l.username,
     repo_id: l.repoId,
@@ -56,7 +56,8 @@ export function shareLinkShape(ctx: Ctx, r: Req, l: ShareLinkRec, list: boolean)
     token: l.token,
     view_cnt: l.viewCnt,
     link: `${r.base}/${l.isDir ? 'd' : 'f'}/${l.token}/`,
-    path: l.path,
+    // seahub shows a folder link's path with a trailing slash
+    path: l.isDir && l.path !== '/' ? l.path + '/' : l.path,
     is_expired: expired,
     ...(list ? { obj_name: name, is_dir: l.isDir, repo_name: repo?.name ?? '' } : {}),
     // what seahub's get_share_link_info adds (links here are view-and-download; the password is stored hashed)

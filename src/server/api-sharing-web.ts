@@ -172,7 +172,9 @@ async function addMembers(ctx: Ctx, r: Req): Promise<void> {
   const failed: Record<string, string>[] = [];
   for (const email of emails) {
     const u = ctx.db.user(email);
-    if (!u) failed.push({ email, email_name: email, error_msg: `User ${email} not found.` });
+    // seahub names an unknown account by its e-mail's local part
+    const nick = email.split('@')[0];
+    if (!u) failed.push({ email, email_name: nick, error_msg: `User ${nick} not found.` });
     else if (!ctx.db.groups.addMember(g, u.email))
       failed.push({ email, email_name: u.name, error_msg: `User ${u.name} is already a group member.` });
     else success.push(member(ctx, r, g, u.email));

@@ -148,8 +148,9 @@ export const taskRoutes: Route[] = [
       if (!id) throw new HttpError(400, 'task_id invalid.');
       const t = copyTasks.get(id);
       if (!t) throw new HttpError(500, 'Error');
+      // the C server counts files done and in all (ints); a task here is done when its id is handed out
       sendJson(r.res, 200, {
-        done: true,
+        done: t.total,
         total: t.total,
         canceled: false,
         failed: t.failed,

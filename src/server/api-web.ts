@@ -78,7 +78,7 @@ async function changePassword(ctx: Ctx, r: Req): Promise<void> {
   if (!old) throw new HttpError(400, 'old_password invalid.');
   const fresh = form.get('new_password');
   if (!fresh) throw new HttpError(400, 'new_password invalid.');
-  if (!passwordMatches(repo, old)) throw new HttpError(400, 'Wrong old password');
+  if (!passwordMatches(repo, old)) throw new HttpError(403, 'Wrong old password');
   repo.magic = magicOf(repo.id, fresh, repo.salt);
   await ctx.db.save();
   sendJson(r.res, 200, { success: true });
@@ -272,6 +272,27 @@ export const webRoutes: Route[] = [
     },
   },
   ...starredRoutes(),
+  // mail: this server sends none, and answers as seahub does when its mail is not configured
+  ...['/api2/send-share-link', '/api2/send-upload-link'].map((path): Route => ({
+    method: 'POST',
+    path,
+    auth: 'user',
+    handler: async () => {
+      throw new HttpError(
+        403,
+        'Failed to send email, email service is not properly configured, please contact administrator.',
+      );
+    },
+  })),
+  {
+    // ENABLE_RESET_ENCRYPTED_REPO_PASSWORD is off by default in seahub: it mails the new password
+    method: 'POST',
+    path: '/api/v2.1/repos/:repo/send-new-password',
+    auth: 'user',
+    handler: async () => {
+      throw new HttpError(403, 'Feature disabled.');
+    },
+  },
 ];
 
 function starredRoutes(): Route[] {

@@ -53,8 +53,8 @@ async function call<T>(name: string, fn: () => Promise<T>): Promise<T> {
 }
 
 /**
- * A call this server does not support, with why: it must fail with `status`
- * (the test fails the day it starts working, so the list stays true).
+ * A call this server does not carry out, with why: it must fail with `status`
+ * (as seahub 10 fails it when its mail is not configured; the test fails the day it starts working).
  */
 async function unsupported(name: string, why: string, status: number, fn: () => Promise<unknown>): Promise<void> {
   await expect(fn()).rejects.toMatchObject({ response: { status } });
@@ -78,6 +78,9 @@ async function upload(repo: string, dir: string, files: Record<string, string>):
   const link = (await raw('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: dir } })).json as string;
   expect((await uploadTo(link, dir, files, { replace: true })).status).toBe(200);
 }
+
+/** A library the caller may not see: seahub answers 403, seafs serve 404 (it hides another user's library). */
+const expectNoAccess = (status: number) => expect([403, 404]).toContain(status);
 
 const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, '+00:00');
 
@@ -119,7 +122,8 @@ describe('account', () => {
     });
     await call('getUserInfo', async () => {
       const { data } = await sa.getUserInfo();
-      expect(data).toMatchObject({ email: server.adminEmail, contact_email: server.adminEmail, login_id: '' });
+      expect(data).toMatchObject({ email: server.adminEmail, contact_email: server.adminEmail });
+      expect(data).toHaveProperty('login_id');
       expect(typeof data.name).toBe('string');
     });
     await call('updateUserInfo', async () => {
@@ -166,7 +170,9 @@ describe('libraries', () => {
   it('creates, lists, reads, renames, limits history, transfers and deletes libraries', async () => {
     lib = await call('createMineRepo', async () => {
       const { data } = await sa.createMineRepo({ name: 'js-lib', desc: '' });
-      expect(data).toMatchObject({ repo_name: 'js-lib', encrypted: false, permission: 'rw' });
+      // seahub answers encrypted as "" or 1 here (seafs serve: a bool); the web interface only tests it
+      expect(data).toMatchObject({ repo_name: 'js-lib', permission: 'rw' });
+      expect(!!data.encrypted).toBe(false);
       const listed = (await raw('GET', '/api2/repos/')).json as { id: string; name: string }[];
       expect(listed.map((x) => x.id)).toContain(data.repo_id);
       return data.repo_id as string;
@@ -248,14 +254,15 @@ describe('folders and files', () => {
     });
     await call('getDirInfo', async () => {
       const { data } = await sa.getDirInfo(lib, '/docs');
-      expect(data).toMatchObject({ repo_id: lib, name: 'docs', file_count: 2, dir_count: 0, size: 16 });
+      expect(data).toMatchObject({ repo_id: lib, path: '/docs/', name: 'docs', permission: 'rw' });
+      expect(data).toHaveProperty('mtime');
     });
     await call('renameDir', async () => {
       await sa.renameDir(lib, '/docs', 'papers');
       expect(await names(lib)).toEqual(['old', 'papers']);
     });
     await call('deleteDir', async () => {
-      expect((await sa.deleteDir(lib, '/old')).data).toEqual({ success: true });
+      expect((await sa.deleteDir(lib, '/old')).data).toMatchObject({ success: true, commit_id: expect.any(String) });
       expect(await names(lib)).toEqual(['papers']);
     });
     await call('getInternalLink', async () => {
@@ -271,19 +278,20 @@ describe('folders and files', () => {
     await call('createFile', async () => {
       // the browser's FormData turns is_draft=false into "false"; Node's form-data package wants the string
       const { data } = await sa.createFile(lib, '/papers/draft.md', 'false');
-      expect(data).toMatchObject({ type: 'file', repo_id: lib, parent_dir: '/papers/', obj_name: 'draft.md', size: 0 });
+      expect(data).toMatchObject({ type: 'file', repo_id: lib, parent_dir: '/papers', obj_name: 'draft.md', size: 0 });
       expect(await names(lib, '/papers')).toContain('draft.md');
     });
     await call('getFileServerUploadLink', async () => {
       const { data: link } = await sa.getFileServerUploadLink(lib, '/papers');
-      expect(link).toMatch(/\/seafhttp\/upload-api\//);
+      // seahub hands `upload-aj` for from=web (seafs serve: upload-api); both take the same multipart post
+      expect(link).toMatch(/\/upload-(api|aj)\//);
       // the web interface uploads to it with ?ret-json=1
       expect((await uploadTo(link, '/papers', { 'upload.bin': 'uploaded by js' })).status).toBe(200);
       expect(await content(lib, '/papers/upload.bin')).toBe('uploaded by js');
     });
     await call('getUpdateLink', async () => {
       const { data: link } = await sa.getUpdateLink(lib, '/papers');
-      expect(link).toMatch(/\/seafhttp\/update-api\//);
+      expect(link).toMatch(/\/update-api\//);
       const fd = new FormData();
       fd.append('file', new Blob(['report v2!']), 'report.txt');
       fd.append('target_file', '/papers/report.txt');
@@ -304,7 +312,7 @@ describe('folders and files', () => {
     });
     await call('renameFile', async () => {
       const { data } = await sa.renameFile(lib, '/papers/draft.md', 'final.md');
-      expect(data).toMatchObject({ obj_name: 'final.md', parent_dir: '/papers/' });
+      expect(data).toMatchObject({ obj_name: 'final.md', parent_dir: '/papers' });
       expect(await names(lib, '/papers')).toEqual(['final.md', 'notes.md', 'report.txt', 'upload.bin']);
     });
     await call('lockfile', async () => {
@@ -358,7 +366,10 @@ describe('folders and files', () => {
       expect((await raw('GET', '/api2/starredfiles/')).json).toEqual([]);
     });
     await call('deleteFile', async () => {
-      expect((await sa.deleteFile(lib, '/papers/final.md')).data).toEqual({ success: true });
+      expect((await sa.deleteFile(lib, '/papers/final.md')).data).toMatchObject({
+        success: true,
+        commit_id: expect.any(String),
+      });
       expect(await names(lib, '/papers')).not.toContain('final.md');
     });
   });
@@ -387,7 +398,7 @@ describe('copy, move, delete and download several', () => {
     });
     await call('queryAsyncOperationProgress', async () => {
       const { data } = await sa.queryAsyncOperationProgress(copied);
-      expect(data).toMatchObject({ done: true, successful: true, failed: false, canceled: false, total: 1 });
+      expect(data).toMatchObject({ done: 1, successful: true, failed: false, canceled: false, total: 1 });
     });
     const moved = await call('moveDir(async)', async () => {
       const { data } = await sa.moveDir(lib, lib2, '/', '/dst', ['upload.bin']);
@@ -395,7 +406,7 @@ describe('copy, move, delete and download several', () => {
       expect(await names(lib, '/dst')).not.toContain('upload.bin');
       return data.task_id as string;
     });
-    expect((await sa.queryAsyncOperationProgress(moved)).data).toMatchObject({ done: true, successful: true });
+    expect((await sa.queryAsyncOperationProgress(moved)).data).toMatchObject({ done: 1, successful: true });
     await call('cancelCopyMoveOperation', async () => {
       // the task is over already: nothing to cancel, and nothing undone
       expect((await sa.cancelCopyMoveOperation(moved)).data).toEqual({ success: true });
@@ -593,7 +604,7 @@ describe('share links and upload links', () => {
     await call('getShareLink', async () => {
       // (the web interface reads one link by GET share-links/{token}/; seafile-js has no method for it)
       const { data } = await sa.req.get(`${server.url}/api/v2.1/share-links/${dirLink.token}/`);
-      expect(data).toMatchObject({ token: dirLink.token, is_dir: true, path: '/papers' });
+      expect(data).toMatchObject({ token: dirLink.token, is_dir: true, path: '/papers/' });
     });
     await call('updateShareLink', async () => {
       const past = Date.now() - 60_000;
@@ -680,10 +691,10 @@ describe('share links and upload links', () => {
       expect((await sa.deleteUploadLink(guarded.token)).data).toEqual({ success: true });
       expect((await raw('GET', '/api/v2.1/upload-links/')).json).toEqual([]);
     });
-    await unsupported('sendUploadLink', 'sends mail: this server sends none', 404, () =>
+    await unsupported('sendUploadLink', 'sends mail: none here; 403 as seahub without mail', 403, () =>
       sa.sendUploadLink(open.token, BOB, 'hi'),
     );
-    await unsupported('sendShareLink', 'sends mail: this server sends none', 404, () =>
+    await unsupported('sendShareLink', 'sends mail: none here; 403 as seahub without mail', 403, () =>
       sa.sendShareLink('0123456789abcdef0123', BOB, 'hi'),
     );
   });
@@ -762,7 +773,7 @@ describe('groups', () => {
     });
     await call('unshareRepoToGroup', async () => {
       expect((await sa.unshareRepoToGroup(groupLib, group)).data).toEqual({ success: true });
-      expect((await rawBob('GET', `/api2/repos/${groupLib}/`)).status).toBe(404);
+      expectNoAccess((await rawBob('GET', `/api2/repos/${groupLib}/`)).status);
     });
     await call('transferGroup', async () => {
       const { data } = await sa.transferGroup(group, BOB);
@@ -843,12 +854,12 @@ describe('shares', () => {
     });
     await call('unshareRepo', async () => {
       expect((await sa.unshareRepo(lib, { share_type: 'personal', user: BOB })).data).toEqual({ success: true });
-      expect((await rawBob('GET', `/api2/repos/${lib}/`)).status).toBe(404);
+      expectNoAccess((await rawBob('GET', `/api2/repos/${lib}/`)).status);
     });
     await sa.shareFolder(lib, '/', 'user', 'r', [BOB]);
     await call('leaveShareRepo', async () => {
       await sb.leaveShareRepo(lib, { share_type: 'personal', from: server.adminEmail });
-      expect((await rawBob('GET', `/api2/repos/${lib}/`)).status).toBe(404);
+      expectNoAccess((await rawBob('GET', `/api2/repos/${lib}/`)).status);
       expect((await raw('GET', '/api2/shared-repos/')).json).toEqual([]);
     });
     await sa.shareFolder(lib, '/', 'user', 'r', [BOB]);
@@ -881,7 +892,7 @@ describe('shares', () => {
     });
     await call('deleteShareToGroupItem', async () => {
       await sa.deleteShareToGroupItem(lib, '/', 'group', g);
-      expect((await carol('GET', `/api2/repos/${lib}/`)).status).toBe(404);
+      expectNoAccess((await carol('GET', `/api2/repos/${lib}/`)).status);
     });
   });
 
@@ -932,7 +943,8 @@ describe('encrypted libraries', () => {
   it('creates one, unlocks it, changes its password', async () => {
     const vault = await call('createMineRepo(encrypted)', async () => {
       const { data } = await sa.createMineRepo({ name: 'vault', passwd: ENC_PW });
-      expect(data).toMatchObject({ encrypted: true, enc_version: 2 });
+      expect(data).toMatchObject({ enc_version: 2 });
+      expect(!!data.encrypted).toBe(true);
       expect(data.magic).toMatch(/^[0-9a-f]{64}$/);
       return data.repo_id as string;
     });
@@ -950,11 +962,14 @@ describe('encrypted libraries', () => {
       expect((await raw('POST', `/api2/repos/${vault}/`, { form: { password: ENC_PW } })).status).toBe(400);
       expect((await raw('POST', `/api2/repos/${vault}/`, { form: { password: 'new vault pw' } })).status).toBe(200);
       await expect(sa.changeEncryptedRepoPassword(vault, 'wrong pw', 'x')).rejects.toMatchObject({
-        response: { status: 400 },
+        response: { status: 403, data: { error_msg: 'Wrong old password' } },
       });
     });
-    await unsupported('resetAndSendEncryptedRepoPassword', 'mails a new password: this server sends no mail', 404, () =>
-      sa.resetAndSendEncryptedRepoPassword(vault),
+    await unsupported(
+      'resetAndSendEncryptedRepoPassword',
+      'mails a new password: 403 "Feature disabled." as seahub by default',
+      403,
+      () => sa.resetAndSendEncryptedRepoPassword(vault),
     );
   });
 });
