@@ -88,7 +88,8 @@ async function commitDir(ctx: Ctx, r: Req): Promise<void> {
   const comps = splitPath(raw);
   const dir = await lookup(ctx.store, c.root_id, comps);
   if (dir?.type !== 'dir') throw new HttpError(404, `Folder ${raw} not found.`);
-  const parent = '/' + comps.join('/');
+  // seahub shows the folder asked for, normalised with a trailing slash
+  const parent = comps.length ? '/' + comps.join('/') + '/' : '/';
   sendJson(r.res, 200, {
     dirent_list: (await readDir(ctx.store, dir.id)).map((e) => ({
       type: e.type,

@@ -8,7 +8,7 @@
 import { promises as fsp } from 'node:fs';
 import type { Ctx, Req } from './context.js';
 import type { User } from './db.js';
-import { HttpError, sendFileServerError, sendJson } from './http.js';
+import { HttpError, sendFileServerError, sendJson, sendText } from './http.js';
 import { getEntry, transfer } from './ops.js';
 import type { Route } from './router.js';
 import { readDir, splitPath, type DirEnt } from './tree.js';
@@ -91,8 +91,10 @@ async function addTree(ctx: Ctx, out: ZipEntry[], prefix: string, e: DirEnt, bud
     out.push({ name: prefix + e.name, data: await fileBytes(ctx, e), mtime: e.mtime });
     return;
   }
-  out.push({ name: `${prefix}${e.name}/`, data: Buffer.alloc(0), mtime: e.mtime });
-  for (const c of await readDir(ctx.store, e.id)) await addTree(ctx, out, `${prefix}${e.name}/`, c, budget);
+  // as the C server's archives: folders appear through their files; an empty one as an entry of its own
+  const children = await readDir(ctx.store, e.id);
+  if (children.length === 0) out.push({ name: `${prefix}${e.name}/`, data: Buffer.alloc(0), mtime: e.mtime });
+  for (const c of children) await addTree(ctx, out, `${prefix}${e.name}/`, c, budget);
 }
 
 /** A file's bytes, read as the file server's download reads them. */
@@ -194,7 +196,8 @@ export const taskRoutes: Route[] = [
       if (!token) throw new HttpError(400, 'token invalid.');
       const t = zipTasks.get(token);
       if (!t) throw new HttpError(404, 'progress not found.');
-      sendJson(r.res, 200, { zipped: t.entries.length, total: t.entries.length });
+      const n = t.entries.length;
+      sendJson(r.res, 200, { zipped: n, total: n, failed: 0, failed_reason: '', canceled: 0 });
     },
   },
   {
@@ -215,7 +218,8 @@ export const taskRoutes: Route[] = [
     auth: 'none',
     handler: async (ctx, r) => {
       const t = zipTasks.get(r.params[0]);
-      if (!t || t.expires <= Date.now()) return sendFileServerError(r.res, 400, 'Bad access token');
+      // the C server's words (plain text) for a token it does not know or that was spent
+      if (!t || t.expires <= Date.now()) return sendText(r.res, 403, 'Access token not found\n');
       zipTasks.delete(r.params[0]);
       const repo = ctx.db.repo(t.repoId);
       if (repo && !ctx.isUnlocked(t.user, repo))
