@@ -41,10 +41,10 @@ async function newHistory(ctx: Ctx, r: Req): Promise<void> {
   const per = Math.max(1, Number(r.query.get('per_page') ?? 25) || 25);
   const revs = await fileRevisions(ctx, head.commit_id, comps);
   const path = '/' + comps.join('/');
-  const data = revs.slice((page - 1) * per, page * per).map(({ c, e }, i, all) => ({
+  const data = revs.slice((page - 1) * per, page * per).map(({ c, e }, i) => ({
     ...author(ctx, r, c.creator_name),
     // the oldest version was the file's creation
-    op_type: (page - 1) * per + i === revs.length - 1 && i === all.length - 1 ? 'create' : 'edit',
+    op_type: (page - 1) * per + i === revs.length - 1 ? 'create' : 'edit',
     ctime: isoTime(c.ctime),
     commit_id: c.id,
     size: e.size,

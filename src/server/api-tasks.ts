@@ -25,12 +25,20 @@ interface CopyTask {
   expires: number;
 }
 
+/** What goes in an archive: a file by its object id (read when the archive is made), or an empty folder. */
+interface ZipItem {
+  name: string;
+  id: string | null;
+  size: number;
+  mtime: number;
+}
+
 interface ZipTask {
   user: string;
   repoId: string;
   /** name of the archive (without .zip) */
   name: string;
-  entries: ZipEntry[];
+  items: ZipItem[];
   expires: number;
 }
 
@@ -68,6 +76,12 @@ async function asyncBatch(ctx: Ctx, r: Req, op: 'copy' | 'move'): Promise<void> 
   const canSrc = ctx.permission(user, srcRepo);
   if (!canSrc || (op === 'move' && canSrc !== 'rw')) throw new HttpError(403, 'Permission denied.');
   if (ctx.permission(user, dstRepo) !== 'rw') throw new HttpError(403, 'Permission denied.');
+  if (op === 'move') {
+    for (const n of names) {
+      const lock = ctx.db.lock(src, '/' + [...splitPath(srcDir), n].join('/'));
+      if (lock && lock.owner !== user.email) throw new HttpError(403, `File ${n} is locked.`);
+    }
+  }
   // between two libraries the content must be readable: an encrypted one needs its password
   if (src !== dst) for (const repo of [srcRepo, dstRepo]) ctx.requireUnlocked(user, repo);
   const task: CopyTask = { total: names.length, failed: false, failedReason: '', expires: Date.now() + TASK_TTL_MS };
@@ -84,23 +98,26 @@ async function asyncBatch(ctx: Ctx, r: Req, op: 'copy' | 'move'): Promise<void> 
   sendJson(r.res, 200, { task_id: id });
 }
 
-async function addTree(ctx: Ctx, out: ZipEntry[], prefix: string, e: DirEnt, budget: { left: number }) {
+async function addTree(ctx: Ctx, out: ZipItem[], prefix: string, e: DirEnt, budget: { left: number }) {
   if (e.type === 'file') {
     budget.left -= e.size;
-    if (budget.left < 0) return;
-    out.push({ name: prefix + e.name, data: await fileBytes(ctx, e), mtime: e.mtime });
+    if (budget.left >= 0) out.push({ name: prefix + e.name, id: e.id, size: e.size, mtime: e.mtime });
     return;
   }
   // as the C server's archives: folders appear through their files; an empty one as an entry of its own
   const children = await readDir(ctx.store, e.id);
-  if (children.length === 0) out.push({ name: `${prefix}${e.name}/`, data: Buffer.alloc(0), mtime: e.mtime });
+  if (children.length === 0) out.push({ name: `${prefix}${e.name}/`, id: null, size: 0, mtime: e.mtime });
   for (const c of children) await addTree(ctx, out, `${prefix}${e.name}/`, c, budget);
 }
 
-/** A file's bytes, read as the file server's download reads them. */
-async function fileBytes(ctx: Ctx, e: DirEnt): Promise<Buffer> {
-  if (e.size === 0) return Buffer.alloc(0);
-  return fsp.readFile(ctx.store.pathOf(e.id));
+/** The archive's entries with their bytes, read as the file server's download reads a file object. */
+async function zipEntries(ctx: Ctx, items: ZipItem[]): Promise<ZipEntry[]> {
+  const out: ZipEntry[] = [];
+  for (const it of items) {
+    const data = it.id && it.size > 0 ? await fsp.readFile(ctx.store.pathOf(it.id)) : Buffer.alloc(0);
+    out.push({ name: it.name, data, mtime: it.mtime });
+  }
+  return out;
 }
 
 async function zipTask(ctx: Ctx, r: Req, user: User, dir: string | null | undefined, names: string[]) {
@@ -108,7 +125,7 @@ async function zipTask(ctx: Ctx, r: Req, user: User, dir: string | null | undefi
   if (!dir) throw new HttpError(400, 'parent_dir invalid.');
   if (names.length === 0) throw new HttpError(400, 'dirents invalid.');
   if ((await getEntry(ctx, repo.id, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
-  const entries: ZipEntry[] = [];
+  const entries: ZipItem[] = [];
   const budget = { left: MAX_ZIP_BYTES };
   const comps = splitPath(dir);
   const clean = names.map((n) => n.replace(/^\/+|\/+$/g, ''));
@@ -124,7 +141,7 @@ async function zipTask(ctx: Ctx, r: Req, user: User, dir: string | null | undefi
   sweep();
   const token = ctx.newToken();
   const name = clean.length === 1 ? clean[0] : `documents-export-${new Date().toISOString().slice(0, 10)}`;
-  zipTasks.set(token, { user: user.email, repoId: repo.id, name, entries, expires: Date.now() + TASK_TTL_MS });
+  zipTasks.set(token, { user: user.email, repoId: repo.id, name, items: entries, expires: Date.now() + TASK_TTL_MS });
   sendJson(r.res, 200, { zip_token: token });
 }
 
@@ -196,7 +213,7 @@ export const taskRoutes: Route[] = [
       if (!token) throw new HttpError(400, 'token invalid.');
       const t = zipTasks.get(token);
       if (!t) throw new HttpError(404, 'progress not found.');
-      const n = t.entries.length;
+      const n = t.items.length;
       sendJson(r.res, 200, { zipped: n, total: n, failed: 0, failed_reason: '', canceled: 0 });
     },
   },
@@ -224,7 +241,7 @@ export const taskRoutes: Route[] = [
       const repo = ctx.db.repo(t.repoId);
       if (repo && !ctx.isUnlocked(t.user, repo))
         return sendFileServerError(r.res, 400, 'Repo is encrypted. Please provide password to view it.');
-      const zip = buildZip(t.entries);
+      const zip = buildZip(await zipEntries(ctx, t.items));
       r.res.writeHead(200, {
         'Content-Type': 'application/zip',
         'Content-Length': zip.length,
