@@ -110,7 +110,11 @@ async function addTree(ctx: Ctx, out: ZipItem[], prefix: string, e: DirEnt, budg
   for (const c of children) await addTree(ctx, out, `${prefix}${e.name}/`, c, budget);
 }
 
-/** The archive's entries with their bytes, read as the file server's download reads a file object. */
+/**
+ * The archive's entries with their bytes, read as the file server's download
+ * reads a file object (fileserver.ts): the one place here that knows how
+ * content is stored, to follow it when that changes (blocks).
+ */
 async function zipEntries(ctx: Ctx, items: ZipItem[]): Promise<ZipEntry[]> {
   const out: ZipEntry[] = [];
   for (const it of items) {
