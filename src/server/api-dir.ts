@@ -122,7 +122,7 @@ function dirInfoV21(repoId: string, p: string, e: DirEnt) {
   return objInfoV21('dir', repoId, p, e);
 }
 
-async function postDir(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
+export async function postDir(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   const user = r.user!;
   const { repo } = ctx.repoFor(user, r.params[0], 'rw');
   const form = await r.form({ json: v21 });
@@ -165,7 +165,8 @@ async function deleteDir(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   if (comps.length === 0) throw new HttpError(400, 'Can not delete root path.');
   const n = await deleteEntries(ctx, user, repo.id, '/' + comps.slice(0, -1).join('/'), [comps[comps.length - 1]]);
   if (n === 0) throw new HttpError(404, `Folder ${p} not found.`);
-  sendJson(r.res, 200, v21 ? { success: true } : 'success');
+  // seahub 10's V2.1 names the commit of the delete
+  sendJson(r.res, 200, v21 ? { success: true, commit_id: (await ctx.heads.get(repo.id)).commit_id } : 'success');
 }
 
 export const dirRoutes: Route[] = [

@@ -4,6 +4,7 @@
 import type { Ctx, Req } from './context.js';
 import { hashPassword, type ShareLinkRec, type UploadLinkRec } from './db.js';
 import { HttpError, isoTime, sendJson } from './http.js';
+import { isExpired, requestedExpiry } from './link-expiry.js';
 import { headRoot } from './ops.js';
 import type { Route } from './router.js';
 import { lookup, splitPath, walkTree } from './tree.js';
@@ -43,10 +44,10 @@ function starArgs(ctx: Ctx, r: Req, repoId: string | undefined, p: string | unde
 
 // ---- share links (download) ----
 
-function shareLinkShape(ctx: Ctx, r: Req, l: ShareLinkRec, list: boolean) {
+export function shareLinkShape(ctx: Ctx, r: Req, l: ShareLinkRec, list: boolean) {
   const repo = ctx.db.repo(l.repoId);
-  const expired = l.expire !== null && l.expire * 1000 < Date.now();
-  const name = l.path === '/' ? (repo?.name ?? '') : l.path.split('/').pop()!;
+  const expired = isExpired(l.expire);
+  const name = l.path === '/' ? '/' : l.path.split('/').pop()!;
   return {
     username: l.username,
     repo_id: l.repoId,
@@ -55,9 +56,13 @@ function shareLinkShape(ctx: Ctx, r: Req, l: ShareLinkRec, list: boolean) {
     token: l.token,
     view_cnt: l.viewCnt,
     link: `${r.base}/${l.isDir ? 'd' : 'f'}/${l.token}/`,
-    path: l.path,
+    // seahub shows a folder link's path with a trailing slash
+    path: l.isDir && l.path !== '/' ? l.path + '/' : l.path,
     is_expired: expired,
     ...(list ? { obj_name: name, is_dir: l.isDir, repo_name: repo?.name ?? '' } : {}),
+    // what seahub's get_share_link_info adds (links here are view-and-download; the password is stored hashed)
+    permissions: { can_edit: false, can_download: true, can_upload: false },
+    can_edit: false,
   };
 }
 
@@ -67,7 +72,8 @@ async function createShareLink(
   repoId: string | undefined,
   p: string | undefined,
   password?: string,
-  days?: number,
+  /** epoch seconds, or undefined: never */
+  expire?: number,
   /** v2.1 refuses a second link for a path (400), an expired one counting; api2 hands the existing one back */
   refuseExisting = false,
 ) {
@@ -88,7 +94,7 @@ async function createShareLink(
     path,
     isDir: e.type === 'dir',
     ctime: now,
-    expire: days && days > 0 ? now + days * 86400 : null,
+    expire: expire ?? null,
     password: password ? hashPassword(password) : '',
     viewCnt: 0,
   };
@@ -99,14 +105,21 @@ async function createShareLink(
 
 // ---- upload links ----
 
-function uploadLinkShape(r: Req, l: UploadLinkRec) {
+/** An upload link as seahub's get_upload_link_info shows it (but never its password). */
+export function uploadLinkShape(ctx: Ctx, r: Req, l: UploadLinkRec) {
+  const name = l.path === '/' ? '/' : (l.path.replace(/\/+$/, '').split('/').pop() ?? '');
   return {
     username: l.username,
     repo_id: l.repoId,
+    repo_name: ctx.db.repo(l.repoId)?.name ?? '',
     ctime: isoTime(l.ctime),
     token: l.token,
     link: `${r.base}/u/d/${l.token}/`,
     path: l.path,
+    obj_name: name,
+    view_cnt: 0,
+    expire_date: l.expire ? isoTime(l.expire) : '',
+    is_expired: isExpired(l.expire),
   };
 }
 
@@ -194,17 +207,19 @@ export const extraRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const form = await r.form({ json: true });
-      const days = form.get('expire_days') ? Number(form.get('expire_days')) : undefined;
+      // expire_days or expiration_time (what seafile-js sends): a link never loses the expiry asked for
+      const expire = requestedExpiry(form);
       const rec = await createShareLink(
         ctx,
         r,
         form.get('repo_id'),
         form.get('path'),
         form.get('password'),
-        days,
+        expire,
         true,
       );
-      sendJson(r.res, 200, shareLinkShape(ctx, r, rec, false));
+      // seahub answers a new link with the same fields as its list
+      sendJson(r.res, 200, shareLinkShape(ctx, r, rec, true));
     },
   },
   {
@@ -258,10 +273,11 @@ export const extraRoutes: Route[] = [
       if (!p) throw new HttpError(400, 'Path is missing.');
       if (type === 'upload') {
         const rec = await createUploadLink(ctx, r, r.params[0], p, form.get('password'));
-        r.res.setHeader('Location', uploadLinkShape(r, rec).link);
+        r.res.setHeader('Location', uploadLinkShape(ctx, r, rec).link);
       } else {
         const days = form.get('expire') ? Number(form.get('expire')) : undefined;
-        const rec = await createShareLink(ctx, r, r.params[0], p, form.get('password'), days);
+        const expire = days && days > 0 ? Math.floor(Date.now() / 1000) + days * 86400 : undefined;
+        const rec = await createShareLink(ctx, r, r.params[0], p, form.get('password'), expire);
         r.res.setHeader('Location', shareLinkShape(ctx, r, rec, false).link);
       }
       sendJson(r.res, 201, 'success');
@@ -272,11 +288,24 @@ export const extraRoutes: Route[] = [
     path: '/api/v2.1/upload-links',
     auth: 'user',
     handler: async (ctx, r) => {
-      const list = ctx.db.uploadLinksOf(r.user!.email);
+      // as seahub: `repo_id` narrows the list to a library, then `path` to a folder
+      let list = ctx.db.uploadLinksOf(r.user!.email);
+      const repoId = r.query.get('repo_id');
+      if (repoId) {
+        const { repo } = ctx.repoFor(r.user!, repoId);
+        list = list.filter((l) => l.repoId === repo.id);
+        const p = r.query.get('path');
+        if (p) {
+          const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(p));
+          if (e?.type !== 'dir') throw new HttpError(404, `folder ${p} not found.`);
+          const dir = cleanPath(p);
+          list = list.filter((l) => l.path === (dir === '/' ? '/' : dir + '/'));
+        }
+      }
       sendJson(
         r.res,
         200,
-        list.map((l) => uploadLinkShape(r, l)),
+        list.map((l) => uploadLinkShape(ctx, r, l)),
       );
     },
   },
@@ -286,8 +315,9 @@ export const extraRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const form = await r.form({ json: true });
-      const rec = await createUploadLink(ctx, r, form.get('repo_id'), form.get('path'), form.get('password'));
-      sendJson(r.res, 200, uploadLinkShape(r, rec));
+      const expire = requestedExpiry(form);
+      const rec = await createUploadLink(ctx, r, form.get('repo_id'), form.get('path'), form.get('password'), expire);
+      sendJson(r.res, 200, uploadLinkShape(ctx, r, rec));
     },
   },
   {
@@ -314,6 +344,8 @@ async function createUploadLink(
   repoId: string | undefined,
   p: string | undefined,
   password?: string,
+  /** epoch seconds, or undefined: never */
+  expire?: number,
 ) {
   if (!repoId) throw new HttpError(400, 'repo_id invalid.');
   const { repo } = ctx.repoFor(r.user!, repoId, 'rw');
@@ -322,13 +354,18 @@ async function createUploadLink(
   const path = cleanPath(p ?? '/');
   const e = await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(path));
   if (e?.type !== 'dir') throw new HttpError(404, 'Folder not found.');
+  const linkPath = path === '/' ? '/' : path + '/';
+  // as seahub: the user's link for that folder is handed back rather than a second one made
+  const existing = ctx.db.uploadLinksOf(r.user!.email).find((l) => l.repoId === repo.id && l.path === linkPath);
+  if (existing) return existing;
   const rec: UploadLinkRec = {
     token: ctx.newToken().slice(0, 20),
     username: r.user!.email,
     repoId: repo.id,
-    path: path === '/' ? '/' : path + '/',
+    path: linkPath,
     ctime: Math.floor(Date.now() / 1000),
     password: password ? hashPassword(password) : '',
+    expire: expire ?? null,
   };
   ctx.db.addUploadLink(rec);
   await ctx.db.save();

@@ -92,7 +92,7 @@ function fileInfoV21(ctx: Ctx, repoId: string, p: string, e: DirEnt) {
 }
 
 /** POST .../file/?p= with operation create|rename|move|copy (V2 answers 201/301/301/200; V2.1 the file info). */
-async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
+export async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   const user = r.user!;
   const form = await r.form({ json: v21 });
   const op = form.get('operation');
@@ -155,7 +155,8 @@ async function deleteFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
     if (v21 && e instanceof HttpError && e.message === 'File is locked') throw new HttpError(423, e.message);
     throw e;
   }
-  sendJson(r.res, 200, v21 ? { success: true } : 'success');
+  // seahub 10's V2.1 names the commit of the delete
+  sendJson(r.res, 200, v21 ? { success: true, commit_id: (await ctx.heads.get(repo.id)).commit_id } : 'success');
 }
 
 /**

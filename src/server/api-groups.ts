@@ -7,14 +7,14 @@ import type { Group, User } from './db.js';
 import { HttpError, isoTime, sendJson } from './http.js';
 import type { Route } from './router.js';
 
-function groupParam(ctx: Ctx, r: Req): Group {
+export function groupParam(ctx: Ctx, r: Req): Group {
   if (!/^\d+$/.test(r.params[0])) throw new HttpError(400, 'group_id invalid.');
   const g = ctx.db.groups.get(Number(r.params[0]));
   if (!g || !ctx.db.groups.isMember(g, r.user!.email)) throw new HttpError(404, 'Group not found.');
   return g;
 }
 
-function requireAdmin(ctx: Ctx, g: Group, user: User): void {
+export function requireAdmin(ctx: Ctx, g: Group, user: User): void {
   if (!ctx.db.groups.isAdmin(g, user.email)) throw new HttpError(403, 'Permission denied.');
 }
 
@@ -33,14 +33,18 @@ function groupV21(r: Req, g: Group) {
   };
 }
 
-function member(ctx: Ctx, r: Req, g: Group, email: string) {
+/** A member as seahub's get_group_member_info shows it; `role` is Owner, Admin or Member. */
+export function member(ctx: Ctx, r: Req, g: Group, email: string) {
+  const isAdmin = ctx.db.groups.isAdmin(g, email);
   return {
+    group_id: g.id,
+    role: email === g.owner ? 'Owner' : isAdmin ? 'Admin' : 'Member',
     email,
     name: ctx.db.user(email)?.name ?? email,
     contact_email: email,
     login_id: '',
     avatar_url: `${r.base}/media/avatars/default.png`,
-    is_admin: ctx.db.groups.isAdmin(g, email),
+    is_admin: isAdmin,
   };
 }
 
@@ -78,6 +82,7 @@ async function removeMember(ctx: Ctx, r: Req, g: Group, email: string): Promise<
 async function deleteGroup(ctx: Ctx, r: Req, g: Group): Promise<void> {
   if (g.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
   ctx.db.groups.delete(g.id);
+  ctx.db.folderShares.forgetGroup(g.id);
   await ctx.db.save();
 }
 
@@ -221,7 +226,7 @@ export const groupRoutes: Route[] = [
     handler: async (ctx, r) => {
       const g = groupParam(ctx, r);
       const email = await addMember(ctx, r, g, (await r.form({ json: true })).get('email'));
-      sendJson(r.res, 200, member(ctx, r, g, email));
+      sendJson(r.res, 201, member(ctx, r, g, email));
     },
   },
   {

@@ -3,6 +3,7 @@
 // an encrypted library's password but a revert (and the V2.1 history, as on
 // seahub 10.0): revision downloads are refused by the file server instead.
 import type { Ctx, Req } from './context.js';
+import type { RepoMeta, User } from './db.js';
 import { HttpError, isoTime, sendJson } from './http.js';
 import { downloadUrl, requireP } from './api-file.js';
 import type { Commit } from './heads.js';
@@ -12,7 +13,7 @@ import { lookup, readDir, splitPath, type DirEnt } from './tree.js';
 
 const MAX_SCAN = 10_000; // commits walked at most per request
 
-async function* commitsFrom(ctx: Ctx, id: string | null): AsyncGenerator<Commit> {
+export async function* commitsFrom(ctx: Ctx, id: string | null): AsyncGenerator<Commit> {
   let n = 0;
   while (id && n++ < MAX_SCAN) {
     const c = await ctx.heads.readCommit(id);
@@ -49,31 +50,54 @@ async function pageOfCommits(
   return { list, more: false };
 }
 
-async function fileHistory(ctx: Ctx, r: Req): Promise<void> {
-  const { repo } = ctx.repoFor(r.user!, r.params[0]);
-  const comps = splitPath(requireP(r));
-  const head = await ctx.heads.get(repo.id);
-  const out: unknown[] = [];
+/**
+ * The versions of the file at `comps`, newest first: each with the oldest
+ * commit of the run holding that content (where that version appeared).
+ */
+export async function fileRevisions(
+  ctx: Ctx,
+  startCommit: string,
+  comps: string[],
+): Promise<{ c: Commit; e: DirEnt }[]> {
+  const out: { c: Commit; e: DirEnt }[] = [];
   // `prev` is the oldest commit seen so far holding the same content: where that version appeared.
   let prev: { c: Commit; e: DirEnt } | null = null;
-  for await (const c of commitsFrom(ctx, head.commit_id)) {
+  for await (const c of commitsFrom(ctx, startCommit)) {
     const e = await lookup(ctx.store, c.root_id, comps);
     const present = e && e.type === 'file' ? e : null;
-    if (prev && (!present || present.id !== prev.e.id)) {
-      out.push(publicCommit(prev.c, { rev_file_id: prev.e.id, rev_file_size: prev.e.size }));
-    }
+    if (prev && (!present || present.id !== prev.e.id)) out.push(prev);
     if (!present) {
       prev = null;
       break;
     }
     prev = { c, e: present };
   }
-  if (prev) out.push(publicCommit(prev.c, { rev_file_id: prev.e.id, rev_file_size: prev.e.size }));
-  if (out.length === 0) throw new HttpError(404, 'File not found.');
+  if (prev) out.push(prev);
+  return out;
+}
+
+async function fileHistory(ctx: Ctx, r: Req): Promise<void> {
+  const { repo } = ctx.repoFor(r.user!, r.params[0]);
+  const comps = splitPath(requireP(r));
+  const head = await ctx.heads.get(repo.id);
+  const revs = await fileRevisions(ctx, head.commit_id, comps);
+  if (revs.length === 0) throw new HttpError(404, 'File not found.');
+  // as seahub 10 (api2/views.py FileHistory): each commit names its author in user_info
+  const out = revs.map(({ c, e }) =>
+    publicCommit(c, {
+      rev_file_id: e.id,
+      rev_file_size: e.size,
+      user_info: {
+        email: c.creator_name,
+        name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,
+        contact_email: c.creator_name,
+      },
+    }),
+  );
   sendJson(r.res, 200, { commits: out });
 }
 
-async function commitOf(ctx: Ctx, repoId: string, id: string | null): Promise<Commit> {
+export async function commitOf(ctx: Ctx, repoId: string, id: string | null): Promise<Commit> {
   if (!id || !/^[0-9a-f]{40}$/.test(id)) throw new HttpError(400, 'commit_id invalid.');
   try {
     const c = await ctx.heads.readCommit(id);
@@ -93,41 +117,45 @@ async function revision(ctx: Ctx, r: Req): Promise<void> {
   sendJson(r.res, 200, downloadUrl(ctx, r, repo, e, r.query.get('reuse') === '1'), { oid: e.id });
 }
 
-async function revert(ctx: Ctx, r: Req): Promise<void> {
-  const form = await r.form({ json: false });
-  const { repo } = ctx.repoFor(r.user!, r.params[0], 'rw');
-  ctx.requireUnlocked(r.user!, repo);
-  const p = requireP(r, form.get('p') ?? r.query.get('p'));
-  const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? null);
+/** Puts the file `p` of commit `commitId` back at its path (a file there is replaced, parents are made). */
+export async function revertFileTo(ctx: Ctx, user: User, repo: RepoMeta, p: string, commitId: string | null) {
+  ctx.requireUnlocked(user, repo);
+  const c = await commitOf(ctx, repo.id, commitId);
   const comps = splitPath(p);
   const e = await lookup(ctx.store, c.root_id, comps);
   if (e?.type !== 'file') throw new HttpError(404, 'File not found in that revision.');
-  await putFiles(
-    ctx,
-    r.user!,
-    repo.id,
-    '/' + comps.slice(0, -1).join('/'),
-    [{ name: e.name, id: e.id, size: e.size }],
-    {
-      replace: true,
-      createParents: true,
-      desc: `Reverted file "${e.name}"`,
-    },
-  );
-  sendJson(r.res, 200, { ret: 0 });
+  await putFiles(ctx, user, repo.id, '/' + comps.slice(0, -1).join('/'), [{ name: e.name, id: e.id, size: e.size }], {
+    replace: true,
+    createParents: true,
+    desc: `Reverted file "${e.name}"`,
+  });
 }
 
-/** PUT /api2/repos/{id}/dir/revert/ (p, commit_id): a folder of that commit is put back, as real servers restore trash folders. */
-async function revertDir(ctx: Ctx, r: Req): Promise<void> {
-  const form = await r.form({ json: false });
-  const { repo } = ctx.repoFor(r.user!, r.params[0], 'rw');
-  ctx.requireUnlocked(r.user!, repo);
-  const p = requireP(r, form.get('p') ?? r.query.get('p'));
-  const c = await commitOf(ctx, repo.id, form.get('commit_id') ?? r.query.get('commit_id'));
+/** Puts the folder `p` of commit `commitId` back, as real servers restore trash folders. */
+export async function revertDirTo(ctx: Ctx, user: User, repo: RepoMeta, p: string, commitId: string | null) {
+  ctx.requireUnlocked(user, repo);
+  const c = await commitOf(ctx, repo.id, commitId);
   const comps = splitPath(p);
   const e = await lookup(ctx.store, c.root_id, comps);
   if (e?.type !== 'dir') throw new HttpError(404, 'Folder not found in that revision.');
-  await restoreDir(ctx, r.user!, repo.id, '/' + comps.slice(0, -1).join('/'), e);
+  await restoreDir(ctx, user, repo.id, '/' + comps.slice(0, -1).join('/'), e);
+}
+
+/** PUT /api2/repos/{id}/file/revert/ (p, commit_id), as a form or JSON (what seafile-js sends), as seahub takes both. */
+async function revert(ctx: Ctx, r: Req): Promise<void> {
+  const form = await r.form({ json: true });
+  const { repo } = ctx.repoFor(r.user!, r.params[0], 'rw');
+  const p = requireP(r, form.get('p') ?? r.query.get('p'));
+  await revertFileTo(ctx, r.user!, repo, p, form.get('commit_id') ?? null);
+  sendJson(r.res, 200, { ret: 0 });
+}
+
+/** PUT /api2/repos/{id}/dir/revert/ (p, commit_id), a form or JSON. */
+async function revertDir(ctx: Ctx, r: Req): Promise<void> {
+  const form = await r.form({ json: true });
+  const { repo } = ctx.repoFor(r.user!, r.params[0], 'rw');
+  const p = requireP(r, form.get('p') ?? r.query.get('p'));
+  await revertDirTo(ctx, r.user!, repo, p, form.get('commit_id') ?? r.query.get('commit_id'));
   sendJson(r.res, 200, { success: true });
 }
 
@@ -148,7 +176,7 @@ async function removed(
   }
 }
 
-async function trash(ctx: Ctx, r: Req): Promise<void> {
+export async function trash(ctx: Ctx, r: Req): Promise<void> {
   const { repo } = ctx.repoFor(r.user!, r.params[0]);
   const base = splitPath(r.query.get('path') ?? '/');
   const per = Math.max(1, Number(r.query.get('per_page') ?? 100) || 100);
@@ -222,9 +250,16 @@ export const historyRoutes: Route[] = [
           commit_id: c.id,
           time: isoTime(c.ctime),
           description: c.desc,
+          // seahub 10 (repo_history.py) names the author by email, name and contact_email
+          email: c.creator_name,
+          name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,
+          contact_email: c.creator_name,
           creator: c.creator_name,
           creator_email: c.creator_name,
           creator_name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,
+          client_version: null,
+          device_name: null,
+          second_parent_id: null,
         })),
         more,
       });
@@ -242,7 +277,18 @@ export const historyRoutes: Route[] = [
     handler: async (ctx, r) => {
       const { repo } = ctx.repoFor(r.user!, r.params[0]);
       if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
-      repo.trashClearedAt = (await ctx.heads.get(repo.id)).commit_id;
+      // keep_days (seafile-js sends it as JSON): what was deleted in the last n days stays, 0 clears all
+      const raw = (await r.form({ json: true })).get('keep_days') ?? '0';
+      if (!/^-?\d+$/.test(raw.trim())) throw new HttpError(400, 'keep_days invalid.');
+      const cutoff = Math.floor(Date.now() / 1000) - Math.max(0, Number(raw)) * 86400;
+      let clearAt = (await ctx.heads.get(repo.id)).commit_id;
+      if (Number(raw) > 0) {
+        for await (const c of commitsFrom(ctx, clearAt)) {
+          clearAt = c.id;
+          if (c.ctime < cutoff) break;
+        }
+      }
+      repo.trashClearedAt = clearAt;
       await ctx.db.save();
       sendJson(r.res, 200, { success: true });
     },

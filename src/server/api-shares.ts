@@ -1,10 +1,12 @@
 // Sharing libraries with other users and with groups: the V2 shared-repos /
-// beshared-repos lists and the dir/shared_items endpoints (library root only).
+// beshared-repos lists and the dir/shared_items endpoints (the library root;
+// a sub-folder's are in api-folder-shares.ts).
 // Only the owner shares a library, to a group only when a member of it.
 import type { Ctx, Req } from './context.js';
 import type { Group, RepoMeta, User } from './db.js';
 import { HttpError, sendJson } from './http.js';
 import type { Route } from './router.js';
+import { folderSharedItems, subFolderOf } from './api-folder-shares.js';
 
 function shareRecord(repo: RepoMeta, s: { to: string; permission: string }, head: { mtime: number }) {
   return {
@@ -94,10 +96,11 @@ function splitUsers(values: string[]): string[] {
     .filter(Boolean);
 }
 
-/** Only the library root (`p=/`) can be shared on this server; sub-folder shares are refused. */
-function requireRootPath(r: Req): void {
-  const p = r.query.get('p') ?? '/';
-  if (p.replace(/\/+$/, '') !== '') throw new HttpError(400, 'Sharing a sub-folder is not supported by this server.');
+/** A sub-folder's shares (`p=/sub`) are answered by api-folder-shares.ts: true when this request was one. */
+async function subFolder(ctx: Ctx, r: Req): Promise<boolean> {
+  const sub = subFolderOf(r);
+  if (sub) await folderSharedItems(ctx, r, sub);
+  return sub !== null;
 }
 
 export const shareRoutes: Route[] = [
@@ -196,6 +199,7 @@ export const shareRoutes: Route[] = [
     path: '/api2/repos/:repo/dir/shared_items',
     auth: 'user',
     handler: async (ctx, r) => {
+      if (await subFolder(ctx, r)) return;
       const { repo } = ctx.repoFor(r.user!, r.params[0]);
       if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
       const type = r.query.get('share_type');
@@ -216,7 +220,7 @@ export const shareRoutes: Route[] = [
     path: '/api2/repos/:repo/dir/shared_items',
     auth: 'user',
     handler: async (ctx, r) => {
-      requireRootPath(r);
+      if (await subFolder(ctx, r)) return;
       const form = await r.form({ json: true });
       const shareType = form.get('share_type') ?? r.query.get('share_type');
       const permission = form.get('permission') ?? 'r';
@@ -243,7 +247,7 @@ export const shareRoutes: Route[] = [
     path: '/api2/repos/:repo/dir/shared_items',
     auth: 'user',
     handler: async (ctx, r) => {
-      requireRootPath(r);
+      if (await subFolder(ctx, r)) return;
       const form = await r.form({ json: true });
       const permission = form.get('permission') ?? '';
       if (permission !== 'r' && permission !== 'rw') throw new HttpError(403, 'permission invalid.');
@@ -271,7 +275,7 @@ export const shareRoutes: Route[] = [
     path: '/api2/repos/:repo/dir/shared_items',
     auth: 'user',
     handler: async (ctx, r) => {
-      requireRootPath(r);
+      if (await subFolder(ctx, r)) return;
       if (r.query.get('share_type') === 'group') {
         await unshareGroup(ctx, r.user!, r.params[0], r.query.get('group_id'));
         return sendJson(r.res, 200, { success: true });

@@ -15,6 +15,7 @@ import type { LockRec, RepoMeta, Share, ShareLinkRec, Star, UploadLinkRec, User 
 import { SecretBox, tokenHash } from './secret-box.js';
 import { Devices, type DeviceLogin, type DevicesFile } from './devices.js';
 import { Groups, type GroupsFile } from './groups.js';
+import { FolderShares, type FolderSharesFile } from './folder-shares.js';
 
 export type {
   Group,
@@ -29,7 +30,7 @@ export type {
 } from './records.js';
 
 /** The JSON file's shape (unchanged since the first release). */
-interface DbFile extends GroupsFile, DevicesFile {
+interface DbFile extends GroupsFile, DevicesFile, FolderSharesFile {
   nextUserId: number;
   users: Record<string, User>;
   repos: Record<string, RepoMeta>;
@@ -76,6 +77,8 @@ export class Db {
   readonly groups = new Groups();
   /** per-device tokens (logins that name their device) */
   readonly devices = new Devices();
+  /** shares of sub-folders (recorded, listed; no access through them) */
+  readonly folderShares = new FolderShares();
   private file: string;
   private saving: Promise<void> = Promise.resolve();
   private byToken = new Map<string, User>(); // token hash -> user
@@ -103,6 +106,7 @@ export class Db {
     this.locks = mapOf(d.locks);
     this.groups.load(d);
     this.devices.load(d);
+    this.folderShares.load(d);
     // tokens and link passwords were kept in plain text before: hash them
     for (const u of this.users.values()) {
       if (u.token) {
@@ -134,6 +138,7 @@ export class Db {
       locks: Object.fromEntries(this.locks),
       ...this.groups.toFile(),
       ...this.devices.toFile(),
+      ...this.folderShares.toFile(),
     };
   }
 
@@ -221,6 +226,7 @@ export class Db {
     this.starred = this.starred.filter((s) => s.user !== email);
     this.groups.forgetUser(email);
     this.devices.forgetUser(email);
+    this.folderShares.forgetUser(email);
     return gone;
   }
 
@@ -257,6 +263,7 @@ export class Db {
     this.starred = this.starred.filter((s) => s.repoId !== id);
     for (const k of [...this.locks.keys()]) if (k.startsWith(id + ':')) this.locks.delete(k);
     this.groups.forgetRepo(id);
+    this.folderShares.forgetRepo(id);
   }
 
   // ---- shares ----

@@ -183,11 +183,12 @@ export function objInfoV21(
   p: string,
   e: { name: string; id: string; mtime: number },
 ) {
+  // seahub 10 (api2/endpoints/file.py, dir.py): os.path.dirname of the path, no trailing slash
   const parent = '/' + p.split('/').filter(Boolean).slice(0, -1).join('/');
   return {
     type,
     repo_id: repoId,
-    parent_dir: parent === '/' ? '/' : parent + '/',
+    parent_dir: parent,
     obj_name: e.name,
     obj_id: e.id,
     mtime: isoTime(e.mtime),

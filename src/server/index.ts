@@ -13,6 +13,12 @@ import { linkRoutes } from './api-links.js';
 import { repoRoutes } from './api-repos.js';
 import { shareRoutes } from './api-shares.js';
 import { groupRoutes } from './api-groups.js';
+import { folderShareRoutes } from './api-folder-shares.js';
+import { historyWebRoutes, revertOpRoutes } from './api-history-web.js';
+import { linksWebRoutes } from './api-links-web.js';
+import { sharingWebRoutes } from './api-sharing-web.js';
+import { taskRoutes } from './api-tasks.js';
+import { webRoutes } from './api-web.js';
 import { linkHtmlRoutes } from './link-html.js';
 import { linkPageRoutes } from './link-pages.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
@@ -125,6 +131,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   await prepare(ctx);
   const router = new Router();
   router.add([
+    ...revertOpRoutes, // before fileRoutes and dirRoutes: it hands them every other operation
     ...accountRoutes,
     ...repoRoutes,
     ...shareRoutes,
@@ -136,6 +143,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...extraRoutes,
     ...linkPageRoutes,
     ...linkHtmlRoutes,
+    // what seahub's web interface (seafile-js) calls beyond the spec; after the routes above, which win a tie
+    ...webRoutes,
+    ...historyWebRoutes,
+    ...taskRoutes,
+    ...linksWebRoutes,
+    ...sharingWebRoutes,
+    ...folderShareRoutes,
   ]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';

@@ -10,6 +10,7 @@ import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Ctx, Req } from './context.js';
 import { checkPassword, type RepoMeta, type ShareLinkRec, type UploadLinkRec, type User } from './db.js';
 import { HttpError, sendJson } from './http.js';
+import { isExpired } from './link-expiry.js';
 import { downloadUrl } from './api-file.js';
 import { headRoot } from './ops.js';
 import type { Route } from './router.js';
@@ -19,7 +20,7 @@ import { type DirEnt, lookup, readDir, splitPath } from './tree.js';
 export function shareLinkFor(ctx: Ctx, token: string, isDir: boolean): { l: ShareLinkRec; repo: RepoMeta } {
   const found = ctx.db.shareLink(token);
   const l = found && found.isDir === isDir ? found : undefined;
-  if (!l || (l.expire !== null && l.expire * 1000 < Date.now())) throw new HttpError(404, 'Link not found.');
+  if (!l || isExpired(l.expire)) throw new HttpError(404, 'Link not found.');
   const repo = ctx.db.repo(l.repoId);
   const creator = ctx.db.user(l.username);
   if (!repo || !creator?.isActive || !ctx.permission(creator, repo) || repo.encrypted) {
@@ -28,9 +29,10 @@ export function shareLinkFor(ctx: Ctx, token: string, isDir: boolean): { l: Shar
   return { l, repo };
 }
 
-/** An upload link that may serve now: known, its creator still writing to the library. */
+/** An upload link that may serve now: known, not expired, its creator still writing to the library. */
 export function uploadLinkFor(ctx: Ctx, token: string): { l: UploadLinkRec; repo: RepoMeta; creator: User } {
-  const l = ctx.db.uploadLink(token);
+  const found = ctx.db.uploadLink(token);
+  const l = found && !isExpired(found.expire) ? found : undefined;
   const repo = l ? ctx.db.repo(l.repoId) : undefined;
   const creator = l ? ctx.db.user(l.username) : undefined;
   if (!l || !repo || !creator?.isActive || ctx.permission(creator, repo) !== 'rw')

@@ -31,6 +31,7 @@ export interface RepoMeta {
   randomKey: string;
   ctime: number;
   trashClearedAt?: string; // commit id: trash scans stop there
+  historyKeepDays?: number; // history-limit: -1 (or missing) keeps all, 0 none, n days
 }
 
 export interface Share {
@@ -59,6 +60,7 @@ export interface UploadLinkRec {
   path: string;
   ctime: number;
   password: string;
+  expire?: number | null; // epoch seconds; missing or null: never (links made before expiries were kept)
 }
 
 export interface Star {

@@ -513,7 +513,7 @@ describe('file operations', () => {
       json: { operation: 'rename', newname: 'c.txt' },
     });
     expect(r.status).toBe(200);
-    expect(r.json).toMatchObject({ type: 'file', obj_name: 'c (1).txt', parent_dir: '/ops/' });
+    expect(r.json).toMatchObject({ type: 'file', obj_name: 'c (1).txt', parent_dir: '/ops' });
     const mv = await call('POST', `/api/v2.1/repos/sync-batch-move-item/`, {
       json: {
         src_repo_id: repo,
@@ -533,7 +533,7 @@ describe('file operations', () => {
       json: { operation: 'mkdir' },
     });
     expect(r.status).toBe(200);
-    expect(r.json).toMatchObject({ type: 'dir', obj_name: 'v21 dir', parent_dir: '/batch/', repo_id: repo });
+    expect(r.json).toMatchObject({ type: 'dir', obj_name: 'v21 dir', parent_dir: '/batch', repo_id: repo });
     expect(typeof (r.json as { mtime: unknown }).mtime).toBe('string');
   });
 

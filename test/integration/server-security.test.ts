@@ -141,6 +141,75 @@ describe('share links', () => {
     expect(await logShowing(`GET /api/v2.1/upload-links/<token>/upload/`)).not.toContain(link.json.token);
   });
 
+  it('a share link made with expiration_time (what seafile-js sends) keeps it and stops serving once it passed', async () => {
+    const repo = await newRepo(admin, 'expiring', { 'soon.txt': 'short-lived', 'later.txt': 'longer' });
+    // seahub takes an ISO 8601 time with any offset; with no minimum set, one already past is taken too
+    const future = new Date(Date.now() + 3 * 86400_000);
+    future.setUTCMilliseconds(0);
+    const later = await admin('POST', '/api/v2.1/share-links/', {
+      json: { repo_id: repo, path: '/later.txt', expiration_time: future.toISOString().replace('Z', '+00:00') },
+    });
+    expect(later.status).toBe(200);
+    expect(Date.parse(later.json.expire_date)).toBe(future.getTime());
+    expect(later.json.is_expired).toBe(false);
+    expect(await followDownload(await anon()('GET', `/f/${later.json.token}/`))).toBe('longer');
+
+    const past = new Date(Date.now() - 60_000).toISOString();
+    const soon = await admin('POST', '/api/v2.1/share-links/', {
+      json: { repo_id: repo, path: '/soon.txt', expiration_time: past },
+    });
+    expect(soon.status).toBe(200);
+    expect(soon.json.is_expired).toBe(true);
+    expect((await anon()('GET', `/f/${soon.json.token}/`)).status).toBe(404);
+    const listed = (await admin('GET', '/api/v2.1/share-links/', { query: { repo_id: repo } })).json as {
+      token: string;
+      expire_date: string;
+    }[];
+    expect(listed.find((l) => l.token === soon.json.token)?.expire_date).not.toBe('');
+
+    // a value that is not a time, or both fields at once, is refused and no link is made
+    const bad = await admin('POST', '/api/v2.1/share-links/', {
+      json: { repo_id: repo, path: '/soon.txt', expiration_time: 'next tuesday' },
+    });
+    expect(bad.status).toBe(400);
+    const both = await admin('POST', '/api/v2.1/share-links/', {
+      form: { repo_id: repo, path: '/later.txt', expire_days: '2', expiration_time: past },
+    });
+    expect(both.status).toBe(400);
+    expect(
+      (await admin('POST', '/api/v2.1/share-links/', { form: { repo_id: repo, path: '/', expire_days: '0' } })).status,
+    ).toBe(400);
+  });
+
+  it('an upload link keeps its expiry (expiration_time or expire_days) and stops serving once it passed', async () => {
+    const repo = await newRepo(admin, 'expiring-drop', { 'a.txt': 'a' });
+    await admin('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/in' }, form: { operation: 'mkdir' } });
+    const past = new Date(Date.now() - 60_000).toISOString();
+    const gone = await admin('POST', '/api/v2.1/upload-links/', {
+      json: { repo_id: repo, path: '/in', expiration_time: past, password: 'drop-pw-456' },
+    });
+    expect(gone.status).toBe(200);
+    expect(gone.json).toMatchObject({ is_expired: true, path: '/in/' });
+    const ask = `/api/v2.1/upload-links/${gone.json.token}/upload/`;
+    expect((await anon()('GET', ask, { query: { password: 'drop-pw-456' } })).status).toBe(404);
+    expect((await anon()('GET', `/u/d/${gone.json.token}/`)).status).toBe(404);
+
+    const live = await admin('POST', '/api/v2.1/upload-links/', {
+      form: { repo_id: repo, path: '/', expire_days: '2', password: 'drop-pw-789' },
+    });
+    expect(live.json.is_expired).toBe(false);
+    const days = (Date.parse(live.json.expire_date) - Date.now()) / 86400_000;
+    expect(days).toBeGreaterThan(1.99);
+    expect(days).toBeLessThanOrEqual(2);
+    const liveAsk = `/api/v2.1/upload-links/${live.json.token}/upload/`;
+    expect((await anon()('GET', liveAsk)).status).toBe(403);
+    expect((await anon()('GET', liveAsk, { query: { password: 'drop-pw-789' } })).status).toBe(200);
+    expect(
+      (await admin('POST', '/api/v2.1/upload-links/', { json: { repo_id: repo, path: '/', expiration_time: 'x' } }))
+        .status,
+    ).toBe(400);
+  });
+
   it("a link stops serving once its creator's share of the library is revoked", async () => {
     const repo = await newRepo(admin, 'revoked', { 'plan.txt': 'the plan' });
     await admin('PUT', `/api2/shared-repos/${repo}/`, {
