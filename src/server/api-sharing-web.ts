@@ -129,6 +129,7 @@ async function createGroupLibrary(ctx: Ctx, r: Req): Promise<void> {
   const form = await r.form({ json: true });
   const name = form.get('repo_name');
   if (!name || !isValidName(name)) throw new HttpError(400, 'repo_name invalid.');
+  ctx.checkDirentName(name);
   const permission = permissionArg(form.get('permission') ?? 'r');
   const id = randomUUID();
   const repo: RepoMeta = {
