@@ -24,6 +24,7 @@ import { parseUmask } from './mount-options.js';
 import { UserError } from './user-error.js';
 import { mountIsUp } from './mount-tuning.js';
 import { unlockAgainLog, unlockRefreshMs } from './unlock-again.js';
+import { UnmountBound, unmountWaitMs } from './unmount-bound.js';
 
 const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
 
@@ -184,6 +185,8 @@ export interface RunningMount {
   mountpoint: string;
   /** uploads what is pending, detaches; resolves with the exit code (0: nothing lost) */
   shutdown(reason: string): Promise<number>;
+  /** stop waiting for uploads now (a second signal): they stay in the journal for the next mount */
+  giveUp(why: string): void;
   /** resolves with the exit code once a shutdown (from any source) has finished */
   finished: Promise<number>;
 }
@@ -349,18 +352,42 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     return `${list.length} upload(s), ${fmtBytes(bytes)}: ${names}${list.length > 5 ? ', ...' : ''}${speed}`;
   };
 
+  let bound: UnmountBound | null = null;
   function shutdown(reason: string): Promise<number> {
     if (stopping) return stopping;
+    // the wait for uploads ends when the server stays away (see unmount-bound.ts): what is left stays in the journal
+    const b = new UnmountBound({
+      waitMs: unmountWaitMs(),
+      cacheDir,
+      sample: () => ({ landed: vfs.wb.stats.uploads, failures: vfs.wb.stats.failures, offline: !vfs.net.online }),
+    });
+    bound = b;
+    b.start();
+    /** the step's result, or null once the bound gave up */
+    const bounded = <T>(p: Promise<T>): Promise<T | null> => Promise.race([p, b.gaveUp.then(() => null)]);
     stopping = (async () => {
       say(`unmounting ${mnt} (${reason})`);
-      await vfs.drain((list) => say(`waiting for ${describe(list)}`));
-      await fuse.unmount();
+      const progress = (list: { path: string; size: number }[]) => say(`waiting for ${describe(list)}`);
+      await bounded(vfs.drain(progress));
+      if ((await bounded(fuse.unmount())) === null) await clearStaleMount(mnt).catch(() => false);
       // writes that were still in flight when the mount detached
-      const failed = await vfs.drain((list) => say(`waiting for ${describe(list)}`));
+      const failed = (await bounded(vfs.drain(progress))) ?? [];
       // the disk cache's last writes and their markers, before `seafs unmount` returns and a next mount reads them
-      await vfs.reader.closeDisk();
+      await bounded(vfs.reader.closeDisk());
+      b.close();
       let code = 0;
-      if (failed.length) {
+      if (b.stopped !== null) {
+        code = 1;
+        const left = [...vfs.pendingUploads(), ...vfs.wb.folders.pending().map((f) => ({ path: f.path, size: 0 }))];
+        say(
+          b.stopped.includes('cache folder')
+            ? `stopped waiting for uploads: ${b.stopped}; ${left.length} file(s) written here cannot be uploaded any more`
+            : `stopped waiting for uploads: ${b.stopped}; ${left.length} file(s) stay in the journal in ${cacheDir} and the next mount uploads them`,
+        );
+        for (const f of left.slice(0, 20)) say(`  ${f.path} (${fmtBytes(f.size)})`);
+        if (left.length > 20) say(`  ... and ${left.length - 20} more`);
+        control.broadcast('done failed');
+      } else if (failed.length) {
         code = 1;
         say(
           `${failed.length} file(s) could not be uploaded; they are kept in ${cacheDir} and the next mount uploads them:`,
@@ -371,9 +398,9 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         say(`unmounted ${mnt}; every upload is on the server`);
         control.broadcast('done ok');
       }
-      await control.close();
+      await bounded(control.close());
       vfs.close();
-      await client.close().catch(() => {});
+      if (b.stopped === null) await client.close().catch(() => {});
       return code;
     })().catch((e) => {
       logger.error(`unmount failed: ${(e as Error).message}`);
@@ -381,6 +408,11 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     });
     void stopping.then(finish);
     return stopping;
+  }
+  /** a second signal: stop waiting for uploads now (what is pending stays in the journal) */
+  function giveUp(why: string): void {
+    if (!stopping) void shutdown(why);
+    bound?.abort(why);
   }
   // detached from outside (fusermount -u): upload what is pending and exit
   const watch = setInterval(() => {
@@ -390,7 +422,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   }, 2000);
   watch.unref();
   void finished.then(() => clearInterval(watch));
-  return { vfs, label, mountpoint: mnt, shutdown, finished };
+  return { vfs, label, mountpoint: mnt, shutdown, giveUp, finished };
 }
 
 /** Each file not yet on the server, for `seafs status`: uploading, waiting or failed, and whether it is still written. */
@@ -421,9 +453,8 @@ export function handleSignals(m: RunningMount): void {
   let signals = 0;
   const onSignal = (sig: string) => {
     signals++;
-    if (signals > 1)
-      log('already unmounting: waiting for uploads (the journal keeps unfinished files for the next mount)');
-    void m.shutdown(sig);
+    if (signals > 1) m.giveUp(`a second ${sig}`);
+    else void m.shutdown(sig);
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));
