@@ -5,7 +5,15 @@
 import { UserError } from './user-error.js';
 
 /** The server could not be reached (or answered only 5xx): worth waiting for. */
-export class UnreachableError extends UserError {}
+export class UnreachableError extends UserError {
+  /** `answered`: something answered (a 5xx), so the mount does not start offline */
+  constructor(
+    message: string,
+    readonly answered = false,
+  ) {
+    super(message);
+  }
+}
 
 /** "60s", "2m", "1h", "500ms" or a bare number of seconds -> milliseconds */
 export function parseDuration(text: string): number {

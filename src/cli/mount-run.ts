@@ -79,7 +79,7 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
         return new UnreachableError(`cannot reach the server at ${url}: ${e.message}`);
       case 'server':
         // a proxy in front of a server that is still starting answers 502/503
-        return new UnreachableError(`the server at ${url} answered: ${e.message}`);
+        return new UnreachableError(`the server at ${url} answered: ${e.message}`, true);
       case 'otp_required':
         return new UserError(
           'the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)',
@@ -103,6 +103,24 @@ export function uploadSwitches(): Pick<ClientOptions, 'streamUploads' | 'rawUplo
   return { streamUploads: process.env.SEAFS_STREAM_UPLOAD !== '0', rawUploads: process.env.SEAFS_RAW_UPLOAD !== '0' };
 }
 
+function clientOptions(baseUrl: string, timeoutSec?: number) {
+  return {
+    baseUrl,
+    timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
+    unlockRefreshMs: unlockRefreshMs(),
+    // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
+    onAttempt: logger.enabled('debug')
+      ? (op: string, method: string, outcome: number | string, ms: number) =>
+          logger.debug(`api ${method} ${op}: ${outcome} in ${ms} ms`)
+      : undefined,
+  };
+}
+
+/** A client with a token kept by an earlier mount, made without asking the server (a start offline). */
+export function offlineClient(url: string, token: string, timeoutSec?: number): SeafileClient {
+  return new SeafileClient({ ...clientOptions(url.replace(/\/+$/, ''), timeoutSec), token, ...uploadSwitches() });
+}
+
 /** Log in (or check the token); returns a client holding a token and the account's e-mail. */
 export async function connect(
   url: string,
@@ -116,16 +134,7 @@ export async function connect(
     throw new UserError(`the server URL must start with http:// or https:// (got ${url})`);
   let client: SeafileClient;
   let token: string;
-  const opts = {
-    baseUrl,
-    timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
-    unlockRefreshMs: unlockRefreshMs(),
-    // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
-    onAttempt: logger.enabled('debug')
-      ? (op: string, method: string, outcome: number | string, ms: number) =>
-          logger.debug(`api ${method} ${op}: ${outcome} in ${ms} ms`)
-      : undefined,
-  };
+  const opts = clientOptions(baseUrl, timeoutSec);
   try {
     if (secrets.token) {
       token = secrets.token;
