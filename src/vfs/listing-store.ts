@@ -103,10 +103,9 @@ export class ListingStore {
     while (this.writing) await this.writing;
   }
 
-  /** No more writes (one under way ends; flush() waits for it). */
+  /** No more listings taken (those queued are still written; flush() waits for them). */
   close(): void {
     this.closed = true;
-    this.queued.clear();
   }
 
   private put(file: string, text: string): void {
@@ -119,7 +118,6 @@ export class ListingStore {
   private async drain(): Promise<void> {
     for (const [file, text] of this.queued) {
       this.queued.delete(file);
-      if (this.closed) return;
       const tmp = `${file}.${process.pid}.${++this.seq}.tmp`;
       try {
         await mkdir(join(file, '..'), { recursive: true, mode: 0o700 });
