@@ -50,7 +50,10 @@ export async function retryUnreachable<T>(attempt: () => Promise<T>, o: RetryOpt
       const left = deadline - now();
       if (left <= 0) {
         if (o.forMs > 0)
-          throw new UnreachableError(`${e.message} (gave up after ${n} attempts in ${Math.round(o.forMs / 1000)} s)`);
+          throw new UnreachableError(
+            `${e.message} (gave up after ${n} attempts in ${Math.round(o.forMs / 1000)} s)`,
+            e.answered,
+          );
         throw e;
       }
       const wait = Math.min(delay, left);

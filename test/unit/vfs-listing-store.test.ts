@@ -132,6 +132,30 @@ describe('a vfs started with the server unreachable', () => {
     }
   });
 
+  it('all-libraries mode: the root shows the libraries last seen', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.addLibrary('other');
+    api.putFile(repo, '/a.txt', 'a\n');
+    const cacheDir = await tmp();
+    const opts = { cacheDir, prefetchDirs: 0, durableJournal: false, probeMinMs: 60_000 };
+    const first = await Vfs.create(api, opts);
+    expect((await first.readdir('/')).sort()).toEqual(['lib', 'other']);
+    expect(await first.readdir('/lib')).toEqual(['a.txt']);
+    first.close();
+    await first.listings.flush();
+    api.down = true;
+    const second = await Vfs.create(api, opts);
+    try {
+      expect((await second.readdir('/')).sort()).toEqual(['lib', 'other']);
+      expect(await second.readdir('/lib')).toEqual(['a.txt']);
+      expect(errnoOf(await second.readdir('/other').catch((e: unknown) => e))).toBe('EIO');
+    } finally {
+      second.close();
+      await second.listings.flush();
+    }
+  });
+
   it('online, a saved listing is asked for by its folder id: an unchanged folder is not sent again', async () => {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
