@@ -2,7 +2,8 @@
 // mounts from what an earlier mount kept in the same cache folder (the login,
 // the library list, the folder listings, the disk cache), says once that it is
 // offline, serves listed folders and read files, fails a folder never listed
-// with EIO at once, queues writes in the journal, and goes online by itself
+// with EIO at once, queues writes in the journal (a kill -9 loses none of
+// them: the next mount, offline too, has them), and goes online by itself
 // when the server answers: everything written lands, checked through the API.
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -76,9 +77,10 @@ describe('starting a mount with the server away', () => {
       expect(wrong.code).toBe(1);
       expect(wrong.err).toMatch(/password does not match/);
 
-      const m = await mountLibrary(ctx.server, { ...opts, mountpoint: first.mnt });
-      const M = (p: string) => q(path.join(m.mnt, p));
-      expect(m.output().match(/offline: the server is unreachable/g)).toHaveLength(1);
+      const off = await mountLibrary(ctx.server, { ...opts, mountpoint: first.mnt });
+      const M = (p: string) => q(path.join(off.mnt, p));
+      const m0 = off;
+      expect(m0.output().match(/offline: the server is unreachable/g)).toHaveLength(1);
       expect((await sh(`ls ${M('docs')}`)).out.split('\n').filter(Boolean).sort()).toEqual([
         'a.txt',
         'cold.txt',
@@ -97,6 +99,13 @@ describe('starting a mount with the server away', () => {
         `echo "new offline" > ${M('docs/new.txt')} && echo "second a" > ${M('docs/a.txt')} && mkdir ${M('docs/made')} && echo "in made" > ${M('docs/made/c.txt')}`,
       );
       expect((await sh(`cat ${M('docs/new.txt')} ${M('docs/a.txt')}`)).out).toBe('new offline\nsecond a\n');
+      // kill -9 while offline: the next mount, offline too, has every write from the journal
+      await off.kill9();
+      const m = await mountLibrary(ctx.server, { ...opts, mountpoint: first.mnt });
+      expect(m.output()).toMatch(/recovered \d+ file\(s\) left by an earlier mount/);
+      expect((await sh(`cat ${M('docs/new.txt')} ${M('docs/a.txt')} ${M('docs/made/c.txt')}`)).out).toBe(
+        'new offline\nsecond a\nin made\n',
+      );
 
       await ctx.server.restart({ samePort: true });
       back = true;
