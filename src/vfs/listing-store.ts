@@ -3,12 +3,13 @@
 // server is unreachable shows what an earlier one listed, and a mount started
 // online asks for a folder with the id it had ("uptodate": nothing sent
 // again). One small JSON file per folder (listings/<library>/<folder>.json,
-// both names hashed), written whole under a temp name and renamed; only
+// both names hashed), written whole under a temp name and renamed (small synchronous writes, batched); only
 // listings as the server gave them (with their folder id) are kept, never the
 // mount's local changes (the journal holds those). A file that does not parse
 // or does not match its name is ignored with one log line and removed.
 import { createHash } from 'node:crypto';
-import { mkdir, readFile, rename, rm, unlink, writeFile } from 'node:fs/promises';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DirEntry, Library } from '../client/types.js';
 
@@ -25,8 +26,9 @@ const h = (s: string, n: number) => createHash('sha256').update(s).digest('hex')
 export class ListingStore {
   /** writes waiting, per file: the last one wins */
   private readonly queued = new Map<string, string>();
-  private writing: Promise<void> | null = null;
-  private seq = 0;
+  private timer: NodeJS.Immediate | null = null;
+  /** folders known to exist */
+  private readonly made = new Set<string>();
   private closed = false;
 
   constructor(
@@ -98,33 +100,46 @@ export class ListingStore {
     this.put(this.librariesFile, JSON.stringify({ v: VERSION, libraries: list }));
   }
 
-  /** Writes pending now (tests; the unmount). */
+  /** Writes pending now. */
   async flush(): Promise<void> {
-    while (this.writing) await this.writing;
+    this.writeQueued();
   }
 
-  /** No more listings taken (those queued are still written; flush() waits for them). */
+  /** No more listings taken; those queued are written now (nothing is written after close returns). */
   close(): void {
+    this.writeQueued();
     this.closed = true;
   }
 
   private put(file: string, text: string): void {
     if (this.closed) return;
     this.queued.set(file, text);
-    this.writing ??= this.drain().finally(() => (this.writing = null));
+    if (this.timer) return;
+    this.timer = setImmediate(() => this.writeQueued());
+    this.timer.unref();
   }
 
-  /** one write at a time: a listing is small, and a walk of many folders must not take every thread */
-  private async drain(): Promise<void> {
+  /**
+   * Synchronous writes of a few small files, batched after the current I/O: nothing of the store is left
+   * under way on the thread pool, so an unmount (or a test removing the folder) never races with a write.
+   */
+  private writeQueued(): void {
+    if (this.timer) clearImmediate(this.timer);
+    this.timer = null;
     for (const [file, text] of this.queued) {
       this.queued.delete(file);
-      const tmp = `${file}.${process.pid}.${++this.seq}.tmp`;
+      const tmp = `${file}.${process.pid}.tmp`;
       try {
-        await mkdir(join(file, '..'), { recursive: true, mode: 0o700 });
-        await writeFile(tmp, text, { mode: 0o600 });
-        await rename(tmp, file);
+        const dir = join(file, '..');
+        if (!this.made.has(dir)) {
+          mkdirSync(dir, { recursive: true, mode: 0o700 });
+          this.made.add(dir);
+        }
+        writeFileSync(tmp, text, { mode: 0o600 });
+        renameSync(tmp, file);
       } catch (e) {
-        await rm(tmp, { force: true }).catch(() => {});
+        this.made.clear();
+        rmSync(tmp, { force: true });
         // a full or removed cache folder: the listing is only not kept
         this.log(`cannot keep the listing in ${file}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
       }
