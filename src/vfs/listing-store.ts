@@ -8,7 +8,7 @@
 // mount's local changes (the journal holds those). A file that does not parse
 // or does not match its name is ignored with one log line and removed.
 import { createHash } from 'node:crypto';
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { DirEntry, Library } from '../client/types.js';
@@ -31,10 +31,31 @@ export class ListingStore {
   private readonly made = new Set<string>();
   private closed = false;
 
+  /** listings on disk, counted at the first write (null: not yet) */
+  private count: number | null = null;
+  private saidFull = false;
+
   constructor(
     private readonly dir: string,
     private readonly log: (msg: string) => void,
+    /** listings kept at most (each a small file): past it only those already kept are updated */
+    private readonly maxListings = 50_000,
   ) {}
+
+  /** a listing not kept yet may be added (the count of files on disk stays under the bound) */
+  private room(file: string): boolean {
+    if (existsSync(file)) return true;
+    this.count ??= countListings(this.dir);
+    if (this.count < this.maxListings) {
+      this.count++;
+      return true;
+    }
+    if (!this.saidFull) {
+      this.saidFull = true;
+      this.log(`${this.maxListings} folder listings are kept in ${this.dir}; listings of further folders are not`);
+    }
+    return false;
+  }
 
   private file(repo: string, dir: string): string {
     return join(this.dir, h(repo, 16), `${h(dir, 32)}.json`);
@@ -76,7 +97,12 @@ export class ListingStore {
   forget(repo: string, dir: string): void {
     const file = this.file(repo, dir);
     this.queued.delete(file);
-    void unlink(file).catch(() => {});
+    void unlink(file).then(
+      () => {
+        if (this.count !== null) this.count--;
+      },
+      () => {},
+    );
   }
 
   /** The libraries the account reached when last listed (null: never saved, or unusable). */
@@ -130,6 +156,7 @@ export class ListingStore {
       this.queued.delete(file);
       const tmp = `${file}.${process.pid}.tmp`;
       try {
+        if (file !== this.librariesFile && !this.room(file)) continue;
         const dir = join(file, '..');
         if (!this.made.has(dir)) {
           mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -145,6 +172,18 @@ export class ListingStore {
       }
     }
   }
+}
+
+/** the listing files under `dir` (one folder per library) */
+function countListings(dir: string): number {
+  let n = 0;
+  try {
+    for (const d of readdirSync(dir, { withFileTypes: true }))
+      if (d.isDirectory()) n += readdirSync(join(dir, d.name)).filter((f) => f.endsWith('.json')).length;
+  } catch {
+    // none yet
+  }
+  return n;
 }
 
 function validEntry(e: unknown): e is DirEntry {

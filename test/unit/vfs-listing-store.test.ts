@@ -77,6 +77,25 @@ describe('the listings kept on disk', () => {
     expect(log[0]).toMatch(/^ignoring the saved library list .*: a library is malformed/);
   });
 
+  it('keeps at most the bound of listings (across runs), says so once, and still updates those it keeps', async () => {
+    const dir = await tmp();
+    const log: string[] = [];
+    const first = new ListingStore(dir, (l) => log.push(l), 3);
+    for (const d of ['/a', '/b']) first.save('r', d, 'o'.repeat(40), entries);
+    first.close();
+    const s = new ListingStore(dir, (l) => log.push(l), 3);
+    for (const d of ['/c', '/d', '/e']) s.save('r', d, 'o'.repeat(40), entries);
+    s.save('r', '/a', 'a'.repeat(40), entries);
+    await s.flush();
+    expect((await s.load('r', '/c'))?.oid).toBe('o'.repeat(40));
+    expect(await s.load('r', '/d')).toBeNull();
+    expect(await s.load('r', '/e')).toBeNull();
+    expect((await s.load('r', '/a'))?.oid).toBe('a'.repeat(40));
+    expect(log).toEqual([
+      expect.stringMatching(/^3 folder listings are kept in .*; listings of further folders are not$/),
+    ]);
+  });
+
   it('files are readable by their owner only', async () => {
     const dir = await tmp();
     const s = new ListingStore(dir, () => {});
