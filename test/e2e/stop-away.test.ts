@@ -2,7 +2,8 @@
 // SIGINT, `seafs unmount` and a kernel unmount end the process once nothing
 // has landed for the unmount's wait (SEAFS_UNMOUNT_WAIT_MS, 2 s here instead
 // of 30 s), whether the server refuses connections (stopped) or holds them
-// (SIGSTOP, --timeout 2); a second SIGTERM ends it at once; a cache folder
+// (SIGSTOP, --timeout 2) or closes every connection (a proxy whose server is
+// gone: the mount stays online, every upload fails); a second SIGTERM ends it at once; a cache folder
 // removed under it ends it with a line that says so. What was pending stays
 // in the journal: the next mount on the same cache folder uploads it, checked
 // through the API.
@@ -22,6 +23,7 @@ import {
   type Mount,
 } from '../helpers/mount.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
+import { startFaultProxy } from '../helpers/fault-proxy.js';
 
 const ctx = setupE2E(['Away']);
 const WAIT_MS = 2000;
@@ -128,6 +130,40 @@ describe('stopping a mount while the server is away', () => {
     expect(r.code).toBe(1);
     leftInJournal(m);
     await nextMountUploads('kernel', 20, 'stopped', opts);
+  }, 60_000);
+
+  it('SIGTERM with the server gone behind a proxy (every connection closed, not refused): ends after the wait', async () => {
+    const repo = ctx.repos.Away;
+    await ctx.api.mkdir(repo, '/proxied');
+    const proxy = await startFaultProxy({ target: ctx.server.url, seed: 1 });
+    proxy.setMode('clean');
+    try {
+      const opts = {
+        library: 'Away',
+        cacheDir: path.join(scratchDir(), 'cache-proxied'),
+        extraArgs: ['--timeout', '2'],
+        env: { SEAFS_UNMOUNT_WAIT_MS: String(WAIT_MS) },
+      };
+      const via = { ...ctx.server, url: proxy.url };
+      const m = await mountLibrary(via, opts);
+      const dir = q(path.join(m.mnt, 'proxied'));
+      await sh(`ls ${dir} >/dev/null`);
+      proxy.setMode('refuse');
+      await sh(`cd ${dir} && for i in $(seq 1 20); do echo "proxied file $i" > f$i.txt; done`);
+      const t0 = Date.now();
+      m.child.kill('SIGTERM');
+      const r = await ended(m, t0);
+      console.log(`SIGTERM, connections closed by a proxy: exit ${r.code} after ${r.ms} ms`);
+      expect(r.code).toBe(1);
+      leftInJournal(m);
+      proxy.setMode('clean');
+      const next = await mountLibrary(via, opts);
+      expect((await next.unmount()).code, next.output()).toBe(0);
+      for (let i = 1; i <= 20; i++)
+        expect((await remoteBytes(ctx.api, repo, `/proxied/f${i}.txt`)).toString()).toBe(`proxied file ${i}\n`);
+    } finally {
+      await proxy.close();
+    }
   }, 60_000);
 
   it('a second SIGTERM ends it at once (a 60 s wait), the journal intact', async () => {
