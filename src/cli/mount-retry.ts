@@ -5,7 +5,15 @@
 import { UserError } from './user-error.js';
 
 /** The server could not be reached (or answered only 5xx): worth waiting for. */
-export class UnreachableError extends UserError {}
+export class UnreachableError extends UserError {
+  /** `answered`: something answered (a 5xx), so the mount does not start offline */
+  constructor(
+    message: string,
+    readonly answered = false,
+  ) {
+    super(message);
+  }
+}
 
 /** "60s", "2m", "1h", "500ms" or a bare number of seconds -> milliseconds */
 export function parseDuration(text: string): number {
@@ -42,7 +50,10 @@ export async function retryUnreachable<T>(attempt: () => Promise<T>, o: RetryOpt
       const left = deadline - now();
       if (left <= 0) {
         if (o.forMs > 0)
-          throw new UnreachableError(`${e.message} (gave up after ${n} attempts in ${Math.round(o.forMs / 1000)} s)`);
+          throw new UnreachableError(
+            `${e.message} (gave up after ${n} attempts in ${Math.round(o.forMs / 1000)} s)`,
+            e.answered,
+          );
         throw e;
       }
       const wait = Math.min(delay, left);

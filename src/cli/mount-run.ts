@@ -34,6 +34,7 @@ import {
   staleProblem,
 } from './mount-preflight.js';
 import { unlockAgainLog, unlockRefreshMs } from './unlock-again.js';
+import { UnmountBound, unmountWaitMs } from './unmount-bound.js';
 
 const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
 
@@ -91,7 +92,7 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
         return new UnreachableError(`cannot reach the server at ${url}: ${e.message}`);
       case 'server':
         // a proxy in front of a server that is still starting answers 502/503
-        return new UnreachableError(`the server at ${url} answered: ${e.message}`);
+        return new UnreachableError(`the server at ${url} answered: ${e.message}`, true);
       case 'otp_required':
         return new UserError(
           'the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)',
@@ -117,6 +118,24 @@ export function uploadSwitches(): Pick<ClientOptions, 'streamUploads' | 'rawUplo
   return { streamUploads: process.env.SEAFS_STREAM_UPLOAD !== '0', rawUploads: process.env.SEAFS_RAW_UPLOAD !== '0' };
 }
 
+function clientOptions(baseUrl: string, timeoutSec?: number) {
+  return {
+    baseUrl,
+    timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
+    unlockRefreshMs: unlockRefreshMs(),
+    // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
+    onAttempt: logger.enabled('debug')
+      ? (op: string, method: string, outcome: number | string, ms: number) =>
+          logger.debug(`api ${method} ${op}: ${outcome} in ${ms} ms`)
+      : undefined,
+  };
+}
+
+/** A client with a token kept by an earlier mount, made without asking the server (a start offline). */
+export function offlineClient(url: string, token: string, timeoutSec?: number): SeafileClient {
+  return new SeafileClient({ ...clientOptions(url.replace(/\/+$/, ''), timeoutSec), token, ...uploadSwitches() });
+}
+
 /** Log in (or check the token); returns a client holding a token and the account's e-mail. */
 export async function connect(
   url: string,
@@ -132,16 +151,7 @@ export async function connect(
     );
   let client: SeafileClient;
   let token: string;
-  const opts = {
-    baseUrl,
-    timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
-    unlockRefreshMs: unlockRefreshMs(),
-    // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
-    onAttempt: logger.enabled('debug')
-      ? (op: string, method: string, outcome: number | string, ms: number) =>
-          logger.debug(`api ${method} ${op}: ${outcome} in ${ms} ms`)
-      : undefined,
-  };
+  const opts = clientOptions(baseUrl, timeoutSec);
   try {
     if (secrets.token) {
       token = secrets.token;
@@ -202,6 +212,8 @@ export interface RunningMount {
   mountpoint: string;
   /** uploads what is pending, detaches; resolves with the exit code (0: nothing lost) */
   shutdown(reason: string): Promise<number>;
+  /** stop waiting for uploads now (a second signal): they stay in the journal for the next mount */
+  giveUp(why: string): void;
   /** resolves with the exit code once a shutdown (from any source) has finished */
   finished: Promise<number>;
 }
@@ -379,18 +391,42 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     return `${list.length} upload(s), ${fmtBytes(bytes)}: ${names}${list.length > 5 ? ', ...' : ''}${speed}`;
   };
 
+  let bound: UnmountBound | null = null;
   function shutdown(reason: string): Promise<number> {
     if (stopping) return stopping;
+    // the wait for uploads ends when the server stays away (see unmount-bound.ts): what is left stays in the journal
+    const b = new UnmountBound({
+      waitMs: unmountWaitMs(),
+      cacheDir,
+      sample: () => ({ landed: vfs.wb.stats.uploads, failures: vfs.wb.stats.failures, offline: !vfs.net.online }),
+    });
+    bound = b;
+    b.start();
+    /** the step's result, or null once the bound gave up */
+    const bounded = <T>(p: Promise<T>): Promise<T | null> => Promise.race([p, b.gaveUp.then(() => null)]);
     stopping = (async () => {
       say(`unmounting ${mnt} (${reason})`);
-      await vfs.drain((list) => say(`waiting for ${describe(list)}`));
-      await fuse.unmount();
+      const progress = (list: { path: string; size: number }[]) => say(`waiting for ${describe(list)}`);
+      await bounded(vfs.drain(progress));
+      if ((await bounded(fuse.unmount())) === null) await clearStaleMount(mnt).catch(() => false);
       // writes that were still in flight when the mount detached
-      const failed = await vfs.drain((list) => say(`waiting for ${describe(list)}`));
+      const failed = (await bounded(vfs.drain(progress))) ?? [];
       // the disk cache's last writes and their markers, before `seafs unmount` returns and a next mount reads them
-      await vfs.reader.closeDisk();
+      await bounded(vfs.reader.closeDisk());
+      b.close();
       let code = 0;
-      if (failed.length) {
+      if (b.stopped !== null) {
+        code = 1;
+        const left = [...vfs.pendingUploads(), ...vfs.wb.folders.pending().map((f) => ({ path: f.path, size: 0 }))];
+        say(
+          b.stopped.includes('cache folder')
+            ? `stopped waiting for uploads: ${b.stopped}; ${left.length} file(s) written here cannot be uploaded any more`
+            : `stopped waiting for uploads: ${b.stopped}; ${left.length} file(s) stay in the journal in ${cacheDir} and the next mount uploads them`,
+        );
+        for (const f of left.slice(0, 20)) say(`  ${f.path} (${fmtBytes(f.size)})`);
+        if (left.length > 20) say(`  ... and ${left.length - 20} more`);
+        control.broadcast('done failed');
+      } else if (failed.length) {
         code = 1;
         say(
           `${failed.length} file(s) could not be uploaded; they are kept in ${cacheDir} and the next mount uploads them:`,
@@ -401,10 +437,10 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         say(`unmounted ${mnt}; every upload is on the server`);
         control.broadcast('done ok');
       }
-      await control.close();
+      await bounded(control.close());
       tokenWatch.close();
       vfs.close();
-      await client.close().catch(() => {});
+      if (b.stopped === null) await client.close().catch(() => {});
       return code;
     })().catch((e) => {
       logger.error(`unmount failed: ${(e as Error).message}`);
@@ -412,6 +448,11 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     });
     void stopping.then(finish);
     return stopping;
+  }
+  /** a second signal: stop waiting for uploads now (what is pending stays in the journal) */
+  function giveUp(why: string): void {
+    if (!stopping) void shutdown(why);
+    bound?.abort(why);
   }
   // detached from outside (fusermount -u): upload what is pending and exit
   const watch = setInterval(() => {
@@ -421,7 +462,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   }, 2000);
   watch.unref();
   void finished.then(() => clearInterval(watch));
-  return { vfs, label, mountpoint: mnt, shutdown, finished };
+  return { vfs, label, mountpoint: mnt, shutdown, giveUp, finished };
 }
 
 /** Each file not yet on the server, for `seafs status`: uploading, waiting or failed, and whether it is still written. */
@@ -452,9 +493,8 @@ export function handleSignals(m: RunningMount): void {
   let signals = 0;
   const onSignal = (sig: string) => {
     signals++;
-    if (signals > 1)
-      log('already unmounting: waiting for uploads (the journal keeps unfinished files for the next mount)');
-    void m.shutdown(sig);
+    if (signals > 1) m.giveUp(`a second ${sig}`);
+    else void m.shutdown(sig);
   };
   process.on('SIGINT', () => onSignal('SIGINT'));
   process.on('SIGTERM', () => onSignal('SIGTERM'));

@@ -1,14 +1,16 @@
 // The mount, unmount and demo commands (yargs wiring; the work is in mount-*.ts).
 import { spawn } from 'node:child_process';
 import { closeSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CommandModule, Options } from 'yargs';
 import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
 import { mountNodeFlags, mountProcessEnv } from './mount-tuning.js';
+import { cacheRoot, loadLogin, saveLogin } from './offline-login.js';
 import { parseId, parseMountOptions, parseUmask, splitSource, unescapeOctal } from './mount-options.js';
-import { parseDuration, retryUnreachable } from './mount-retry.js';
+import { parseDuration, retryUnreachable, UnreachableError } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
 import { readLibraryPassword, readSecrets } from './mount-secrets.js';
 import { TokenRefused, UserError } from './user-error.js';
@@ -101,15 +103,33 @@ async function pickDefaultLibrary(argv: MountArgv, client: SeafileClient): Promi
   argv.defaultLibrary = false;
 }
 
-/** Log in; with --retry-for, wait for a server that is not reachable yet. */
+/**
+ * Log in; with --retry-for, wait for a server that is not reachable yet. Still unreachable: the login an
+ * earlier mount kept here (offline-login.ts), and `offline` set; the mount then starts from what it kept.
+ */
 async function connectWithRetry(argv: MountArgv, secrets: Awaited<ReturnType<typeof readSecrets>>) {
-  const { connect, log } = await mountRun();
-  return retryUnreachable(() => connect(argv.url, argv.user, secrets, argv.otp, argv.timeout), {
-    forMs: argv.retryForMs ?? 0,
-    log,
-  }).catch((e: unknown) => {
-    throw argv.account && e instanceof TokenRefused ? new UserError(refusedLine(argv.account, argv.config)) : e;
-  });
+  const { connect, log, offlineClient } = await mountRun();
+  const root = cacheRoot(argv.cacheDir ? resolve(argv.cacheDir) : undefined, homedir());
+  try {
+    const c = await retryUnreachable(() => connect(argv.url, argv.user, secrets, argv.otp, argv.timeout), {
+      forMs: argv.retryForMs ?? 0,
+      log,
+    });
+    // kept for a start without the server: under the user (token encrypted), and under the token (e-mail only,
+    // for the --daemon child, which logs in with the token)
+    await saveLogin(root, argv.url, argv.user, secrets, c)
+      .then(() => (secrets.token ? undefined : saveLogin(root, argv.url, undefined, { token: c.token }, c)))
+      .catch((e: unknown) => log(`cannot keep the login for a start offline: ${(e as Error).message}`));
+    return { ...c, offline: false };
+  } catch (e) {
+    if (argv.account && e instanceof TokenRefused) throw new UserError(refusedLine(argv.account, argv.config));
+    if (!(e instanceof UnreachableError) || e.answered) throw e;
+    const saved = await loadLogin(root, argv.url, argv.user, secrets);
+    if (!saved)
+      throw new UnreachableError(`${e.message} (no earlier mount of this account here to start offline from)`);
+    log(`${e.message}; mounting from what earlier mounts kept`);
+    return { client: offlineClient(argv.url, saved.token, argv.timeout), ...saved, offline: true };
+  }
 }
 
 /** The token of a saved account, else the secrets of the options and environment. */
@@ -141,13 +161,13 @@ function notifyReady(line: string): void {
 /** Re-spawn detached with the token in the environment; return once the child has mounted. */
 async function daemonize(argv: MountArgv): Promise<never> {
   const secrets = await mountSecrets(argv);
-  const { client, token } = await connectWithRetry(argv, secrets);
+  const { client, token, offline } = await connectWithRetry(argv, secrets);
   // the child has no terminal: an encrypted library's password is asked here and passed in its environment
   let libraryPassword: string | undefined;
   try {
     await pickDefaultLibrary(argv, client);
     const lib =
-      argv.library === undefined
+      argv.library === undefined || offline
         ? undefined
         : (await client.listLibraries()).find((l) => l.id === argv.library || l.name === argv.library);
     if (lib?.encrypted) {

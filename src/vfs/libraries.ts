@@ -5,6 +5,7 @@
 import type { Library, SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
+import type { ListingStore } from './listing-store.js';
 import { checkChangeAt, nfc, splitPath } from './paths.js';
 
 export interface Loc {
@@ -27,11 +28,26 @@ export class Libraries {
     private readonly readOnly: boolean,
     /** all-libraries mode: throws for a library whose content the mount cannot open (a locked encrypted one) */
     private readonly guard: (lib: Library) => void = () => {},
+    /** the list as last seen, kept on disk: a mount started offline finds its libraries there */
+    private readonly saved: Pick<ListingStore, 'loadLibraries' | 'saveLibraries'> | null = null,
   ) {}
+
+  /** The account's libraries from the server; unreachable: the list saved when last seen, if any. */
+  private async listAll(): Promise<Library[]> {
+    try {
+      const all = await this.api.listLibraries();
+      this.saved?.saveLibraries(all);
+      return all;
+    } catch (e) {
+      const kept = unreachable(e) ? await this.saved?.loadLibraries() : null;
+      if (!kept) throw e;
+      return kept;
+    }
+  }
 
   /** Mount the library named (or with the id) `nameOrId`. */
   async choose(nameOrId: string): Promise<Library> {
-    const all = await this.api.listLibraries();
+    const all = await this.listAll();
     const hit = all.find((l) => l.id === nameOrId) ?? all.find((l) => l.name === nameOrId);
     if (!hit) throw new VfsError('ENOENT', `no library named or with id "${nameOrId}"`);
     this.lib = hit;
@@ -47,7 +63,7 @@ export class Libraries {
       return this.cache!.byName;
     }
     const p = (async () => {
-      const list = await this.api.listLibraries();
+      const list = await this.listAll();
       this.cache = { at: Date.now(), byName: rootNames(list) };
     })();
     this.cache = { at: 0, byName: c?.byName ?? new Map(), p };

@@ -10,6 +10,7 @@ import { LRUCache } from 'lru-cache';
 import { ZERO_ID, type DirEntry, type DirListing, type SeafileApi } from '../client/types.js';
 import { unreachable } from './connectivity.js';
 import { isNotFound, VfsError } from './errors.js';
+import type { ListingStore } from './listing-store.js';
 import { baseOf, isWithin, parentOf } from './paths.js';
 
 export interface Listing {
@@ -110,6 +111,8 @@ export class MetaCache {
 
   private readonly maxEntries: number;
   private local: LocalFolders | null = null;
+  /** the listings kept on disk (listing-store.ts) */
+  private store: ListingStore | null = null;
   /** changes the entries of each listing fetched (the times this machine keeps: local-mtimes.ts) */
   private adjust: ((repo: string, dir: string, entries: Map<string, DirEntry>, startedAt: number) => void) | null =
     null;
@@ -134,6 +137,11 @@ export class MetaCache {
   /** Folders made in the mount show in listings before the server has them. */
   setLocalFolders(local: LocalFolders): void {
     this.local = local;
+  }
+
+  /** Listings fetched are kept on disk; one not held is looked for there (asked for by its id, or served offline). */
+  setStore(store: ListingStore): void {
+    this.store = store;
   }
 
   /** Listings fetched are passed through `fn` (it may change their entries) before they are used. */
@@ -332,6 +340,7 @@ export class MetaCache {
     const startEpoch = this.epoch.get(k) ?? 0;
     const startSeq = this.seq;
     const startFinished = local?.finishedCount ?? 0;
+    if (!cached && this.store) cached = await this.fromStore(repo, dir, k, startEpoch);
     this.stats.listRequests++;
     const startedAt = Date.now();
     let res: DirListing;
@@ -340,6 +349,7 @@ export class MetaCache {
     } catch (e) {
       if (isNotFound(e)) {
         this.lru.delete(k);
+        this.store?.forget(repo, dir);
         throw new VfsError('ENOENT', `${dir}`);
       }
       // offline: the listing the mount knows, stale, rather than an error
@@ -364,6 +374,8 @@ export class MetaCache {
     this.stats.fullListings++;
     const entries = new Map<string, DirEntry>();
     for (const e of res.entries) entries.set(e.name, slimEntry(e));
+    // as the server gave it (serialised now, before the local times and folders change the entries)
+    if (res.oid && (this.epoch.get(k) ?? 0) === startEpoch) this.store?.save(repo, dir, res.oid, entries.values());
     this.adjust?.(repo, dir, entries, startedAt);
     if (local) for (const e of local.dirsIn(repo, dir, startFinished)) if (!entries.has(e.name)) entries.set(e.name, e);
     const listing: Listing = { oid: res.oid, entries, fetchedAt: now, seq: startSeq };
@@ -372,6 +384,21 @@ export class MetaCache {
       listing.fetchedAt = 0;
       listing.oid = null;
     }
+    this.lru.set(k, listing);
+    return listing;
+  }
+
+  /** The listing an earlier mount kept for the folder, held as stale (null: none, or a local change came first). */
+  private async fromStore(repo: string, dir: string, k: string, startEpoch: number): Promise<Listing | undefined> {
+    const saved = await this.store!.load(repo, dir);
+    if (!saved || (this.epoch.get(k) ?? 0) !== startEpoch) return undefined;
+    const have = this.lru.peek(k);
+    if (have) return have;
+    this.adjust?.(repo, dir, saved.entries, saved.savedAt);
+    // folders made here since (0: every one this mount knows of)
+    if (this.local)
+      for (const e of this.local.dirsIn(repo, dir, 0)) if (!saved.entries.has(e.name)) saved.entries.set(e.name, e);
+    const listing: Listing = { oid: saved.oid, entries: saved.entries, fetchedAt: 0, seq: this.seq };
     this.lru.set(k, listing);
     return listing;
   }

@@ -9,6 +9,7 @@
 // shows that library's size as used with no limit, the owner's being unknown.
 import type { AccountInfo, Library, SeafileApi } from '../client/types.js';
 import { statfsOf, type StatFs } from './attrs.js';
+import { unreachable } from './connectivity.js';
 import { VfsError } from './errors.js';
 import type { Libraries } from './libraries.js';
 import type { FileState } from './write/write-back.js';
@@ -41,7 +42,14 @@ export class Quota {
 
   /** statfs of a path in library `repo` (null: the root of all libraries) */
   async statfs(repo: string | null): Promise<StatFs> {
-    const info = await this.account();
+    let info: AccountInfo;
+    try {
+      info = await this.account();
+    } catch (e) {
+      // a mount started offline has never heard the quota: no limit shown, rather than df failing
+      if (!unreachable(e)) throw e;
+      return statfsOf({ usage: (repo && this.libraries.peekById(repo)?.size) || 0, total: -2 } as AccountInfo);
+    }
     const lib = repo === null ? undefined : await this.libraries.byId(repo);
     if (lib && !owns(lib, info)) return statfsOf({ ...info, usage: lib.size, total: -2 });
     return statfsOf(info);

@@ -17,6 +17,7 @@ import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
 import { LibraryLocks, watchLocked } from './library-unlock.js';
+import { ListingStore } from './listing-store.js';
 import { LocalMtimes } from './local-mtimes.js';
 import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf, serverMayRefuseName } from './paths.js';
@@ -103,6 +104,8 @@ export class Vfs {
   readonly xattrs: Xattrs;
   /** the times set here that the server does not keep (local-mtimes.ts) */
   readonly times: LocalMtimes;
+  /** the listings seen, kept on disk for a mount started offline (listing-store.ts) */
+  readonly listings: ListingStore;
 
   private constructor(
     rawApi: SeafileApi,
@@ -127,8 +130,11 @@ export class Vfs {
       opts.gid ?? process.getgid?.() ?? 0,
       opts.umask ?? 0o022,
     );
-    this.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (lib) => this.locks.requireOpen(lib));
+    // listings and libraries seen, kept on disk: a mount started offline shows them (listing-store.ts)
+    this.listings = new ListingStore(join(opts.cacheDir, 'listings'), this.log);
+    this.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (l) => this.locks.requireOpen(l), this.listings);
     this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
+    this.meta.setStore(this.listings);
     this.quota = new Quota(api, this.libraries, (s) => {
       const where = s.remotePath;
       return where ? (this.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
@@ -830,6 +836,7 @@ export class Vfs {
 
   close(): void {
     this.net.close();
+    this.listings.close();
     this.wb.close();
     this.times.close();
     void this.reader.closeDisk();

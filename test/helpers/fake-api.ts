@@ -912,6 +912,7 @@ export async function makeVfs(
       vfs.close();
       // the disk cache's last writes land before its folder goes (else rm meets a file written meanwhile)
       await vfs.reader.closeDisk().catch(() => {});
+      await vfs.listings.flush();
       await rm(cacheDir, { recursive: true, force: true });
     },
   };

@@ -195,3 +195,35 @@ describe('the quick look of a call made offline', () => {
     }
   });
 });
+
+describe('an unmount while the server is away', () => {
+  const cleanups = cleanupAfterEach();
+
+  it('the drain gives up after the grace, leaves every file in the journal, and a later drain uploads them', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const m = await makeVfs(api, {
+      library: 'lib',
+      probeMinMs: 50,
+      probeMaxMs: 100,
+      writeBack: { retryBaseMs: 10, offlineGraceMs: 300 },
+    });
+    cleanups.push(m.cleanup);
+    const { vfs } = m;
+    await vfs.readdir('/');
+    api.down = true;
+    // the first upload finds the server gone; the rest are written offline
+    for (let i = 0; i < 20; i++) await writeWhole(vfs, `/f${i}.txt`, `file ${i}\n`);
+    for (let i = 0; i < 100 && vfs.net.online; i++) await sleep(20);
+    expect(vfs.net.online).toBe(false);
+    // before the fix, the drain started every upload again every 100 ms once the grace was over, and never returned
+    const left = await vfs.drain();
+    expect(left.map((f) => f.path).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `/f${i}.txt`).sort());
+    expect(api.content(repo, '/f0.txt')).toBeUndefined();
+
+    api.down = false;
+    for (let i = 0; i < 100 && !vfs.net.online; i++) await sleep(20);
+    expect(await vfs.drain()).toEqual([]);
+    for (let i = 0; i < 20; i++) expect(api.content(repo, `/f${i}.txt`)!.toString()).toBe(`file ${i}\n`);
+  });
+});

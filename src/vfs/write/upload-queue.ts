@@ -303,8 +303,11 @@ export class UploadQueue {
         // nothing running: schedule what is left, or stop when all failed for good
         const idle = pending.filter((s) => !s.lastError || !permanentUploadFailure(s.lastError));
         if (idle.length === 0) return pending;
-        const due = idle.filter((s) => !waiting(s));
-        if (due.length === 0 && Date.now() - started >= this.o.offlineGraceMs) return pending;
+        // an upload that found the server unreachable waits offline: the mount starts it again when the server
+        // answers (retryNow); started here, each would fail at once, again and again (a busy loop of journal
+        // writes, and never an end once the grace was over)
+        const due = idle.filter((s) => !(unreachable(s.lastError) && this.o.offline()));
+        if (due.length === 0 && !idle.some(waiting)) return pending;
         for (const s of due) void this.schedule(s);
       }
       if (timeoutMs && Date.now() - started > timeoutMs) return pending;
