@@ -4,11 +4,12 @@
 // of a mixed tree, tar x, rsync -a twice across a remount, git, mv (a folder
 // named `a:b` too), rm, overwrite, a conflict, the server stopped mid-copy, a
 // kill -9 of the mount, an encrypted library (and the server forgetting its
-// password), trash and history, xattrs. Every result is read back through the
+// password), trash and history, xattrs, seafs login and logout (the device list). Every result is read back through the
 // server's API. The file ends with a table of each workload's result and time
 // on both servers. SEAFS_SKIP_REAL_SERVER=1 leaves the real server out, loudly.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { open } from 'node:fs/promises';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -23,9 +24,9 @@ import {
   waitRemoteFile,
 } from '../helpers/api-check.js';
 import { writeRandom } from '../helpers/e2e-fixture.js';
-import { cleanupMounts, mountLibrary, q, run, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
+import { CLI, cleanupMounts, mountLibrary, q, run, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
 import { realServerSkipped, startServerOfKind, type ServerKind } from '../helpers/real-server.js';
-import { uploadTo, type TestServer } from '../helpers/server.js';
+import { apiAs, getToken, uploadTo, type TestServer } from '../helpers/server.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KINDS: ServerKind[] = realServerSkipped() ? ['serve'] : ['real', 'serve'];
@@ -399,6 +400,46 @@ for (const kind of KINDS) {
         const locked = (await remoteEntries(api, repo, '/attrs')).find((e) => e.name === 'r.txt')!;
         expect(locked.is_locked).toBe(true);
       }
+    });
+
+    // the login's token is a device of the account (seahub's TokenV2, listed by GET /api2/devices/ as the web
+    // interface shows it), and logout deletes it there (POST /api2/logout-device/)
+    work('seafs login: a device of the account; seafs logout: removed with its token', async () => {
+      const home = path.join(scratchDir(), `home-${kind}`);
+      mkdirSync(home);
+      const env: NodeJS.ProcessEnv = { ...process.env, XDG_CONFIG_HOME: home };
+      delete env.SEAFS_PASSWORD;
+      const seafs = (args: string[], input = '') =>
+        run(process.execPath, [CLI, ...args], { env, input, allowFail: true, timeoutMs: 60_000 });
+      const login = await seafs(
+        ['login', server.url, '--user', server.adminEmail, '--name', 'acct'],
+        `${server.adminPassword}\n`,
+      );
+      expect(login.err).toBe('');
+      expect(login.code).toBe(0);
+      const saved = (
+        JSON.parse(readFileSync(path.join(home, 'seafs', 'accounts.json'), 'utf8')) as {
+          accounts: Record<string, { token: string; deviceId: string }>;
+        }
+      ).accounts.acct;
+      const web = apiAs(server.url, await getToken(server.url, server.adminEmail, server.adminPassword));
+      const before = (await web('GET', '/api2/devices/')).json as {
+        device_id: string;
+        device_name: string;
+        platform: string;
+      }[];
+      expect(before.map((d) => [d.platform, d.device_id, d.device_name])).toContainEqual([
+        'linux',
+        saved.deviceId,
+        os.hostname().slice(0, 40),
+      ]);
+      const out = await seafs(['logout', 'acct']);
+      expect(out.err).toBe('');
+      expect(out.code).toBe(0);
+      expect(out.out).toContain('its token is deleted on the server');
+      const after = (await web('GET', '/api2/devices/')).json as { device_id: string }[];
+      expect(after.map((d) => d.device_id)).not.toContain(saved.deviceId);
+      expect((await apiAs(server.url, saved.token)('GET', '/api2/auth/ping/')).status).toBe(401);
     });
 
     work('unmount with nothing lost', async () => {
