@@ -49,6 +49,25 @@ describe('uploads by blocks', () => {
     expect(api.calls.uploadBlocks).toBeLessThan(17);
   });
 
+  it('a file written in order sends its blocks while it is written, before its close', async () => {
+    const { api, repo, vfs } = await setup(cleanups);
+    const data = randomBytes(24 * B + 5);
+    const fh = await vfs.create('/w.bin', 0o644);
+    for (let o = 0; o < data.length; o += B) {
+      const piece = data.subarray(o, o + B);
+      await vfs.write('/w.bin', fh, piece, piece.length, o);
+    }
+    for (let i = 0; i < 200 && api.blockBytesIn < 16 * B; i++) await new Promise((r) => setTimeout(r, 10));
+    // the blocks the writes passed are on the server, the file is not committed yet
+    expect(api.blockBytesIn).toBeGreaterThanOrEqual(16 * B);
+    expect(api.calls.commitBlocks ?? 0).toBe(0);
+    await vfs.flush('/w.bin', fh);
+    vfs.release('/w.bin', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/w.bin')!.equals(data)).toBe(true);
+    expect(api.blockBytesIn).toBe(data.length);
+  });
+
   it('a 1-block write in the middle of a file sends that block only, hashing little', async () => {
     const { api, repo, vfs } = await setup(cleanups);
     const before = randomBytes(32 * B);

@@ -270,8 +270,7 @@ export class BlockUploads {
       .finally(() => {
         pump.running = null;
         // the writes may have passed more blocks meanwhile
-        if (!pump.stop && !pump.failed && this.maps.get(s) === m && this.nextGroup(m, pump).length >= this.group())
-          this.kick(s, m);
+        if (!pump.stop && !pump.failed && this.maps.get(s) === m && this.nextGroup(m, pump).length > 0) this.kick(s, m);
       });
   }
 
@@ -295,8 +294,14 @@ export class BlockUploads {
     await this.folderReady(repo, dir);
     let sending: Promise<void> = Promise.resolve();
     for (;;) {
-      const idx = this.nextGroup(m, p);
-      if (p.stop || idx.length < this.group()) break;
+      // what the writes passed meanwhile, up to a request's worth: a group fills while the last one is sent
+      let idx = this.nextGroup(m, p);
+      if (idx.length < this.group()) {
+        // not a full request yet: let it grow while the last one is sent
+        await sending;
+        idx = this.nextGroup(m, p);
+      }
+      if (p.stop || idx.length === 0) break;
       p.cursor = idx[idx.length - 1] + 1;
       const gens = idx.map((i) => m.gen[i]);
       const size = s.size;
