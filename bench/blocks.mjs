@@ -12,7 +12,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { closeSync, createReadStream, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { cpuSeconds, findPids, isMounted, killPid, lazyUnmount, run, sleep, waitFor } from './lib/proc.mjs';
