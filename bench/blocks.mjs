@@ -168,6 +168,7 @@ async function mount(mode, repoName) {
   return {
     mnt,
     pid,
+    status,
     /** waits until nothing is pending; returns the ms it waited */
     async settled() {
       const t0 = Date.now();
@@ -234,7 +235,11 @@ const jobs = {
       await m.settled();
       const ms = Date.now() - t0;
       const cpu = cpuSeconds(m.pid) - c0;
+      const st = await m.status();
       row('fresh', mode, {
+        ...(mode === 'blocks'
+          ? { hashedMiB: Math.round((st.blocks?.hashedBytes ?? 0) / MiB), blockStats: st.blocks }
+          : {}),
         MBps: +(SIZE / MiB / (ms / 1000)).toFixed(1),
         cpuPerGiB: +((cpu * 1024 * MiB) / SIZE).toFixed(2),
         sentMiB: +((sent() - b0) / MiB).toFixed(1),

@@ -44,7 +44,10 @@ export async function blocksLink(http: HttpCore, repoId: string, dir: string, bl
   };
 }
 
-/** POST the blocks to a rawblksurl, one multipart part per block (named by its id), read from disk as sent. */
+/**
+ * POST the blocks to a rawblksurl, one multipart part per block (named by its id), read from disk as sent.
+ * Not resent here: after a failure the caller asks which blocks the server lacks and sends only those.
+ */
 export async function uploadBlocks(
   http: HttpCore,
   rawUrl: string,
@@ -52,7 +55,7 @@ export async function uploadBlocks(
   opts: { repoId?: string } = {},
 ): Promise<void> {
   const op = 'upload blocks';
-  await postUploadRetried(http, op, rawUrl, 'idempotent', undefined, opts.repoId, async () => blocksBody(blocks));
+  await postUploadRetried(http, op, rawUrl, 'never', undefined, opts.repoId, async () => blocksBody(blocks));
 }
 
 function blocksBody(blocks: BlockPiece[]) {

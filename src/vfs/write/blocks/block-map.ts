@@ -16,8 +16,14 @@ export class BlockMap {
   unverified = false;
   /** the end of the last write while the file has been written in order (null: a write went back) */
   seqEnd: number | null = 0;
+  /** how far below the end of the writes so far a write may land and still count as in order (half a block) */
+  get reorder(): number {
+    return this.blockSize / 2;
+  }
   /** ids the server said it holds, or that were sent to it */
   readonly onServer = new Set<string>();
+  /** ids this mount sent (counted apart from those the server had) */
+  readonly sent = new Set<string>();
 
   constructor(
     readonly blockSize: number,
@@ -49,7 +55,9 @@ export class BlockMap {
       this.ids[i] = null;
       this.gen[i] = (this.gen[i] ?? 0) + 1;
     }
-    if (this.seqEnd !== null) this.seqEnd = pos >= this.seqEnd ? pos + len : null;
+    // the kernel may hand over a few writes at once, and they can complete out of order: a write a little
+    // below the end so far still counts as in order
+    if (this.seqEnd !== null) this.seqEnd = pos >= this.seqEnd - this.reorder ? Math.max(this.seqEnd, pos + len) : null;
   }
 
   /** The file is `size` bytes now (truncate, or a write past the end): blocks whose length changed. */

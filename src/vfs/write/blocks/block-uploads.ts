@@ -17,6 +17,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { ApiError } from '../../../client/errors.js';
 import type { BlockPiece, BlocksLink, SeafileApi } from '../../../client/types.js';
+import { retryable } from '../../errors.js';
 import { baseOf, parentOf } from '../../paths.js';
 import type { FileState } from '../file-state.js';
 import { setTimeOf, uploadsUnderTempName, type UploadResult } from '../types.js';
@@ -24,6 +25,11 @@ import { BlockMap } from './block-map.js';
 import type { Hasher } from './hasher.js';
 
 export const BLOCK_SIZE = 8 * 1024 * 1024;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** a link of upload-blks-link and the folder it was asked for */
+type Link = BlocksLink & { dir: string };
 
 export interface BlockOptions {
   /** files larger than this go by blocks (bytes; default 8 MiB: more than one block); Infinity: never */
@@ -282,7 +288,8 @@ export class BlockUploads {
   /** the next blocks the in-order writes have passed that have no id yet (at most a group) */
   private nextGroup(m: BlockMap, p: Pump): number[] {
     if (m.seqEnd === null) return [];
-    const done = Math.floor(m.seqEnd / this.blockSize);
+    // a block is done once the writes are past it by more than a write still in flight may lag
+    const done = Math.floor((m.seqEnd - m.reorder) / this.blockSize);
     const out: number[] = [];
     for (let i = p.cursor; i < done && out.length < this.group(); i++) if (m.ids[i] == null) out.push(i);
     return out;
@@ -316,8 +323,7 @@ export class BlockUploads {
         m.ids[i] = hashed[k].id;
         fresh.push({ i, id: hashed[k].id, data: hashed[k].data! });
       });
-      await sending; // one group sent at a time, the next one hashed meanwhile
-      if (p.stop) break;
+      await sending; // one group sent at a time, the next one hashed meanwhile (sent even when stopped)
       const pieces = fresh
         .filter((b) => !m.onServer.has(b.id))
         .map((b) => ({ id: b.id, offset: 0, length: b.data.length, data: b.data }));
@@ -330,7 +336,6 @@ export class BlockUploads {
         );
         const lacking = new Set(link.missing);
         for (const b of pieces) if (!lacking.has(b.id)) m.onServer.add(b.id);
-        this.stats.blocksSkipped += pieces.length - lacking.size;
         await this.send(
           link,
           pieces.filter((b) => lacking.has(b.id)),
@@ -489,7 +494,7 @@ export class BlockUploads {
         );
       }
       progress.toSend = pieces.reduce((n, p) => n + p.length, 0);
-      this.stats.blocksSkipped += all.length - pieces.length;
+      this.stats.blocksSkipped += new Set(all.filter((id) => !lacking.has(id) && !m.sent.has(id))).size;
       await this.send(link, pieces, repo, m, progress);
       held.clear();
       try {
@@ -527,10 +532,10 @@ export class BlockUploads {
   }
 
   /** upload-blks-link: which of `ids` the server lacks; a server without the path turns blocks off */
-  private async ask(repo: string, dir: string, ids: string[]): Promise<BlocksLink> {
+  private async ask(repo: string, dir: string, ids: string[]): Promise<Link> {
     if (this.off) throw new NoBlocks();
     try {
-      return await this.api.blocksLink!(repo, dir, ids);
+      return { ...(await this.api.blocksLink!(repo, dir, ids)), dir };
     } catch (e) {
       if (e instanceof ApiError) {
         const absent =
@@ -555,13 +560,14 @@ export class BlockUploads {
    * stops and is tried again.
    */
   private async send(
-    link: BlocksLink,
+    link: Link,
     pieces: BlockPiece[],
     repo: string,
     m: BlockMap,
     progress: BlockProgress | null,
   ): Promise<void> {
     const queue = [...pieces];
+    let failures = 0;
     const worker = async () => {
       while (queue.length > 0) {
         const batch: BlockPiece[] = [];
@@ -581,9 +587,23 @@ export class BlockUploads {
             queue.unshift(...batch);
             continue;
           }
-          throw e;
+          // cut off (or failed): the server may hold some of them; ask, and send only the rest
+          if (!retryable(e) || ++failures > 4) throw e;
+          await sleep(Math.min(8000, 250 * 2 ** failures));
+          const again = await this.ask(
+            repo,
+            link.dir,
+            batch.map((p) => p.id),
+          );
+          const lacking = new Set(again.missing);
+          for (const p of batch) if (!lacking.has(p.id)) m.onServer.add(p.id);
+          queue.unshift(...batch.filter((p) => lacking.has(p.id)));
+          continue;
         }
-        for (const p of batch) m.onServer.add(p.id);
+        for (const p of batch) {
+          m.onServer.add(p.id);
+          m.sent.add(p.id);
+        }
         this.stats.blocksSent += batch.length;
         this.stats.bytesSent += bytes;
         if (progress) progress.sent += bytes;
