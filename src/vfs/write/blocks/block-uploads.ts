@@ -388,6 +388,10 @@ export class BlockUploads {
       if (m.unverified) await this.verify(s, m, size);
       const id = await this.commitFrom(s, m, repo, dir, baseOf(path), size, progress);
       this.stats.uploads++;
+      this.log(
+        `${path}: uploaded by blocks (${size} bytes; ${progress.toSend} sent after close, ` +
+          `${progress.onServer} of ${progress.blocks} blocks on the server by then)`,
+      );
       return { id, size, ...time };
     } catch (e) {
       if (!(e instanceof NoBlocks)) throw e;
