@@ -49,18 +49,21 @@ const uploadPosts = () =>
     .split('\n')
     .filter((l) => /^POST \/seafhttp\/(upload|update)-api\//.test(l));
 
-/** bytes of the largest upload the server is receiving right now (its multipart temp files) */
+/**
+ * bytes the server is receiving right now: its multipart temp files, one per 8 MiB block of an upload
+ * (serve stores files as blocks), summed (one upload runs at a time here)
+ */
 function receiving(): number {
   const dir = path.join(server.dataDir, 'tmp');
-  let max = 0;
+  let sum = 0;
   for (const n of readdirSync(dir)) {
     try {
-      max = Math.max(max, statSync(path.join(dir, n)).size);
+      sum += statSync(path.join(dir, n)).size;
     } catch {
       // finished meanwhile
     }
   }
-  return max;
+  return sum;
 }
 
 async function until(what: string, cond: () => boolean, timeoutMs = 60_000): Promise<void> {
