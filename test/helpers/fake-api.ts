@@ -858,7 +858,11 @@ export class FakeApi implements SeafileApi {
     this.blocksLink = async (repoId, dir, ids) => {
       this.hit('blocksLink');
       if (this.blocksAnswer !== 'ok')
-        throw apiError(this.blocksAnswer === 404 ? 'not_found' : 'bad_request', this.blocksAnswer, 'blocks link');
+        throw apiError(
+          this.blocksAnswer === 404 ? 'not_found' : this.blocksAnswer === 403 ? 'forbidden' : 'bad_request',
+          this.blocksAnswer,
+          'blocks link',
+        );
       this.dirAt(repoId, dir);
       if (this.repo(repoId).lib.permission === 'r') throw apiError('forbidden', 403, 'blocks link');
       this.checkQuota('blocksLink', repoId);

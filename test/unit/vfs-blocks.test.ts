@@ -149,6 +149,21 @@ describe('uploads by blocks', () => {
     expect(JSON.parse(await readFile(join(cacheDir, 'blocks-off.json'), 'utf8')).reason).toMatch(/405/);
   });
 
+  it('a folder whose permission gives no block links (403) gets a whole upload; blocks stay on', async () => {
+    const { api, repo, vfs } = await setup(cleanups);
+    api.blocksAnswer = 403;
+    const a = randomBytes(4 * B);
+    await writeWhole(vfs, '/a.bin', a);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/a.bin')!.equals(a)).toBe(true);
+    api.blocksAnswer = 'ok';
+    const b = randomBytes(4 * B);
+    await writeWhole(vfs, '/b.bin', b);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/b.bin')!.equals(b)).toBe(true);
+    expect(api.calls.commitBlocks).toBe(1);
+  });
+
   it('an encrypted library never goes by blocks', async () => {
     const api = new FakeApi().offerBlocks(B);
     const repo = api.addLibrary('lib');

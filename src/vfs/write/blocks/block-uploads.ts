@@ -551,6 +551,8 @@ export class BlockUploads {
           this.turnOff(`upload-blks-link answered ${e.status || e.kind}`);
           throw new NoBlocks();
         }
+        // seahub gives block links only for plain 'rw' (not custom permissions): the whole upload may still go
+        if (e.status === 403) throw new NoBlocks();
       }
       throw e;
     }
