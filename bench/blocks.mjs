@@ -71,8 +71,10 @@ function listener(target, kind, rewrite) {
         },
       );
       up.on('error', () => res.destroy());
+      // a server with one origin (seafs serve) takes file transfers under /seafhttp/
+      const k = req.url?.startsWith('/seafhttp/') ? 'files' : kind;
       req.on('data', (d) => {
-        counts[kind] += d.length;
+        counts[k] += d.length;
         if (!cutDone && counts.files >= cutAt) {
           cutDone = true;
           log(`cutting every connection at ${(counts.files / MiB).toFixed(0)} MiB sent`);
