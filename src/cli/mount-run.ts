@@ -38,6 +38,18 @@ import { UnmountBound, unmountWaitMs } from './unmount-bound.js';
 
 const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
 
+/**
+ * SEAFS_BLOCK_UPLOADS: files larger than this many MiB go by blocks (default 8: more than one block);
+ * 'off' (or 0) uploads every file whole (src/vfs/write/blocks/block-uploads.ts).
+ */
+export function blockThreshold(v = process.env.SEAFS_BLOCK_UPLOADS): number | undefined {
+  if (v === undefined || v === '') return undefined;
+  if (v === 'off' || v === '0') return Infinity;
+  const mb = Number(v);
+  if (!(mb > 0)) throw new UserError(`SEAFS_BLOCK_UPLOADS must be a size in MiB or 'off', not "${v}"`);
+  return Math.round(mb * 1024 * 1024);
+}
+
 export interface MountSettings {
   url: string;
   mountpoint: string;
@@ -266,7 +278,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       // git's lock files, installers) uploads once under the final name instead of a rename that waits for
       // the upload and then its own call: rsync -a of 210 files onto the real Seafile server took 68 s
       // (210 renames at 100-300 ms each, one after another), against 4.7 s on seafs serve
-      writeBack: { newFileDelayMs: NEW_FILE_DELAY_MS },
+      writeBack: { newFileDelayMs: NEW_FILE_DELAY_MS, blocks: { threshold: blockThreshold() } },
     });
   } catch (e) {
     if (e instanceof WrongLibraryPassword || e instanceof UserError)
@@ -477,6 +489,8 @@ function uploadQueue(vfs: Vfs): UploadQueueEntry[] {
       attempts: f.failures,
     };
     if (streaming !== null) e.sent = streaming;
+    const blocks = vfs.wb.blockProgress(f);
+    if (blocks) e.blocks = blocks;
     if (f.writers > 0) e.writing = true;
     if (f.lastError) e.error = f.lastError instanceof Error ? f.lastError.message : String(f.lastError);
     return e;

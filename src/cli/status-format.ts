@@ -15,6 +15,8 @@ export interface UploadQueueEntry {
   sent?: number;
   /** still open for writing: its size is not final */
   writing?: boolean;
+  /** an upload by blocks: bytes of the blocks the server lacks, of those sent, blocks it holds already */
+  blocks?: { toSend: number; sent: number; onServer: number; blocks: number };
   error?: string;
 }
 
@@ -92,6 +94,12 @@ function bar(done: number, total: number, width = 20): string {
   return `[${'#'.repeat(n)}${'-'.repeat(width - n)}] ${String(Math.floor(f * 100)).padStart(3)}%`;
 }
 
+/** An upload by blocks: "sending 8.0 MiB of 1.00 GiB: 127 blocks already on the server" (and how far). */
+export function blocksDetail(b: NonNullable<UploadQueueEntry['blocks']>, size: number): string {
+  const sent = b.sent > 0 ? `${bar(b.sent, b.toSend)}  ` : '';
+  return `${sent}sending ${fmtBytes(b.toSend)} of ${fmtBytes(size)}: ${b.onServer} block${b.onServer === 1 ? '' : 's'} already on the server`;
+}
+
 /** The block `seafs status` prints for one mount; `rate` in bytes/s when it was measured. */
 export function formatStatus(st: MountStatus, opts: { rate?: number; now?: number; maxFiles?: number } = {}): string {
   const now = opts.now ?? Date.now();
@@ -144,6 +152,7 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
       const name = f.path.length > width ? `...${f.path.slice(-(width - 3))}` : f.path.padEnd(width);
       let detail = fmtBytes(f.size);
       if (f.sent !== undefined) detail = `${bar(f.sent, f.size)}  ${fmtBytes(f.sent)} of ${fmtBytes(f.size)}`;
+      if (f.blocks) detail = blocksDetail(f.blocks, f.size);
       if (f.writing && f.state !== 'writing') detail += ' (still being written)';
       if (f.state === 'failed') detail += `  (attempt ${f.attempts}: ${f.error ?? 'unknown error'})`;
       lines.push(`    ${f.state.padEnd(9)}  ${name}  ${detail}`);

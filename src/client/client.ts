@@ -27,8 +27,13 @@ import * as links from './endpoints/share-links.js';
 import * as session from './endpoints/session.js';
 import * as starred from './endpoints/starred-search.js';
 import * as uploads from './endpoints/uploads.js';
+import * as blocks from './endpoints/blocks.js';
 import type {
   AccountInfo,
+  BlockPiece,
+  BlocksCommit,
+  BlocksLink,
+  FileBlocks,
   CommitRecord,
   CreatedLibrary,
   DirListing,
@@ -438,6 +443,24 @@ export class SeafileClient implements SeafileApi {
    */
   postUpload(op: string, link: string, body: Call['body']): Promise<{ text: string }> {
     return uploads.postUpload(this.http, op, link, body);
+  }
+
+  // ---- uploads by blocks (endpoints/blocks.ts) ----
+
+  blocksLink(repoId: string, dir: string, ids: string[]): Promise<BlocksLink> {
+    return blocks.blocksLink(this.http, repoId, dir, ids);
+  }
+
+  uploadBlocks(rawUrl: string, pieces: BlockPiece[], opts: { repoId?: string } = {}): Promise<void> {
+    return blocks.uploadBlocks(this.http, rawUrl, pieces, opts);
+  }
+
+  commitBlocks(commitUrl: string, c: BlocksCommit): Promise<string> {
+    return blocks.commitBlocks(this.http, commitUrl, c);
+  }
+
+  fileBlocks(repoId: string, path: string): Promise<FileBlocks> {
+    return blocks.fileBlocks(this.http, repoId, path);
   }
 
   // ---- share links and upload links, V2.1 (endpoints/share-links.ts) ----

@@ -140,6 +140,45 @@ export type StartUploadStream = (
   filename: string,
 ) => Promise<FileUploadStream>;
 
+// ---- the block path of uploads (endpoints/blocks.ts) ----
+
+/** What upload-blks-link answers to a list of block ids. */
+export interface BlocksLink {
+  /** where missing blocks go (upload-raw-blks-api) */
+  rawUrl: string;
+  /** where the file is committed from its block ids (upload-blks-api?commitonly=true) */
+  commitUrl: string;
+  /** the ids of the list the server does not have */
+  missing: string[];
+}
+
+/** One block of a raw-blocks POST: `length` bytes at `offset` of the local file `path` (or `data`). */
+export interface BlockPiece {
+  id: string;
+  length: number;
+  path?: string;
+  offset: number;
+  data?: Buffer;
+}
+
+export interface BlocksCommit {
+  parentDir: string;
+  name: string;
+  size: number;
+  ids: string[];
+  replace: boolean;
+  /** ms: the modification time the server records (last_modify) */
+  lastModify?: number;
+  repoId?: string;
+}
+
+/** op=downloadblks: the file's id and its block ids in order (no sizes). */
+export interface FileBlocks {
+  fileId: string;
+  ids: string[];
+  encrypted: boolean;
+}
+
 export interface DownloadLink {
   url: string;
   /** the file id from the `oid` response header, when sent */
@@ -303,6 +342,16 @@ export interface SeafileApi {
   readonly uploadBatch?: UploadBatch;
   /** a chunked upload that runs while a large file is written */
   readonly startUploadStream?: StartUploadStream;
+
+  // --- optional capability: uploads by blocks (endpoints/blocks.ts; the write path's blocks/ modules) ---
+  /** POST upload-blks-link: which of `ids` the server lacks, and the links for blocks and the commit */
+  blocksLink?(repoId: string, dir: string, ids: string[]): Promise<BlocksLink>;
+  /** POST blocks to a BlocksLink's rawUrl (several per request) */
+  uploadBlocks?(rawUrl: string, blocks: BlockPiece[], opts?: { repoId?: string }): Promise<void>;
+  /** POST the commit of a file made of blocks; returns its file id (446: a block is missing) */
+  commitBlocks?(commitUrl: string, c: BlocksCommit): Promise<string>;
+  /** GET file/?op=downloadblks: the block ids of the file at `path` */
+  fileBlocks?(repoId: string, path: string): Promise<FileBlocks>;
 
   // --- optional capability: file locks (servers whose edition has them) ---
   /** lock a file for this account (others then cannot change it) */

@@ -7,6 +7,7 @@ import { checkName } from './names.js';
 import { ZERO_ID } from './objects.js';
 import { deleteEntries, getEntry, putFiles, renameEntry, transfer, UnescapedMoveName } from './ops.js';
 import type { Route } from './router.js';
+import { fileBlockList } from './api-blocks.js';
 import { readDir, splitPath, type DirEnt } from './tree.js';
 
 export function requireP(r: Req, v?: string | null): string {
@@ -79,6 +80,7 @@ async function fileLink(ctx: Ctx, r: Req): Promise<void> {
   const { repo } = ctx.repoFor(user, r.params[0]);
   const p = requireP(r);
   const e = await fileAt(ctx, repo.id, p);
+  if (r.query.get('op') === 'downloadblks') return fileBlockList(ctx, r, repo, e);
   // given for a locked encrypted library too: the file server refuses the download (fileserver.ts)
   sendJson(r.res, 200, downloadUrl(ctx, r, repo, e, r.query.get('reuse') === '1'), { oid: e.id });
 }

@@ -9,6 +9,7 @@ import { HttpError, type Form } from './http.js';
 import { LoginGuard } from './login-guard.js';
 import { KeyedMutex } from './mutex.js';
 import { ObjectStore } from './objects.js';
+import { BlockStore } from './blocks.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -63,10 +64,17 @@ export interface DownloadToken {
   encrypted: boolean;
   /** who asked for the link: an encrypted library's content needs that account's unlock (null: a share link's) */
   user: string | null;
+  /** a block download token (fileserver-blocks.ts), which the file URL does not take */
+  op?: 'downloadblks';
 }
 
 export interface UploadToken {
-  kind: 'upload' | 'update';
+  /**
+   * the token's operation: a file-server URL takes it when the URL's operation starts with it,
+   * as real servers check (upload-file.c check_access_token): 'upload' also fits
+   * upload-raw-blks-api and upload-blks-api, 'update' also update-blks-api
+   */
+  kind: 'upload' | 'update' | 'upload-blks-api' | 'update-blks-api';
   repoId: string;
   dir: string; // normalised '/a/b'
   user: string;
@@ -91,6 +99,7 @@ export type Permission = 'r' | 'rw';
 export class Ctx {
   readonly db: Db;
   readonly store: ObjectStore;
+  readonly blocks: BlockStore;
   readonly heads: Heads;
   readonly tmpDir: string;
   readonly downloads = new Map<string, DownloadToken>();
@@ -102,6 +111,7 @@ export class Ctx {
   constructor(readonly opts: ServerOptions) {
     this.db = new Db(opts.dataDir);
     this.store = new ObjectStore(opts.dataDir);
+    this.blocks = new BlockStore(opts.dataDir, this.store);
     this.heads = new Heads(opts.dataDir, this.store);
     this.tmpDir = path.join(opts.dataDir, 'tmp');
     this.loginGuard = new LoginGuard({

@@ -4,7 +4,7 @@
 // unlock, forgotten a fixed time after it was given): without it a download
 // answers 400 "Repo is encrypted. Please provide password to view it." and an
 // upload or update 500 "Internal error", as the C file server does.
-import { createReadStream, promises as fsp } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Ctx, Req } from './context.js';
 import type { RepoMeta, User } from './db.js';
@@ -34,7 +34,7 @@ export function parseRange(header: string | undefined, size: number): { start: n
 export async function download(ctx: Ctx, r: Req): Promise<void> {
   const token = r.params[0];
   const t = ctx.downloads.get(token);
-  if (!t || t.expires <= Date.now()) {
+  if (!t || t.op || t.expires <= Date.now()) {
     ctx.downloads.delete(token);
     return sendText(r.res, 403, 'Access denied: the token is invalid or expired.\n');
   }
@@ -66,7 +66,7 @@ export async function download(ctx: Ctx, r: Req): Promise<void> {
   r.res.writeHead(range ? 206 : 200, headers);
   if (head) return void r.res.end();
   try {
-    await pipeline(createReadStream(ctx.store.pathOf(t.fileId), { start, end, highWaterMark: 256 * 1024 }), r.res);
+    await pipeline(await ctx.blocks.open(t.fileId, start, end), r.res);
   } catch {
     r.res.destroy(); // client went away or the object vanished mid-stream
   }
@@ -105,13 +105,22 @@ async function receive(
 }
 
 /** the temp files of an upload the store did not take (a refused or failed one) */
-async function discard(files: UploadedPart[]): Promise<void> {
-  await Promise.all(files.map((f) => f.tmpPath && fsp.rm(f.tmpPath, { force: true })));
+export async function discard(files: UploadedPart[]): Promise<void> {
+  await Promise.all(files.flatMap((f) => f.blocks.map((b) => b.tmpPath && fsp.rm(b.tmpPath, { force: true }))));
 }
 
-async function adopt(ctx: Ctx, f: UploadedPart): Promise<void> {
-  await ctx.store.adoptFile(f.tmpPath, f.id);
-  f.tmpPath = '';
+/** Moves a received file's blocks into the store (held by `repoId`) and records the file. */
+async function adopt(ctx: Ctx, repoId: string, f: UploadedPart): Promise<void> {
+  for (const b of f.blocks) {
+    await ctx.blocks.adoptBlock(repoId, b.tmpPath, b.id);
+    b.tmpPath = '';
+  }
+  ctx.blocks.putRecord(
+    f.blocks.map((b) => b.id),
+    f.blocks.map((b) => b.size),
+    f.size,
+    f.id,
+  );
 }
 
 function uploadToken(ctx: Ctx, r: Req, kind: 'upload' | 'update') {
@@ -129,7 +138,7 @@ const truthy = (v: string | undefined) => v !== undefined && ['1', 'true', 'True
  * `last_modify` (ISO 8601) sets the stored mtime, as on servers from 12.0.4 on (older ones, and invalid
  * values: the upload's time).
  */
-function lastModify(ctx: Ctx, fields: Map<string, string[]>): number | undefined {
+export function lastModify(ctx: Ctx, fields: Map<string, string[]>): number | undefined {
   const v = fields.get('last_modify')?.[0];
   if (!ctx.keepsLastModify) return undefined;
   if (!v) return undefined;
@@ -190,7 +199,7 @@ export async function storeUpload(
       if (Buffer.byteLength(f.filename, 'utf8') > 249) throw fsError(500, 'Internal server error');
     }
     requirePassword(ctx, user, repo);
-    for (const f of parts) await adopt(ctx, f);
+    for (const f of parts) await adopt(ctx, repo.id, f);
     return await putFiles(
       ctx,
       user,
@@ -227,7 +236,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     if (old?.type !== 'file') throw fsError(441, 'File does not exist.');
     requirePassword(ctx, user, repo);
     if (part.size - old.size > (await ctx.quotaLeft(repo))) throw fsError(443, 'Out of quota.');
-    await adopt(ctx, part);
+    await adopt(ctx, repo.id, part);
     const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), {
       id: part.id,
       size: part.size,

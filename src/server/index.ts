@@ -10,6 +10,7 @@ import { extraRoutes } from './api-extra.js';
 import { fileRoutes } from './api-file.js';
 import { historyRoutes } from './api-history.js';
 import { linkRoutes } from './api-links.js';
+import { blockRoutes } from './api-blocks.js';
 import { repoRoutes } from './api-repos.js';
 import { shareRoutes } from './api-shares.js';
 import { groupRoutes } from './api-groups.js';
@@ -24,6 +25,7 @@ import { linkPageRoutes } from './link-pages.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
 import { download, update, upload } from './fileserver.js';
+import { commitUpdateBlocks, commitUploadBlocks, downloadBlock, uploadRawBlocks } from './fileserver-blocks.js';
 import { drainBody, FileServerError, HttpError, parseBody, sendFileServerError, sendJson } from './http.js';
 import { Router } from './router.js';
 import { SecretBox } from './secret-box.js';
@@ -46,6 +48,7 @@ async function prepare(ctx: Ctx): Promise<void> {
   await fsp.rm(ctx.tmpDir, { recursive: true, force: true });
   await fsp.mkdir(ctx.tmpDir, { recursive: true, mode: 0o700 });
   await ctx.store.init();
+  await ctx.blocks.init();
   await ctx.heads.init();
   await ownerOnly(dataDir);
   await ctx.db.load(await SecretBox.open(dataDir));
@@ -73,7 +76,10 @@ async function ownerOnly(dir: string, depth = 2): Promise<void> {
 export function redactUrl(url: string): string {
   const [p, q] = url.split(/\?(.*)/s, 2);
   const pathPart = p
-    .replace(/^(\/seafhttp\/(?:files|upload-api|update-api|upload-aj|repos)\/)[^/]+/, '$1<token>')
+    .replace(
+      /^(\/seafhttp\/(?:files|upload-api|update-api|upload-aj|repos|upload-raw-blks-api|upload-blks-api|update-blks-api|blks)\/)[^/]+/,
+      '$1<token>',
+    )
     .replace(/^(\/(?:f|d|u\/d|api2\/d|api\/v2\.1\/(?:share|upload)-links)\/)[^/]+/, '$1<token>');
   if (q === undefined) return pathPart;
   const params = new URLSearchParams(q);
@@ -139,6 +145,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...dirRoutes,
     ...fileRoutes,
     ...linkRoutes,
+    ...blockRoutes,
     ...historyRoutes,
     ...extraRoutes,
     ...linkPageRoutes,
@@ -193,11 +200,18 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     };
     let fileServer = false;
     try {
-      const fsMatch = /^\/seafhttp\/(files|upload-api|update-api)\/([^/]+)(?:\/(.*))?$/.exec(url.pathname);
+      const fsMatch =
+        /^\/seafhttp\/(files|upload-api|update-api|upload-raw-blks-api|upload-blks-api|update-blks-api|blks)\/([^/]+)(?:\/(.*))?$/.exec(
+          url.pathname,
+        );
       if (fsMatch) {
         fileServer = true;
-        r.params = [fsMatch[2]];
+        r.params = [fsMatch[2], fsMatch[3] ?? ''];
         const kind = fsMatch[1];
+        if (kind === 'blks' && (method === 'GET' || method === 'HEAD')) return await downloadBlock(ctx, r);
+        if (kind === 'upload-raw-blks-api' && method === 'POST') return await uploadRawBlocks(ctx, r);
+        if (kind === 'upload-blks-api' && method === 'POST') return await commitUploadBlocks(ctx, r);
+        if (kind === 'update-blks-api' && method === 'POST') return await commitUpdateBlocks(ctx, r);
         if (kind === 'files' && (method === 'GET' || method === 'HEAD')) return await download(ctx, r);
         if (kind === 'upload-api' && method === 'POST') return await upload(ctx, r);
         if (kind === 'update-api' && method === 'POST') return await update(ctx, r);

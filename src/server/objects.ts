@@ -1,9 +1,10 @@
-// Content-addressed object store under DATA/objects: file contents, folder
-// listings and commits, each named by the sha1 of its bytes. Objects are
+// Content-addressed object store under DATA/objects: folder listings and
+// commits (and, in stores from before blocks.ts, whole file contents), each
+// named by the sha1 of its bytes. Objects are
 // immutable, written atomically (temp + fsync + rename) and shared by every
 // library, so copies across libraries cost nothing.
 import { createHash } from 'node:crypto';
-import { promises as fsp, renameSync, rmSync } from 'node:fs';
+import { promises as fsp } from 'node:fs';
 import path from 'node:path';
 import { LRUCache } from 'lru-cache';
 import { writeFileAtomic } from './atomic.js';
@@ -85,6 +86,18 @@ export class ObjectStore {
     return id;
   }
 
+  /**
+   * Counts a write made elsewhere (a file record, blocks.ts) among those
+   * `flush()` waits for; `onFail` runs if it fails.
+   */
+  track(write: Promise<void>, onFail?: () => void): void {
+    this.pending.add(write);
+    void write.then(
+      () => this.pending.delete(write),
+      () => onFail?.(),
+    );
+  }
+
   /** Waits until every object written so far is on disk; throws if one failed. */
   async flush(): Promise<void> {
     const all = [...this.pending];
@@ -103,25 +116,5 @@ export class ObjectStore {
     const value = JSON.parse(text) as T;
     this.json.set(id, value as object, { size: text.length });
     return value;
-  }
-
-  /**
-   * Moves an already fsync'd temp file (same filesystem) into the store under
-   * the id computed while it was written.
-   */
-  async adoptFile(tmpPath: string, id: string): Promise<void> {
-    if (id === ZERO_ID) {
-      rmSync(tmpPath, { force: true });
-      return;
-    }
-    // No look first: an object already there has these very bytes (its name is
-    // their hash), so the rename replaces it with its twin, atomically, and a
-    // reader holding the old file reads on. (The look was a failing access()
-    // per new file: an exception object each, a measurable share of an untar.)
-    // The content was fsync'd by its writer; the head update that makes it
-    // reachable fsyncs its own folder, which commits this rename too (ext4
-    // journals metadata in order).
-    // synchronous: a rename is a change of a folder in the page cache, microseconds (a thread-pool hand-off costs more)
-    renameSync(tmpPath, this.pathOf(id));
   }
 }

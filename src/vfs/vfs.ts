@@ -800,6 +800,7 @@ export class Vfs {
       meta: this.meta.stats,
       metaCache: this.meta.held(),
       uploads: this.wb.stats,
+      blocks: this.wb.blocks.stats,
       offline: this.net.state(),
       outages: this.net.outages,
       mtimes: this.times.status(),

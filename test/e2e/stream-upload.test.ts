@@ -17,6 +17,8 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 import { writeRandom } from '../helpers/e2e-fixture.js';
 
 const MiB = 1024 * 1024;
+/** these tests are about the whole-file stream: uploads by blocks are off (e2e/blocks.test.ts has those) */
+const WHOLE = { env: { SEAFS_BLOCK_UPLOADS: 'off' } };
 let server: TestServer;
 let api: SeafileClient;
 let repo: string;
@@ -47,18 +49,21 @@ const uploadPosts = () =>
     .split('\n')
     .filter((l) => /^POST \/seafhttp\/(upload|update)-api\//.test(l));
 
-/** bytes of the largest upload the server is receiving right now (its multipart temp files) */
+/**
+ * bytes the server is receiving right now: its multipart temp files, one per 8 MiB block of an upload
+ * (serve stores files as blocks), summed (one upload runs at a time here)
+ */
 function receiving(): number {
   const dir = path.join(server.dataDir, 'tmp');
-  let max = 0;
+  let sum = 0;
   for (const n of readdirSync(dir)) {
     try {
-      max = Math.max(max, statSync(path.join(dir, n)).size);
+      sum += statSync(path.join(dir, n)).size;
     } catch {
       // finished meanwhile
     }
   }
-  return max;
+  return sum;
 }
 
 async function until(what: string, cond: () => boolean, timeoutMs = 60_000): Promise<void> {
@@ -79,7 +84,7 @@ describe('uploads that run while the file is written', () => {
   it('dd of 160 MiB into a new file: one upload request, exact bytes, and seafs unmount right after waits for it', async () => {
     const f = path.join(src, 'big.bin');
     await writeRandom(f, 160 * MiB);
-    const m = await mountLibrary(server, { library: 'Streams' });
+    const m = await mountLibrary(server, { ...WHOLE, library: 'Streams' });
     const before = uploadPosts().length;
     await sh(`dd if=${q(f)} of=${q(m.mnt)}/big.bin bs=1M status=none`);
     const un = await m.unmount();
@@ -94,11 +99,11 @@ describe('uploads that run while the file is written', () => {
   it('dd over an existing file: no download of the old content, one streamed request to the update link', async () => {
     const f = path.join(src, 'over.bin');
     await writeRandom(f, 40 * MiB);
-    const m = await mountLibrary(server, { library: 'Streams' });
+    const m = await mountLibrary(server, { ...WHOLE, library: 'Streams' });
     await sh(`dd if=${q(f)} of=${q(m.mnt)}/over.bin bs=1M status=none`);
     expect((await m.unmount()).code).toBe(0);
     await writeRandom(f, 48 * MiB);
-    const m2 = await mountLibrary(server, { library: 'Streams' });
+    const m2 = await mountLibrary(server, { ...WHOLE, library: 'Streams' });
     const before = server.log().split('\n').length;
     await sh(`dd if=${q(f)} of=${q(m2.mnt)}/over.bin bs=1M status=none`);
     const un = await m2.unmount();
@@ -119,7 +124,7 @@ describe('uploads that run while the file is written', () => {
   });
 
   it('a write that seeks back below what was streamed: the file is uploaded whole after close, exact bytes', async () => {
-    const m = await mountLibrary(server, { library: 'Streams' });
+    const m = await mountLibrary(server, { ...WHOLE, library: 'Streams' });
     {
       const data = randomBytes(64 * MiB);
       const fh = await open(path.join(m.mnt, 'seek.bin'), 'w');
@@ -142,7 +147,7 @@ describe('uploads that run while the file is written', () => {
   });
 
   it('an ftruncate during the stream: the truncated and rewritten content reaches the server', async () => {
-    const m = await mountLibrary(server, { library: 'Streams' });
+    const m = await mountLibrary(server, { ...WHOLE, library: 'Streams' });
     {
       const data = randomBytes(48 * MiB);
       const fh = await open(path.join(m.mnt, 'trunc.bin'), 'w');
@@ -168,7 +173,7 @@ describe('uploads that run while the file is written', () => {
     const cacheDir = path.join(scratchDir(), 'stream-crash-cache');
     const mnt = path.join(scratchDir(), 'stream-crash-mnt');
     await sh(`mkdir -p ${q(cacheDir)} ${q(mnt)}`);
-    const m = await mountLibrary(server, { library: 'Streams', mountpoint: mnt, cacheDir });
+    const m = await mountLibrary(server, { ...WHOLE, library: 'Streams', mountpoint: mnt, cacheDir });
     const data = randomBytes(56 * MiB);
     const fh = await open(path.join(mnt, 'crash.bin'), 'w');
     try {
@@ -183,7 +188,7 @@ describe('uploads that run while the file is written', () => {
     expect(await remoteNames(api, repo, '/')).not.toContain('crash.bin');
 
     const before = uploadPosts().length;
-    const again = await mountLibrary(server, { library: 'Streams', mountpoint: mnt, cacheDir });
+    const again = await mountLibrary(server, { ...WHOLE, library: 'Streams', mountpoint: mnt, cacheDir });
     const un = await again.unmount();
     expect(un.code, un.out + un.err).toBe(0);
     expect(again.output()).toMatch(/recovering \/crash\.bin \(58720256 bytes\) from the journal/);

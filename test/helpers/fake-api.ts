@@ -169,6 +169,8 @@ export class FakeApi implements SeafileApi {
     if (data.length === 0) return ZERO;
     const id = createHash('sha1').update(data).digest('hex');
     this.blobs.set(id, data);
+    // a server with the block path keeps every file as blocks (a copy of it sends none)
+    if (this.blocksLink) this.cutBlocks(data);
     return id;
   }
 
@@ -833,6 +835,101 @@ export class FakeApi implements SeafileApi {
       return up;
     };
     return this;
+  }
+
+  // ---- optional capability: uploads by blocks (absent until a test offers it) ----
+
+  blocksLink?: SeafileApi['blocksLink'];
+  uploadBlocks?: SeafileApi['uploadBlocks'];
+  commitBlocks?: SeafileApi['commitBlocks'];
+  fileBlocks?: SeafileApi['fileBlocks'];
+  /** blocks the fake server holds, by SHA-1 */
+  readonly blockStore = new Map<string, Buffer>();
+  /** bytes of blocks received by uploadBlocks, and the blocks */
+  blockBytesIn = 0;
+  blocksIn = 0;
+  /** the cut of files committed or stored here, as op=downloadblks lists them (a test may change it: a CDC file) */
+  blockCut = 8 * 1024 * 1024;
+  /** answers of blocksLink: 'ok', or a status to refuse with (404, 405: no such path) */
+  blocksAnswer: 'ok' | number = 'ok';
+
+  /** Offer the block path, cutting files into `blockSize` blocks as the server does. */
+  offerBlocks(blockSize = 8 * 1024 * 1024): this {
+    this.blockCut = blockSize;
+    const sha1 = (b: Buffer) => createHash('sha1').update(b).digest('hex');
+    const repoOfLink = (link: string) => link.replace(/^fake-[a-z]+:\/\//, '').slice(0, 36);
+    this.blocksLink = async (repoId, dir, ids) => {
+      this.hit('blocksLink');
+      if (this.blocksAnswer !== 'ok')
+        throw apiError(
+          this.blocksAnswer === 404 ? 'not_found' : this.blocksAnswer === 403 ? 'forbidden' : 'bad_request',
+          this.blocksAnswer,
+          'blocks link',
+        );
+      this.dirAt(repoId, dir);
+      if (this.repo(repoId).lib.permission === 'r') throw apiError('forbidden', 403, 'blocks link');
+      this.checkQuota('blocksLink', repoId);
+      return {
+        rawUrl: `fake-rawblks://${repoId}`,
+        commitUrl: `fake-commitblks://${repoId}`,
+        missing: ids.filter((id) => !this.blockStore.has(id)),
+      };
+    };
+    this.uploadBlocks = async (_url, pieces) => {
+      this.hit('uploadBlocks');
+      if (this.uploadGate) await this.uploadGate();
+      for (const p of pieces) {
+        let data = p.data ? p.data.subarray(0, p.length) : undefined;
+        if (!data) {
+          const all = await readFile(p.path!);
+          data = all.subarray(p.offset, p.offset + p.length);
+        }
+        // as the real file servers: a block whose bytes are not its id fails the request
+        if (sha1(data) !== p.id) throw apiError('server', 500, 'upload blocks', 'Internal error');
+        this.blockStore.set(p.id, Buffer.from(data));
+        this.blockBytesIn += data.length;
+        this.blocksIn++;
+      }
+    };
+    this.commitBlocks = async (url, c) => {
+      this.hit('commitBlocks');
+      if (this.uploadGate) await this.uploadGate();
+      const repoId = repoOfLink(url);
+      // as the C fileserver: its quota check stats every block first, so a missing one answers 443
+      if (!c.ids.every((id) => this.blockStore.has(id))) throw apiError('quota', 443, 'commit blocks', 'Out of quota.');
+      this.checkQuota('commitBlocks', repoId);
+      const data = Buffer.concat(c.ids.map((id) => this.blockStore.get(id)!));
+      if (data.length !== c.size) throw new Error(`fake: commit of ${data.length} bytes said ${c.size}`);
+      const path = c.parentDir === '/' ? `/${c.name}` : `${c.parentDir}/${c.name}`;
+      const d = this.dirAt(repoId, c.parentDir);
+      const had = d.children.get(c.name);
+      if (had && !c.replace) throw new Error('fake: commit without replace');
+      const id = this.store(data);
+      const mtime = c.lastModify !== undefined && !this.ignoreLastModify ? Math.floor(c.lastModify / 1000) : now();
+      d.children.set(c.name, { type: 'file', id, mtime });
+      this.touch(repoId, c.parentDir);
+      this.noteVersion(repoId, path);
+      return id;
+    };
+    this.fileBlocks = async (repoId, path) => {
+      this.hit('fileBlocks');
+      const n = this.nodeAt(repoId, path);
+      if (n?.type !== 'file') throw apiError('not_found', 404, 'file blocks');
+      return { fileId: n.id, ids: this.cutBlocks(this.content(repoId, path)!), encrypted: false };
+    };
+    return this;
+  }
+
+  /** the blocks of `data` in the fake server's cut, stored as the server stores a file's blocks */
+  cutBlocks(data: Buffer): string[] {
+    const out: string[] = [];
+    for (let o = 0; o < data.length; o += this.blockCut) {
+      const b = data.subarray(o, o + this.blockCut);
+      const id = createHash('sha1').update(b).digest('hex');
+      this.blockStore.set(id, Buffer.from(b));
+      out.push(id);
+    }
+    return out;
   }
 
   /** the id of the file at path ('': none) */

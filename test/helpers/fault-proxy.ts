@@ -36,6 +36,10 @@ export interface FaultProxyOptions extends FaultRates {
   stallMs?: number | [number, number];
   /** requests the faults may hit (default: all) */
   only?: (method: string, url: string) => boolean;
+  /** a status to answer a request with instead of forwarding it (null: forward); applies in every mode but freeze/refuse */
+  answer?: (method: string, url: string) => number | null;
+  /** cut the client's connection once this many bytes of one request's body to the file server passed (null: never) */
+  cutUploadAfter?: (method: string, url: string) => number | null;
 }
 
 export interface FaultCounts {
@@ -49,6 +53,10 @@ export interface FaultCounts {
   refused: number;
   /** body bytes of the file server's answers (/seafhttp/: downloads) passed on to clients */
   downloadBytes: number;
+  /** body bytes of requests to the file server (/seafhttp/: uploads) received from clients */
+  uploadBytes: number;
+  /** connections cut mid-body by cutUploadAfter */
+  cut: number;
 }
 
 export type ProxyMode = 'faults' | 'freeze' | 'refuse' | 'clean';
@@ -57,6 +65,8 @@ export interface FaultProxy {
   /** the proxy's base URL */
   url: string;
   counts: FaultCounts;
+  /** body bytes of requests to the file server by its path's first part (upload-api, upload-raw-blks-api...) */
+  uploadsByKind: Record<string, number>;
   /** 'faults' (the rates), 'clean' (forward all), 'freeze' (hold all), 'refuse' (close all connections) */
   setMode(mode: ProxyMode): void;
   close(): Promise<void>;
@@ -87,8 +97,11 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     frozen: 0,
     refused: 0,
     downloadBytes: 0,
+    uploadBytes: 0,
+    cut: 0,
   };
   let mode: ProxyMode = 'faults';
+  const byKind: Record<string, number> = {};
   const sockets = new Set<Socket>();
   const timers = new Set<NodeJS.Timeout>();
   const upstream = new http.Agent({ keepAlive: true, maxSockets: 64 });
@@ -109,6 +122,20 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   /** Sends the request on; `lose` reads the server's whole answer and then resets the client instead. */
   const forward = (req: http.IncomingMessage, res: http.ServerResponse, lose: boolean) => {
     counts.forwarded++;
+    const kind = /^\/seafhttp\/([^/]+)\//.exec(req.url ?? '')?.[1];
+    if (kind) {
+      const limit = opts.cutUploadAfter?.(req.method ?? '', req.url ?? '') ?? null;
+      let n = 0;
+      req.on('data', (d: Buffer) => {
+        counts.uploadBytes += d.length;
+        byKind[kind] = (byKind[kind] ?? 0) + d.length;
+        n += d.length;
+        if (limit !== null && n >= limit && !req.socket.destroyed) {
+          counts.cut++;
+          req.socket.resetAndDestroy();
+        }
+      });
+    }
     const up = http.request(
       {
         host: target.hostname,
@@ -165,6 +192,8 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       req.socket.destroy();
       return;
     }
+    const fixed = opts.answer?.(req.method ?? '', req.url ?? '') ?? null;
+    if (fixed !== null) return answer(req, res, fixed, {});
     const draw = rnd(); // one draw per request, whatever the mode, keeps the sequence seeded
     const fault =
       mode === 'faults' && (!opts.only || opts.only(req.method ?? '', req.url ?? '')) ? pickFault(draw, opts) : null;
@@ -201,6 +230,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
   return {
     url: `http://127.0.0.1:${port}`,
     counts,
+    uploadsByKind: byKind,
     setMode(m) {
       mode = m;
     },

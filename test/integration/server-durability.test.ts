@@ -3,10 +3,11 @@
 // requests, and kill -9 at any moment leaves a consistent store.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
 import { adminToken, apiAs, CLI, startTestServer, uploadTo, type TestServer } from '../helpers/server.js';
+import { fileIdOfBlocks } from '../helpers/seafile-ids.js';
 
 let server: TestServer;
 let call: ReturnType<typeof apiAs>;
@@ -29,7 +30,7 @@ async function download(p: string): Promise<Buffer> {
   return Buffer.from(await (await fetch(url)).arrayBuffer());
 }
 
-/** Reads the store directly: every head's commit, tree and file object exists and matches its id. */
+/** Reads the store directly: every head's commit, tree, file record and block exists and matches its id. */
 function checkStore(dataDir: string): number {
   const obj = (id: string) => path.join(dataDir, 'objects', id.slice(0, 2), id.slice(2));
   const zero = '0'.repeat(40);
@@ -41,7 +42,16 @@ function checkStore(dataDir: string): number {
     for (const e of JSON.parse(text.toString()) as { type: string; id: string; size: number }[]) {
       if (e.type === 'dir') walk(e.id);
       else if (e.id !== zero) {
-        expect(statSync(obj(e.id)).size).toBe(e.size);
+        // a file is its record (files/) naming blocks (blocks/) whose bytes match their ids
+        const rec = JSON.parse(readFileSync(path.join(dataDir, 'files', e.id.slice(0, 2), e.id.slice(2)), 'utf8'));
+        expect(fileIdOfBlocks(rec.block_ids, rec.size)).toBe(e.id);
+        let size = 0;
+        for (const b of rec.block_ids as string[]) {
+          const bytes = readFileSync(path.join(dataDir, 'blocks', b.slice(0, 2), b.slice(2)));
+          expect(sha1(bytes)).toBe(b);
+          size += bytes.length;
+        }
+        expect(size).toBe(e.size);
         files++;
       }
     }

@@ -24,6 +24,24 @@ function status(over: Partial<MountStatus> = {}): MountStatus {
 }
 
 describe('seafs status text', () => {
+  it('shows an upload by blocks as the bytes it sends against the file size', () => {
+    const st = status({
+      queue: [
+        {
+          path: '/vm.img',
+          size: 1024 * MiB,
+          state: 'uploading',
+          attempts: 0,
+          blocks: { toSend: 8 * MiB, sent: 0, onServer: 127, blocks: 128 },
+        },
+      ],
+    });
+    const line = formatStatus(st)
+      .split('\n')
+      .find((l) => l.includes('/vm.img'));
+    expect(line).toMatch(/sending 8\.0 MiB of 1\.00 GiB: 127 blocks already on the server$/);
+  });
+
   it('shows the folder listings the mount holds: folders, entries against the budget, and their size', () => {
     const st = status({ metaCache: { folders: 2001, entries: 102_000, maxEntries: 500_000, bytes: 23 * MiB } });
     expect(formatStatus(st).split('\n')).toContain(

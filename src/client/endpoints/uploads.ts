@@ -131,7 +131,7 @@ export async function update(
  * `repoId`: the library, unlocked again (and the upload resent once, outside
  * the retry count) when the file server refuses for want of its password.
  */
-async function postUploadRetried<T>(
+export async function postUploadRetried<T>(
   http: HttpCore,
   op: string,
   link: string,

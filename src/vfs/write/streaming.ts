@@ -148,6 +148,8 @@ export class Streams {
     private readonly max: number,
     /** resolves once a folder made in the mount is on the server */
     private readonly folderReady: (repo: string, dir: string) => Promise<void> = async () => {},
+    /** files that go by blocks instead (blocks/block-uploads.ts) */
+    private readonly byBlocks: (s: FileState, threshold: number) => boolean = () => false,
   ) {
     this.start = start;
   }
@@ -170,7 +172,7 @@ export class Streams {
     }
     if (!this.fresh.has(s) || !this.start || s.size < this.threshold || s.deleted || s.hold || s.running) return;
     if (s.mem !== null) return; // held in memory: it streams (if still appended to) once it lives in its temp file
-    if (this.live >= this.max) return;
+    if (this.live >= this.max || this.byBlocks(s, this.threshold)) return;
     const name = baseOf(s.path);
     if (uploadsUnderTempName(name)) return;
     this.fresh.delete(s); // one stream per emptying of the file

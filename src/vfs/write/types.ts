@@ -1,5 +1,6 @@
 // Shapes shared by the write path's modules (kept apart so that the modules
 // import them without importing each other in a ring).
+import type { BlockOptions } from './blocks/block-uploads.js';
 import type { FileState } from './file-state.js';
 
 export interface UploadResult {
@@ -67,6 +68,8 @@ export interface WriteBackOptions {
    * round trip is above 20 ms: local-data.ts); others go to temp files
    */
   memoryBudget?: number;
+  /** uploads by blocks (blocks/block-uploads.ts): the threshold and request sizes */
+  blocks?: BlockOptions;
 }
 
 /** Counters of the write path, shown by `status`. */

@@ -11,6 +11,7 @@ import { lockedLibrary } from '../library-unlock.js';
 import type { BatchFile, DirEntry, SeafileApi } from '../../client/types.js';
 import { baseOf, joinPath, nfc, parentOf } from '../paths.js';
 import type { TransferLinks } from '../transfer-links.js';
+import type { BlockUploads } from './blocks/block-uploads.js';
 import type { FileState } from './file-state.js';
 import type { FileJournal } from './journal.js';
 import type { LocalData } from './local-data.js';
@@ -41,6 +42,8 @@ export class Uploader {
     private readonly check: VersionCheck,
     /** resolves once the folder (made in the mount, maybe not on the server yet) is there; throws why not */
     private readonly folderReady: (repo: string, dir: string) => Promise<void> = async () => {},
+    /** large files of unencrypted libraries: only the blocks the server lacks are sent */
+    private readonly blocks: BlockUploads | null = null,
   ) {}
 
   /** whether several files can go in one POST */
@@ -103,6 +106,8 @@ export class Uploader {
     // the stream that ran while the file was written, when it is still a pure append
     const streamed = await this.streams.finish(s, repo, path);
     if (streamed) return streamed;
+    const byBlocks = await this.blocks?.upload(s, repo, path, () => this.data.toDisk(s));
+    if (byBlocks) return byBlocks;
     const size = s.size;
     if (v.kind === 'base' && s.uploadKind(path) === 'update') {
       await this.data.toDisk(s); // the update call sends a file

@@ -8,7 +8,7 @@
 // that must not interleave with an upload: each runs under the file's lock,
 // so a pending upload never lands at a path the file has left.
 import { mkdir, open, stat, unlink } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { SeafileApi } from '../../client/types.js';
 import { errnoOf, VfsError } from '../errors.js';
 import { baseOf, isWithin, parentOf } from '../paths.js';
@@ -22,6 +22,8 @@ import { newWriteStats, type WriteBackHooks, type WriteBackOptions } from './typ
 import { UploadQueue } from './upload-queue.js';
 import { Uploader } from './uploader.js';
 import { LandedCopies } from './landed-copies.js';
+import { BlockUploads, type BlockProgress } from './blocks/block-uploads.js';
+import { Hasher } from './blocks/hasher.js';
 import { VersionCheck } from './version-check.js';
 
 export { FileState } from './file-state.js';
@@ -44,6 +46,8 @@ export class WriteBack {
   readonly landed: LandedCopies;
   /** folders made here that the server does not hold yet */
   readonly folders: PendingFolders;
+  /** large files by blocks: only what the server lacks is sent */
+  readonly blocks: BlockUploads;
 
   constructor(
     api: SeafileApi,
@@ -63,6 +67,10 @@ export class WriteBack {
     const folderReady = (repo: string, dir: string) => this.folders.ready(repo, dir);
     const links = new TransferLinks(api, opts.linkTtlMs ?? 50 * 60 * 1000, () => this.stats.linkRequests++);
     const threshold = opts.streamThresholdBytes ?? 8 * 1024 * 1024;
+    this.blocks = new BlockUploads(api, new Hasher(), hooks.log, folderReady, {
+      stateFile: join(dirname(dirtyDir), 'blocks-off.json'),
+      ...opts.blocks,
+    });
     // a file in memory never streams: it spills before it could reach the streaming threshold
     this.data = new LocalData(
       {
@@ -79,6 +87,7 @@ export class WriteBack {
       threshold,
       opts.maxStreams ?? 4,
       folderReady,
+      (s, t) => this.blocks.skipsStream(s, t),
     );
     this.check = new VersionCheck(api, (ms) => this.data.noteRoundTrip(ms));
     this.landed = new LandedCopies(this.check, api, hooks.log, opts.retryBaseMs ?? 1000);
@@ -92,6 +101,7 @@ export class WriteBack {
       hooks,
       this.check,
       folderReady,
+      this.blocks,
     );
     const table = {
       all: () => this.states.values(),
@@ -124,6 +134,7 @@ export class WriteBack {
   async init(): Promise<void> {
     await mkdir(this.dirtyDir, { recursive: true });
     await this.journal.journal.init();
+    await this.blocks.init();
     this.queue.startRetryTimer();
   }
 
@@ -131,12 +142,18 @@ export class WriteBack {
     this.queue.close();
     this.folders.close();
     this.landed.close();
+    this.blocks.close();
     this.journal.journal.close();
   }
 
   /** bytes of `s` already sent by the upload that runs while it is written (null: none runs) */
   streamedBytes(s: FileState): number | null {
     return this.streams.sent(s);
+  }
+
+  /** how far the upload of `s` by blocks got (null: none runs) */
+  blockProgress(s: FileState): BlockProgress | null {
+    return this.blocks.progressOf(s);
   }
 
   /** Retry now every upload that failed (the server is back). */
@@ -190,6 +207,7 @@ export class WriteBack {
     const s = this.newState(repo, path);
     s.markDirty();
     this.streams.setStreamable(s, true);
+    this.blocks.created(s);
     this.states.set(stateKey(repo, path), s);
     // journaled at close, with its content
     if (this.data.start(s)) return s;
@@ -212,6 +230,7 @@ export class WriteBack {
     if (!this.data.start(s)) return null;
     s.markDirty();
     this.streams.setStreamable(s, true);
+    this.blocks.created(s);
     this.states.set(stateKey(repo, path), s);
     return s;
   }
@@ -242,11 +261,14 @@ export class WriteBack {
       if (truncate || remote.size === 0) {
         s.fh = await open(s.tmp, 'w+');
         this.streams.setStreamable(s, true);
+        this.blocks.created(s);
         if (remote.size > 0) s.markDirty();
       } else {
         await load(s.tmp);
         s.fh = await open(s.tmp, 'r+');
         s.size = (await s.fh.stat()).size;
+        // the blocks of the server's version: an edit sends only those it changes
+        this.blocks.opened(s, remote.id ?? null, s.size);
       }
     })();
     try {
@@ -268,16 +290,17 @@ export class WriteBack {
   write(s: FileState, buf: Buffer, len: number, pos: number): number | Promise<number> {
     const n = this.data.write(s, buf, len, pos);
     if (typeof n === 'number') {
-      this.wrote(s, pos);
+      this.wrote(s, pos, n);
       return n;
     }
     return n.then((k) => {
-      this.wrote(s, pos);
+      this.wrote(s, pos, k);
       return k;
     });
   }
 
-  private wrote(s: FileState, pos: number): void {
+  private wrote(s: FileState, pos: number, len: number): void {
+    this.blocks.wrote(s, pos, len);
     s.markDirty();
     if (!this.journal.journaled(s)) this.journal.persistSoon(s);
     this.streams.wrote(s, pos);
@@ -294,6 +317,7 @@ export class WriteBack {
     await s.ready;
     this.streams.stop(s, 'truncate');
     await this.data.truncate(s, size);
+    this.blocks.truncated(s, size);
     s.markDirty();
     // emptied: written again from offset 0, it may stream again
     this.streams.setStreamable(s, size === 0);

@@ -1,0 +1,260 @@
+// The file server's blocks API, answered as the C file server of seafile-server
+// 10.0 does (upload-file.c, access-file.c; checked against a real 10.0):
+//   POST upload-raw-blks-api/<token>   one multipart part `file` per block, filename = its id;
+//   POST upload-blks-api/<token>?commitonly=true   a file from blocks the library holds;
+//   POST update-blks-api/<token>?commitonly=true   the same with replace, named by target_file;
+//   GET  blks/<token>/<block id>       one block of a file (one-time token).
+// Errors are the C server's JSON `{"error": "..."}` (application/json) with its
+// exact messages. A block the library lacks fails a commit with 443 "Out of
+// quota.", not 446: the quota check stats every block first and takes a
+// failed stat for "over quota" (repo-op.c check_quota_before_commit_blocks).
+import { createReadStream, statSync } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
+import { BLOCK_ID } from './blocks.js';
+import type { Ctx, Req, UploadToken } from './context.js';
+import type { RepoMeta, User } from './db.js';
+import { discard, lastModify } from './fileserver.js';
+import { drainBody, HttpError } from './http.js';
+import { parseMultipart } from './multipart.js';
+import { canonicalDir, isValidName } from './names.js';
+import { sha1, ZERO_ID } from './objects.js';
+import { putFiles } from './ops.js';
+import { lookup, splitPath } from './tree.js';
+
+/** A failure answered as the C file server does: `{"error": "<message>"}`, application/json. */
+class BlkError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+const internal = () => new BlkError(500, 'Internal error\n');
+const outOfQuota = () => new BlkError(443, 'Out of quota.\n');
+
+function reply(r: Req, status: number, body: string): void {
+  r.res.writeHead(status, {
+    'Content-Type': 'application/json; charset=utf-8',
+    'Content-Length': Buffer.byteLength(body),
+  });
+  r.res.end(body);
+}
+
+async function answering(r: Req, fn: () => Promise<string>): Promise<void> {
+  try {
+    reply(r, 200, await fn());
+  } catch (e) {
+    let err: BlkError;
+    if (e instanceof BlkError) err = e;
+    else if (e instanceof HttpError && e.status === 442) err = new BlkError(442, 'File size is too large.\n');
+    else if (e instanceof HttpError && e.status === 443) err = outOfQuota();
+    else if (e instanceof HttpError && e.status < 500) err = new BlkError(e.status, e.message);
+    else throw e;
+    if (!r.raw.complete) await drainBody(r.raw, r.res);
+    reply(r, err.status, `{"error": "${err.message}"}`);
+  }
+}
+
+/** The token of a blocks URL: taken when the URL's operation starts with the token's (check_access_token). */
+function tokenFor(ctx: Ctx, r: Req, urlOp: string): { t: UploadToken; user: User; repo: RepoMeta } {
+  const t = ctx.uploads.get(r.params[0]);
+  if (!t || t.expires <= Date.now()) throw new BlkError(403, 'Access token not found.');
+  if (!urlOp.startsWith(t.kind)) throw new BlkError(403, 'Operation does not match access token.');
+  const type = r.raw.headers['content-type'] ?? '';
+  if (!/^\s*multipart\/form-data\s*;.*boundary/i.test(type)) throw new BlkError(400, 'Wrong boundary in url');
+  const user = ctx.db.user(t.user);
+  const repo = ctx.db.repo(t.repoId);
+  if (!user || !repo || ctx.permission(user, repo) !== 'rw') throw new BlkError(403, 'Permission denied.');
+  return { t, user, repo };
+}
+
+async function receive(ctx: Ctx, r: Req, blockSize?: number) {
+  const max = ctx.opts.maxUploadBytes ?? Infinity;
+  return parseMultipart(r.raw, r.raw.headers['content-type'] ?? '', {
+    tmpDir: ctx.tmpDir,
+    blockSize,
+    onBytes: (n) => {
+      if (n > max) throw new BlkError(442, 'File size is too large.\n');
+    },
+  });
+}
+
+/** POST upload-raw-blks-api: stores each `file` part as a block once its sha1 matches its filename. */
+export function uploadRawBlocks(ctx: Ctx, r: Req): Promise<void> {
+  return answering(r, async () => {
+    const { repo } = tokenFor(ctx, r, 'upload-raw-blks-api');
+    // no quota check here (the commit checks it), only max_upload_size on the sum of the parts
+    const { files } = await receive(ctx, r, Infinity);
+    try {
+      const parts = files.filter((f) => f.field === 'file');
+      if (parts.length === 0) throw internal();
+      // in order, as the C server: blocks before a mismatch stay stored
+      for (const p of parts) {
+        const got = p.blocks[0]?.id ?? sha1('');
+        if (p.filename.toLowerCase() !== got) throw internal(); // "Block id ... doesn't match content."
+        if (p.blocks[0]) {
+          await ctx.blocks.adoptBlock(repo.id, p.blocks[0].tmpPath, got);
+          p.blocks[0].tmpPath = '';
+        } else await ctx.blocks.putBlock(repo.id, got, Buffer.alloc(0));
+      }
+      return '"OK"';
+    } finally {
+      await discard(files);
+    }
+  });
+}
+
+/** C atoll/atoi: the leading integer, 0 when there is none */
+function cInt(v: string): number {
+  const m = /^\s*([+-]?\d+)/.exec(v);
+  return m ? Number(m[1]) : 0;
+}
+
+/**
+ * Commits `name` in `parentDir` from the listed blocks (seaf_repo_manager_commit_file_blocks):
+ * the name is checked (500), every block must be held by the library and their total fit
+ * the quota (443 either way), then the file is added (a clash without replace takes a free
+ * name, which the answer does not tell).
+ */
+async function commitBlocks(
+  ctx: Ctx,
+  user: User,
+  repo: RepoMeta,
+  fields: Map<string, string[]>,
+  parentDir: string,
+  name: string,
+  blockidsJson: string,
+  size: number,
+  replace: boolean,
+): Promise<string> {
+  let ids: unknown;
+  try {
+    ids = JSON.parse(blockidsJson);
+  } catch {
+    ids = []; // json_to_file_list gives no list: an empty file
+  }
+  const list = Array.isArray(ids) ? ids.map((x) => (typeof x === 'string' ? x : '')) : [];
+  if (!isValidName(name)) throw internal();
+  if (parentDir.includes('//')) throw internal();
+  const sizes: number[] = [];
+  for (const id of list) {
+    const s = await ctx.blocks.heldSize(repo.id, id);
+    if (s === null) throw outOfQuota();
+    sizes.push(s);
+  }
+  const total = sizes.reduce((a, b) => a + b, 0);
+  if (total > 0 && total > (await ctx.quotaLeft(repo))) throw outOfQuota();
+  const id = ctx.blocks.putRecord(list, sizes, size);
+  await putFiles(
+    ctx,
+    user,
+    repo.id,
+    '/' + splitPath(canonicalDir(parentDir)).join('/'),
+    [{ name, id, size, mtime: lastModify(ctx, fields) }],
+    { replace },
+  );
+  return id;
+}
+
+/** check_parent_dir: 400 "Parent dir doesn't exist." unless the folder is there */
+async function requireParent(ctx: Ctx, repo: RepoMeta, parentDir: string): Promise<void> {
+  let comps: string[];
+  try {
+    comps = splitPath(canonicalDir(parentDir));
+  } catch {
+    throw new BlkError(400, "Parent dir doesn't exist.\n");
+  }
+  const root = (await ctx.heads.get(repo.id)).root_id;
+  if ((await lookup(ctx.store, root, comps))?.type !== 'dir') throw new BlkError(400, "Parent dir doesn't exist.\n");
+}
+
+/** POST upload-blks-api?commitonly=true: parent_dir, file_name, file_size, blockids (JSON), replace, last_modify */
+export function commitUploadBlocks(ctx: Ctx, r: Req): Promise<void> {
+  return answering(r, async () => {
+    const { user, repo } = tokenFor(ctx, r, 'upload-blks-api');
+    const { fields, files } = await receive(ctx, r);
+    await discard(files); // a commit takes no file parts
+    const field = (k: string) => fields.get(k)?.[0];
+    let replace = 0;
+    if (field('replace') !== undefined) {
+      replace = cInt(field('replace')!);
+      if (replace !== 0 && replace !== 1) throw new BlkError(400, 'Invalid argument replace.\n');
+    }
+    const parentDir = field('parent_dir');
+    const name = field('file_name');
+    const sizeStr = field('file_size');
+    const size = sizeStr === undefined ? -1 : cInt(sizeStr);
+    if (parentDir === undefined || name === undefined || sizeStr === undefined || size < 0)
+      throw new BlkError(400, 'No parent dir or file name.\n');
+    // the message's spelling is the server's
+    if (!r.query.has('commitonly')) throw new BlkError(400, 'Only commit suppported.\n');
+    await requireParent(ctx, repo, parentDir);
+    const blockids = field('blockids');
+    if (blockids === undefined) throw new BlkError(400, 'No blockids.\n');
+    const id = await commitBlocks(ctx, user, repo, fields, parentDir, name, blockids, size, replace === 1);
+    return r.query.has('ret-json') ? `{"id": "${id}"}` : `"${id}"`;
+  });
+}
+
+/** POST update-blks-api?commitonly=true: target_file, file_size, blockids; answers the bare file id */
+export function commitUpdateBlocks(ctx: Ctx, r: Req): Promise<void> {
+  return answering(r, async () => {
+    const { user, repo } = tokenFor(ctx, r, 'update-blks-api');
+    const { fields, files } = await receive(ctx, r);
+    await discard(files);
+    const field = (k: string) => fields.get(k)?.[0];
+    const target = field('target_file');
+    const sizeStr = field('file_size');
+    const size = sizeStr === undefined ? -1 : cInt(sizeStr);
+    if (target === undefined || sizeStr === undefined || size < 0) throw new BlkError(400, 'No target file.\n');
+    if (!r.query.has('commitonly')) throw new BlkError(400, 'Only commit supported.\n');
+    // g_path_get_dirname / g_path_get_basename
+    const t = target.replace(/\/+$/, '') || '/';
+    const slash = t.lastIndexOf('/');
+    const parentDir = slash < 0 ? '.' : t.slice(0, slash) || '/';
+    const name = slash < 0 ? t : t.slice(slash + 1) || '/';
+    await requireParent(ctx, repo, parentDir);
+    const blockids = field('blockids');
+    if (blockids === undefined) throw new BlkError(400, 'No blockids.\n');
+    return commitBlocks(ctx, user, repo, fields, parentDir, name, blockids, size, true);
+  });
+}
+
+/** GET blks/<token>/<block id>: one block of the token's file, as stored */
+export async function downloadBlock(ctx: Ctx, r: Req): Promise<void> {
+  const text = (status: number, body: string) => {
+    r.res.writeHead(status, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
+    r.res.end(body);
+  };
+  const blockId = r.params[1] ?? '';
+  if (!blockId) return text(400, 'Invalid URL\n');
+  const t = ctx.downloads.get(r.params[0]);
+  if (!t || t.op !== 'downloadblks' || t.expires <= Date.now()) return text(403, 'Access token not found\n');
+  ctx.downloads.delete(r.params[0]); // one-time
+  let ids: string[];
+  if (t.fileId === ZERO_ID) ids = [];
+  else if ((await ctx.blocks.record(t.fileId)) || (await ctx.store.has(t.fileId)))
+    ids = (await ctx.blocks.blocksOf(t.repoId, t.fileId)).block_ids;
+  else return text(400, 'Invalid file id\n\n');
+  if (!BLOCK_ID.test(blockId) || !ids.includes(blockId)) {
+    r.res.writeHead(400, { 'Content-Length': '0' });
+    return void r.res.end();
+  }
+  const p = ctx.blocks.blockPath(blockId);
+  const size = statSync(p).size;
+  r.res.writeHead(200, {
+    'Access-Control-Allow-Origin': '*',
+    'Content-Disposition': `attachment;filename="${blockId}"`,
+    'Content-Length': String(size),
+    'Last-Modified': new Date().toUTCString(),
+    'Cache-Control': 'max-age=3600',
+  });
+  if (r.method === 'HEAD') return void r.res.end();
+  try {
+    await pipeline(createReadStream(p, { highWaterMark: 256 * 1024 }), r.res);
+  } catch {
+    r.res.destroy();
+  }
+}
