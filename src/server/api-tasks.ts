@@ -5,7 +5,7 @@
 // then the file server's /seafhttp/zip/<token>). Answers as seahub 10 and the
 // C server give them: a task id, then {done, total, canceled, failed,
 // successful}; a zip token, then {zipped, total}.
-import { promises as fsp } from 'node:fs';
+import { buffer } from 'node:stream/consumers';
 import type { Ctx, Req } from './context.js';
 import type { User } from './db.js';
 import { HttpError, sendFileServerError, sendJson, sendText } from './http.js';
@@ -118,7 +118,7 @@ async function addTree(ctx: Ctx, out: ZipItem[], prefix: string, e: DirEnt, budg
 async function zipEntries(ctx: Ctx, items: ZipItem[]): Promise<ZipEntry[]> {
   const out: ZipEntry[] = [];
   for (const it of items) {
-    const data = it.id && it.size > 0 ? await fsp.readFile(ctx.store.pathOf(it.id)) : Buffer.alloc(0);
+    const data = it.id && it.size > 0 ? await buffer(await ctx.blocks.open(it.id, 0, it.size - 1)) : Buffer.alloc(0);
     out.push({ name: it.name, data, mtime: it.mtime });
   }
   return out;
