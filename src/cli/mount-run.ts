@@ -16,6 +16,7 @@ import { Vfs } from '../vfs/vfs.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
 import { UnreachableError } from './mount-retry.js';
+import { pinControl } from './pin.js';
 import { fmtBytes, fmtDuration, type UploadQueueEntry } from './status-format.js';
 import { readLibraryPassword, type Secrets } from './mount-secrets.js';
 import { WrongLibraryPassword } from '../vfs/library-unlock.js';
@@ -307,6 +308,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         log(`${path} ${on ? 'locked' : 'unlocked'} on the server`);
         return 'ok';
       },
+      // `seafs pin PATH` / `seafs unpin PATH` (pin.ts)
+      pin: pinControl(vfs),
       // `seafs restore FILE --at TIME`: the path inside the mount and the time (ms), as JSON
       'file-restore': async (arg) => {
         const { path, at } = JSON.parse(arg) as { path: string; at: number };
