@@ -10,6 +10,8 @@ import type { RemoteFile } from '../read/types.js';
 import { unreachable } from '../connectivity.js';
 import { retryable, VfsError } from '../errors.js';
 
+const MARK_EVERY = 2 * 1024 * 1024;
+
 /** runs of chunks [a, b] the cache does not hold */
 function missingRuns(disk: BlockCache, version: string, chunks: number): [number, number][] {
   const runs: [number, number][] = [];
@@ -23,6 +25,8 @@ function missingRuns(disk: BlockCache, version: string, chunks: number): [number
 }
 
 export interface FetchControl {
+  /** the cache holds part of the file already (a download cut short before): `have` of `of` chunks */
+  onResume?(have: number, of: number): void;
   /** true once the fetch should stop (unpinned, a newer version, closing) */
   stopped(): boolean;
   /** bytes received, as they come */
@@ -47,6 +51,11 @@ export async function fetchWhole(
   if (f.size === 0) return true;
   const C = disk.chunkBytes;
   const chunks = Math.ceil(f.size / C);
+  const held = disk.held(version);
+  if (held.have > 0 && held.have < held.of) ctl.onResume?.(held.have, held.of);
+  // the markers of what came are written every MARK_EVERY bytes (the cache would wait a second): a kill
+  // or a crash then costs at most that much of a large file
+  let unmarked = 0;
   for (const [a, b] of missingRuns(disk, version, chunks)) {
     if (ctl.stopped()) return false;
     // the chunks are fetched from wherever the previous try stopped: each try must get further
@@ -66,7 +75,11 @@ export async function fetchWhole(
         try {
           for await (const piece of res.body) {
             if (!asm.push(piece as Buffer) || ctl.stopped()) break;
-            if (disk.behind()) await new Promise<void>((r) => disk.whenRoom(r));
+            unmarked += (piece as Buffer).length;
+            if (unmarked >= MARK_EVERY) {
+              unmarked = 0;
+              await disk.flush();
+            } else if (disk.behind()) await new Promise<void>((r) => disk.whenRoom(r));
           }
         } finally {
           res.body.destroy();

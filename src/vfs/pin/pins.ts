@@ -61,6 +61,8 @@ export interface PinStatus {
   failed: { path: string; error: string }[];
   /** files under pinned folders that the cache cannot hold */
   unfit: { files: number; bytes: number };
+  /** bytes downloaded for pins since the mount */
+  fetchedBytes: number;
   /** pinned bytes of every library of the account, and how many may be pinned */
   accountBytes: number;
   limitBytes: number;
@@ -239,6 +241,7 @@ export class Pins {
       waiting: 0,
       failed: [],
       unfit: { files: 0, bytes: 0 },
+      fetchedBytes: this.stats.fetchedBytes,
       accountBytes: this.keptBytes,
       limitBytes: this.limitBytes,
     };
@@ -419,6 +422,7 @@ export class Pins {
     try {
       const ok = await fetchWhole(this.d.disk!, this.links, remote, {
         stopped: () => this.closed || !current(),
+        onResume: (have, of) => this.d.log(`pinned ${path}: resuming its download (${have} of ${of} chunks here)`),
         onBytes: (n) => {
           a.bytes += n;
           this.stats.fetchedBytes += n;
