@@ -764,7 +764,8 @@ export class Vfs {
   async rename(src: string, dst: string): Promise<void> {
     if (await this.hiddenDirs.rename(src, dst)) return;
     if (this.wb.folders.size > 0) await this.foldersReady(src, dst);
-    return this.renamer.rename(src, dst);
+    await this.renamer.rename(src, dst);
+    if (this.pins.any) await this.pins.moved(src, dst);
   }
 
   /** A rename from or into a folder made here waits until the server holds it (then it moves as any other). */

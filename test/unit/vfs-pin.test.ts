@@ -103,6 +103,27 @@ describe('pinned files', () => {
     expect((await vfs.readdir('/docs')).sort()).toEqual(['new', 'plan.txt']);
   });
 
+  it('a pinned folder renamed through the mount stays pinned, with nothing fetched again', async () => {
+    const { api, repo, vfs } = await setup();
+    put(api, repo, '/a/one.bin', randomBytes(300 * KiB));
+    put(api, repo, '/loose.txt', 'moved in later');
+    await pin(vfs, '/a');
+    await vfs.pins.idle();
+    await vfs.rename('/a', '/b');
+    expect(await get(vfs, '/b/one.bin', 'user.seafile.pinned')).toBe('1');
+    expect(vfs.pins.status()).toMatchObject({ roots: ['/b'], files: 1, doneFiles: 1 });
+    const served = api.bytesServed;
+    await vfs.pins.refresh();
+    await vfs.pins.idle();
+    expect(api.bytesServed).toBe(served);
+    expect(vfs.pins.status()).toMatchObject({ roots: ['/b'], files: 1, doneFiles: 1 });
+    // a file moved into it is taken in
+    await vfs.rename('/loose.txt', '/b/loose.txt');
+    await vfs.pins.refresh();
+    await vfs.pins.idle();
+    expect(vfs.pins.status()).toMatchObject({ roots: ['/b'], files: 2, doneFiles: 2 });
+  });
+
   it('the cache never evicts pinned files, and seafs cache clear keeps them', async () => {
     const { api, repo, vfs } = await setup({ diskCacheBytes: 2 * 1024 * KiB });
     const kept = randomBytes(600 * KiB);

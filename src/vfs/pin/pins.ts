@@ -384,6 +384,55 @@ export class Pins {
     return n;
   }
 
+  /** something is pinned here */
+  get any(): boolean {
+    return this.libs.size > 0;
+  }
+
+  /**
+   * A rename through the mount: pinned paths at or below `src` move with it
+   * (to another library too), and a file or folder moved into a pinned
+   * folder is taken in at the next refresh, which runs soon.
+   */
+  async moved(src: string, dst: string): Promise<void> {
+    try {
+      const a = await this.d.resolve(src);
+      const b = await this.d.resolve(dst);
+      if (a.repo === null || b.repo === null) return;
+      const wasIn = this.rootOf(a.repo, a.path) !== null;
+      const from = this.libs.get(a.repo);
+      const moved = from ? [...from.roots.keys()].filter((r) => isWithin(r, a.path)) : [];
+      const rebase = (p: string) =>
+        p === a.path ? b.path : b.path === '/' ? p.slice(a.path.length) : b.path + p.slice(a.path.length);
+      if (from && moved.length) {
+        let to = this.libs.get(b.repo);
+        if (!to) this.libs.set(b.repo, (to = { repo: b.repo, roots: new Map(), files: new Map() }));
+        for (const r of moved) {
+          const root = from.roots.get(r)!;
+          from.roots.delete(r);
+          // its folder id is the same (the content did not change); a file's parent's is not
+          to.roots.set(rebase(r), { oid: from.files.has(r) ? null : root.oid });
+        }
+        for (const [fp, f] of [...from.files]) {
+          if (!isWithin(fp, a.path)) continue;
+          from.files.delete(fp);
+          to.files.set(rebase(fp), f);
+          const k = key(a.repo, fp);
+          const done = this.done.get(k);
+          this.forgetFile(a.repo, fp);
+          if (done) this.done.set(key(b.repo, rebase(fp)), done);
+        }
+        if (from.roots.size === 0) this.libs.delete(a.repo);
+        await this.store.save(from);
+        if (to !== from) await this.store.save(to);
+        this.d.log(`pinned ${src} moved to ${dst}; still pinned`);
+      }
+      if (wasIn || this.rootOf(b.repo, b.path) !== null) this.schedule(1000);
+    } catch (e) {
+      this.d.log(`pins: could not follow the move of ${src} to ${dst} (${msgOf(e)}); the next check sorts it out`);
+    }
+  }
+
   private forgetFile(repo: string, path: string): void {
     const k = key(repo, path);
     this.done.delete(k);
