@@ -361,6 +361,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       // writes that were still in flight when the mount detached
       const failed = await vfs.drain((list) => say(`waiting for ${describe(list)}`));
       // the disk cache's last writes and their markers, before `seafs unmount` returns and a next mount reads them
+      // (pinned files stop coming first: the next mount goes on with them)
+      vfs.pins.close();
       await vfs.reader.closeDisk();
       let code = 0;
       if (failed.length) {

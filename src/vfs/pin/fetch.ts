@@ -56,7 +56,9 @@ export async function fetchWhole(
   // the markers of what came are written every MARK_EVERY bytes (the cache would wait a second): a kill
   // or a crash then costs at most that much of a large file
   let unmarked = 0;
-  for (const [a, b] of missingRuns(disk, version, chunks)) {
+  const runs = missingRuns(disk, version, chunks);
+  if (runs.length === 0) return true;
+  for (const [a, b] of runs) {
     if (ctl.stopped()) return false;
     // the chunks are fetched from wherever the previous try stopped: each try must get further
     let cur = a;
