@@ -41,7 +41,7 @@ export interface PinDeps {
   maxBytes: number;
   /** how often pinned folders are asked for changes (default 30 s) */
   refreshMs?: number;
-  /** files fetched at once (default 2) */
+  /** files fetched at once (default 3, as the reader fills a file with three ranges at a time) */
   concurrency?: number;
   durable?: boolean;
 }
@@ -450,7 +450,7 @@ export class Pins {
   }
 
   private pump(): void {
-    const max = this.d.concurrency ?? 2;
+    const max = this.d.concurrency ?? 3;
     while (!this.closed && this.active.size < max && this.queue.length) {
       const t = this.queue.shift()!;
       const k = key(t.repo, t.path);
