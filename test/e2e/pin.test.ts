@@ -2,8 +2,9 @@
 // brings every file of it into the disk cache in the background, and with
 // the server gone each of them reads back as the API had it; pinning more
 // than the cache may hold is refused (a line from `seafs pin`, ENOSPC from
-// setfattr); a mount killed (kill -9) while it downloads pins goes on after a
-// remount from where it stopped, and loses nothing.
+// setfattr); a mount killed (kill -9) in the middle of pinned downloads (the
+// server stopped mid-answer) goes on after a remount from where each file
+// stopped, and loses nothing.
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -107,39 +108,44 @@ describe('seafs pin', () => {
     expect((await m.unmount()).code).toBe(0);
   });
 
-  it('a mount killed (kill -9) while it downloads pins goes on after a remount and loses nothing', async () => {
+  it('a mount killed (kill -9) in the middle of pinned downloads goes on after a remount and loses nothing', async () => {
     const repo = ctx.repos.Pins;
     const files: Record<string, Buffer> = {};
-    for (let i = 0; i < 4; i++) files[`part${i}.bin`] = randomBytes(5 * MiB + i);
+    for (let i = 0; i < 3; i++) files[`part${i}.bin`] = randomBytes(12 * MiB + i);
     await seed('/kill', files);
     const total = Object.values(files).reduce((a, b) => a + b.length, 0);
     const proxy = await startFaultProxy({ target: ctx.server.url, seed: 3 });
     proxy.setMode('clean');
     const via = { ...ctx.server, url: proxy.url };
     const cacheDir = path.join(scratchDir(), 'cache-pin-kill');
+    let stopped = false;
     try {
       const m1 = await mountLibrary(via, { library: 'Pins', cacheDir });
-      // setfattr, as a script would; then the downloads are held once some of it came, and the mount dies
+      // setfattr, as a script would; once 12 MiB came (three files under way, 4 MiB each or so) the server
+      // stops mid-answer (SIGSTOP), what reached the mount is written, and the mount dies
       await sh(`setfattr -n user.seafile.pinned -v 1 ${q(path.join(m1.mnt, 'kill'))}`);
-      for (let t = 0; proxy.counts.downloadBytes < 8 * MiB && t < 1000; t++) await sleep(10);
-      proxy.setMode('freeze');
+      for (let t = 0; proxy.counts.downloadBytes < 12 * MiB && t < 1000; t++) await sleep(5);
+      process.kill(ctx.server.pid, 'SIGSTOP');
+      stopped = true;
       const first = proxy.counts.downloadBytes;
-      expect(first).toBeGreaterThanOrEqual(8 * MiB);
+      expect(first).toBeGreaterThanOrEqual(12 * MiB);
       expect(first).toBeLessThan(total);
-      // the proxy holds new requests only: the files in flight finish (and are marked), the others wait
       await sleep(1500);
       await m1.kill9();
       await run('fusermount', ['-uz', m1.mnt], { allowFail: true });
+      process.kill(ctx.server.pid, 'SIGCONT');
+      stopped = false;
 
-      proxy.setMode('clean');
       const m2 = await mountLibrary(via, { library: 'Pins', cacheDir });
       expect(await xattr(path.join(m2.mnt, 'kill'), 'user.seafile.pinned')).toBe('1');
-      await waitPinned(m2, 4);
+      await waitPinned(m2, 3);
       const again = (await pinState(m2)).fetchedBytes;
-      // what the first mount had is not fetched again: 8 MiB or more came, so two files or more were
-      // under way and finished (a file cut short midway goes on from its last 2 MiB: the unit tests)
-      expect(again, m2.output()).toBeLessThanOrEqual(total - 8 * MiB);
-      console.log(`pin kill -9: the first mount fetched ${first} of ${total} bytes, the remount ${again}`);
+      // each file goes on from what the first mount had marked (every 2 MiB of a file)
+      expect(m2.output()).toMatch(/pinned \/kill\/part\d\.bin: resuming its download \(\d+ of 9\d chunks here\)/);
+      expect(again, m2.output()).toBeLessThanOrEqual(total - 4 * MiB);
+      console.log(
+        `pin kill -9: the first mount had ${first} of ${total} bytes through the proxy, the remount fetched ${again}`,
+      );
       await proxy.close().catch(() => {});
       await sh('sync; echo 3 > /proc/sys/vm/drop_caches');
       for (const [name, data] of Object.entries(files)) {
@@ -150,6 +156,7 @@ describe('seafs pin', () => {
       }
       expect((await m2.unmount()).code).toBe(0);
     } finally {
+      if (stopped) process.kill(ctx.server.pid, 'SIGCONT');
       await proxy.close().catch(() => {});
     }
   });
