@@ -181,6 +181,8 @@ describe('pinned files', () => {
     const { api, repo, cacheDir } = first;
     const data = randomBytes(1024 * KiB);
     put(api, repo, '/p/big.bin', data);
+    put(api, repo, '/loose.bin', randomBytes(200 * KiB));
+    await readWhole(first.vfs, '/loose.bin');
     // the connection breaks after 3 of its 8 chunks, as when the mount is killed
     const real = api.download.bind(api);
     api.download = async (url: string, range?: { start: number; end?: number }): Promise<RangeDownload> => {
@@ -223,6 +225,8 @@ describe('pinned files', () => {
     // only what the first mount did not get
     expect(api.bytesServed - served).toBeLessThanOrEqual(data.length - 384 * KiB);
     expect(log).toContain('pinned: 1 file(s) in 1 library; checking them');
+    // a file the first mount read, left on disk: told apart without being opened for use
+    expect(await get(m.vfs, '/loose.bin', 'user.seafile.status')).toBe('synced, cached');
     api.down = true;
     expect(same(await readWhole(m.vfs, '/p/big.bin'), data)).toBe(true);
     expect((await readdir(join(cacheDir, 'pins'))).filter((n) => n.includes('.tmp'))).toEqual([]);

@@ -160,7 +160,9 @@ export class Pins {
       let n = 0;
       for (const p of this.libs.values()) n += p.files.size;
       this.d.log(
-        `pinned: ${n} file(s) in ${this.libs.size} librar${this.libs.size === 1 ? 'y' : 'ies'}; checking them`,
+        this.d.disk
+          ? `pinned: ${n} file(s) in ${this.libs.size} librar${this.libs.size === 1 ? 'y' : 'ies'}; checking them`
+          : `pinned: ${n} file(s) kept for a mount with a disk cache; this one has none (--cache-max-size 0)`,
       );
     }
     this.schedule(this.libs.size ? 0 : undefined);
@@ -202,13 +204,13 @@ export class Pins {
   async fileAvailability(repo: string, path: string, e: DirEntry | null): Promise<string> {
     const pinned = this.rootOf(repo, path) !== null;
     const disk = this.d.disk;
+    if (!disk) return pinned ? 'pinned, not kept (no disk cache: --cache-max-size 0)' : '';
     if (!e || e.type !== 'file') return pinned ? 'pinned' : '';
     const size = e.size ?? 0;
     if (pinned && this.done.get(key(repo, path)) === e.id) return 'pinned';
-    if (!disk || size === 0 || !e.id || e.id === ZERO_ID) return pinned ? 'pinned' : size === 0 ? 'cached' : '';
+    if (!disk || size === 0 || !e.id || e.id === ZERO_ID) return pinned ? 'pinned' : '';
     if (!disk.known(e.id)) return pinned ? 'pinned, downloading 0%' : '';
-    await disk.open(e.id, size);
-    const { have, of } = disk.held(e.id);
+    const { have, of } = await disk.peek(e.id, size);
     if (pinned) return have >= of ? 'pinned' : `pinned, downloading ${Math.min(99, Math.floor((have * 100) / of))}%`;
     return have >= of ? 'cached' : have > 0 ? 'partly cached' : '';
   }
@@ -443,7 +445,8 @@ export class Pins {
 
   private enqueue(repo: string, path: string): void {
     const k = key(repo, path);
-    if (this.closed || this.queued.has(k)) return;
+    // no disk cache (--cache-max-size 0): the pins are kept for a later mount with one, nothing is fetched
+    if (this.closed || this.queued.has(k) || !this.d.disk) return;
     this.queued.add(k);
     this.queue.push({ repo, path });
     this.pump();
@@ -516,7 +519,7 @@ export class Pins {
   }
 
   private schedule(ms = this.d.refreshMs ?? 30_000): void {
-    if (this.closed) return;
+    if (this.closed || !this.d.disk) return;
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;

@@ -390,6 +390,29 @@ export class BlockCache {
     return this.entries.has(version) || this.onDisk.has(cacheName(version));
   }
 
+  /**
+   * held() for any version, without opening it for use: a file only on disk
+   * has its markers read and is closed again, its place in the LRU untouched
+   * (getfattr over a tree must not make every file look recently used).
+   */
+  async peek(version: string, size: number): Promise<{ have: number; of: number }> {
+    const of = Math.max(1, Math.ceil(size / this.chunk));
+    if (this.entries.has(version)) return this.held(version);
+    const name = cacheName(version);
+    if (!this.onDisk.has(name) || size <= 0) return { have: 0, of };
+    const fh = await open(join(this.dir, name), 'r').catch(() => null);
+    if (!fh) return { have: 0, of };
+    const e = { version, size, present: new Uint8Array(of), stale: [] as number[], bytes: 0, boot: '' } as unknown;
+    try {
+      if (!(await this.readMarkers(fh, e as Entry).catch(() => false))) return { have: 0, of };
+      let have = 0;
+      for (const m of (e as Entry).present!) if (m === 1) have++;
+      return { have, of };
+    } finally {
+      await fh.close().catch(() => {});
+    }
+  }
+
   has(version: string, idx: number): boolean {
     return this.entries.get(version)?.present?.[idx] === 1;
   }
