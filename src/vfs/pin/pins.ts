@@ -523,7 +523,9 @@ export class Pins {
     if (this.timer) clearTimeout(this.timer);
     this.timer = setTimeout(() => {
       this.timer = null;
-      void this.refresh().finally(() => this.schedule());
+      void this.refresh()
+        .catch((e: unknown) => this.d.log(`pins: the check for changes failed (${msgOf(e)}); tried again later`))
+        .finally(() => this.schedule());
     }, ms);
     this.timer.unref();
   }
