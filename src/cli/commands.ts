@@ -11,6 +11,7 @@ import { lockFileCommand, unlockFileCommand } from './file-lock.js';
 import { restoreCommand } from './file-restore.js';
 import { seafsVersion, wantsVersion } from './version.js';
 import { accountsCommand, loginCommand, logoutCommand } from './accounts.js';
+import { pinCommand, unpinCommand } from './pin.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();
@@ -32,13 +33,15 @@ await yargs(hideBin(process.argv))
   .command(lockFileCommand)
   .command(unlockFileCommand)
   .command(restoreCommand)
+  .command(pinCommand)
+  .command(unpinCommand)
   .command(demoCommand)
   .command(serveCommand)
   .command(accountsCommand)
   .command(logoutCommand)
   .demandCommand(
     1,
-    'Name a command: login, mount, unmount, status, cache, unlock, lock, unlock-file, restore, demo, serve, accounts or logout.',
+    'Name a command: login, mount, unmount, status, cache, unlock, lock, unlock-file, restore, pin, unpin, demo, serve, accounts or logout.',
   )
   .strict()
   .help()

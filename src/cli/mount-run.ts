@@ -16,6 +16,7 @@ import { Vfs } from '../vfs/vfs.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
 import { UnreachableError } from './mount-retry.js';
+import { pinControl } from './pin.js';
 import { fmtBytes, fmtDuration, type UploadQueueEntry } from './status-format.js';
 import { readLibraryPassword, type Secrets } from './mount-secrets.js';
 import { WrongLibraryPassword } from '../vfs/library-unlock.js';
@@ -361,6 +362,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         log(`${path} ${on ? 'locked' : 'unlocked'} on the server`);
         return 'ok';
       },
+      // `seafs pin PATH` / `seafs unpin PATH` (pin.ts)
+      pin: pinControl(vfs),
       // `seafs restore FILE --at TIME`: the path inside the mount and the time (ms), as JSON
       'file-restore': async (arg) => {
         const { path, at } = JSON.parse(arg) as { path: string; at: number };
@@ -424,6 +427,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       // writes that were still in flight when the mount detached
       const failed = (await bounded(vfs.drain(progress))) ?? [];
       // the disk cache's last writes and their markers, before `seafs unmount` returns and a next mount reads them
+      // (pinned files stop coming first: the next mount goes on with them)
+      vfs.pins.close();
       await bounded(vfs.reader.closeDisk());
       b.close();
       let code = 0;

@@ -1,6 +1,7 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
 // answer (see mount-run.ts) and, when measured, the upload rate.
 import type { MtimeStatus } from '../vfs/local-mtimes.js';
+import type { PinStatus } from '../vfs/pin/pins.js';
 
 export interface UploadQueueEntry {
   path: string;
@@ -47,6 +48,26 @@ export interface MountStatus {
   metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
   /** where modification times set through the mount are kept (src/vfs/local-mtimes.ts) */
   mtimes?: MtimeStatus;
+  /** files kept on this machine (src/vfs/pin/) */
+  pins?: PinStatus;
+}
+
+/** The lines on pinned files: what is pinned, how much of it is here, what waits or failed or does not fit. */
+export function pinLines(p: PinStatus): string[] {
+  if (p.roots.length === 0) return [];
+  const names = p.roots.slice(0, 5).join(', ') + (p.roots.length > 5 ? `, ... (${p.roots.length})` : '');
+  const left = p.files - p.doneFiles;
+  const state = left
+    ? `${bar(p.doneBytes + p.partialBytes, p.bytes)} downloaded (${p.doneFiles} of ${p.files} files)`
+    : 'all on this machine';
+  const lines = [`  pinned: ${names}: ${p.files} file(s), ${fmtBytes(p.bytes)}; ${state}`];
+  if (p.waiting) lines.push(`    ${p.waiting} file(s) wait for the server`);
+  for (const f of p.failed.slice(0, 5)) lines.push(`    failed: ${f.path} (${f.error}; tried again)`);
+  if (p.unfit.files)
+    lines.push(
+      `    ${p.unfit.files} file(s) (${fmtBytes(p.unfit.bytes)}) under pinned folders do not fit: pinned files may take ${fmtBytes(p.limitBytes)} of the cache (--cache-max-size)`,
+    );
+  return lines;
 }
 
 /** The status line on modification times: kept by the server, or by this machine for a server that ignores them. */
@@ -188,6 +209,7 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
       `  folder listings: ${m.folders} folder(s), ${m.entries} entries of at most ${m.maxEntries} (about ${fmtBytes(m.bytes)})`,
     );
   }
+  if (st.pins) lines.push(...pinLines(st.pins));
   if (st.mtimes) lines.push(`  ${mtimesLine(st.mtimes)}`);
   if (st.rssBytes !== undefined) lines.push(`  memory: ${fmtBytes(st.rssBytes)} resident`);
   return lines.join('\n');

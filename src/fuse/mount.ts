@@ -48,6 +48,8 @@ const TIMEOUTS = {
   rename: 30 * 60_000,
   unlink: 30 * 60_000,
   rmdir: 120_000,
+  // pinning a folder lists its whole tree before it answers
+  setxattr: 10 * 60_000,
 };
 
 /** characters that would break the comma-separated -o string */

@@ -447,6 +447,30 @@ export class MetaCache {
     this.lru.get(k)?.entries.delete(name);
   }
 
+  /** the count of local changes so far: what seed() is given of a listing fetched elsewhere */
+  get changeSeq(): number {
+    return this.seq;
+  }
+
+  /**
+   * A folder's listing taken by someone else (a pin's recursive listing),
+   * kept when the cache holds none or an older one (another folder id), and
+   * nothing changed in it here since `sinceSeq`: a pinned tree is then known
+   * without a request per folder, and up to date offline.
+   */
+  seed(repo: string, dir: string, oid: string | null, entries: DirEntry[], sinceSeq: number): void {
+    const k = key(repo, dir);
+    const held = this.lru.peek(k);
+    if (held && (!held.oid || held.oid === oid)) return;
+    if (this.inflight.has(k) || this.local?.pendingAt(repo, dir)) return;
+    if ((this.changed.get(k)?.seq ?? 0) > sinceSeq) return;
+    const map = new Map<string, DirEntry>();
+    for (const e of entries) map.set(e.name, slimEntry(e));
+    const now = Date.now();
+    this.adjust?.(repo, dir, map, now);
+    this.lru.set(k, { oid, entries: map, fetchedAt: now, seq: sinceSeq });
+  }
+
   /** A folder just created here: known empty without asking. */
   setEmpty(repo: string, dir: string): void {
     const k = key(repo, dir);

@@ -23,6 +23,7 @@ import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf, serverMayRefuseName } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader.js';
+import { Pins } from './pin/pins.js';
 import { Quota } from './quota.js';
 import { Renamer } from './rename.js';
 import { Journal } from './write/journal.js';
@@ -65,6 +66,8 @@ export interface VfsOptions {
   log?: (msg: string) => void;
   /** the server's address (user.seafile.url) */
   serverUrl?: string;
+  /** how often pinned folders are asked for changes (default 30 s; src/vfs/pin/) */
+  pinRefreshMs?: number;
 }
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
@@ -106,6 +109,8 @@ export class Vfs {
   readonly times: LocalMtimes;
   /** the listings seen, kept on disk for a mount started offline (listing-store.ts) */
   readonly listings: ListingStore;
+  /** files kept on this machine (seafs pin, user.seafile.pinned): src/vfs/pin/ */
+  readonly pins: Pins;
 
   private constructor(
     rawApi: SeafileApi,
@@ -149,6 +154,18 @@ export class Vfs {
       this.log(`${f.path} changed on the server; refreshing its folder`);
       this.meta.invalidate(f.repo, parentOf(f.path));
     });
+    this.pins = new Pins({
+      api,
+      disk: this.disk,
+      cacheDir: opts.cacheDir,
+      log: this.log,
+      meta: this.meta,
+      maxBytes: diskBytes,
+      resolve: (p) => this.resolve(p),
+      lookup: (r, p) => this.lookup(r, p),
+      refreshMs: opts.pinRefreshMs,
+      durable: opts.durableJournal,
+    });
     const journal = new Journal(join(opts.cacheDir, 'journal'), opts.durableJournal ?? true);
     this.wb = new WriteBack(
       api,
@@ -159,6 +176,7 @@ export class Vfs {
         onUploaded: (s, res, repo, path) => {
           this.hiddenDirs.changed(repo);
           if (s.deleted) return;
+          this.pins.touched(repo, path);
           this.times.uploaded(repo, path, res.id, res.setTime ?? null);
           this.meta.upsert(repo, parentOf(path), {
             type: 'file',
@@ -196,9 +214,13 @@ export class Vfs {
       setLock: (p, on) => this.setLock(p, on),
       locksSupported: () => locksSupported(api),
       serverUrl: opts.serverUrl,
+      pins: this.pins,
     });
     // back online: what waited for the server goes now
-    this.net.onBack = () => this.wb.retryNow();
+    this.net.onBack = () => {
+      this.wb.retryNow();
+      this.pins.retryNow();
+    };
     this.renamer = new Renamer({
       api,
       meta: this.meta,
@@ -232,6 +254,7 @@ export class Vfs {
     await v.wb.init();
     await v.disk?.init();
     await v.times.init(v.api);
+    await v.pins.init((repo) => !lib || repo === lib.id, !lib);
     const recovered = await v.wb.recover((repo) => (lib ? repo === lib.id : true));
     if (recovered) v.log(`recovered ${recovered} file(s) left by an earlier mount; uploading them`);
     return v;
@@ -748,7 +771,8 @@ export class Vfs {
   async rename(src: string, dst: string): Promise<void> {
     if (await this.hiddenDirs.rename(src, dst)) return;
     if (this.wb.folders.size > 0) await this.foldersReady(src, dst);
-    return this.renamer.rename(src, dst);
+    await this.renamer.rename(src, dst);
+    if (this.pins.any) await this.pins.moved(src, dst);
   }
 
   /** A rename from or into a folder made here waits until the server holds it (then it moves as any other). */
@@ -804,6 +828,7 @@ export class Vfs {
       offline: this.net.state(),
       outages: this.net.outages,
       mtimes: this.times.status(),
+      pins: this.pins.status(),
     };
   }
 
@@ -836,6 +861,7 @@ export class Vfs {
   }
 
   close(): void {
+    this.pins.close();
     this.net.close();
     this.listings.close();
     this.wb.close();

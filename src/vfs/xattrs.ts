@@ -27,7 +27,17 @@ export const XATTR = {
   lock: 'user.seafile.lock',
   shareLink: 'user.seafile.share_link',
   url: 'user.seafile.url',
+  pinned: 'user.seafile.pinned',
 } as const;
+
+/** what the pins (src/vfs/pin/) answer for the attributes */
+export interface PinAttrs {
+  pin(p: string): Promise<unknown>;
+  unpin(p: string): Promise<unknown>;
+  rootOf(repo: string, path: string): string | null;
+  fileAvailability(repo: string, path: string, e: DirEntry | null): Promise<string>;
+  folderAvailability(repo: string, path: string): string;
+}
 
 /** what the attributes are computed from (the vfs passes its own) */
 export interface XattrSources {
@@ -51,6 +61,7 @@ export interface XattrSources {
   locksSupported(): Promise<boolean>;
   /** the server's address, for user.seafile.url (absent: not offered) */
   serverUrl?: string;
+  pins?: PinAttrs;
 }
 
 /** a conflict copy as Seafile's clients name it: `name (SFConflict ... 2026-11-23-10-15-00).ext` */
@@ -118,18 +129,33 @@ export class Xattrs {
     return value;
   }
 
-  /** setxattr: only user.seafile.lock (1 locks, 0 unlocks); anything else ENOTSUP */
+  /** setxattr: user.seafile.lock (1 locks, 0 unlocks) and user.seafile.pinned (1 pins, 0 unpins); else ENOTSUP */
   async set(p: string, name: string, value: Buffer): Promise<void> {
-    if (name !== XATTR.lock) throw new VfsError('ENOTSUP', `${name} cannot be set`);
+    if (name !== XATTR.lock && (name !== XATTR.pinned || !this.src.pins))
+      throw new VfsError('ENOTSUP', `${name} cannot be set`);
     const v = value.toString().trim();
-    if (v !== '1' && v !== '0') throw new VfsError('EINVAL', `${name} takes 1 (lock) or 0 (unlock), not "${v}"`);
-    await this.changeLock(p, v === '1');
+    const what = name === XATTR.lock ? '1 (lock) or 0 (unlock)' : '1 (pin) or 0 (unpin)';
+    if (v !== '1' && v !== '0') throw new VfsError('EINVAL', `${name} takes ${what}, not "${v}"`);
+    if (name === XATTR.lock) await this.changeLock(p, v === '1');
+    else await this.changePin(p, v === '1');
   }
 
-  /** removexattr: removing user.seafile.lock unlocks; anything else ENOTSUP */
+  /** removexattr: removing user.seafile.lock unlocks, user.seafile.pinned unpins; anything else ENOTSUP */
   async remove(p: string, name: string): Promise<void> {
+    if (name === XATTR.pinned && this.src.pins) return this.changePin(p, false);
     if (name !== XATTR.lock) throw new VfsError('ENOTSUP', `${name} cannot be removed`);
     await this.changeLock(p, false);
+  }
+
+  /**
+   * Not listed (as the lock is not): cp -a or rsync -X from one place of the
+   * mount to another would otherwise pin every copy.
+   */
+  private async changePin(p: string, on: boolean): Promise<void> {
+    if (on) await this.src.pins!.pin(p);
+    else await this.src.pins!.unpin(p);
+    // the pinned state and status of everything below changed: no answer held for a second
+    this.steady.clear();
   }
 
   private async changeLock(p: string, on: boolean): Promise<void> {
@@ -163,7 +189,7 @@ export class Xattrs {
         return m;
       }
       case XATTR.status:
-        return t.isDir ? this.folderStatus(t) : this.fileStatus(t);
+        return this.withAvailability(t, t.isDir ? this.folderStatus(t) : await this.fileStatus(t));
       case XATTR.lockedBy:
         if (t.isDir) throw none();
         await this.requireLocks();
@@ -177,6 +203,9 @@ export class Xattrs {
       case XATTR.url:
         if (!this.src.serverUrl) throw none();
         return this.urlOf(t);
+      case XATTR.pinned:
+        if (!this.src.pins) throw none();
+        return this.src.pins.rootOf(t.repo, t.path) !== null ? '1' : '0';
       default:
         throw none();
     }
@@ -235,6 +264,20 @@ export class Xattrs {
       this.conflicts.delete(key(t.repo, t.path));
     }
     return 'synced';
+  }
+
+  /**
+   * What of it is on this machine, after the sync state: "synced, pinned",
+   * "synced, cached", "2 pending, pinned"...; nothing added for a file none
+   * of which is here (cloud-only), nor for one with local data (pending).
+   */
+  private async withAvailability(t: Target, status: string): Promise<string> {
+    const pins = this.src.pins;
+    if (!pins || status === 'pending' || status.startsWith('uploading') || status.startsWith('error')) return status;
+    const more = t.isDir
+      ? pins.folderAvailability(t.repo, t.path)
+      : await pins.fileAvailability(t.repo, t.path, t.entry);
+    return more ? `${status}, ${more}` : status;
   }
 
   private folderStatus(t: Target): string {

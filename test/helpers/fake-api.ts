@@ -472,11 +472,31 @@ export class FakeApi implements SeafileApi {
   /** delay of every folder listing, to model a distant server */
   listDelayMs = 0;
 
-  async listDir(repoId: string, path: string, opts?: { oid?: string }): Promise<DirListing> {
+  async listDir(
+    repoId: string,
+    path: string,
+    opts?: { oid?: string; type?: 'f' | 'd'; recursive?: boolean },
+  ): Promise<DirListing> {
     this.hit('listDir');
     if (this.listDelayMs) await new Promise((r) => setTimeout(r, this.listDelayMs));
     const d = this.dirAt(repoId, path);
     if (opts?.oid && opts.oid === d.oid) return { uptodate: true, oid: d.oid };
+    if (opts?.recursive) {
+      // the whole subtree, flat, each entry naming its folder (as the client normalises parent_dir)
+      const entries: DirEntry[] = [];
+      const walk = (dir: string) => {
+        for (const e of this.entriesOf(this.dirAt(repoId, dir))) {
+          if (!opts.type || (opts.type === 'f') === (e.type === 'file')) entries.push({ ...e, parent_dir: dir });
+          if (e.type === 'dir') walk(dir === '/' ? `/${e.name}` : `${dir}/${e.name}`);
+        }
+      };
+      walk(path);
+      return { uptodate: false, oid: d.oid, entries };
+    }
+    return { uptodate: false, oid: d.oid, entries: this.entriesOf(d) };
+  }
+
+  private entriesOf(d: FDir): DirEntry[] {
     const entries: DirEntry[] = [];
     for (const [name, n] of d.children) {
       if (n.type === 'dir') entries.push({ type: 'dir', name, id: n.children.size ? n.oid : ZERO, mtime: n.mtime });
@@ -489,7 +509,7 @@ export class FakeApi implements SeafileApi {
         entries.push({ type: 'file', name, id: n.id, mtime: n.mtime, size, ...lock, ...modifier });
       }
     }
-    return { uptodate: false, oid: d.oid, entries };
+    return entries;
   }
 
   async mkdir(repoId: string, path: string, opts?: { createParents?: boolean }): Promise<void> {

@@ -174,3 +174,47 @@ describe('seafs status text', () => {
     expect(line({ mode: 'unknown', basis: 'none', files: 0, dir })).toMatch(/^ {2}modification times: not known yet/);
   });
 });
+
+describe('seafs status text: pinned files', () => {
+  const pins = {
+    roots: ['/Trip', '/Docs/plan.txt'],
+    files: 10,
+    bytes: 100 * MiB,
+    doneFiles: 4,
+    doneBytes: 40 * MiB,
+    partialBytes: 10 * MiB,
+    waiting: 3,
+    failed: [{ path: '/Trip/x.bin', error: 'HTTP 500' }],
+    unfit: { files: 2, bytes: 30 * MiB },
+    fetchedBytes: 50 * MiB,
+    accountBytes: 100 * MiB,
+    limitBytes: 3686 * MiB,
+  };
+
+  it('shows what is pinned, how much of it is here, and what waits, failed or does not fit', () => {
+    const lines = formatStatus(status({ pins })).split('\n');
+    expect(lines).toContain(
+      '  pinned: /Trip, /Docs/plan.txt: 10 file(s), 100.0 MiB; [##########----------]  50% downloaded (4 of 10 files)',
+    );
+    expect(lines).toContain('    3 file(s) wait for the server');
+    expect(lines).toContain('    failed: /Trip/x.bin (HTTP 500; tried again)');
+    expect(lines).toContain(
+      '    2 file(s) (30.0 MiB) under pinned folders do not fit: pinned files may take 3.60 GiB of the cache (--cache-max-size)',
+    );
+  });
+
+  it('says when all of it is here, and nothing when nothing is pinned', () => {
+    const done = {
+      ...pins,
+      doneFiles: 10,
+      doneBytes: 100 * MiB,
+      waiting: 0,
+      failed: [],
+      unfit: { files: 0, bytes: 0 },
+    };
+    expect(formatStatus(status({ pins: done })).split('\n')).toContain(
+      '  pinned: /Trip, /Docs/plan.txt: 10 file(s), 100.0 MiB; all on this machine',
+    );
+    expect(formatStatus(status({ pins: { ...done, roots: [], files: 0 } }))).not.toContain('pinned');
+  });
+});

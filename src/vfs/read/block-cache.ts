@@ -56,6 +56,17 @@ const TOUCH_MS = 60_000;
 const ID = /^[0-9a-f]{40}$/;
 const ZERO_ID = '0'.repeat(40);
 
+/** the name of a version's file in the cache dir */
+export function cacheName(version: string): string {
+  return createHash('sha256').update(version).digest('hex');
+}
+
+/** bytes a whole version of `size` takes on disk: the header and markers, then the data, in 4 KiB pages */
+export function wholeBytes(size: number, chunk: number): number {
+  if (size <= 0) return 0;
+  return Math.ceil((HEADER + Math.ceil(size / chunk)) / 4096) * 4096 + Math.ceil(size / 4096) * 4096;
+}
+
 /** this boot of the machine ('' when unknown: then every marker waits for a datasync) */
 export function currentBootId(): string {
   try {
@@ -132,6 +143,8 @@ export class BlockCache {
   private rescanning: Promise<void> | null = null;
   /** callers holding back until the disk catches up (whenRoom) */
   private roomWaiters: (() => void)[] = [];
+  /** versions (by file name) kept whatever the LRU says: pinned files (src/vfs/pin/) */
+  private kept: (name: string) => boolean = () => false;
 
   constructor(
     /** the account's blocks folder, shared by its mounts */
@@ -176,6 +189,16 @@ export class BlockCache {
     for (const d of this.onDisk.values()) this.total += d.bytes;
   }
 
+  /** `keep(name)`: the version's file stays, never evicted or cleared (pinned files) */
+  setKeep(keep: (name: string) => boolean): void {
+    this.kept = keep;
+  }
+
+  /** the chunk size the cache was made with */
+  get chunkBytes(): number {
+    return this.chunk;
+  }
+
   /** versions larger than this are not cached (they would evict everything else and themselves) */
   worthCaching(size: number): boolean {
     return this.maxBytes > 0 && size <= this.maxBytes / 2;
@@ -197,7 +220,7 @@ export class BlockCache {
    */
   async open(version: string, size: number): Promise<void> {
     if (this.entries.has(version)) return;
-    const name = createHash('sha256').update(version).digest('hex');
+    const name = cacheName(version);
     const nChunks = Math.ceil(size / this.chunk);
     const e: Entry = {
       version,
@@ -205,7 +228,7 @@ export class BlockCache {
       persistent: ID.test(version) && version !== ZERO_ID,
       size,
       dataOff: Math.ceil((HEADER + nChunks) / 4096) * 4096,
-      present: this.worthCaching(size) && size > 0 ? new Uint8Array(nChunks) : null,
+      present: (this.worthCaching(size) || this.kept(name)) && size > 0 ? new Uint8Array(nChunks) : null,
       fh: null,
       handle: null,
       rfd: -1,
@@ -337,6 +360,56 @@ export class BlockCache {
       return theirs;
     } finally {
       if (e.persistent) await unlink(tmp).catch(() => {});
+    }
+  }
+
+  /**
+   * A version opened while too large to cache that is now kept: forgotten, so
+   * that the next open() gives it room for its chunks.
+   */
+  reconsider(version: string): void {
+    const e = this.entries.get(version);
+    if (!e || e.present || e.size === 0 || !this.kept(e.name)) return;
+    this.entries.delete(version);
+    this.closeReadFd(e);
+  }
+
+  /** chunks of the version on disk, and its chunk count (after open()) */
+  held(version: string): { have: number; of: number } {
+    const e = this.entries.get(version);
+    if (!e) return { have: 0, of: 1 };
+    if (e.size === 0) return { have: 1, of: 1 };
+    if (!e.present) return { have: 0, of: Math.ceil(e.size / this.chunk) };
+    let have = 0;
+    for (const m of e.present) if (m === 1) have++;
+    return { have, of: e.present.length };
+  }
+
+  /** whether the disk holds anything of the version, without opening it (a file left there, or opened here) */
+  known(version: string): boolean {
+    return this.entries.has(version) || this.onDisk.has(cacheName(version));
+  }
+
+  /**
+   * held() for any version, without opening it for use: a file only on disk
+   * has its markers read and is closed again, its place in the LRU untouched
+   * (getfattr over a tree must not make every file look recently used).
+   */
+  async peek(version: string, size: number): Promise<{ have: number; of: number }> {
+    const of = Math.max(1, Math.ceil(size / this.chunk));
+    if (this.entries.has(version)) return this.held(version);
+    const name = cacheName(version);
+    if (!this.onDisk.has(name) || size <= 0) return { have: 0, of };
+    const fh = await open(join(this.dir, name), 'r').catch(() => null);
+    if (!fh) return { have: 0, of };
+    const e = { version, size, present: new Uint8Array(of), stale: [] as number[], bytes: 0, boot: '' } as unknown;
+    try {
+      if (!(await this.readMarkers(fh, e as Entry).catch(() => false))) return { have: 0, of };
+      let have = 0;
+      for (const m of (e as Entry).present!) if (m === 1) have++;
+      return { have, of };
+    } finally {
+      await fh.close().catch(() => {});
     }
   }
 
@@ -699,8 +772,9 @@ export class BlockCache {
         const target = this.maxBytes * 0.9;
         const victims: { used: number; drop: () => void }[] = [];
         for (const e of this.entries.values())
-          if (e !== keep && e.bytes > 0) victims.push({ used: e.used, drop: () => this.drop(e) });
-        for (const [n, d] of this.onDisk)
+          if (e !== keep && e.bytes > 0 && !this.kept(e.name)) victims.push({ used: e.used, drop: () => this.drop(e) });
+        for (const [n, d] of this.onDisk) {
+          if (this.kept(n)) continue;
           victims.push({
             used: d.used,
             drop: () => {
@@ -710,6 +784,7 @@ export class BlockCache {
               void unlink(join(this.dir, n)).catch(() => {});
             },
           });
+        }
         victims.sort((a, b) => a.used - b.used);
         for (const v of victims) {
           if (this.total <= target) break;
@@ -736,14 +811,17 @@ export class BlockCache {
     })();
   }
 
-  /** Drop every cached chunk now (`seafs cache clear`), other mounts' too; returns the bytes freed. */
+  /** Drop every cached chunk now (`seafs cache clear`), other mounts' too, but kept ones; returns the bytes freed. */
   clear(): number {
-    const freed = this.total;
-    for (const e of [...this.entries.values()]) this.drop(e);
-    for (const n of this.onDisk.keys()) void unlink(join(this.dir, n)).catch(() => {});
-    this.onDisk.clear();
-    this.total = 0;
-    return freed;
+    const before = this.total;
+    for (const e of [...this.entries.values()]) if (!this.kept(e.name)) this.drop(e);
+    for (const [n, d] of [...this.onDisk]) {
+      if (this.kept(n)) continue;
+      void unlink(join(this.dir, n)).catch(() => {});
+      this.onDisk.delete(n);
+      this.total -= d.bytes;
+    }
+    return before - this.total;
   }
 
   /** Writes what waits and the markers (made durable), then closes every file (they stay for the next mount). */
