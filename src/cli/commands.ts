@@ -9,6 +9,7 @@ import { cacheCommand } from './cache.js';
 import { unlockCommand } from './unlock.js';
 import { lockFileCommand, unlockFileCommand } from './file-lock.js';
 import { restoreCommand } from './file-restore.js';
+import { confirmDeleteCommand } from './confirm-delete.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();
@@ -24,6 +25,7 @@ await yargs(hideBin(process.argv))
   .command(lockFileCommand)
   .command(unlockFileCommand)
   .command(restoreCommand)
+  .command(confirmDeleteCommand)
   .command(demoCommand)
   .command(serveCommand)
   .demandCommand(1, 'Name a command: mount, unmount, status, cache, unlock, lock, unlock-file, restore, demo or serve.')

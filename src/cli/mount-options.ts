@@ -30,6 +30,7 @@ export interface OptionSettings {
   umask?: string;
   xattrs?: boolean;
   cacheStreams?: boolean;
+  deleteGuard?: number;
 }
 
 type Kind = 'string' | 'number' | 'duration' | 'id' | 'octal';
@@ -47,6 +48,7 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
   dir_cache_time: { key: 'dirCacheTime', kind: 'number' },
   cache_max_size: { key: 'cacheMaxSize', kind: 'number' },
   read_ahead: { key: 'readAhead', kind: 'number' },
+  delete_guard: { key: 'deleteGuard', kind: 'number' },
   retry_for: { key: 'retryFor', kind: 'duration' },
   timeout: { key: 'timeout', kind: 'number' },
   log_file: { key: 'logFile', kind: 'string' },

@@ -1,6 +1,8 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
 // answer (see mount-run.ts) and, when measured, the upload rate.
+import type { DeleteGuardStatus } from '../vfs/delete-guard.js';
 import type { MtimeStatus } from '../vfs/local-mtimes.js';
+import { shellWord } from './confirm-delete.js';
 
 export interface UploadQueueEntry {
   path: string;
@@ -43,6 +45,8 @@ export interface MountStatus {
   metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
   /** where modification times set through the mount are kept (src/vfs/local-mtimes.ts) */
   mtimes?: MtimeStatus;
+  /** the mass-delete guard (src/vfs/delete-guard.ts) */
+  deleteGuard?: DeleteGuardStatus;
 }
 
 /** The status line on modification times: kept by the server, or by this machine for a server that ignores them. */
@@ -101,6 +105,13 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
     const since = fmtDuration((now - Date.parse(st.offline.offlineSince)) / 1000);
     lines.push(
       `  OFFLINE for ${since}: ${st.offline.cause}; known folders and cached files are served, writes wait for the server`,
+    );
+  }
+  const held = st.deleteGuard?.held;
+  if (held) {
+    const cmd = `seafs confirm-delete ${shellWord(st.mountpoint)}`;
+    lines.push(
+      `  DELETES HELD for ${fmtDuration((now - Date.parse(held.since)) / 1000)}: ${held.counted} file(s) deleted within ${Math.round(st.deleteGuard!.windowMs / 1000)} s, ${held.refused} delete(s) refused since; run \`${cmd}\` to let them go on, or \`${cmd} --cancel\` to keep the files`,
     );
   }
 

@@ -11,6 +11,7 @@ import { ZERO_ID, type DirEntry, type Library, type SeafileApi } from '../client
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
+import { DEFAULT_DELETE_GUARD, DeleteGuard, knownFilesUnder, type DeleteGuardOptions } from './delete-guard.js';
 import { errnoOf, VfsError } from './errors.js';
 import { locksSupported, setServerLock } from './file-locks.js';
 import { HandleTable } from './handles.js';
@@ -64,6 +65,8 @@ export interface VfsOptions {
   log?: (msg: string) => void;
   /** the server's address (user.seafile.url) */
   serverUrl?: string;
+  /** the mass-delete guard (delete-guard.ts); default 1000 files within 60 s */
+  deleteGuard?: Omit<DeleteGuardOptions, 'log'>;
 }
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
@@ -103,12 +106,15 @@ export class Vfs {
   readonly xattrs: Xattrs;
   /** the times set here that the server does not keep (local-mtimes.ts) */
   readonly times: LocalMtimes;
+  /** mass deletes held until confirmed (delete-guard.ts) */
+  readonly deleteGuard: DeleteGuard;
 
   private constructor(
     rawApi: SeafileApi,
     readonly opts: VfsOptions,
   ) {
     this.log = opts.log ?? (() => {});
+    this.deleteGuard = new DeleteGuard({ max: DEFAULT_DELETE_GUARD, ...opts.deleteGuard, log: this.log });
     this.locks = new LibraryLocks(rawApi, this.log, opts.library === undefined ? (opts.unlockHint ?? null) : null);
     const watched = watchLocked(
       rawApi,
@@ -671,6 +677,7 @@ export class Vfs {
     const e = await this.lookup(loc.repo, loc.path);
     if (!s && !e) throw new VfsError('ENOENT', p);
     if (!s && e?.type === 'dir') throw new VfsError('EISDIR', p);
+    this.deleteGuard.admit(e || s?.remotePath ? 1 : 0, p);
     await this.removeFile(loc.repo, loc.path, s, e);
   }
 
@@ -686,6 +693,7 @@ export class Vfs {
     if (!s && !e) throw new VfsError('ENOENT', src);
     const size = s ? s.size : (e!.size ?? 0);
     const mtimeMs = s ? s.mtime : e!.mtime * 1000;
+    this.deleteGuard.admit(e || s?.remotePath ? 1 : 0, src);
     this.hidden.set(`${repo}\u0000${hiddenPath}`, { size, mtimeMs });
     await this.removeFile(repo, src, s, e);
   }
@@ -722,6 +730,7 @@ export class Vfs {
     // a folder made here: its creation is waited for; one the server never took is removed here only
     if (folders.pendingAt(loc.repo, loc.path)) await folders.ready(loc.repo, loc.path).catch(() => {});
     await this.ensureEmpty(loc.repo, loc.path);
+    this.deleteGuard.admit(knownFilesUnder((r, d) => this.meta.peek(r, d), loc.repo, loc.path), p);
     if (folders.has(loc.repo, loc.path)) await folders.drop(loc.repo, loc.path);
     else await this.api.deleteDir(loc.repo, loc.path);
     this.times.removed(loc.repo, loc.path);
@@ -796,6 +805,7 @@ export class Vfs {
       offline: this.net.state(),
       outages: this.net.outages,
       mtimes: this.times.status(),
+      deleteGuard: this.deleteGuard.status(),
     };
   }
 
