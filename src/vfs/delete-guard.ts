@@ -150,14 +150,14 @@ export class DeleteGuard {
 
 /** The files under `dir` that the mount knows from its cached listings (folders never listed count nothing). */
 export function knownFilesUnder(
-  peek: (repo: string, dir: string) => { entries: Map<string, DirEntry> } | undefined,
+  meta: { peek(repo: string, dir: string): { entries: Map<string, DirEntry> } | undefined },
   repo: string,
   dir: string,
 ): number {
   let n = 0;
   const todo = [dir];
   for (let d = todo.pop(); d !== undefined; d = todo.pop()) {
-    for (const e of peek(repo, d)?.entries.values() ?? []) {
+    for (const e of meta.peek(repo, d)?.entries.values() ?? []) {
       if (e.type === 'dir') todo.push(joinPath(d, e.name));
       else n++;
     }

@@ -129,14 +129,16 @@ describe('mass-delete guard', () => {
       ['/a/b/c', [f('4')]],
       ['/other', [f('5')]],
     ]);
-    const peek = (_repo: string, dir: string) => {
-      const l = listings.get(dir);
-      return l ? { entries: new Map(l.map((e) => [e.name, e])) } : undefined;
+    const meta = {
+      peek: (_repo: string, dir: string) => {
+        const l = listings.get(dir);
+        return l ? { entries: new Map(l.map((e) => [e.name, e])) } : undefined;
+      },
     };
-    expect(knownFilesUnder(peek, 'r', '/a')).toBe(4);
+    expect(knownFilesUnder(meta, 'r', '/a')).toBe(4);
     const g = new DeleteGuard({ max: 5 });
-    g.admit(knownFilesUnder(peek, 'r', '/a'), '/a');
-    expect(() => g.admit(knownFilesUnder(peek, 'r', '/other'), '/other')).not.toThrow();
-    expect(() => g.admit(knownFilesUnder(peek, 'r', '/a/b'), '/a/b')).toThrow(/held/);
+    g.admit(knownFilesUnder(meta, 'r', '/a'), '/a');
+    expect(() => g.admit(knownFilesUnder(meta, 'r', '/other'), '/other')).not.toThrow();
+    expect(() => g.admit(knownFilesUnder(meta, 'r', '/a/b'), '/a/b')).toThrow(/held/);
   });
 });
