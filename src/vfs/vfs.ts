@@ -210,6 +210,7 @@ export class Vfs {
       ensureEmpty: (repo, path) => this.ensureEmpty(repo, path),
       removeFile: (repo, path, st, e) => this.removeFile(repo, path, st, e),
       hide: (repo, src, hiddenPath) => this.hide(repo, src, hiddenPath),
+      log: this.log,
     });
     this.hiddenDirs = new HiddenFolders({
       api,
@@ -730,7 +731,7 @@ export class Vfs {
     // a folder made here: its creation is waited for; one the server never took is removed here only
     if (folders.pendingAt(loc.repo, loc.path)) await folders.ready(loc.repo, loc.path).catch(() => {});
     await this.ensureEmpty(loc.repo, loc.path);
-    this.deleteGuard.admit(knownFilesUnder((r, d) => this.meta.peek(r, d), loc.repo, loc.path), p);
+    this.deleteGuard.admit(knownFilesUnder(this.meta, loc.repo, loc.path), p);
     if (folders.has(loc.repo, loc.path)) await folders.drop(loc.repo, loc.path);
     else await this.api.deleteDir(loc.repo, loc.path);
     this.times.removed(loc.repo, loc.path);
