@@ -5,8 +5,9 @@
 // and 500s ends with the failure, and a rename is one FUSE operation: `mv` of
 // a folder would fail with EIO although the server may have done it, or
 // could do it a second later. So, as file uploads are retried by their
-// queue: after a failure another try could get past (5xx, 429, a reset, a
-// timeout of a server that still answers), fresh listings of both folders
+// queue: after a failure another try could get past (5xx, 429, a connection
+// reset after it reached the server; not a timeout or refusal, which take the
+// mount offline), fresh listings of both folders
 // tell whether the call took effect (the name gone from the source and
 // present, of the same type, in the destination: done) or did nothing (the
 // name still in the source and absent from the destination: sent again).
