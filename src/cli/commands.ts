@@ -12,6 +12,7 @@ import { restoreCommand } from './file-restore.js';
 import { seafsVersion, wantsVersion } from './version.js';
 import { accountsCommand, loginCommand, logoutCommand } from './accounts.js';
 import { pinCommand, unpinCommand } from './pin.js';
+import { confirmDeleteCommand } from './confirm-delete.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();
@@ -35,6 +36,7 @@ await yargs(hideBin(process.argv))
   .command(restoreCommand)
   .command(pinCommand)
   .command(unpinCommand)
+  .command(confirmDeleteCommand)
   .command(demoCommand)
   .command(serveCommand)
   .command(accountsCommand)

@@ -32,6 +32,7 @@ export interface OptionSettings {
   cacheStreams?: boolean;
   /** the folder of saved accounts (`NAME:Library` sources) */
   config?: string;
+  deleteGuard?: number;
 }
 
 type Kind = 'string' | 'number' | 'duration' | 'id' | 'octal';
@@ -50,6 +51,7 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
   dir_cache_time: { key: 'dirCacheTime', kind: 'number' },
   cache_max_size: { key: 'cacheMaxSize', kind: 'number' },
   read_ahead: { key: 'readAhead', kind: 'number' },
+  delete_guard: { key: 'deleteGuard', kind: 'number' },
   retry_for: { key: 'retryFor', kind: 'duration' },
   timeout: { key: 'timeout', kind: 'number' },
   log_file: { key: 'logFile', kind: 'string' },

@@ -13,6 +13,8 @@ import { clearStaleMount, isMounted, mountVfs, type FuseMount } from '../fuse/mo
 import type { OpCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
+import { DEFAULT_DELETE_GUARD } from '../vfs/delete-guard.js';
+import { shellWord } from './confirm-delete.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
 import { UnreachableError } from './mount-retry.js';
@@ -80,6 +82,8 @@ export interface MountSettings {
   kernelOptions?: string[];
   /** false: no extended attributes (the kernel then stops asking before every write) */
   xattrs?: boolean;
+  /** files deleted within a minute above which deletes are held until `seafs confirm-delete` (0: off) */
+  deleteGuard?: number;
   debug?: boolean;
   /** the saved account mounted (`seafs mount NAME:...`), and the folder of saved accounts */
   account?: string;
@@ -275,6 +279,10 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       unlockHint: (lib) => `give its password with: seafs unlock ${mnt} '${lib.name.replace(/'/g, `'\\''`)}'`,
       log: layerLog,
       serverUrl: s.url,
+      deleteGuard: {
+        max: s.deleteGuard ?? DEFAULT_DELETE_GUARD,
+        confirmHint: `seafs confirm-delete ${shellWord(mnt)}`,
+      },
       // a new file waits 300 ms after its close before its upload, so that write-temp-then-rename (rsync,
       // git's lock files, installers) uploads once under the final name instead of a rename that waits for
       // the upload and then its own call: rsync -a of 210 files onto the real Seafile server took 68 s
@@ -350,6 +358,9 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         newSpaceBytes: v8.getHeapSpaceStatistics().find((sp) => sp.space_name === 'new_space')?.space_size,
       }),
     {
+      // `seafs confirm-delete MOUNTPOINT [--cancel]` (src/vfs/delete-guard.ts)
+      'delete-guard': (arg) =>
+        JSON.stringify({ held: arg === 'cancel' ? vfs.deleteGuard.cancel() : vfs.deleteGuard.confirm() }),
       'cache-clear': () => {
         const freed = vfs.clearCache();
         log(`cache cleared: ${freed} bytes of downloaded data dropped (files waiting for upload are kept)`);

@@ -12,6 +12,7 @@ import { cacheRoot, loadLogin, saveLogin } from './offline-login.js';
 import { parseId, parseMountOptions, parseUmask, splitSource, unescapeOctal } from './mount-options.js';
 import { parseDuration, retryUnreachable, UnreachableError } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
+import { DEFAULT_DELETE_GUARD } from '../vfs/delete-guard.js';
 import { readLibraryPassword, readSecrets } from './mount-secrets.js';
 import { TokenRefused, UserError } from './user-error.js';
 import { checkBinding } from './mount-binding.js';
@@ -321,6 +322,12 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         describe:
           'extended attributes user.seafile.* (getfattr/setfattr); --no-xattrs turns them off, which spares the kernel a question before every write',
       })
+      .option('delete-guard', {
+        type: 'number',
+        default: DEFAULT_DELETE_GUARD,
+        describe:
+          'after this many files deleted within 60 s, further deletes are refused (EPERM) until `seafs confirm-delete MOUNTPOINT` (0: off)',
+      })
       .option('daemon', { type: 'boolean', default: false, describe: 'run in the background; return once mounted' })
       .option('options', {
         alias: 'o',
@@ -328,7 +335,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         array: true,
         nargs: 1,
         describe:
-          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, read_ahead=, retry_for=, noxattr, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
+          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, delete_guard=, read_ahead=, retry_for=, noxattr, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
       })
       .option('retry-for', {
         type: 'string',
@@ -337,7 +344,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('debug', { type: 'boolean', default: false, hidden: true })
       .options(LOG_OPTIONS)
       .check((a) => {
-        for (const k of ['attr-timeout', 'dir-cache-time', 'cache-max-size', 'read-ahead'] as const) {
+        for (const k of ['attr-timeout', 'dir-cache-time', 'cache-max-size', 'read-ahead', 'delete-guard'] as const) {
           const v = a[k] as number | undefined;
           if (v !== undefined && !(Number.isFinite(v) && v >= 0))
             throw new UserError(`--${k} takes a number of 0 or more`);

@@ -1,7 +1,9 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
 // answer (see mount-run.ts) and, when measured, the upload rate.
+import type { DeleteGuardStatus } from '../vfs/delete-guard.js';
 import type { MtimeStatus } from '../vfs/local-mtimes.js';
 import type { PinStatus } from '../vfs/pin/pins.js';
+import { shellWord } from './confirm-delete.js';
 
 export interface UploadQueueEntry {
   path: string;
@@ -50,6 +52,8 @@ export interface MountStatus {
   mtimes?: MtimeStatus;
   /** files kept on this machine (src/vfs/pin/) */
   pins?: PinStatus;
+  /** the mass-delete guard (src/vfs/delete-guard.ts) */
+  deleteGuard?: DeleteGuardStatus;
 }
 
 /** The lines on pinned files: what is pinned, how much of it is here, what waits or failed or does not fit. */
@@ -138,6 +142,13 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
     const since = fmtDuration((now - Date.parse(st.tokenRefused.since)) / 1000);
     lines.push(
       `  TOKEN REFUSED for ${since} (revoked or expired): ${st.tokenRefused.hint}; writes wait in the journal`,
+    );
+  }
+  const held = st.deleteGuard?.held;
+  if (held) {
+    const cmd = `seafs confirm-delete ${shellWord(st.mountpoint)}`;
+    lines.push(
+      `  DELETES HELD for ${fmtDuration((now - Date.parse(held.since)) / 1000)}: ${held.counted} file(s) deleted within ${Math.round(st.deleteGuard!.windowMs / 1000)} s, ${held.refused} delete(s) refused since; run \`${cmd}\` to let them go on, or \`${cmd} --cancel\` to keep the files`,
     );
   }
 

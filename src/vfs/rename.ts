@@ -10,6 +10,7 @@ import { writable, type Loc } from './libraries.js';
 import type { LocalMtimes } from './local-mtimes.js';
 import type { Listing, MetaCache } from './meta-cache.js';
 import { baseOf, checkFolderName, checkName, isWithin, joinPath, parentOf } from './paths.js';
+import { runStep } from './rename-steps.js';
 import type { FileState, WriteBack } from './write/write-back.js';
 
 /** What a rename needs of the rest of the vfs. */
@@ -30,6 +31,7 @@ export interface Namespace {
   removeFile(repo: string, path: string, s: FileState | undefined, e: DirEntry | null): Promise<void>;
   /** the file unlinked while open: gone on the server, kept for its handles under `hiddenPath` */
   hide(repo: string, src: string, hiddenPath: string): Promise<void>;
+  log(msg: string): void;
 }
 
 /**
@@ -128,6 +130,11 @@ export class Renamer {
     }
   }
 
+  private async holds(repo: string, dir: string, name: string, isDir: boolean): Promise<boolean> {
+    const l = await this.ns.api.listDir(repo, dir, {});
+    return !l.uptodate && l.entries.some((e) => e.name === name && e.type === (isDir ? 'dir' : 'file'));
+  }
+
   /** rename to a free temporary name, move that, rename it to the name asked for */
   private async viaTemporaryName(
     srcRepo: string,
@@ -137,16 +144,38 @@ export class Renamer {
     isDir: boolean,
     dstRepo = srcRepo,
   ): Promise<void> {
-    const api = this.ns.api;
     const tmp = `.seafs-move-${process.pid}-${Date.now().toString(36)}`;
-    const tmpSrc = joinPath(parentOf(src), tmp);
-    await (isDir ? api.renameDir(srcRepo, src, tmp) : api.renameFile(srcRepo, src, tmp));
-    await (isDir
-      ? api.batchMove(srcRepo, parentOf(src), [tmp], dstRepo, dDir)
-      : api.moveFile(srcRepo, tmpSrc, dstRepo, dDir));
-    await (isDir
-      ? api.renameDir(dstRepo, joinPath(dDir, tmp), dName)
-      : api.renameFile(dstRepo, joinPath(dDir, tmp), dName));
+    await this.renameIn(srcRepo, src, tmp, isDir);
+    await this.moveTo(srcRepo, joinPath(parentOf(src), tmp), dstRepo, dDir, isDir);
+    await this.renameIn(dstRepo, joinPath(dDir, tmp), dName, isDir);
+  }
+
+  /** rename within its folder, tried again when it failed and a listing shows it not done (rename-steps.ts) */
+  private renameIn(repo: string, path: string, to: string, isDir: boolean): Promise<void> {
+    const api = this.ns.api;
+    const dir = parentOf(path);
+    const type = isDir ? 'dir' : 'file';
+    return runStep(
+      api,
+      `rename of ${path} to ${to}`,
+      { repo, dir, name: baseOf(path), toRepo: repo, toDir: dir, as: to, type },
+      () => (isDir ? api.renameDir(repo, path, to) : api.renameFile(repo, path, to)),
+      (m) => this.ns.log(m),
+    );
+  }
+
+  /** move into (toRepo, toDir) under the same name, tried again as renameIn */
+  private moveTo(repo: string, path: string, toRepo: string, toDir: string, isDir: boolean): Promise<void> {
+    const api = this.ns.api;
+    const name = baseOf(path);
+    return runStep(
+      api,
+      `move of ${path} to ${toDir}`,
+      { repo, dir: parentOf(path), name, toRepo, toDir, as: name, type: isDir ? 'dir' : 'file' },
+      () =>
+        isDir ? api.batchMove(repo, parentOf(path), [name], toRepo, toDir) : api.moveFile(repo, path, toRepo, toDir),
+      (m) => this.ns.log(m),
+    );
   }
 
   /**
@@ -161,12 +190,8 @@ export class Renamer {
     const sName = baseOf(src);
     const dDir = parentOf(dst);
     const dName = baseOf(dst);
-    const renameIn = (path: string, to: string) =>
-      isDir ? ns.api.renameDir(srcRepo, path, to) : ns.api.renameFile(srcRepo, path, to);
-    const moveTo = (repo: string, path: string) =>
-      isDir
-        ? ns.api.batchMove(repo, parentOf(path), [baseOf(path)], dstRepo, dDir)
-        : ns.api.moveFile(repo, path, dstRepo, dDir);
+    const renameIn = (path: string, to: string) => this.renameIn(srcRepo, path, to, isDir);
+    const moveTo = (repo: string, path: string) => this.moveTo(repo, path, dstRepo, dDir, isDir);
 
     if (srcRepo === dstRepo && sDir === dDir) {
       await renameIn(src, dName);
@@ -182,9 +207,7 @@ export class Renamer {
         await moveTo(srcRepo, joinPath(sDir, dName));
       } else if (!dstList.entries.has(sName) && !ns.wb.get(dstRepo, joinPath(dDir, sName))) {
         await moveTo(srcRepo, src);
-        await (isDir
-          ? ns.api.renameDir(dstRepo, joinPath(dDir, sName), dName)
-          : ns.api.renameFile(dstRepo, joinPath(dDir, sName), dName));
+        await this.renameIn(dstRepo, joinPath(dDir, sName), dName, isDir);
       } else {
         await this.viaTemporaryName(srcRepo, src, dDir, dName, isDir, dstRepo);
       }
@@ -194,7 +217,9 @@ export class Renamer {
     // auto-renamed "name (1)" would be a silent failure
     if (!isDir && srcRepo === dstRepo && sDir === dDir) return;
     const after = await ns.meta.list(dstRepo, dDir, true);
-    if (!after.entries.has(dName)) throw new VfsError('EIO', `rename to ${dst} did not land under that name`);
+    // that may be a listing under way since before the move: look once more, with a listing of its own
+    if (!after.entries.has(dName) && !(await this.holds(dstRepo, dDir, dName, isDir)))
+      throw new VfsError('EIO', `rename to ${dst} did not land under that name`);
     if (srcRepo !== dstRepo || sDir !== dDir) ns.meta.invalidate(srcRepo, sDir);
   }
 }

@@ -11,6 +11,7 @@ import { ZERO_ID, type DirEntry, type Library, type SeafileApi } from '../client
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
+import { DEFAULT_DELETE_GUARD, DeleteGuard, knownFilesUnder, type DeleteGuardOptions } from './delete-guard.js';
 import { errnoOf, VfsError } from './errors.js';
 import { locksSupported, setServerLock } from './file-locks.js';
 import { HandleTable } from './handles.js';
@@ -68,6 +69,8 @@ export interface VfsOptions {
   serverUrl?: string;
   /** how often pinned folders are asked for changes (default 30 s; src/vfs/pin/) */
   pinRefreshMs?: number;
+  /** the mass-delete guard (delete-guard.ts); default 1000 files within 60 s */
+  deleteGuard?: Omit<DeleteGuardOptions, 'log'>;
 }
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
@@ -111,12 +114,15 @@ export class Vfs {
   readonly listings: ListingStore;
   /** files kept on this machine (seafs pin, user.seafile.pinned): src/vfs/pin/ */
   readonly pins: Pins;
+  /** mass deletes held until confirmed (delete-guard.ts) */
+  readonly deleteGuard: DeleteGuard;
 
   private constructor(
     rawApi: SeafileApi,
     readonly opts: VfsOptions,
   ) {
     this.log = opts.log ?? (() => {});
+    this.deleteGuard = new DeleteGuard({ max: DEFAULT_DELETE_GUARD, ...opts.deleteGuard, log: this.log });
     this.locks = new LibraryLocks(rawApi, this.log, opts.library === undefined ? (opts.unlockHint ?? null) : null);
     const watched = watchLocked(
       rawApi,
@@ -232,6 +238,7 @@ export class Vfs {
       ensureEmpty: (repo, path) => this.ensureEmpty(repo, path),
       removeFile: (repo, path, st, e) => this.removeFile(repo, path, st, e),
       hide: (repo, src, hiddenPath) => this.hide(repo, src, hiddenPath),
+      log: this.log,
     });
     this.hiddenDirs = new HiddenFolders({
       api,
@@ -700,6 +707,7 @@ export class Vfs {
     const e = await this.lookup(loc.repo, loc.path);
     if (!s && !e) throw new VfsError('ENOENT', p);
     if (!s && e?.type === 'dir') throw new VfsError('EISDIR', p);
+    this.deleteGuard.admit(e || s?.remotePath ? 1 : 0, p);
     await this.removeFile(loc.repo, loc.path, s, e);
   }
 
@@ -715,6 +723,7 @@ export class Vfs {
     if (!s && !e) throw new VfsError('ENOENT', src);
     const size = s ? s.size : (e!.size ?? 0);
     const mtimeMs = s ? s.mtime : e!.mtime * 1000;
+    this.deleteGuard.admit(e || s?.remotePath ? 1 : 0, src);
     this.hidden.set(`${repo}\u0000${hiddenPath}`, { size, mtimeMs });
     await this.removeFile(repo, src, s, e);
   }
@@ -752,6 +761,7 @@ export class Vfs {
     // a folder made here: its creation is waited for; one the server never took is removed here only
     if (folders.pendingAt(loc.repo, loc.path)) await folders.ready(loc.repo, loc.path).catch(() => {});
     await this.ensureEmpty(loc.repo, loc.path);
+    this.deleteGuard.admit(knownFilesUnder(this.meta, loc.repo, loc.path), p);
     if (folders.has(loc.repo, loc.path)) await folders.drop(loc.repo, loc.path);
     else await this.api.deleteDir(loc.repo, loc.path);
     this.times.removed(loc.repo, loc.path);
@@ -829,6 +839,7 @@ export class Vfs {
       outages: this.net.outages,
       mtimes: this.times.status(),
       pins: this.pins.status(),
+      deleteGuard: this.deleteGuard.status(),
     };
   }
 

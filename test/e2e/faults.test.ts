@@ -93,7 +93,7 @@ const OFFLINE = /offline: the server is unreachable/;
 const ONLINE = /online: the server answers again/;
 
 describe('faults through the mount', () => {
-  it('under seeded 500s, 429s, resets and stalls: cp -r, tar x, a folder rename, deletes and overwrites all exit 0, the server ends with exactly the expected tree, and a fresh mount reads it back', async () => {
+  it('under seeded 500s, 429s, resets and stalls: cp -r, tar x, folder renames (one right after uploads into it), deletes and overwrites all exit 0, the server ends with exactly the expected tree, and a fresh mount reads it back', async () => {
     const repo = ctx.repos.Faults;
     const figures: string[] = [];
     // the source: ~200 files in nested folders, three of them 8-20 MiB
@@ -111,6 +111,11 @@ describe('faults through the mount', () => {
     for (const [i, size] of [8, 13, 20].entries()) await writeRandom(path.join(src, 'big', `b${i}.bin`), size * MiB);
     n += 3;
     expect(n).toBe(200);
+    // 50 files copied in and their folder moved at once, while their uploads wait (issue 31)
+    const fifty = path.join(ctx.src, 'a-fifty', 'b');
+    mkdirSync(fifty, { recursive: true });
+    for (let i = 0; i < 50; i++)
+      writeFileSync(path.join(fifty, `g${String(i).padStart(2, '0')}.txt`), randomBytes(300 + i * 97));
     // a tarball of 100 small files
     const tarSrc = path.join(ctx.src, 'a-tar');
     for (const sub of ['lib', 'src', 'test', 'doc']) {
@@ -133,6 +138,10 @@ describe('faults through the mount', () => {
       ['cp -r of 200 files (40 MiB)', `cp -r ${q(src)} ${q(root)}/tree`],
       ['tar x of 100 files', `tar xf ${q(tar)} -C ${q(root)}`],
       ['mv of a folder of 19 files', `mv ${q(root)}/tree/docs/d3 ${q(root)}/tree/docs/d3-renamed`],
+      [
+        'cp -r of 50 files, then at once mv of their folder to another parent and name',
+        `mkdir ${q(root)}/tree/a && cp -r ${q(fifty)} ${q(root)}/tree/a/b && mv ${q(root)}/tree/a/b ${q(root)}/tree/moved`,
+      ],
       [
         'rm of 3 files',
         `rm ${q(root)}/tree/docs/d1/f000.txt ${q(root)}/tree/docs/d3-renamed/f005.txt ${q(root)}/pkg/lib/lib003.js`,
@@ -173,7 +182,7 @@ describe('faults through the mount', () => {
       const remote = await remoteTree(ctx.api, repo, '/');
       const extra = [...remote.keys()].filter((k) => /SFConflict| \(\d+\)(\.|$)/.test(k));
       expect(extra, 'no duplicates and no conflict copies on the server').toEqual([]);
-      expect(await expectRemoteTree(ctx.api, repo, '/', expected)).toBe(200 - 2 + 100 - 1);
+      expect(await expectRemoteTree(ctx.api, repo, '/', expected)).toBe(200 - 2 + 100 - 1 + 50);
 
       // a fresh mount under the same faults reads everything back
       // four readers at once, as a file manager's copy would; sorted by path
@@ -181,7 +190,7 @@ describe('faults through the mount', () => {
       const want = (await sh(`cd ${q(expected)} && ${list}`)).out;
       const m2 = await mountLibrary(viaProxy, opts);
       const back = await ok(
-        'read-back of 297 files by sha256sum through a fresh mount',
+        'read-back of 347 files by sha256sum through a fresh mount',
         `cd ${q(m2.mnt)} && ${list}`,
         figures,
       );

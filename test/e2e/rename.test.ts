@@ -98,6 +98,9 @@ describe('mv and safe saves on a mounted library', () => {
       ['.', './a.txt', './sub', './sub/b.txt', './sub/deeper', './sub/deeper/c.txt', './sub/empty', ''].join('\n'),
     );
     await waitNames(repo, '/', ['tree2', 'two.txt', 'x', 'z']);
+    // the small files were still waiting for their upload when the folder moved: they follow it
+    await waitRemoteFile(ctx.api, repo, '/tree2/a.txt', Buffer.from('a\n'));
+    await waitRemoteFile(ctx.api, repo, '/tree2/sub/b.txt', Buffer.from('b\n'));
     await expectRemoteTree(ctx.api, repo, '/tree2', T);
     await sh(`mv ${q(M('tree2'))} ${q(M('x/y'))}/`);
     await waitNames(repo, '/', ['two.txt', 'x', 'z']);

@@ -4,7 +4,9 @@
 // then resets the client's connection instead of answering (the server did
 // the work, the answer is lost), or stalls before forwarding. It can also
 // freeze (hold every request without answering, as a SIGSTOPped server) or
-// refuse (close every connection at once).
+// refuse (close every connection at once). A test may also script the fault
+// of chosen requests (`script`), including a 500 given after the server did
+// the work.
 //
 // Links: the server builds download and upload URLs from the Host header it
 // receives, and the proxy forwards the client's Host unchanged, so the links
@@ -40,7 +42,16 @@ export interface FaultProxyOptions extends FaultRates {
   answer?: (method: string, url: string) => number | null;
   /** cut the client's connection once this many bytes of one request's body to the file server passed (null: never) */
   cutUploadAfter?: (method: string, url: string) => number | null;
+  /**
+   * a fault chosen by the test for a request (its body read whole first; the
+   * seeded draw still happens, so the sequence of the other requests stays):
+   * null leaves the request to the rates
+   */
+  script?: (req: { method: string; url: string; body: string }) => ScriptedFault | null;
 }
+
+/** what `script` may ask for: the seeded faults, and a 500 answered after forwarding (the server did the work) */
+export type ScriptedFault = 'error500' | 'error500After' | 'throttle429' | 'resetAfter';
 
 export interface FaultCounts {
   requests: number;
@@ -57,6 +68,8 @@ export interface FaultCounts {
   uploadBytes: number;
   /** connections cut mid-body by cutUploadAfter */
   cut: number;
+  /** requests that got a fault from `script` */
+  scripted: number;
 }
 
 export type ProxyMode = 'faults' | 'freeze' | 'refuse' | 'clean';
@@ -99,6 +112,7 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     downloadBytes: 0,
     uploadBytes: 0,
     cut: 0,
+    scripted: 0,
   };
   let mode: ProxyMode = 'faults';
   const byKind: Record<string, number> = {};
@@ -119,11 +133,24 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     timers.add(t);
   };
 
-  /** Sends the request on; `lose` reads the server's whole answer and then resets the client instead. */
-  const forward = (req: http.IncomingMessage, res: http.ServerResponse, lose: boolean) => {
+  /**
+   * Sends the request on; `lose` reads the server's whole answer and then resets the client instead,
+   * `as500` answers 500 instead; `body`: the request's body, already read.
+   */
+  const forward = (
+    req: http.IncomingMessage,
+    res: http.ServerResponse,
+    lose: boolean,
+    body?: Buffer,
+    as500 = false,
+  ) => {
     counts.forwarded++;
     const kind = /^\/seafhttp\/([^/]+)\//.exec(req.url ?? '')?.[1];
-    if (kind) {
+    if (kind && body) {
+      // read whole before (a scripted request): counted, never cut
+      counts.uploadBytes += body.length;
+      byKind[kind] = (byKind[kind] ?? 0) + body.length;
+    } else if (kind) {
       const limit = opts.cutUploadAfter?.(req.method ?? '', req.url ?? '') ?? null;
       let n = 0;
       req.on('data', (d: Buffer) => {
@@ -146,6 +173,14 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
         agent: upstream,
       },
       (ans) => {
+        if (as500) {
+          ans.resume();
+          ans.on('end', () => {
+            res.writeHead(500, { 'content-type': 'application/json' });
+            res.end(JSON.stringify({ error_msg: 'injected 500 after the work' }));
+          });
+          return;
+        }
         if (lose) {
           ans.resume();
           ans.on('end', () => req.socket.resetAndDestroy());
@@ -159,7 +194,8 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
       },
     );
     up.on('error', () => res.destroy());
-    req.pipe(up);
+    if (body) up.end(body);
+    else req.pipe(up);
   };
 
   const answer = (
@@ -167,10 +203,9 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     res: http.ServerResponse,
     status: number,
     headers: Record<string, string>,
+    bodyRead = false,
   ) => {
-    // read the request body first, so the client is not cut off mid-upload
-    req.resume();
-    req.on('end', () => {
+    const send = () => {
       const body = JSON.stringify({ error_msg: `injected ${status}` });
       res.writeHead(status, {
         'content-type': 'application/json',
@@ -178,7 +213,19 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
         ...headers,
       });
       res.end(body);
-    });
+    };
+    if (bodyRead) return send();
+    // read the request body first, so the client is not cut off mid-upload
+    req.resume();
+    req.on('end', send);
+  };
+
+  /** A request whose fault `script` chose (its body read whole). */
+  const scripted = (req: http.IncomingMessage, res: http.ServerResponse, fault: ScriptedFault, body: Buffer) => {
+    counts.scripted++;
+    if (fault === 'error500') return answer(req, res, 500, {}, true);
+    if (fault === 'throttle429') return answer(req, res, 429, { 'retry-after': String(opts.retryAfterSec ?? 1) }, true);
+    forward(req, res, fault === 'resetAfter', body, fault === 'error500After');
   };
 
   const server = http.createServer((req, res) => {
@@ -195,6 +242,28 @@ export async function startFaultProxy(opts: FaultProxyOptions): Promise<FaultPro
     const fixed = opts.answer?.(req.method ?? '', req.url ?? '') ?? null;
     if (fixed !== null) return answer(req, res, fixed, {});
     const draw = rnd(); // one draw per request, whatever the mode, keeps the sequence seeded
+    const script = opts.script;
+    if (script) {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const body = Buffer.concat(chunks);
+        const f =
+          mode === 'faults' ? script({ method: req.method ?? '', url: req.url ?? '', body: body.toString() }) : null;
+        if (f) return scripted(req, res, f, body);
+        const fault =
+          mode === 'faults' && (!opts.only || opts.only(req.method ?? '', req.url ?? ''))
+            ? pickFault(draw, opts)
+            : null;
+        if (fault) counts[fault]++;
+        if (fault === 'error500') return answer(req, res, 500, {}, true);
+        if (fault === 'throttle429')
+          return answer(req, res, 429, { 'retry-after': String(opts.retryAfterSec ?? 1) }, true);
+        if (fault === 'stall') return later(stallLength(), () => forward(req, res, false, body));
+        forward(req, res, fault === 'resetAfter', body);
+      });
+      return;
+    }
     const fault =
       mode === 'faults' && (!opts.only || opts.only(req.method ?? '', req.url ?? '')) ? pickFault(draw, opts) : null;
     if (fault) counts[fault]++;

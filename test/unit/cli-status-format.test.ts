@@ -42,6 +42,19 @@ describe('seafs status text', () => {
     expect(line).toMatch(/sending 8\.0 MiB of 1\.00 GiB: 127 blocks already on the server$/);
   });
 
+  it('says when deletes are held after a mass delete and how to confirm or cancel', () => {
+    const held = { since: new Date(1_000_000 + 90_000).toISOString(), counted: 1000, refused: 7 };
+    const st = status({
+      mountpoint: '/mnt/my drive',
+      deleteGuard: { max: 1000, windowMs: 60_000, recent: 1000, held, confirmed: false },
+    });
+    expect(formatStatus(st, { now: 1_000_000 + 120_000 }).split('\n')[1]).toBe(
+      "  DELETES HELD for 30s: 1000 file(s) deleted within 60 s, 7 delete(s) refused since; run `seafs confirm-delete '/mnt/my drive'` to let them go on, or `seafs confirm-delete '/mnt/my drive' --cancel` to keep the files",
+    );
+    const off = status({ deleteGuard: { max: 1000, windowMs: 60_000, recent: 3, held: null, confirmed: false } });
+    expect(formatStatus(off)).not.toMatch(/DELETES/);
+  });
+
   it('shows the folder listings the mount holds: folders, entries against the budget, and their size', () => {
     const st = status({ metaCache: { folders: 2001, entries: 102_000, maxEntries: 500_000, bytes: 23 * MiB } });
     expect(formatStatus(st).split('\n')).toContain(

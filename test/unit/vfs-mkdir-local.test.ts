@@ -176,6 +176,21 @@ describe('vfs mkdir answered locally', () => {
     expect((await readWhole(vfs, '/b/f.txt')).toString()).toBe('moved');
   });
 
+  it('a rename tries the creation of a folder made here again when it failed (issue 31: one mv, not an EIO)', async () => {
+    // background retries far away: only the rename's own tries can create it in time
+    const { api, repo, vfs } = await setup({ writeBack: { retryBaseMs: 60_000 } });
+    const boom = () => apiError('server', 500, 'mkdir', 'injected');
+    // the first creations of /a and /a/inner fail, and then the rename's first two tries
+    api.failNext.set('mkdir', [boom(), boom(), boom(), boom()]);
+    await vfs.mkdir('/a', 0o755);
+    await vfs.mkdir('/a/inner', 0o755);
+    await vfs.rename('/a', '/b');
+    expect(api.calls.mkdir).toBe(6);
+    expect(api.names(repo, '/')).toEqual(['b']);
+    expect(api.names(repo, '/b')).toEqual(['inner']);
+    expect(vfs.status().pendingFolders).toEqual([]);
+  });
+
   it('renames a folder of the server only once the empty folders made inside it are there', async () => {
     const { api, repo, vfs } = await setup();
     api.putDir(repo, '/old');

@@ -199,11 +199,33 @@ export class PendingFolders {
     for (const f of chain.reverse()) await this.start(f);
   }
 
-  /** ready for `dir` and for every folder below it made here (before `dir` is moved on the server) */
-  async readyWithin(repo: string, dir: string): Promise<void> {
-    await this.ready(repo, dir);
+  /**
+   * ready for `dir` and for every folder below it made here (before `dir` is
+   * moved on the server); a creation that fails is tried up to `tries` times
+   * (a rename is one operation: one creation whose retries ran out under
+   * faults must not fail the `mv`)
+   */
+  async readyWithin(repo: string, dir: string, tries = 3): Promise<void> {
+    if (this.folders.size === 0) return;
+    const chain: Folder[] = [];
+    for (let p = parentOf(dir); ; p = parentOf(p)) {
+      const f = this.folders.get(key(repo, p));
+      if (f) chain.push(f);
+      if (p === '/') break;
+    }
     const below = [...this.folders.values()].filter((f) => f.repo === repo && isWithin(f.path, dir));
-    for (const f of below) await this.start(f);
+    for (const f of [...chain.reverse(), ...below]) {
+      for (let i = 1; ; i++) {
+        try {
+          await this.start(f);
+          break;
+        } catch (e) {
+          if (this.folders.get(key(f.repo, f.path)) !== f) break; // removed meanwhile
+          if (i >= tries || permanentUploadFailure(e)) throw e;
+          await sleep(Math.min(this.retryBaseMs, 500) * i);
+        }
+      }
+    }
   }
 
   /**
