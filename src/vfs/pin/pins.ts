@@ -17,7 +17,7 @@ import type { Loc } from '../libraries.js';
 import { baseOf, isWithin, joinPath, parentOf } from '../paths.js';
 import { cacheName, wholeBytes, type BlockCache } from '../read/block-cache.js';
 import { DownloadLinks } from '../read/download-links.js';
-import type { ReaderStats } from '../read/types.js';
+import { newReaderStats, type ReaderStats } from '../read/types.js';
 import { fetchWhole } from './fetch.js';
 import { PinStore, type LibraryPins, type PinnedFile } from './store.js';
 
@@ -113,15 +113,7 @@ export class Pins {
   private readonly failed = new Map<string, { error: string; offline: boolean }>();
   private readonly unfit = new Map<string, Map<string, number>>();
   private readonly links: DownloadLinks;
-  private readonly linkStats: ReaderStats = {
-    linkRequests: 0,
-    rangeRequests: 0,
-    bytesFetched: 0,
-    diskChunks: 0,
-    fills: 0,
-    streams: 0,
-    activeStreams: 0,
-  };
+  private readonly linkStats: ReaderStats = newReaderStats();
   private timer: NodeJS.Timeout | null = null;
   private refreshing: Promise<void> | null = null;
   private closed = false;

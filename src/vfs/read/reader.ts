@@ -28,6 +28,7 @@ import type {
   ReadPattern,
   RemoteFile,
 } from './types.js';
+import { newReaderStats } from './types.js';
 
 export type { ReaderOptions, ReadPattern, RemoteFile } from './types.js';
 
@@ -55,15 +56,7 @@ export function readConfig(opts: ReaderOptions = {}): ReadConfig {
 }
 
 export class RemoteReader {
-  readonly stats: ReaderStats = {
-    linkRequests: 0,
-    rangeRequests: 0,
-    bytesFetched: 0,
-    diskChunks: 0,
-    fills: 0,
-    streams: 0,
-    activeStreams: 0,
-  };
+  readonly stats: ReaderStats = newReaderStats();
   private readonly cfg: ReadConfig;
   private readonly store: ChunkStore;
   private readonly links: DownloadLinks;

@@ -97,6 +97,11 @@ export type ReaderStats = {
   activeStreams: number;
 };
 
+/** ReaderStats with every count at zero */
+export function newReaderStats(): ReaderStats {
+  return { linkRequests: 0, rangeRequests: 0, bytesFetched: 0, diskChunks: 0, fills: 0, streams: 0, activeStreams: 0 };
+}
+
 /** The read engine's memory (shown by `status`, asserted by tests), in bytes. */
 export type ReaderMemory = {
   /** chunks held */
