@@ -2,76 +2,37 @@
 // FUSE. It combines the listing cache (metadata), the remote reader (clean
 // files) and the write-back (dirty files in temp files) and speaks errno
 // names through VfsError. The FUSE adapter is a thin layer over this.
-// Longer than the other modules (~540 lines) because it is the one place
+// Longer than the other modules (~740 lines) because it is the one place
 // each of the ~30 FUSE operations is dispatched; everything an operation
-// needs beyond a few lines lives in the modules it imports.
+// needs beyond a few lines lives in the modules it imports, and the parts it
+// is made of are built and wired in parts.ts.
 import { constants as C } from 'node:fs';
-import { join } from 'node:path';
 import { ZERO_ID, type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
-import { DEFAULT_DELETE_GUARD, DeleteGuard, knownFilesUnder, type DeleteGuardOptions } from './delete-guard.js';
+import { DeleteGuard, knownFilesUnder } from './delete-guard.js';
 import { errnoOf, VfsError } from './errors.js';
-import { locksSupported, setServerLock } from './file-locks.js';
+import { setServerLock } from './file-locks.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
-import { LibraryLocks, watchLocked } from './library-unlock.js';
+import { LibraryLocks } from './library-unlock.js';
 import { ListingStore } from './listing-store.js';
 import { LocalMtimes } from './local-mtimes.js';
 import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf, serverMayRefuseName } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
-import { RemoteReader, type ReaderOptions, type RemoteFile } from './read/reader.js';
+import { RemoteReader, type RemoteFile } from './read/reader.js';
 import { Pins } from './pin/pins.js';
+import { buildParts, type VfsOptions } from './parts.js';
 import { Quota } from './quota.js';
 import { Renamer } from './rename.js';
-import { Journal } from './write/journal.js';
-import { type FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
+import { type FileState, WriteBack } from './write/write-back.js';
 import { Xattrs } from './xattrs.js';
 
 export type { Attr, StatFs } from './attrs.js';
-
-export interface VfsOptions {
-  /** a library name or id; absent: the root lists every library */
-  library?: string;
-  readOnly?: boolean;
-  /** cache dir of this account (journal, temp files) */
-  cacheDir: string;
-  dirCacheTimeMs?: number;
-  /** owner and group shown for every entry (default: the mounting user's) */
-  uid?: number;
-  gid?: number;
-  /** permission bits taken away from 777 (folders) and 666 (files); default 022 */
-  umask?: number;
-  reader?: ReaderOptions;
-  writeBack?: WriteBackOptions;
-  /**
-   * the password of the named library when it is encrypted (asked only then);
-   * all-libraries mode: what the log tells a user to run to unlock one
-   */
-  libraryPassword?: (lib: Library) => Promise<string>;
-  unlockHint?: (lib: Library) => string;
-  /** fsync the journal entries (default true) */
-  durableJournal?: boolean;
-  /** bytes of downloaded data kept on disk (default 4 GiB; 0: none) */
-  diskCacheBytes?: number;
-  /** bytes of chunk writes allowed to wait for the disk before it skips some (default 16 MiB; tests lower it) */
-  diskQueueBytes?: number;
-  /** sub-folder listings fetched ahead, at most this many at once (default 16; 0: none) */
-  prefetchDirs?: number;
-  /** while offline, the server is asked again after this long, doubling up to probeMaxMs (defaults 1 s, 30 s) */
-  probeMinMs?: number;
-  probeMaxMs?: number;
-  log?: (msg: string) => void;
-  /** the server's address (user.seafile.url) */
-  serverUrl?: string;
-  /** how often pinned folders are asked for changes (default 30 s; src/vfs/pin/) */
-  pinRefreshMs?: number;
-  /** the mass-delete guard (delete-guard.ts); default 1000 files within 60 s */
-  deleteGuard?: Omit<DeleteGuardOptions, 'log'>;
-}
+export type { VfsOptions } from './parts.js';
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
 
@@ -121,136 +82,33 @@ export class Vfs {
     rawApi: SeafileApi,
     readonly opts: VfsOptions,
   ) {
-    this.log = opts.log ?? (() => {});
-    this.deleteGuard = new DeleteGuard({ max: DEFAULT_DELETE_GUARD, ...opts.deleteGuard, log: this.log });
-    this.locks = new LibraryLocks(rawApi, this.log, opts.library === undefined ? (opts.unlockHint ?? null) : null);
-    const watched = watchLocked(
-      rawApi,
-      (repo, e) =>
-        void this.libraries.byId(repo).then(
-          (lib) => this.locks.noteFailure(lib, e),
-          () => {},
-        ),
-    );
-    this.net = new Connectivity(watched, { log: this.log, probeMinMs: opts.probeMinMs, probeMaxMs: opts.probeMaxMs });
-    this.api = this.net.wrap(watched);
-    const api = this.api;
-    const dirTtl = opts.dirCacheTimeMs ?? 10_000;
-    this.attrs = new AttrShaper(
-      opts.uid ?? process.getuid?.() ?? 0,
-      opts.gid ?? process.getgid?.() ?? 0,
-      opts.umask ?? 0o022,
-    );
-    // listings and libraries seen, kept on disk: a mount started offline shows them (listing-store.ts)
-    this.listings = new ListingStore(join(opts.cacheDir, 'listings'), this.log);
-    this.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (l) => this.locks.requireOpen(l), this.listings);
-    this.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
-    this.meta.setStore(this.listings);
-    this.quota = new Quota(api, this.libraries, (s) => {
-      const where = s.remotePath;
-      return where ? (this.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
-    });
-    this.times = new LocalMtimes(join(opts.cacheDir, 'mtimes'), { log: this.log, durable: opts.durableJournal });
-    this.meta.setAdjust((repo, dir, entries, at) => this.times.adjust(repo, dir, entries, at));
-    const chunk = opts.reader?.chunkSize ?? 128 * 1024;
-    const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
-    this.disk =
-      diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes, opts.diskQueueBytes) : null;
-    this.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, this.disk, (f) => {
-      this.log(`${f.path} changed on the server; refreshing its folder`);
-      this.meta.invalidate(f.repo, parentOf(f.path));
-    });
-    this.pins = new Pins({
-      api,
-      disk: this.disk,
-      cacheDir: opts.cacheDir,
-      log: this.log,
-      meta: this.meta,
-      maxBytes: diskBytes,
-      resolve: (p) => this.resolve(p),
-      lookup: (r, p) => this.lookup(r, p),
-      refreshMs: opts.pinRefreshMs,
-      durable: opts.durableJournal,
-    });
-    const journal = new Journal(join(opts.cacheDir, 'journal'), opts.durableJournal ?? true);
-    this.wb = new WriteBack(
-      api,
-      journal,
-      join(opts.cacheDir, 'dirty'),
-      {
-        log: this.log,
-        onUploaded: (s, res, repo, path) => {
-          this.hiddenDirs.changed(repo);
-          if (s.deleted) return;
-          this.pins.touched(repo, path);
-          this.times.uploaded(repo, path, res.id, res.setTime ?? null);
-          this.meta.upsert(repo, parentOf(path), {
-            type: 'file',
-            name: baseOf(path),
-            id: res.id,
-            size: res.size,
-            mtime: Math.floor(s.mtime / 1000),
-          });
-        },
-        offline: () => !this.net.online,
-        // the server's version keeps the name: list the folder afresh to show it (and the copy)
-        onConflict: (repo, path, copy) => {
-          this.xattrs.noteConflict(repo, path, copy);
-          this.meta.invalidate(repo, parentOf(path));
-        },
-        folderCreated: (repo) => this.hiddenDirs.changed(repo),
-        folderRecreated: (repo, dir) => {
-          this.meta.invalidate(repo, parentOf(dir));
-          this.meta.invalidateTree(repo, dir);
-        },
-      },
-      opts.writeBack,
-    );
-    this.meta.setLocalFolders(this.wb.folders);
-    this.xattrs = new Xattrs({
-      api,
-      resolve: (p) => this.resolve(p),
-      lookup: (repo, path) => this.lookup(repo, path),
-      folderChanged: (repo, path) => this.meta.changedSinceParentListed(repo, path),
-      relist: async (repo, dir) => void (await this.meta.list(repo, dir, true)),
-      library: (repo) => this.libraries.byId(repo),
-      state: (repo, path) => this.wb.get(repo, path),
-      under: (repo, dir) => this.wb.under(repo, dir),
-      streamed: (s) => this.wb.streamedBytes(s),
-      setLock: (p, on) => this.setLock(p, on),
-      locksSupported: () => locksSupported(api),
-      serverUrl: opts.serverUrl,
-      pins: this.pins,
-    });
-    // back online: what waited for the server goes now
-    this.net.onBack = () => {
-      this.wb.retryNow();
-      this.pins.retryNow();
-    };
-    this.renamer = new Renamer({
-      api,
-      meta: this.meta,
-      wb: this.wb,
-      times: this.times,
-      resolve: (p, change) => this.libraries.resolve(p, change),
+    const p = buildParts(rawApi, opts, {
+      resolve: (x) => this.resolve(x),
       lookup: (repo, path) => this.lookup(repo, path),
       dir: (repo, dir) => this.dir(repo, dir),
       ensureEmpty: (repo, path) => this.ensureEmpty(repo, path),
       removeFile: (repo, path, st, e) => this.removeFile(repo, path, st, e),
       hide: (repo, src, hiddenPath) => this.hide(repo, src, hiddenPath),
-      log: this.log,
+      setLock: (x, on) => this.setLock(x, on),
     });
-    this.hiddenDirs = new HiddenFolders({
-      api,
-      attrs: this.attrs,
-      ttlMs: dirTtl,
-      log: this.log,
-      resolve: (p) => this.resolve(p),
-      lookup: (repo, path) => this.lookup(repo, path),
-      names: async (repo, dir) => [...(await this.dir(repo, dir)).entries.keys()],
-      invalidate: (repo, dir, tree) => (tree ? this.meta.invalidateTree(repo, dir) : this.meta.invalidate(repo, dir)),
-      rename: (src, dst) => this.renamer.rename(src, dst),
-    });
+    this.log = p.log;
+    this.deleteGuard = p.deleteGuard;
+    this.locks = p.locks;
+    this.net = p.net;
+    this.api = p.api;
+    this.attrs = p.attrs;
+    this.listings = p.listings;
+    this.libraries = p.libraries;
+    this.meta = p.meta;
+    this.quota = p.quota;
+    this.times = p.times;
+    this.disk = p.disk;
+    this.reader = p.reader;
+    this.pins = p.pins;
+    this.wb = p.wb;
+    this.xattrs = p.xattrs;
+    this.renamer = p.renamer;
+    this.hiddenDirs = p.hiddenDirs;
   }
 
   /** Resolve the library (when named), prepare the cache dir, take over orphaned dirty files. */
