@@ -106,21 +106,13 @@ async function receive(
 
 /** the temp files of an upload the store did not take (a refused or failed one) */
 export async function discard(files: UploadedPart[]): Promise<void> {
-  await Promise.all(files.flatMap((f) => f.blocks.map((b) => b.tmpPath && fsp.rm(b.tmpPath, { force: true }))));
+  await Promise.all(files.map((f) => f.tmpPath && fsp.rm(f.tmpPath, { force: true })));
 }
 
-/** Moves a received file's blocks into the store (held by `repoId`) and records the file. */
-async function adopt(ctx: Ctx, repoId: string, f: UploadedPart): Promise<void> {
-  for (const b of f.blocks) {
-    await ctx.blocks.adoptBlock(repoId, b.tmpPath, b.id);
-    b.tmpPath = '';
-  }
-  ctx.blocks.putRecord(
-    f.blocks.map((b) => b.id),
-    f.blocks.map((b) => b.size),
-    f.size,
-    f.id,
-  );
+/** Takes a received file into the store (its blocks held by `repoId`). */
+function adopt(ctx: Ctx, repoId: string, f: UploadedPart): void {
+  ctx.blocks.adoptContent(repoId, f.tmpPath, f.id, f.blocks);
+  f.tmpPath = '';
 }
 
 function uploadToken(ctx: Ctx, r: Req, kind: 'upload' | 'update') {
@@ -199,7 +191,7 @@ export async function storeUpload(
       if (Buffer.byteLength(f.filename, 'utf8') > 249) throw fsError(500, 'Internal server error');
     }
     requirePassword(ctx, user, repo);
-    for (const f of parts) await adopt(ctx, repo.id, f);
+    for (const f of parts) adopt(ctx, repo.id, f);
     return await putFiles(
       ctx,
       user,
@@ -236,7 +228,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     if (old?.type !== 'file') throw fsError(441, 'File does not exist.');
     requirePassword(ctx, user, repo);
     if (part.size - old.size > (await ctx.quotaLeft(repo))) throw fsError(443, 'Out of quota.');
-    await adopt(ctx, repo.id, part);
+    adopt(ctx, repo.id, part);
     const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), {
       id: part.id,
       size: part.size,

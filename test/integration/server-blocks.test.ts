@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realServerSkipped, startServerOfKind, type ServerKind } from '../helpers/real-server.js';
 import { blockIdsOf, fileIdOfBlocks, seafileFileId, sha1hex } from '../helpers/seafile-ids.js';
+import { storedBlock, storedBlockIds } from '../helpers/serve-store.js';
 import { adminToken, apiAs, createUser, getToken, startTestServer, type TestServer } from '../helpers/server.js';
 
 type Call = ReturnType<typeof apiAs>;
@@ -284,9 +285,10 @@ describe('seafs serve stores blocks', () => {
   });
   afterAll(() => server?.stop());
 
-  const blockFiles = () =>
-    readdirSync(path.join(server.dataDir, 'blocks')).flatMap((d) =>
-      readdirSync(path.join(server.dataDir, 'blocks', d)).map((f) => d + f),
+  const blockFiles = () => storedBlockIds(server.dataDir);
+  const contents = () =>
+    readdirSync(path.join(server.dataDir, 'contents')).flatMap((d) =>
+      readdirSync(path.join(server.dataDir, 'contents', d)).map((f) => d + f),
     );
   const uploadLink = async (r = repo) =>
     (await call('GET', `/api2/repos/${r}/upload-link/`, { query: { p: '/' } })).json;
@@ -295,9 +297,10 @@ describe('seafs serve stores blocks', () => {
     return Buffer.from(await (await fetch(url, { headers: range ? { Range: range } : {} })).arrayBuffer());
   };
 
-  it('keeps identical blocks once, and ranges across a block boundary read right', async () => {
+  it('keeps identical blocks once (the same bytes again store nothing), and ranges across a block boundary read right', async () => {
     const content = randomBytes((8 << 20) + 5000);
     const before = new Set(blockFiles());
+    const contentsBefore = new Set(contents());
     const link = await uploadLink();
     expect((await post(`${link}?ret-json=1`, { parent_dir: '/' }, [['a.bin', content]])).status).toBe(200);
     expect((await post(`${link}?ret-json=1`, { parent_dir: '/' }, [['copy.bin', content]])).status).toBe(200);
@@ -307,6 +310,12 @@ describe('seafs serve stores blocks', () => {
     const added = blockFiles().filter((f) => !before.has(f));
     expect(added.sort()).toEqual([...new Set([...blockIdsOf(content), ...blockIdsOf(other)])].sort());
     expect(added).toHaveLength(3);
+    // a.bin and other.bin came whole with a new block each; copy.bin's blocks were all known
+    expect(
+      contents()
+        .filter((f) => !contentsBefore.has(f))
+        .sort(),
+    ).toEqual([seafileFileId(content), seafileFileId(other)].sort());
     const at = (8 << 20) - 100;
     expect((await read('/a.bin', `bytes=${at}-${at + 199}`)).equals(content.subarray(at, at + 200))).toBe(true);
     expect((await read('/other.bin')).equals(other)).toBe(true);
@@ -453,10 +462,7 @@ describe('seafs serve stores blocks', () => {
     await server.restart();
     call = apiAs(server.url, await adminToken(server));
     expect(readdirSync(path.join(server.dataDir, 'tmp'))).toEqual([]);
-    for (const f of blockFiles()) {
-      const bytes = readFileSync(path.join(server.dataDir, 'blocks', f.slice(0, 2), f.slice(2)));
-      expect(sha1hex(bytes)).toBe(f);
-    }
+    for (const f of blockFiles()) expect(sha1hex(storedBlock(server.dataDir, f))).toBe(f);
     const again = (await call('POST', `/api2/repos/${repo}/upload-blks-link/`, { form: { blklist: id } })).json;
     expect(again.blklist).toEqual([id]);
     expect((await post(again.rawblksurl, {}, [[id, block]])).text).toBe('"OK"');
