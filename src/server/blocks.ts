@@ -155,11 +155,15 @@ export class BlockStore {
     return place;
   }
 
-  private markHeld(repoId: string, id: string): void {
+  private markHeldDir(repoId: string): void {
     if (!this.presenceMade.has(repoId)) {
       mkdirSync(path.join(this.presenceDir, repoId), { recursive: true, mode: 0o700 });
       this.presenceMade.add(repoId);
     }
+  }
+
+  private markHeld(repoId: string, id: string): void {
+    this.markHeldDir(repoId);
     try {
       // link(2) does not follow a symlink: the library's entry is the block's own
       linkSync(this.blockPath(id), this.presencePath(repoId, id));
@@ -203,6 +207,29 @@ export class BlockStore {
     renameSync(tmpPath, this.blockPath(id));
     this.places.delete(id);
     this.markHeld(repoId, id);
+  }
+
+  /**
+   * Marks file `fileId` of encrypted library `repoId` as committed from blocks
+   * sent as they are (plaintext): the real server cannot decrypt such a file,
+   * and neither does this one (fileserver.ts). An upload of the same bytes
+   * through upload-api (which encrypts on a real server) clears the mark.
+   */
+  markUndecryptable(repoId: string, fileId: string, on: boolean): void {
+    const at = path.join(this.presenceDir, repoId, `raw-${fileId}`);
+    if (on) {
+      this.markHeldDir(repoId);
+      symlinkOnce('raw', at);
+    } else rmSync(at, { force: true });
+  }
+
+  isUndecryptable(repoId: string, fileId: string): boolean {
+    try {
+      lstatSync(path.join(this.presenceDir, repoId, `raw-${fileId}`));
+      return true;
+    } catch {
+      return false;
+    }
   }
 
   /** The size of block `id` if library `repoId` holds it, else null. */

@@ -145,6 +145,7 @@ async function commitBlocks(
   const total = sizes.reduce((a, b) => a + b, 0);
   if (total > 0 && total > (await ctx.quotaLeft(repo))) throw outOfQuota();
   const id = ctx.blocks.putRecord(list, sizes, size);
+  if (repo.encrypted) ctx.blocks.markUndecryptable(repo.id, id, true);
   await putFiles(
     ctx,
     user,
