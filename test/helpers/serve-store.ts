@@ -1,6 +1,6 @@
 // Reading `seafs serve`'s block store directly (src/server/blocks.ts), for
 // tests that check what is on disk: a block is a file of its own or a symlink
-// `c:<file id>:<offset>:<size>` into contents/ (`o:` into an older store's
+// `c:<file id>:<offset>:<size>` (numbers in base 36) into contents/ (`o:` into an older store's
 // objects/); a file's block list is a symlink to its one block or JSON.
 import { lstatSync, readFileSync, readlinkSync, readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -11,10 +11,11 @@ const fan = (dataDir: string, dir: string, id: string) => path.join(dataDir, dir
 export function storedBlock(dataDir: string, id: string): Buffer {
   const at = fan(dataDir, 'blocks', id);
   if (!lstatSync(at).isSymbolicLink()) return readFileSync(at);
-  const m = /^([co]):([0-9a-f]{40}):(\d+):(\d+)$/.exec(readlinkSync(at));
+  const m = /^([co]):([0-9a-f]{40}):([0-9a-z]+):([0-9a-z]+)$/.exec(readlinkSync(at));
   if (!m) throw new Error(`block ${id}: a symlink to ${readlinkSync(at)}`);
   const whole = readFileSync(fan(dataDir, m[1] === 'c' ? 'contents' : 'objects', m[2]));
-  return whole.subarray(Number(m[3]), Number(m[3]) + Number(m[4]));
+  const [off, size] = [parseInt(m[3], 36), parseInt(m[4], 36)];
+  return whole.subarray(off, off + size);
 }
 
 /** the block ids and size recorded for file `id` */
