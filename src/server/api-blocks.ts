@@ -68,7 +68,7 @@ async function uploadBlksLinks(ctx: Ctx, r: Req): Promise<void> {
   const { repo, dir } = await folderFor(ctx, r, 'rw');
   const token = uploadToken(ctx, r, repo, dir, 'upload');
   const blks = (await r.form()).get('blklist');
-  const blklist = blks ? await ctx.blocks.missing(repo.id, blks.split(',')) : [];
+  const blklist = blks ? ctx.blocks.missing(repo.id, blks.split(',')) : [];
   sendPyJson(r, {
     rawblksurl: `${r.base}/seafhttp/upload-raw-blks-api/${token}`,
     commiturl: `${r.base}/seafhttp/upload-blks-api/${token}?commitonly=true&ret-json=true`,

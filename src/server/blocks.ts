@@ -5,17 +5,37 @@
 // create_seafile_json: jansson, sorted keys, ", " and ": " separators).
 //
 // On disk:
-//   blocks/xx/yyyy…        block bytes, shared by every library (identical blocks once);
-//   files/xx/yyyy…         a file's record: that object plus the sizes of its blocks;
+//   contents/xx/yyyy…       a file uploaded whole (upload-api, update-api), as it came: one
+//                           file and one fsync per upload (an fsync per 8 MiB block halved a
+//                           large upload's speed), read back in one stream;
+//   blocks/xx/yyyy…         a block: its bytes (sent through upload-raw-blks-api), or a
+//                           symlink `c:<file id>:<offset>:<size>` (base 36) into a content (`o:` into
+//                           an object of an older store). A symlink is metadata only: no
+//                           fsync of its own, it is journalled before the head that uses it;
+//   files/xx/yyyy…          a file's block list: a symlink to its one block's id, or JSON
+//                           {block_ids, size, block_sizes};
 //   repo-blocks/<repo>/<id> a hard link per block a library holds: which blocks a library
-//                          "has" (real servers keep blocks per library, and the blocks API
-//                          must not reveal or lend another account's blocks by their hash).
-// Stores written before blocks hold a file's whole content as one object,
-// objects/<sha1 of the content>, with that sha1 as the file id and no record:
-// such files stay readable as they are; asking for their block list cuts them
-// into blocks once and records them under their old id.
-import { createHash, randomBytes } from 'node:crypto';
-import { createReadStream, linkSync, mkdirSync, promises as fsp } from 'node:fs';
+//                           "has" (real servers keep blocks per library, and the blocks API
+//                           must not reveal or lend another account's blocks by their hash).
+// Identical blocks are kept once: an upload whose blocks are all known keeps
+// no content, and a block is placed where it was first seen. Stores written
+// before blocks hold a file's whole content as objects/<sha1 of the content>,
+// that sha1 being the file id, with no block list: such files read as before,
+// and asking for their block list cuts them into blocks (symlinks) once.
+import { createHash } from 'node:crypto';
+import {
+  createReadStream,
+  existsSync,
+  linkSync,
+  lstatSync,
+  mkdirSync,
+  promises as fsp,
+  readlinkSync,
+  renameSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+} from 'node:fs';
 import path from 'node:path';
 import { Readable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
@@ -41,11 +61,40 @@ export function fileIdOf(blockIds: string[], size: number): string {
   return createHash('sha1').update(`{"block_ids": [${ids}], "size": ${size}, "type": 1, "version": 1}`).digest('hex');
 }
 
+/** where a block's bytes are: `size` bytes of `path` from `start` */
+export interface Place {
+  path: string;
+  start: number;
+  size: number;
+}
+
+const errno = (e: unknown) => (e as NodeJS.ErrnoException).code;
+
+/**
+ * A block symlink's target, `c|o:<id>:<offset>:<size>` with the numbers in
+ * base 36: at most 59 bytes below 3.6 PB, which ext4 keeps in the inode
+ * itself (a "fast" symlink: metadata only, no data block to flush).
+ */
+function placeTarget(kind: 'c' | 'o', id: string, offset: number, size: number): string {
+  return `${kind}:${id}:${offset.toString(36)}:${size.toString(36)}`;
+}
+
+/** creates a symlink (metadata only); one already there says the same */
+function symlinkOnce(target: string, at: string): void {
+  try {
+    symlinkSync(target, at);
+  } catch (e) {
+    if (errno(e) !== 'EEXIST') throw e;
+  }
+}
+
 export class BlockStore {
   readonly blocksDir: string;
   readonly filesDir: string;
+  readonly contentsDir: string;
   readonly presenceDir: string;
   private records = new LRUCache<string, FileRecord>({ max: 4096 });
+  private places = new LRUCache<string, Place>({ max: 8192 });
   private presenceMade = new Set<string>();
 
   constructor(
@@ -54,12 +103,13 @@ export class BlockStore {
   ) {
     this.blocksDir = path.join(dataDir, 'blocks');
     this.filesDir = path.join(dataDir, 'files');
+    this.contentsDir = path.join(dataDir, 'contents');
     this.presenceDir = path.join(dataDir, 'repo-blocks');
   }
 
   async init(): Promise<void> {
     await fsp.mkdir(this.presenceDir, { recursive: true, mode: 0o700 });
-    for (const dir of [this.blocksDir, this.filesDir]) {
+    for (const dir of [this.blocksDir, this.filesDir, this.contentsDir]) {
       await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
       await Promise.all(
         Array.from({ length: 256 }, async (_, i) => {
@@ -73,97 +123,188 @@ export class BlockStore {
     }
   }
 
+  private static fan(dir: string, id: string): string {
+    return path.join(dir, id.slice(0, 2), id.slice(2));
+  }
   blockPath(id: string): string {
-    return path.join(this.blocksDir, id.slice(0, 2), id.slice(2));
+    return BlockStore.fan(this.blocksDir, id);
   }
-
   private recordPath(id: string): string {
-    return path.join(this.filesDir, id.slice(0, 2), id.slice(2));
+    return BlockStore.fan(this.filesDir, id);
   }
-
+  private contentPath(id: string): string {
+    return BlockStore.fan(this.contentsDir, id);
+  }
   private presencePath(repoId: string, id: string): string {
     return path.join(this.presenceDir, repoId, id);
   }
 
-  /**
-   * Moves a block's temp file (fsync'd by its writer, same filesystem) into the
-   * store and marks it held by `repoId`. A block already there has these very
-   * bytes: the rename replaces it with its twin.
-   */
-  async adoptBlock(repoId: string, tmpPath: string, id: string): Promise<void> {
-    await fsp.rename(tmpPath, this.blockPath(id));
-    this.markHeld(repoId, id);
+  /** a block symlink's target as a place (null: not one of ours) */
+  private placeOf(target: string): Place | null {
+    const m = /^([co]):([0-9a-f]{40}):([0-9a-z]+):([0-9a-z]+)$/.exec(target);
+    if (!m) return null;
+    const file = m[1] === 'c' ? this.contentPath(m[2]) : this.objects.pathOf(m[2]);
+    return { path: file, start: parseInt(m[3], 36), size: parseInt(m[4], 36) };
   }
 
-  /** Stores a block from memory (atomic, fsync'd) for `repoId`. */
-  async putBlock(repoId: string, id: string, data: Buffer): Promise<void> {
-    await writeFileAtomic(this.blockPath(id), data, { syncDir: false });
-    this.markHeld(repoId, id);
+  /** Where block `id`'s bytes are, or null when the store has no such block. */
+  resolve(id: string): Place | null {
+    if (!BLOCK_ID.test(id)) return null;
+    const hit = this.places.get(id);
+    if (hit) return hit;
+    const at = this.blockPath(id);
+    let place: Place | null;
+    try {
+      place = this.placeOf(readlinkSync(at));
+    } catch (e) {
+      if (errno(e) === 'ENOENT') return null;
+      if (errno(e) !== 'EINVAL') throw e;
+      place = { path: at, start: 0, size: statSync(at).size }; // a block file of its own
+    }
+    if (place) this.places.set(id, place);
+    return place;
   }
 
-  private markHeld(repoId: string, id: string): void {
+  private markHeldDir(repoId: string): void {
     if (!this.presenceMade.has(repoId)) {
       mkdirSync(path.join(this.presenceDir, repoId), { recursive: true, mode: 0o700 });
       this.presenceMade.add(repoId);
     }
+  }
+
+  private markHeld(repoId: string, id: string): void {
+    this.markHeldDir(repoId);
     try {
+      // link(2) does not follow a symlink: the library's entry is the block's own
       linkSync(this.blockPath(id), this.presencePath(repoId, id));
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      if (errno(e) !== 'EEXIST') throw e;
+    }
+  }
+
+  /**
+   * Takes a file received whole (`tmpPath`, fsync'd, same filesystem) into
+   * the store for `repoId`: kept as a content unless every block of it is
+   * known already, its blocks placed in it, and its block list recorded.
+   */
+  adoptContent(repoId: string, tmpPath: string, fileId: string, blocks: { id: string; size: number }[]): void {
+    if (fileId === ZERO_ID) {
+      rmSync(tmpPath, { force: true });
+      return;
+    }
+    if (blocks.every((b) => this.resolve(b.id))) {
+      rmSync(tmpPath, { force: true });
+    } else {
+      // synchronous: renames and symlinks are changes of folders in the page cache, microseconds
+      renameSync(tmpPath, this.contentPath(fileId));
+      let off = 0;
+      for (const b of blocks) {
+        if (!this.resolve(b.id)) symlinkOnce(placeTarget('c', fileId, off, b.size), this.blockPath(b.id));
+        off += b.size;
+      }
+    }
+    for (const b of blocks) this.markHeld(repoId, b.id);
+    this.putRecord(
+      blocks.map((b) => b.id),
+      blocks.map((b) => b.size),
+      blocks.reduce((n, b) => n + b.size, 0),
+      fileId,
+    );
+  }
+
+  /** Takes a block received on its own (`tmpPath`, fsync'd) into the store for `repoId`. */
+  adoptBlock(repoId: string, tmpPath: string, id: string): void {
+    renameSync(tmpPath, this.blockPath(id));
+    this.places.delete(id);
+    this.markHeld(repoId, id);
+  }
+
+  /**
+   * Marks file `fileId` of encrypted library `repoId` as committed from blocks
+   * sent as they are (plaintext): the real server cannot decrypt such a file,
+   * and neither does this one (fileserver.ts). An upload of the same bytes
+   * through upload-api (which encrypts on a real server) clears the mark.
+   */
+  markUndecryptable(repoId: string, fileId: string, on: boolean): void {
+    const at = path.join(this.presenceDir, repoId, `raw-${fileId}`);
+    if (on) {
+      this.markHeldDir(repoId);
+      symlinkOnce('raw', at);
+    } else rmSync(at, { force: true });
+  }
+
+  isUndecryptable(repoId: string, fileId: string): boolean {
+    try {
+      lstatSync(path.join(this.presenceDir, repoId, `raw-${fileId}`));
+      return true;
+    } catch {
+      return false;
     }
   }
 
   /** The size of block `id` if library `repoId` holds it, else null. */
-  async heldSize(repoId: string, id: string): Promise<number | null> {
+  heldSize(repoId: string, id: string): number | null {
     if (!BLOCK_ID.test(id)) return null;
+    const at = this.presencePath(repoId, id);
     try {
-      return (await fsp.stat(this.presencePath(repoId, id))).size;
+      const st = lstatSync(at);
+      if (!st.isSymbolicLink()) return st.size;
+      return this.placeOf(readlinkSync(at))?.size ?? null;
     } catch {
       return null;
     }
   }
 
   /** Which of `ids` library `repoId` does not hold, in their order. */
-  async missing(repoId: string, ids: string[]): Promise<string[]> {
-    const out: string[] = [];
-    for (const id of ids) if ((await this.heldSize(repoId, id)) === null) out.push(id);
-    return out;
+  missing(repoId: string, ids: string[]): string[] {
+    return ids.filter((id) => this.heldSize(repoId, id) === null);
   }
 
   /**
    * Records a file made of `blockIds` (with their sizes) and returns its id.
-   * The write runs in the background; the commit that makes the file
-   * reachable waits for it (ObjectStore.flush).
+   * A file of one whole block is a symlink to it (metadata, journalled before
+   * the head that uses it); a longer list is JSON, written in the background,
+   * which the commit making the file reachable waits for (ObjectStore.flush).
    */
   putRecord(blockIds: string[], blockSizes: number[], size: number, id = fileIdOf(blockIds, size)): string {
     if (id === ZERO_ID || this.records.has(id)) return id;
     const rec: FileRecord = { block_ids: blockIds, size, block_sizes: blockSizes };
     this.records.set(id, rec);
+    if (blockIds.length === 1 && blockSizes[0] === size) {
+      symlinkOnce(blockIds[0], this.recordPath(id));
+      return id;
+    }
     this.objects.track(writeFileAtomic(this.recordPath(id), JSON.stringify(rec), { syncDir: false }), () =>
       this.records.delete(id),
     );
     return id;
   }
 
-  /** The record of file `id`, or null for a file stored whole (from before blocks). */
+  /** The block list of file `id`, or null for a file stored whole by an older store. */
   async record(id: string): Promise<FileRecord | null> {
     if (id === ZERO_ID) return { block_ids: [], size: 0, block_sizes: [] };
     const hit = this.records.get(id);
     if (hit) return hit;
+    const at = this.recordPath(id);
+    let rec: FileRecord;
     try {
-      const rec = JSON.parse(await fsp.readFile(this.recordPath(id), 'utf8')) as FileRecord;
-      this.records.set(id, rec);
-      return rec;
+      const block = readlinkSync(at);
+      const size = this.resolve(block)?.size ?? 0;
+      rec = { block_ids: [block], size, block_sizes: [size] };
     } catch (e) {
-      if ((e as NodeJS.ErrnoException).code === 'ENOENT') return null;
-      throw e;
+      if (errno(e) === 'ENOENT') return null;
+      if (errno(e) !== 'EINVAL') throw e;
+      rec = JSON.parse(await fsp.readFile(at, 'utf8')) as FileRecord;
     }
+    this.records.set(id, rec);
+    return rec;
   }
 
   /**
-   * The record of file `id` as library `repoId` sees it: a file stored whole
-   * is cut into 8 MiB blocks first (read 8 MiB at a time) and recorded under
-   * its id; either way the library then holds its blocks (it can read them).
+   * The block list of file `id` as library `repoId` sees it, which then holds
+   * those blocks (it can read them). A file stored whole by an older store is
+   * cut into 8 MiB blocks first (read 8 MiB at a time; its blocks are placed
+   * in its object) and recorded under its id.
    */
   async blocksOf(repoId: string, id: string): Promise<FileRecord> {
     let rec = await this.record(id);
@@ -173,7 +314,7 @@ export class BlockStore {
       const fh = await fsp.open(this.objects.pathOf(id), 'r');
       try {
         const buf = Buffer.allocUnsafe(BLOCK_SIZE);
-        for (;;) {
+        for (let off = 0; ;) {
           let n = 0;
           while (n < BLOCK_SIZE) {
             const { bytesRead } = await fh.read(buf, n, BLOCK_SIZE - n, null);
@@ -181,11 +322,11 @@ export class BlockStore {
             n += bytesRead;
           }
           if (n === 0) break;
-          const data = buf.subarray(0, n);
-          const bid = createHash('sha1').update(data).digest('hex');
-          await this.putBlock(repoId, bid, Buffer.from(data));
+          const bid = createHash('sha1').update(buf.subarray(0, n)).digest('hex');
+          if (!this.resolve(bid)) symlinkOnce(placeTarget('o', id, off, n), this.blockPath(bid));
           ids.push(bid);
           sizes.push(n);
+          off += n;
           if (n < BLOCK_SIZE) break;
         }
       } finally {
@@ -194,38 +335,36 @@ export class BlockStore {
       rec = { block_ids: ids, size: sizes.reduce((a, b) => a + b, 0), block_sizes: sizes };
       this.putRecord(ids, sizes, rec.size, id);
       await this.objects.flush();
-      return rec;
     }
-    for (const b of rec.block_ids) if ((await this.heldSize(repoId, b)) === null) this.markHeld(repoId, b);
+    for (const b of rec.block_ids) if (this.resolve(b)) this.markHeld(repoId, b);
     return rec;
   }
 
   /**
-   * Bytes `start`..`end` (inclusive) of file `id`: from its blocks, or from
-   * its whole-content object when it has no record. A file whose committed
-   * size is larger than its blocks ends early (the reader sees a short body).
+   * Bytes `start`..`end` (inclusive) of file `id`: its content when it was
+   * uploaded whole, else its blocks, else an older store's object. A file whose
+   * committed size is larger than its blocks ends early (a short body).
    */
   async open(id: string, start: number, end: number): Promise<Readable> {
+    const stream = (p: string, from: number, to: number) =>
+      createReadStream(p, { start: from, end: to, highWaterMark: 256 * 1024 });
+    if (existsSync(this.contentPath(id))) return stream(this.contentPath(id), start, end);
     const rec = await this.record(id);
-    if (!rec) return createReadStream(this.objects.pathOf(id), { start, end, highWaterMark: 256 * 1024 });
+    if (!rec) return stream(this.objects.pathOf(id), start, end);
     const pieces: { path: string; start: number; end: number }[] = [];
     let off = 0;
     for (let i = 0; i < rec.block_ids.length && off <= end; i++) {
       const size = rec.block_sizes[i];
       const from = Math.max(start, off);
       const to = Math.min(end, off + size - 1);
-      if (from <= to) pieces.push({ path: this.blockPath(rec.block_ids[i]), start: from - off, end: to - off });
+      const place = this.resolve(rec.block_ids[i]);
+      if (!place) break; // a short body
+      if (from <= to) pieces.push({ path: place.path, start: place.start + from - off, end: place.start + to - off });
       off += size;
     }
     async function* read() {
-      for (const p of pieces)
-        yield* createReadStream(p.path, { start: p.start, end: p.end, highWaterMark: 256 * 1024 });
+      for (const p of pieces) yield* stream(p.path, p.start, p.end);
     }
     return Readable.from(read(), { objectMode: false });
-  }
-
-  /** A temp path next to the blocks (same filesystem) for a block being received. */
-  static tmpName(tmpDir: string): string {
-    return path.join(tmpDir, `blk-${randomBytes(8).toString('hex')}`);
   }
 }

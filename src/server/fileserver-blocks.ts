@@ -8,7 +8,7 @@
 // exact messages. A block the library lacks fails a commit with 443 "Out of
 // quota.", not 446: the quota check stats every block first and takes a
 // failed stat for "over quota" (repo-op.c check_quota_before_commit_blocks).
-import { createReadStream, statSync } from 'node:fs';
+import { createReadStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { BLOCK_ID } from './blocks.js';
 import type { Ctx, Req, UploadToken } from './context.js';
@@ -94,10 +94,8 @@ export function uploadRawBlocks(ctx: Ctx, r: Req): Promise<void> {
       for (const p of parts) {
         const got = p.blocks[0]?.id ?? sha1('');
         if (p.filename.toLowerCase() !== got) throw internal(); // "Block id ... doesn't match content."
-        if (p.blocks[0]) {
-          await ctx.blocks.adoptBlock(repo.id, p.blocks[0].tmpPath, got);
-          p.blocks[0].tmpPath = '';
-        } else await ctx.blocks.putBlock(repo.id, got, Buffer.alloc(0));
+        ctx.blocks.adoptBlock(repo.id, p.tmpPath, got);
+        p.tmpPath = '';
       }
       return '"OK"';
     } finally {
@@ -140,13 +138,14 @@ async function commitBlocks(
   if (parentDir.includes('//')) throw internal();
   const sizes: number[] = [];
   for (const id of list) {
-    const s = await ctx.blocks.heldSize(repo.id, id);
+    const s = ctx.blocks.heldSize(repo.id, id);
     if (s === null) throw outOfQuota();
     sizes.push(s);
   }
   const total = sizes.reduce((a, b) => a + b, 0);
   if (total > 0 && total > (await ctx.quotaLeft(repo))) throw outOfQuota();
   const id = ctx.blocks.putRecord(list, sizes, size);
+  if (repo.encrypted) ctx.blocks.markUndecryptable(repo.id, id, true);
   await putFiles(
     ctx,
     user,
@@ -242,8 +241,9 @@ export async function downloadBlock(ctx: Ctx, r: Req): Promise<void> {
     r.res.writeHead(400, { 'Content-Length': '0' });
     return void r.res.end();
   }
-  const p = ctx.blocks.blockPath(blockId);
-  const size = statSync(p).size;
+  const place = ctx.blocks.resolve(blockId);
+  if (!place) return text(500, 'Internal error\n');
+  const size = place.size;
   r.res.writeHead(200, {
     'Access-Control-Allow-Origin': '*',
     'Content-Disposition': `attachment;filename="${blockId}"`,
@@ -253,7 +253,12 @@ export async function downloadBlock(ctx: Ctx, r: Req): Promise<void> {
   });
   if (r.method === 'HEAD') return void r.res.end();
   try {
-    await pipeline(createReadStream(p, { highWaterMark: 256 * 1024 }), r.res);
+    if (size > 0)
+      await pipeline(
+        createReadStream(place.path, { start: place.start, end: place.start + size - 1, highWaterMark: 256 * 1024 }),
+        r.res,
+      );
+    else r.res.end();
   } catch {
     r.res.destroy();
   }

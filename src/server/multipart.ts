@@ -1,11 +1,11 @@
 // A small streaming multipart/form-data parser for uploads. File parts are
-// cut into blocks as they arrive (8 MiB unless told: blocks.ts), each hashed
-// (sha1 = its block id) into a temp file of its own: a small part (the files
-// of a batch upload) is held until it ends and then written with synchronous
-// calls, its fsync running in the thread pool while the next parts are read
-// (one hand-off per file instead of one per call: open, each write, fsync,
-// close); a larger one streams to its blocks' files, each fsync'd in the
-// background once full, so memory stays flat whatever the size. Other fields are kept, at most
+// hashed as they arrive, 8 MiB block by block (unless told: blocks.ts), each
+// block's sha1 its id, and go to temp files: a
+// small one (the files of a batch upload) is held until it ends and then
+// written with synchronous calls, its fsync running in the thread pool while
+// the next parts are read (one hand-off per file instead of one per call:
+// open, each write, fsync, close); a larger one streams to its file, so
+// memory stays flat whatever the size. Other fields are kept, at most
 // MAX_FORM_BYTES of them all together (upload links need no login: a body of
 // millions of small fields must not fill the memory).
 import { createHash, randomBytes } from 'node:crypto';
@@ -18,21 +18,16 @@ import { fsyncFd, writeAllSync } from './atomic.js';
 import { FileServerError, HttpError } from './http.js';
 import { BLOCK_SIZE, fileIdOf } from './blocks.js';
 
-export interface ReceivedBlock {
-  id: string; // sha1 of its bytes
-  size: number;
-  /** its bytes; '' once the store has taken the block (nothing left to remove) */
-  tmpPath: string;
-}
-
 export interface UploadedPart {
   field: string;
   filename: string;
+  /** the received bytes; '' once the store has taken the file (nothing left to remove) */
+  tmpPath: string;
   size: number;
   /** the file id of its blocks (blocks.ts fileIdOf), or 40 zeros when empty */
   id: string;
-  /** the content cut into blocks, in order (none when empty) */
-  blocks: ReceivedBlock[];
+  /** ids and sizes of its blocks, in order (none when empty) */
+  blocks: { id: string; size: number }[];
 }
 
 export interface MultipartResult {
@@ -57,8 +52,6 @@ const MAX_HEADER_BYTES = 16 << 10;
 const SMALL_PART = 256 << 10;
 /** bytes of small parts whose fsync is under way, per upload, before the parser waits for them */
 const SYNCING_MAX = 8 << 20;
-/** full blocks of large parts whose fsync is under way before the parser waits for the oldest */
-const BLOCK_SYNCS_MAX = 4;
 const CRLF = Buffer.from('\r\n');
 const HEADER_END = Buffer.from('\r\n\r\n');
 
@@ -128,51 +121,19 @@ export async function parseMultipart(
         hash: ReturnType<typeof createHash>;
         /** bytes in the current block */
         inBlock: number;
-        /** the bytes of a part still small enough to be held (null: it streams to block files) */
+        /** the bytes of a part still small enough to be held (null: it streams to `fh`) */
         chunks: Buffer[] | null;
-        /** the current block's file while streaming (null between blocks) */
         fh: FileHandle | null;
-        tmpPath: string;
       }
     | null = null;
   /** fsyncs of small parts' temp files under way (each closes its descriptor when done) */
   let syncing: Promise<void>[] = [];
   let syncingBytes = 0;
-  /** fsyncs (then closes) of full blocks of large parts */
-  let blockSyncs: Promise<void>[] = [];
   const syncsDone = async () => {
-    const all = [...syncing, ...blockSyncs];
+    const all = syncing;
     syncing = [];
-    blockSyncs = [];
     syncingBytes = 0;
     await Promise.all(all);
-  };
-  const newTmp = () => path.join(opts.tmpDir, `up-${randomBytes(8).toString('hex')}`);
-
-  type FileState = { part: UploadedPart; hash: ReturnType<typeof createHash>; inBlock: number } & {
-    fh: FileHandle | null;
-    tmpPath: string;
-  };
-  const startBlock = async (c: FileState) => {
-    c.tmpPath = newTmp();
-    c.fh = await fsp.open(c.tmpPath, 'w', 0o600);
-  };
-  const endBlock = async (c: FileState) => {
-    const fh = c.fh!;
-    c.fh = null;
-    c.part.blocks.push({ id: c.hash.digest('hex'), size: c.inBlock, tmpPath: c.tmpPath });
-    c.hash = createHash('sha1');
-    c.inBlock = 0;
-    const sync = fh.sync().then(
-      () => fh.close(),
-      async (e: unknown) => {
-        await fh.close().catch(() => undefined);
-        throw e;
-      },
-    );
-    sync.catch(() => undefined); // awaited by syncsDone; never an unhandled rejection meanwhile
-    blockSyncs.push(sync);
-    if (blockSyncs.length > BLOCK_SYNCS_MAX) await blockSyncs.shift();
   };
 
   const openPart = async (headerText: string) => {
@@ -180,9 +141,10 @@ export async function parseMultipart(
     if (filename !== null) {
       fileHeaderBytes += headerText.length;
       if (fileHeaderBytes > MAX_FILE_HEADERS_BYTES) throw tooMuchForm();
-      const part: UploadedPart = { field: name, filename, size: 0, id: '', blocks: [] };
+      const tmpPath = path.join(opts.tmpDir, `up-${randomBytes(8).toString('hex')}`);
+      const part: UploadedPart = { field: name, filename, tmpPath, size: 0, id: '', blocks: [] };
       files.push(part);
-      cur = { kind: 'file', part, hash: createHash('sha1'), inBlock: 0, chunks: [], fh: null, tmpPath: '' };
+      cur = { kind: 'file', part, hash: createHash('sha1'), inBlock: 0, chunks: [], fh: null };
     } else {
       formBytes += headerText.length + 4;
       if (formBytes > MAX_FORM_BYTES) throw tooMuchForm();
@@ -199,36 +161,32 @@ export async function parseMultipart(
       cur.chunks.push(data);
     } else {
       const c = cur;
+      for (let off = 0; off < data.length;) {
+        const n = Math.min(data.length - off, blockSize - c.inBlock);
+        c.hash.update(n === data.length ? data : data.subarray(off, off + n));
+        c.inBlock += n;
+        off += n;
+        if (c.inBlock === blockSize) {
+          c.part.blocks.push({ id: c.hash.digest('hex'), size: c.inBlock });
+          c.hash = createHash('sha1');
+          c.inBlock = 0;
+        }
+      }
       c.part.size += data.length;
       fileBytes += data.length;
       opts.onBytes?.(fileBytes);
-      if (c.chunks && c.part.size <= SMALL_PART && c.part.size <= blockSize) {
+      if (c.chunks && c.part.size <= SMALL_PART) {
         // the socket's chunks are fresh buffers, never reused: holding views of them is safe
-        c.hash.update(data);
-        c.inBlock += data.length;
         c.chunks.push(data);
         return;
       }
-      if (c.chunks) {
-        // too large to hold: the held bytes (hashed already) start the first block's file
-        const held = c.chunks;
+      if (!c.fh) {
+        c.fh = await fsp.open(c.part.tmpPath, 'w', 0o600);
+        const held = c.chunks ?? [];
         c.chunks = null;
-        if (c.inBlock > 0) {
-          await startBlock(c);
-          for (const b of held) await writeAll(c.fh!, b);
-        }
+        for (const b of held) await writeAll(c.fh, b);
       }
-      let off = 0;
-      while (off < data.length) {
-        if (!c.fh) await startBlock(c);
-        const n = Math.min(data.length - off, blockSize - c.inBlock);
-        const piece = off === 0 && n === data.length ? data : data.subarray(off, off + n);
-        c.hash.update(piece);
-        await writeAll(c.fh!, piece);
-        c.inBlock += n;
-        off += n;
-        if (c.inBlock === blockSize) await endBlock(c);
-      }
+      await writeAll(c.fh, data);
     }
   };
 
@@ -239,21 +197,17 @@ export async function parseMultipart(
     if (c.kind === 'field') {
       fields.set(c.name, [...(fields.get(c.name) ?? []), Buffer.concat(c.chunks).toString('utf8')]);
     } else {
-      const done = () => {
-        c.part.id = fileIdOf(
-          c.part.blocks.map((b) => b.id),
-          c.part.size,
-        );
-      };
-      if (!c.chunks) {
-        if (c.fh) await endBlock(c);
-        return done();
+      if (c.inBlock > 0) c.part.blocks.push({ id: c.hash.digest('hex'), size: c.inBlock });
+      c.part.id = fileIdOf(
+        c.part.blocks.map((b) => b.id),
+        c.part.size,
+      );
+      if (c.fh) {
+        await c.fh.sync();
+        await c.fh.close();
+        return;
       }
-      if (c.part.size === 0) return done();
-      const tmpPath = newTmp();
-      c.part.blocks.push({ id: c.hash.digest('hex'), size: c.part.size, tmpPath });
-      done();
-      const fd = openSync(tmpPath, 'w', 0o600);
+      const fd = openSync(c.part.tmpPath, 'w', 0o600);
       try {
         writeAllSync(fd, c.chunks ?? []);
       } catch (e) {
@@ -362,13 +316,10 @@ export async function parseMultipart(
     await syncsDone();
     return { fields, files };
   } catch (e) {
-    const c = cur as { kind: string; fh?: FileHandle | null; tmpPath?: string } | null;
-    if (c?.kind === 'file' && c.fh) {
-      await c.fh.close().catch(() => undefined);
-      await fsp.rm(c.tmpPath!, { force: true });
-    }
-    await Promise.allSettled([...syncing, ...blockSyncs]);
-    await Promise.all(files.flatMap((f) => f.blocks.map((b) => fsp.rm(b.tmpPath, { force: true }))));
+    const c = cur as { kind: string; fh?: FileHandle | null } | null;
+    if (c?.kind === 'file' && c.fh) await c.fh.close().catch(() => undefined);
+    await Promise.allSettled(syncing);
+    await Promise.all(files.map((f) => fsp.rm(f.tmpPath, { force: true })));
     throw e;
   }
 }

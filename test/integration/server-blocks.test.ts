@@ -11,6 +11,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { realServerSkipped, startServerOfKind, type ServerKind } from '../helpers/real-server.js';
 import { blockIdsOf, fileIdOfBlocks, seafileFileId, sha1hex } from '../helpers/seafile-ids.js';
+import { storedBlock, storedBlockIds } from '../helpers/serve-store.js';
 import { adminToken, apiAs, createUser, getToken, startTestServer, type TestServer } from '../helpers/server.js';
 
 type Call = ReturnType<typeof apiAs>;
@@ -22,12 +23,64 @@ interface Answer {
   headers: Headers;
 }
 
-async function post(url: string, fields: Record<string, string>, files: [string, Buffer, string?][] = []) {
-  const fd = new FormData();
-  for (const [k, v] of Object.entries(fields)) fd.append(k, v);
-  for (const [name, data, field] of files) fd.append(field ?? 'file', new Blob([data]), name);
-  const res = await fetch(url, { method: 'POST', body: fd });
-  return answer(res);
+/**
+ * A multipart POST whose answer counts even when the server closes the
+ * connection before reading the body (the C fileserver does on a refused
+ * token: fetch would fail with EPIPE instead).
+ */
+function post(url: string, fields: Record<string, string>, files: [string, Buffer, string?][] = []): Promise<Answer> {
+  const boundary = 'seafsblk' + randomBytes(8).toString('hex');
+  const parts: Buffer[] = [];
+  for (const [k, v] of Object.entries(fields))
+    parts.push(Buffer.from(`--${boundary}\r\nContent-Disposition: form-data; name="${k}"\r\n\r\n${v}\r\n`));
+  for (const [name, data, field] of files) {
+    parts.push(
+      Buffer.from(
+        `--${boundary}\r\nContent-Disposition: form-data; name="${field ?? 'file'}"; filename="${name}"\r\n` +
+          'Content-Type: application/octet-stream\r\n\r\n',
+      ),
+      data,
+      Buffer.from('\r\n'),
+    );
+  }
+  parts.push(Buffer.from(`--${boundary}--\r\n`));
+  const body = Buffer.concat(parts);
+  const u = new URL(url);
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      {
+        host: u.hostname,
+        port: u.port,
+        path: u.pathname + u.search,
+        method: 'POST',
+        agent: false,
+        headers: { 'Content-Type': `multipart/form-data; boundary=${boundary}`, 'Content-Length': body.length },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode!,
+            type: res.headers['content-type'] ?? '',
+            text: Buffer.concat(chunks).toString('utf8'),
+            headers: new Headers(),
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
+    let answered = false;
+    req.on('response', () => (answered = true));
+    req.on('error', (e) => {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'EPIPE' && code !== 'ECONNRESET') reject(e);
+    });
+    req.on('close', () => {
+      if (!answered) reject(new Error(`POST ${u.pathname}: no answer`));
+    });
+    req.end(body);
+  });
 }
 
 async function answer(res: Response): Promise<Answer> {
@@ -239,6 +292,19 @@ async function scenario(server: TestServer): Promise<{ lines: string[]; facts: R
     'encrypted: downloadblks',
     await apiAnswer('GET', `/api2/repos/${enc}/file/`, { query: { p: '/p.bin', op: 'downloadblks' } }),
   );
+  await call('POST', `/api2/repos/${enc}/`, { form: { password: 'vault pw 1' } });
+  const encUrl = (await call('GET', `/api2/repos/${enc}/file/`, { query: { p: '/p.bin' } })).json as string;
+  const encRes = await fetch(encUrl);
+  let encBody: string;
+  try {
+    const got = Buffer.from(await encRes.arrayBuffer());
+    encBody = got.equals(b[0]) ? 'the bytes' : `${got.length} other bytes`;
+  } catch {
+    encBody = 'a body that breaks off';
+  }
+  lines.push(
+    `encrypted, unlocked: download of it: ${encRes.status} ${encRes.headers.get('content-length')} ${encBody}`,
+  );
   return { lines, facts };
 }
 
@@ -258,6 +324,7 @@ describe('the blocks API answers as a real server does', () => {
         has('commit, a block missing: 443 [application/json; charset=utf-8] {"error": "Out of quota.\n"}');
         has('raw block, id not its sha1: 500 [application/json; charset=utf-8] {"error": "Internal error\n"}');
         has('update-blks: 200 [application/json; charset=utf-8] <file b3>');
+        has('encrypted, unlocked: download of it: 200 1000 a body that breaks off');
         has(
           'downloadblks: 200 [application/json; charset=utf-8] {"file_id": "<file b1 b2 b3>", "blklist": ["<b1>", "<b2>", "<b3>"], "encrypted": false, "enc_version": 0}',
         );
@@ -284,9 +351,10 @@ describe('seafs serve stores blocks', () => {
   });
   afterAll(() => server?.stop());
 
-  const blockFiles = () =>
-    readdirSync(path.join(server.dataDir, 'blocks')).flatMap((d) =>
-      readdirSync(path.join(server.dataDir, 'blocks', d)).map((f) => d + f),
+  const blockFiles = () => storedBlockIds(server.dataDir);
+  const contents = () =>
+    readdirSync(path.join(server.dataDir, 'contents')).flatMap((d) =>
+      readdirSync(path.join(server.dataDir, 'contents', d)).map((f) => d + f),
     );
   const uploadLink = async (r = repo) =>
     (await call('GET', `/api2/repos/${r}/upload-link/`, { query: { p: '/' } })).json;
@@ -295,9 +363,10 @@ describe('seafs serve stores blocks', () => {
     return Buffer.from(await (await fetch(url, { headers: range ? { Range: range } : {} })).arrayBuffer());
   };
 
-  it('keeps identical blocks once, and ranges across a block boundary read right', async () => {
+  it('keeps identical blocks once (the same bytes again store nothing), and ranges across a block boundary read right', async () => {
     const content = randomBytes((8 << 20) + 5000);
     const before = new Set(blockFiles());
+    const contentsBefore = new Set(contents());
     const link = await uploadLink();
     expect((await post(`${link}?ret-json=1`, { parent_dir: '/' }, [['a.bin', content]])).status).toBe(200);
     expect((await post(`${link}?ret-json=1`, { parent_dir: '/' }, [['copy.bin', content]])).status).toBe(200);
@@ -307,6 +376,12 @@ describe('seafs serve stores blocks', () => {
     const added = blockFiles().filter((f) => !before.has(f));
     expect(added.sort()).toEqual([...new Set([...blockIdsOf(content), ...blockIdsOf(other)])].sort());
     expect(added).toHaveLength(3);
+    // a.bin and other.bin came whole with a new block each; copy.bin's blocks were all known
+    expect(
+      contents()
+        .filter((f) => !contentsBefore.has(f))
+        .sort(),
+    ).toEqual([seafileFileId(content), seafileFileId(other)].sort());
     const at = (8 << 20) - 100;
     expect((await read('/a.bin', `bytes=${at}-${at + 199}`)).equals(content.subarray(at, at + 200))).toBe(true);
     expect((await read('/other.bin')).equals(other)).toBe(true);
@@ -453,10 +528,7 @@ describe('seafs serve stores blocks', () => {
     await server.restart();
     call = apiAs(server.url, await adminToken(server));
     expect(readdirSync(path.join(server.dataDir, 'tmp'))).toEqual([]);
-    for (const f of blockFiles()) {
-      const bytes = readFileSync(path.join(server.dataDir, 'blocks', f.slice(0, 2), f.slice(2)));
-      expect(sha1hex(bytes)).toBe(f);
-    }
+    for (const f of blockFiles()) expect(sha1hex(storedBlock(server.dataDir, f))).toBe(f);
     const again = (await call('POST', `/api2/repos/${repo}/upload-blks-link/`, { form: { blklist: id } })).json;
     expect(again.blklist).toEqual([id]);
     expect((await post(again.rawblksurl, {}, [[id, block]])).text).toBe('"OK"');

@@ -8,6 +8,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { adminToken, apiAs, CLI, startTestServer, uploadTo, type TestServer } from '../helpers/server.js';
 import { fileIdOfBlocks } from '../helpers/seafile-ids.js';
+import { storedBlock, storedFile } from '../helpers/serve-store.js';
 
 let server: TestServer;
 let call: ReturnType<typeof apiAs>;
@@ -43,11 +44,11 @@ function checkStore(dataDir: string): number {
       if (e.type === 'dir') walk(e.id);
       else if (e.id !== zero) {
         // a file is its record (files/) naming blocks (blocks/) whose bytes match their ids
-        const rec = JSON.parse(readFileSync(path.join(dataDir, 'files', e.id.slice(0, 2), e.id.slice(2)), 'utf8'));
+        const rec = storedFile(dataDir, e.id);
         expect(fileIdOfBlocks(rec.block_ids, rec.size)).toBe(e.id);
         let size = 0;
-        for (const b of rec.block_ids as string[]) {
-          const bytes = readFileSync(path.join(dataDir, 'blocks', b.slice(0, 2), b.slice(2)));
+        for (const b of rec.block_ids) {
+          const bytes = storedBlock(dataDir, b);
           expect(sha1(bytes)).toBe(b);
           size += bytes.length;
         }
