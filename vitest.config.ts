@@ -10,6 +10,9 @@ const shared = { testTimeout: 120_000, hookTimeout: 120_000, pool: 'forks' as co
 
 export default defineConfig({
   test: {
+    // two workers in all, one per project (vitest's default is one fewer than the cores: 1 here, which ran
+    // the projects one after the other)
+    maxWorkers: 2,
     projects: [
       { test: { ...shared, name: 'light', include: ['test/{unit,integration,compat}/**/*.test.ts'] } },
       { test: { ...shared, name: 'mounts', include: ['test/e2e/**/*.test.ts'] } },

@@ -469,6 +469,8 @@ export class MetaCache {
     const now = Date.now();
     this.adjust?.(repo, dir, map, now);
     this.lru.set(k, { oid, entries: map, fetchedAt: now, seq: sinceSeq });
+    // kept on disk too: a mount started offline then knows the pinned tree
+    if (oid) this.store?.save(repo, dir, oid, map.values());
   }
 
   /** A folder just created here: known empty without asking. */

@@ -231,4 +231,24 @@ describe('pinned files', () => {
     expect(same(await readWhole(m.vfs, '/p/big.bin'), data)).toBe(true);
     expect((await readdir(join(cacheDir, 'pins'))).filter((n) => n.includes('.tmp'))).toEqual([]);
   });
+
+  it('a mount started offline reads pinned files in folders it never listed itself (the pin listing is kept on disk)', async () => {
+    const { api, repo, vfs, cacheDir } = await setup();
+    const deep = randomBytes(200 * KiB);
+    put(api, repo, '/keep/sub/deep/c.bin', deep);
+    put(api, repo, '/keep/top.txt', 'top\n');
+    await pin(vfs, '/keep');
+    await vfs.pins.idle();
+    await vfs.reader.diskIdle();
+    vfs.close();
+    await vfs.reader.closeDisk();
+    await vfs.listings.flush();
+
+    api.down = true;
+    const again = await makeVfs(api, { library: 'lib', cacheDir, dirCacheTimeMs: 50 });
+    cleanups.push(again.cleanup);
+    expect(again.vfs.net.online).toBe(false);
+    expect(same(await readWhole(again.vfs, '/keep/sub/deep/c.bin'), deep)).toBe(true);
+    expect((await readWhole(again.vfs, '/keep/top.txt')).toString()).toBe('top\n');
+  });
 });
