@@ -395,9 +395,11 @@ export class MetaCache {
     const have = this.lru.peek(k);
     if (have) return have;
     this.adjust?.(repo, dir, saved.entries, saved.savedAt);
-    // folders made here since (0: every one this mount knows of)
+    // folders made here that the server does not hold yet; not those created since (a revalidation by folder id
+    // answers whether they are still there: one made and then moved away must not come back with this listing)
     if (this.local)
-      for (const e of this.local.dirsIn(repo, dir, 0)) if (!saved.entries.has(e.name)) saved.entries.set(e.name, e);
+      for (const e of this.local.dirsIn(repo, dir, Infinity))
+        if (!saved.entries.has(e.name)) saved.entries.set(e.name, e);
     const listing: Listing = { oid: saved.oid, entries: saved.entries, fetchedAt: 0, seq: this.seq };
     this.lru.set(k, listing);
     return listing;
