@@ -340,7 +340,9 @@ export class MetaCache {
     const startEpoch = this.epoch.get(k) ?? 0;
     const startSeq = this.seq;
     const startFinished = local?.finishedCount ?? 0;
-    if (!cached && this.store) cached = await this.fromStore(repo, dir, k, startEpoch);
+    // the stored listing only for a folder this process has not changed or dropped: one dropped on purpose (a
+    // lock taken, a file changed on the server) is fetched whole, since a folder id does not cover lock state
+    if (!cached && this.store && !this.epoch.has(k)) cached = await this.fromStore(repo, dir, k, startEpoch);
     this.stats.listRequests++;
     const startedAt = Date.now();
     let res: DirListing;

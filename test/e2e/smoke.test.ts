@@ -162,13 +162,16 @@ describe('seafs mount (e2e smoke)', () => {
 
   it('explains a wrong password, an unknown library and a missing mount point', async () => {
     const base = `node ${CLI} mount ${server.url}`;
-    const wrong = await sh(`SEAFS_PASSWORD=nope ${base} ${work} --user ${server.adminEmail} --cache-dir ${work}/c4`, {
+    // an empty mount point: a folder with content is refused before the login (mount-preflight.ts)
+    const mp = path.join(work, 'empty-mp');
+    mkdirSync(mp, { recursive: true });
+    const wrong = await sh(`SEAFS_PASSWORD=nope ${base} ${mp} --user ${server.adminEmail} --cache-dir ${work}/c4`, {
       allowFail: true,
     });
     expect(wrong.code).toBe(1);
     expect(wrong.err).toContain('wrong user or password');
     const lib = await sh(
-      `SEAFS_PASSWORD=${server.adminPassword} ${base} ${work} --user ${server.adminEmail} --library Nope --cache-dir ${work}/c4`,
+      `SEAFS_PASSWORD=${server.adminPassword} ${base} ${mp} --user ${server.adminEmail} --library Nope --cache-dir ${work}/c4`,
       { allowFail: true },
     );
     expect(lib.code).toBe(1);
@@ -180,7 +183,7 @@ describe('seafs mount (e2e smoke)', () => {
     expect(missing.code).toBe(1);
     expect(missing.err).toContain('does not exist');
     const down = await sh(
-      `SEAFS_PASSWORD=x node ${CLI} mount http://127.0.0.1:1 ${work} --user a@b.c --cache-dir ${work}/c4`,
+      `SEAFS_PASSWORD=x node ${CLI} mount http://127.0.0.1:1 ${mp} --user a@b.c --cache-dir ${work}/c4`,
       { allowFail: true },
     );
     expect(down.code).toBe(1);
@@ -188,7 +191,9 @@ describe('seafs mount (e2e smoke)', () => {
   });
 
   it('refuses bad option values and a missing account with one clear line, no stack', async () => {
-    const base = `SEAFS_PASSWORD=x node ${CLI} mount ${server.url} ${work} --cache-dir ${work}/c5`;
+    const mp = path.join(work, 'empty-mp');
+    mkdirSync(mp, { recursive: true });
+    const base = `SEAFS_PASSWORD=x node ${CLI} mount ${server.url} ${mp} --cache-dir ${work}/c5`;
     for (const [flag, value] of [
       ['--attr-timeout', 'abc'],
       ['--read-ahead', '-1'],
