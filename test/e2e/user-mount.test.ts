@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectRemoteFile, waitRemoteFile } from '../helpers/api-check.js';
-import { CLI, isMountpoint, mountLibrary, q, run } from '../helpers/mount.js';
+import { CLI, isMountpoint, mountLibrary, q, run, sleep } from '../helpers/mount.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -123,6 +123,12 @@ echo "umount exit $?"
     expect(r.out).toContain('umount exit 0');
     // umount returns before the mount process has uploaded: it waits for its uploads, then exits
     await waitRemoteFile(ctx.api, ctx.repos[LIB], '/fstab.txt', Buffer.from('through fstab\n'));
+    // and then it exits (the next case mounts at the same place, which a live seafs there refuses)
+    const deadline = Date.now() + 30_000;
+    while ((await run('pgrep', ['-u', String(UID), '-f', 'dist/cli/'], { allowFail: true })).code === 0) {
+      if (Date.now() > deadline) throw new Error("the fstab line's mount process did not exit within 30 s");
+      await sleep(200);
+    }
   });
 
   it('a stale mount left by kill -9 is cleared by seafs unmount --force, then mounts again', async () => {
