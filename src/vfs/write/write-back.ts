@@ -22,7 +22,7 @@ import { newWriteStats, type WriteBackHooks, type WriteBackOptions } from './typ
 import { UploadQueue } from './upload-queue.js';
 import { Uploader } from './uploader.js';
 import { LandedCopies } from './landed-copies.js';
-import { BlockUploads, type BlockProgress } from './blocks/block-uploads.js';
+import { BLOCK_SIZE, BlockUploads, type BlockProgress } from './blocks/block-uploads.js';
 import { Hasher } from './blocks/hasher.js';
 import { VersionCheck } from './version-check.js';
 
@@ -67,7 +67,7 @@ export class WriteBack {
     const folderReady = (repo: string, dir: string) => this.folders.ready(repo, dir);
     const links = new TransferLinks(api, opts.linkTtlMs ?? 50 * 60 * 1000, () => this.stats.linkRequests++);
     const threshold = opts.streamThresholdBytes ?? 8 * 1024 * 1024;
-    this.blocks = new BlockUploads(api, new Hasher(), hooks.log, folderReady, {
+    this.blocks = new BlockUploads(api, new Hasher(2, opts.blocks?.blockSize ?? BLOCK_SIZE), hooks.log, folderReady, {
       stateFile: join(dirname(dirtyDir), 'blocks-off.json'),
       ...opts.blocks,
     });

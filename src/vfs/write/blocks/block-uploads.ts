@@ -319,14 +319,15 @@ export class BlockUploads {
       const fresh: { i: number; id: string; data: Buffer }[] = [];
       idx.forEach((i, k) => {
         // written again while it was hashed: left for later
-        if (m.gen[i] !== gens[k] || this.maps.get(s) !== m) return;
+        if (m.gen[i] !== gens[k] || this.maps.get(s) !== m) return this.hasher.release(hashed[k].data);
         m.ids[i] = hashed[k].id;
         fresh.push({ i, id: hashed[k].id, data: hashed[k].data! });
       });
       await sending; // one group sent at a time, the next one hashed meanwhile (sent even when stopped)
-      const pieces = fresh
-        .filter((b) => !m.onServer.has(b.id))
-        .map((b) => ({ id: b.id, offset: 0, length: b.data.length, data: b.data }));
+      const pieces: BlockPiece[] = [];
+      for (const b of fresh)
+        if (m.onServer.has(b.id)) this.hasher.release(b.data);
+        else pieces.push({ id: b.id, offset: 0, length: b.data.length, data: b.data });
       if (pieces.length === 0) continue;
       sending = (async () => {
         const link = await this.ask(
@@ -334,15 +335,7 @@ export class BlockUploads {
           dir,
           pieces.map((b) => b.id),
         );
-        const lacking = new Set(link.missing);
-        for (const b of pieces) if (!lacking.has(b.id)) m.onServer.add(b.id);
-        await this.send(
-          link,
-          pieces.filter((b) => lacking.has(b.id)),
-          repo,
-          m,
-          null,
-        );
+        await this.send(link, this.lacking(link, pieces, m), repo, m, null);
       })();
       sending.catch(() => {});
     }
@@ -458,22 +451,17 @@ export class BlockUploads {
         break;
       }
       prev = (async () => {
-        const want = pieces.filter((p) => !m.onServer.has(p.id));
+        const want: BlockPiece[] = [];
+        for (const p of pieces)
+          if (m.onServer.has(p.id)) this.hasher.release(p.data);
+          else want.push(p);
         if (want.length === 0) return;
         const link = await this.ask(
           repo,
           dir,
           want.map((p) => p.id),
         );
-        const lacking = new Set(link.missing);
-        for (const p of want) if (!lacking.has(p.id)) m.onServer.add(p.id);
-        await this.send(
-          link,
-          want.filter((p) => lacking.has(p.id)),
-          repo,
-          m,
-          progress,
-        );
+        await this.send(link, this.lacking(link, want, m), repo, m, progress);
       })();
       prev.catch(() => {}); // awaited before the next group, and after the loop
     }
@@ -500,6 +488,9 @@ export class BlockUploads {
       progress.toSend = pieces.reduce((n, p) => n + p.length, 0);
       this.stats.blocksSkipped += new Set(all.filter((id) => !lacking.has(id) && !m.sent.has(id))).size;
       await this.send(link, pieces, repo, m, progress);
+      // the held bytes not sent go back to the hasher (send gave back those it sent)
+      const sentData = new Set(pieces.map((p) => p.data));
+      for (const d of held.values()) if (!sentData.has(d)) this.hasher.release(d);
       held.clear();
       try {
         const id = await this.api.commitBlocks!(link.commitUrl, {
@@ -533,6 +524,22 @@ export class BlockUploads {
     this.own.delete(fileId);
     this.own.set(fileId, [...ids]);
     if (this.own.size > 256) this.own.delete(this.own.keys().next().value!);
+  }
+
+  /**
+   * Of `pieces` (asked about with `link`), those the server lacks; the
+   * others are noted as on the server and their bytes given back.
+   */
+  private lacking(link: Link, pieces: BlockPiece[], m: BlockMap): BlockPiece[] {
+    const lacking = new Set(link.missing);
+    const out: BlockPiece[] = [];
+    for (const p of pieces)
+      if (lacking.has(p.id)) out.push(p);
+      else {
+        m.onServer.add(p.id);
+        this.hasher.release(p.data);
+      }
+    return out;
   }
 
   /** upload-blks-link: which of `ids` the server lacks; a server without the path turns blocks off */
@@ -606,9 +613,11 @@ export class BlockUploads {
           queue.unshift(...batch.filter((p) => lacking.has(p.id)));
           continue;
         }
-        for (const p of batch) {
+        for (const p of ready) {
           m.onServer.add(p.id);
           m.sent.add(p.id);
+          // answered: the request holds the bytes no more
+          this.hasher.release(p.data);
         }
         this.stats.blocksSent += batch.length;
         this.stats.bytesSent += bytes;
