@@ -68,6 +68,40 @@ describe('uploads by blocks', () => {
     expect(api.blockBytesIn).toBe(data.length);
   });
 
+  it('while a file is written, two requests of blocks are on their way at once, no more', async () => {
+    const { api, repo, vfs } = await setup(cleanups);
+    let open = 0;
+    let most = 0;
+    const held: (() => void)[] = [];
+    // every request of blocks waits until the test lets it go
+    api.uploadGate = () =>
+      new Promise<void>((go) => {
+        open++;
+        most = Math.max(most, open);
+        held.push(() => {
+          open--;
+          go();
+        });
+      });
+    const data = randomBytes(24 * B + 5);
+    const fh = await vfs.create('/p.bin', 0o644);
+    for (let o = 0; o < data.length; o += B) {
+      const piece = data.subarray(o, o + B);
+      await vfs.write('/p.bin', fh, piece, piece.length, o);
+    }
+    for (let i = 0; i < 200 && open < 2; i++) await new Promise((r) => setTimeout(r, 10));
+    await new Promise((r) => setTimeout(r, 50));
+    expect(open).toBe(2);
+    api.uploadGate = null;
+    for (const go of held.splice(0)) go();
+    await vfs.flush('/p.bin', fh);
+    vfs.release('/p.bin', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(most).toBe(2);
+    expect(api.content(repo, '/p.bin')!.equals(data)).toBe(true);
+    expect(api.blockBytesIn).toBe(data.length);
+  });
+
   it('a 1-block write in the middle of a file sends that block only, hashing little', async () => {
     const { api, repo, vfs } = await setup(cleanups);
     const before = randomBytes(32 * B);

@@ -299,47 +299,61 @@ export class BlockUploads {
     const repo = s.repo;
     const dir = parentOf(s.path);
     await this.folderReady(repo, dir);
-    let sending: Promise<void> = Promise.resolve();
-    for (;;) {
-      // what the writes passed meanwhile, up to a request's worth: a group fills while the last one is sent
-      let idx = this.nextGroup(m, p);
-      if (idx.length < this.group()) {
-        // not a full request yet: let it grow while the last one is sent
-        await sending;
-        idx = this.nextGroup(m, p);
-      }
-      if (p.stop || idx.length === 0) break;
-      p.cursor = idx[idx.length - 1] + 1;
-      const gens = idx.map((i) => m.gen[i]);
-      const size = s.size;
-      const hashed = await Promise.all(
-        idx.map((i) => this.hasher.hash(s.tmp, i * this.blockSize, m.lengthOf(i, size), true)),
-      );
-      this.stats.hashedBytes += hashed.reduce((n, h) => n + (h.data?.length ?? 0), 0);
-      const fresh: { i: number; id: string; data: Buffer }[] = [];
-      idx.forEach((i, k) => {
-        // written again while it was hashed: left for later
-        if (m.gen[i] !== gens[k] || this.maps.get(s) !== m) return this.hasher.release(hashed[k].data);
-        m.ids[i] = hashed[k].id;
-        fresh.push({ i, id: hashed[k].id, data: hashed[k].data! });
-      });
-      await sending; // one group sent at a time, the next one hashed meanwhile (sent even when stopped)
-      const pieces: BlockPiece[] = [];
-      for (const b of fresh)
-        if (m.onServer.has(b.id)) this.hasher.release(b.data);
-        else pieces.push({ id: b.id, offset: 0, length: b.data.length, data: b.data });
-      if (pieces.length === 0) continue;
-      sending = (async () => {
-        const link = await this.ask(
-          repo,
-          dir,
-          pieces.map((b) => b.id),
+    // up to `concurrency` groups on their way at once, each asking which of its blocks the server
+    // lacks and sending those: one request at a time left the line idle while the server stored
+    // a group and answered, and while the next group's ask went to seahub
+    const sending: Promise<void>[] = [];
+    /** waits until at most `n` groups are on their way (a failed one fails the pump) */
+    const settle = async (n: number) => {
+      while (sending.length > n) await sending.shift();
+    };
+    try {
+      for (;;) {
+        // what the writes passed meanwhile, up to a request's worth: a group fills while the others are sent
+        let idx = this.nextGroup(m, p);
+        if (idx.length < this.group()) {
+          // not a full request yet: let it grow while the others are sent
+          await settle(0);
+          idx = this.nextGroup(m, p);
+        }
+        if (p.stop || idx.length === 0) break;
+        p.cursor = idx[idx.length - 1] + 1;
+        const gens = idx.map((i) => m.gen[i]);
+        const size = s.size;
+        const hashed = await Promise.all(
+          idx.map((i) => this.hasher.hash(s.tmp, i * this.blockSize, m.lengthOf(i, size), true)),
         );
-        await this.send(link, this.lacking(link, pieces, m), repo, m, null);
-      })();
-      sending.catch(() => {});
+        this.stats.hashedBytes += hashed.reduce((n, h) => n + (h.data?.length ?? 0), 0);
+        const fresh: { i: number; id: string; data: Buffer }[] = [];
+        idx.forEach((i, k) => {
+          // written again while it was hashed: left for later
+          if (m.gen[i] !== gens[k] || this.maps.get(s) !== m) return this.hasher.release(hashed[k].data);
+          m.ids[i] = hashed[k].id;
+          fresh.push({ i, id: hashed[k].id, data: hashed[k].data! });
+        });
+        // the next group is hashed while these are sent (sent even when stopped)
+        await settle(this.concurrency - 1);
+        const pieces: BlockPiece[] = [];
+        for (const b of fresh)
+          if (m.onServer.has(b.id)) this.hasher.release(b.data);
+          else pieces.push({ id: b.id, offset: 0, length: b.data.length, data: b.data });
+        if (pieces.length === 0) continue;
+        const group = (async () => {
+          const link = await this.ask(
+            repo,
+            dir,
+            pieces.map((b) => b.id),
+          );
+          await this.send(link, this.lacking(link, pieces, m), repo, m, null);
+        })();
+        group.catch(() => {}); // awaited by settle
+        sending.push(group);
+      }
+      await settle(0);
+    } finally {
+      // a failure leaves the other groups to finish before the upload after close starts
+      await Promise.allSettled(sending);
     }
-    await sending;
   }
 
   /** Stops the file's pump and waits for what it is sending. */
