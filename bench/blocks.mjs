@@ -47,8 +47,10 @@ const counts = { api: 0, files: 0 };
 let cutAt = Infinity; // reset every connection once the file server has received this many bytes
 let cutDone = false;
 const sockets = new Set();
+const agents = [];
 function listener(target, kind, rewrite) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+  agents.push(agent); // its idle connections to the server would keep the bench from exiting
   const server = http.createServer((req, res) => {
     const go = () => {
       const up = http.request(
@@ -323,6 +325,7 @@ try {
   apiProxy.server.close();
   filesProxy?.server.close();
   for (const s of sockets) s.destroy();
+  for (const a of agents) a.destroy();
 }
 process.stdout.write(`\nuploads by blocks vs whole (file ${SIZE / MiB} MiB, latency ${LATENCY} ms, ${opt.url})\n`);
 for (const r of results)
