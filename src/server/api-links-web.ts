@@ -3,14 +3,14 @@
 // repo_share_links.py, repo_upload_links.py): one link (get, update its
 // expiry), share links deleted in bulk, a library's links (list, delete), and
 // the entries of a folder link. Links have no permissions here beyond view
-// and download (share links) or upload (upload links).
+// and download (share links) or upload (upload links). The routes both kinds
+// have alike come from link-routes.ts.
 import type { Ctx, Req } from './context.js';
 import type { ShareLinkRec } from './db.js';
 import { shareLinkShape, uploadLinkShape } from './api-extra.js';
 import { HttpError, isoTime, sendJson } from './http.js';
-import { requestedExpiry } from './link-expiry.js';
 import { folderOfLink, shareLinkFor } from './link-pages.js';
-import { linkOf, ownLink, repoLinkRoutes, shareLinks, uploadLinks } from './link-routes.js';
+import { oneLinkRoutes, repoLinkRoutes, shareLinks, uploadLinks } from './link-routes.js';
 import type { Route } from './router.js';
 import { splitPath } from './tree.js';
 
@@ -37,30 +37,7 @@ function checkPermissions(raw: string | undefined): void {
 }
 
 export const linksWebRoutes: Route[] = [
-  {
-    method: 'GET',
-    path: '/api/v2.1/share-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      sendJson(r.res, 200, shareLinkFull(ctx, r, linkOf(shareLinks, ctx, r.params[0])));
-    },
-  },
-  {
-    method: 'PUT',
-    path: '/api/v2.1/share-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const l = ownLink(shareLinks, ctx, r, r.params[0]);
-      const form = await r.form({ json: true });
-      checkPermissions(form.get('permissions'));
-      const expire = requestedExpiry(form);
-      if (expire !== undefined) {
-        l.expire = expire;
-        await ctx.db.save();
-      }
-      sendJson(r.res, 200, shareLinkFull(ctx, r, l));
-    },
-  },
+  ...oneLinkRoutes(shareLinks, shareLinkFull, (form) => checkPermissions(form.get('permissions'))),
   {
     method: 'DELETE',
     path: '/api/v2.1/share-links',
@@ -109,27 +86,5 @@ export const linksWebRoutes: Route[] = [
   },
   ...repoLinkRoutes(shareLinks, shareLinkFull),
   ...repoLinkRoutes(uploadLinks, uploadLinkShape),
-  {
-    method: 'GET',
-    path: '/api/v2.1/upload-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      sendJson(r.res, 200, uploadLinkShape(ctx, r, linkOf(uploadLinks, ctx, r.params[0])));
-    },
-  },
-  {
-    // seahub 10 lets anyone holding the token change it; here only its creator may
-    method: 'PUT',
-    path: '/api/v2.1/upload-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const l = ownLink(uploadLinks, ctx, r, r.params[0]);
-      const expire = requestedExpiry(await r.form({ json: true }));
-      if (expire !== undefined) {
-        l.expire = expire;
-        await ctx.db.save();
-      }
-      sendJson(r.res, 200, uploadLinkShape(ctx, r, l));
-    },
-  },
+  ...oneLinkRoutes(uploadLinks, uploadLinkShape),
 ];

@@ -1,11 +1,12 @@
 // What share links and upload links have alike (seahub's share_links.py and
 // upload_links.py, repo_share_links.py and repo_upload_links.py): one link
-// looked up by its token, the user's links listed, one deleted by its token,
-// and a library's links listed and deleted by its owner. Written once here
+// shown or its expiry changed, the user's links listed, one deleted by its
+// token, and a library's links listed and deleted by its owner. Written once here
 // for both kinds; how each kind is shown stays with its routes.
 import type { Ctx, Req } from './context.js';
 import type { ShareLinkRec, UploadLinkRec } from './db.js';
-import { HttpError, sendJson } from './http.js';
+import { HttpError, sendJson, type Form } from './http.js';
+import { requestedExpiry } from './link-expiry.js';
 import type { Route } from './router.js';
 
 type LinkRec = ShareLinkRec | UploadLinkRec;
@@ -37,14 +38,14 @@ export const uploadLinks: LinkKind<UploadLinkRec> = {
 };
 
 /** The link of `token` (404 when there is none). */
-export function linkOf<L extends LinkRec>(kind: LinkKind<L>, ctx: Ctx, token: string): L {
+function linkOf<L extends LinkRec>(kind: LinkKind<L>, ctx: Ctx, token: string): L {
   const l = kind.get(ctx, token);
   if (!l) throw new HttpError(404, `token ${token} not found.`);
   return l;
 }
 
 /** The caller's own link of `token` (404 when there is none, 403 when another user's). */
-export function ownLink<L extends LinkRec>(kind: LinkKind<L>, ctx: Ctx, r: Req, token: string): L {
+function ownLink<L extends LinkRec>(kind: LinkKind<L>, ctx: Ctx, r: Req, token: string): L {
   const l = linkOf(kind, ctx, token);
   if (l.username !== r.user!.email) throw new HttpError(403, 'Permission denied.');
   return l;
@@ -67,6 +68,45 @@ export function deleteLinkRoute<L extends LinkRec>(kind: LinkKind<L>): Route {
       sendJson(r.res, 200, { success: true });
     },
   };
+}
+
+/**
+ * GET /api/v2.1/{kind}/:token (for any user holding the token) and PUT, which
+ * changes its expiry (only its creator's: seahub 10 lets anyone holding an
+ * upload link's token change it), both answered with `shape`; `check`
+ * refuses a form asking for what links of this kind cannot do here.
+ */
+export function oneLinkRoutes<L extends LinkRec>(
+  kind: LinkKind<L>,
+  shape: (ctx: Ctx, r: Req, l: L) => unknown,
+  check: (form: Form) => void = () => {},
+): Route[] {
+  return [
+    {
+      method: 'GET',
+      path: `/api/v2.1/${kind.segment}/:token`,
+      auth: 'user',
+      handler: async (ctx, r) => {
+        sendJson(r.res, 200, shape(ctx, r, linkOf(kind, ctx, r.params[0])));
+      },
+    },
+    {
+      method: 'PUT',
+      path: `/api/v2.1/${kind.segment}/:token`,
+      auth: 'user',
+      handler: async (ctx, r) => {
+        const l = ownLink(kind, ctx, r, r.params[0]);
+        const form = await r.form({ json: true });
+        check(form);
+        const expire = requestedExpiry(form);
+        if (expire !== undefined) {
+          l.expire = expire;
+          await ctx.db.save();
+        }
+        sendJson(r.res, 200, shape(ctx, r, l));
+      },
+    },
+  ];
 }
 
 /** A library's links are for its owner (seahub: the owner or a library admin). */
