@@ -2,6 +2,8 @@
 // handler decides how to misbehave; every request is recorded.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { expect } from 'vitest';
+import { ApiError } from '../../src/client/errors.js';
 
 export interface Seen {
   method: string;
@@ -75,4 +77,15 @@ export async function closedPort(): Promise<number> {
   const port = (s.address() as AddressInfo).port;
   await new Promise<void>((resolve) => s.close(() => resolve()));
   return port;
+}
+
+/** The ApiError `p` fails with (the test fails when it resolves, or fails otherwise). */
+export async function failure(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(ApiError);
+    return e as ApiError;
+  }
+  throw new Error('expected a failure');
 }

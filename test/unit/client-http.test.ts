@@ -6,8 +6,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
-import { ApiError } from '../../src/client/errors.js';
-import { closedPort, json, text, tinyServer, type Handler, type TinyServer } from '../helpers/client-fixture.js';
+import {
+  closedPort,
+  failure,
+  json,
+  text,
+  tinyServer,
+  type Handler,
+  type TinyServer,
+} from '../helpers/client-fixture.js';
 
 const servers: TinyServer[] = [];
 const clients: SeafileClient[] = [];
@@ -34,16 +41,6 @@ async function setup(
   });
   clients.push(client);
   return { srv, client };
-}
-
-async function failure(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    return e as ApiError;
-  }
-  throw new Error('expected a failure');
 }
 
 describe('retries', () => {

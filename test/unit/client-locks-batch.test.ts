@@ -5,8 +5,7 @@
 // to fileops only where the endpoint is missing.
 import { afterEach, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
-import { ApiError } from '../../src/client/errors.js';
-import { json, tinyServer, type Handler, type Seen, type TinyServer } from '../helpers/client-fixture.js';
+import { failure, json, tinyServer, type Handler, type Seen, type TinyServer } from '../helpers/client-fixture.js';
 
 const servers: TinyServer[] = [];
 const clients: SeafileClient[] = [];
@@ -28,16 +27,6 @@ async function setup(handler: Handler) {
   });
   clients.push(client);
   return { srv, client };
-}
-
-async function failure(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    return e as ApiError;
-  }
-  throw new Error('expected a failure');
 }
 
 /** Django's 500 page with DEBUG off, as seahub 10 CE answers a lock */
