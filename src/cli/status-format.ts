@@ -2,7 +2,7 @@
 // answer (see mount-run.ts) and, when measured, the upload rate.
 import type { DeleteGuardStatus } from '../vfs/delete-guard.js';
 import type { MtimeStatus } from '../vfs/local-mtimes.js';
-import type { PinStatus } from '../vfs/pin/pins.js';
+import type { PinStatus } from '../vfs/pin/status.js';
 import { shellWord } from './confirm-delete.js';
 
 export interface UploadQueueEntry {

@@ -5,6 +5,7 @@ import type { Ctx, Req } from './context.js';
 import { hashPassword, type ShareLinkRec, type UploadLinkRec } from './db.js';
 import { HttpError, isoTime, sendJson } from './http.js';
 import { isExpired, requestedExpiry } from './link-expiry.js';
+import { deleteLinkRoute, sendLinks, shareLinks, uploadLinks } from './link-routes.js';
 import { headRoot } from './ops.js';
 import type { Route } from './router.js';
 import { lookup, splitPath, walkTree } from './tree.js';
@@ -194,11 +195,7 @@ export const extraRoutes: Route[] = [
       const list = ctx.db
         .shareLinksOf(r.user!.email)
         .filter((l) => (!repoId || l.repoId === repoId) && (!path || l.path === path));
-      sendJson(
-        r.res,
-        200,
-        list.map((l) => shareLinkShape(ctx, r, l, true)),
-      );
+      sendLinks(r, list, (l) => shareLinkShape(ctx, r, l, true));
     },
   },
   {
@@ -222,16 +219,7 @@ export const extraRoutes: Route[] = [
       sendJson(r.res, 200, shareLinkShape(ctx, r, rec, true));
     },
   },
-  {
-    method: 'DELETE',
-    path: '/api/v2.1/share-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      ctx.db.removeShareLink(r.params[0], r.user!.email);
-      await ctx.db.save();
-      sendJson(r.res, 200, { success: true });
-    },
-  },
+  deleteLinkRoute(shareLinks),
   {
     method: 'GET',
     path: '/api2/shared-links',
@@ -302,11 +290,7 @@ export const extraRoutes: Route[] = [
           list = list.filter((l) => l.path === (dir === '/' ? '/' : dir + '/'));
         }
       }
-      sendJson(
-        r.res,
-        200,
-        list.map((l) => uploadLinkShape(ctx, r, l)),
-      );
+      sendLinks(r, list, (l) => uploadLinkShape(ctx, r, l));
     },
   },
   {
@@ -320,16 +304,7 @@ export const extraRoutes: Route[] = [
       sendJson(r.res, 200, uploadLinkShape(ctx, r, rec));
     },
   },
-  {
-    method: 'DELETE',
-    path: '/api/v2.1/upload-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      ctx.db.removeUploadLink(r.params[0], r.user!.email);
-      await ctx.db.save();
-      sendJson(r.res, 200, { success: true });
-    },
-  },
+  deleteLinkRoute(uploadLinks),
   {
     method: 'GET',
     path: '/api2/events',

@@ -3,13 +3,14 @@
 // repo_share_links.py, repo_upload_links.py): one link (get, update its
 // expiry), share links deleted in bulk, a library's links (list, delete), and
 // the entries of a folder link. Links have no permissions here beyond view
-// and download (share links) or upload (upload links).
+// and download (share links) or upload (upload links). The routes both kinds
+// have alike come from link-routes.ts.
 import type { Ctx, Req } from './context.js';
-import type { ShareLinkRec, UploadLinkRec } from './db.js';
+import type { ShareLinkRec } from './db.js';
 import { shareLinkShape, uploadLinkShape } from './api-extra.js';
 import { HttpError, isoTime, sendJson } from './http.js';
-import { requestedExpiry } from './link-expiry.js';
 import { folderOfLink, shareLinkFor } from './link-pages.js';
+import { oneLinkRoutes, repoLinkRoutes, shareLinks, uploadLinks } from './link-routes.js';
 import type { Route } from './router.js';
 import { splitPath } from './tree.js';
 
@@ -20,28 +21,6 @@ function shareLinkFull(ctx: Ctx, r: Req, l: ShareLinkRec) {
     obj_id: '',
     password: '', // stored hashed here: seahub shows it in clear
   };
-}
-
-function ownShareLink(ctx: Ctx, r: Req, token: string): ShareLinkRec {
-  const l = ctx.db.shareLink(token);
-  if (!l) throw new HttpError(404, `token ${token} not found.`);
-  if (l.username !== r.user!.email) throw new HttpError(403, 'Permission denied.');
-  return l;
-}
-
-function ownUploadLink(ctx: Ctx, r: Req, token: string): UploadLinkRec {
-  const l = ctx.db.uploadLink(token);
-  if (!l) throw new HttpError(404, `token ${token} not found.`);
-  if (l.username !== r.user!.email) throw new HttpError(403, 'Permission denied.');
-  return l;
-}
-
-/** A library's links are for its owner (seahub: the owner or a library admin). */
-function ownedRepoId(ctx: Ctx, r: Req): string {
-  const repo = ctx.db.repo(r.params[0]);
-  if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
-  if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
-  return repo.id;
 }
 
 /** `permissions` other than view-and-download ask for what this server's links cannot do. */
@@ -58,32 +37,7 @@ function checkPermissions(raw: string | undefined): void {
 }
 
 export const linksWebRoutes: Route[] = [
-  {
-    method: 'GET',
-    path: '/api/v2.1/share-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const l = ctx.db.shareLink(r.params[0]);
-      if (!l) throw new HttpError(404, `token ${r.params[0]} not found.`);
-      sendJson(r.res, 200, shareLinkFull(ctx, r, l));
-    },
-  },
-  {
-    method: 'PUT',
-    path: '/api/v2.1/share-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const l = ownShareLink(ctx, r, r.params[0]);
-      const form = await r.form({ json: true });
-      checkPermissions(form.get('permissions'));
-      const expire = requestedExpiry(form);
-      if (expire !== undefined) {
-        l.expire = expire;
-        await ctx.db.save();
-      }
-      sendJson(r.res, 200, shareLinkFull(ctx, r, l));
-    },
-  },
+  ...oneLinkRoutes(shareLinks, shareLinkFull, (form) => checkPermissions(form.get('permissions'))),
   {
     method: 'DELETE',
     path: '/api/v2.1/share-links',
@@ -130,83 +84,7 @@ export const linksWebRoutes: Route[] = [
       });
     },
   },
-  {
-    method: 'GET',
-    path: '/api/v2.1/repos/:repo/share-links',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const repoId = ownedRepoId(ctx, r);
-      const mine = ctx.db.shareLinksOf(r.user!.email).filter((l) => l.repoId === repoId);
-      sendJson(
-        r.res,
-        200,
-        mine.map((l) => shareLinkFull(ctx, r, l)),
-      );
-    },
-  },
-  {
-    method: 'DELETE',
-    path: '/api/v2.1/repos/:repo/share-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const repoId = ownedRepoId(ctx, r);
-      const l = ctx.db.shareLink(r.params[1]);
-      if (!l || l.repoId !== repoId) throw new HttpError(404, `Share link ${r.params[1]} not found.`);
-      ctx.db.removeShareLink(l.token, l.username);
-      await ctx.db.save();
-      sendJson(r.res, 200, { success: true });
-    },
-  },
-  {
-    method: 'GET',
-    path: '/api/v2.1/repos/:repo/upload-links',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const repoId = ownedRepoId(ctx, r);
-      const mine = ctx.db.uploadLinksOf(r.user!.email).filter((l) => l.repoId === repoId);
-      sendJson(
-        r.res,
-        200,
-        mine.map((l) => uploadLinkShape(ctx, r, l)),
-      );
-    },
-  },
-  {
-    method: 'DELETE',
-    path: '/api/v2.1/repos/:repo/upload-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const repoId = ownedRepoId(ctx, r);
-      const l = ctx.db.uploadLink(r.params[1]);
-      if (!l || l.repoId !== repoId) throw new HttpError(404, `Upload link ${r.params[1]} not found.`);
-      ctx.db.removeUploadLink(l.token, l.username);
-      await ctx.db.save();
-      sendJson(r.res, 200, { success: true });
-    },
-  },
-  {
-    method: 'GET',
-    path: '/api/v2.1/upload-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const l = ctx.db.uploadLink(r.params[0]);
-      if (!l) throw new HttpError(404, `token ${r.params[0]} not found.`);
-      sendJson(r.res, 200, uploadLinkShape(ctx, r, l));
-    },
-  },
-  {
-    // seahub 10 lets anyone holding the token change it; here only its creator may
-    method: 'PUT',
-    path: '/api/v2.1/upload-links/:token',
-    auth: 'user',
-    handler: async (ctx, r) => {
-      const l = ownUploadLink(ctx, r, r.params[0]);
-      const expire = requestedExpiry(await r.form({ json: true }));
-      if (expire !== undefined) {
-        l.expire = expire;
-        await ctx.db.save();
-      }
-      sendJson(r.res, 200, uploadLinkShape(ctx, r, l));
-    },
-  },
+  ...repoLinkRoutes(shareLinks, shareLinkFull),
+  ...repoLinkRoutes(uploadLinks, uploadLinkShape),
+  ...oneLinkRoutes(uploadLinks, uploadLinkShape),
 ];

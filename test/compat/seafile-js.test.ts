@@ -10,15 +10,7 @@
 import { inflateRawSync } from 'node:zlib';
 import { SeafileAPI } from 'seafile-js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  adminToken,
-  apiAs,
-  createUser,
-  getToken,
-  startTestServer,
-  uploadTo,
-  type TestServer,
-} from '../helpers/server.js';
+import { adminToken, apiAs, getToken, uploadTo, startServerWithUsers, type TestServer } from '../helpers/server.js';
 
 const BOB = 'bob@seafs.test';
 const BOB_PW = 'bob-secret-1';
@@ -111,11 +103,14 @@ let lib2 = ''; // a second one, for copies and moves between libraries
 let group = 0;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  raw = apiAs(server.url, await adminToken(server));
-  await createUser(server, BOB, BOB_PW, { name: 'Bob B' });
-  await createUser(server, CAROL, CAROL_PW, { name: 'Carol C' });
-  rawBob = apiAs(server.url, await getToken(server.url, BOB, BOB_PW));
+  ({
+    server,
+    admin: raw,
+    users: [rawBob],
+  } = await startServerWithUsers([
+    { email: BOB, password: BOB_PW, name: 'Bob B' },
+    { email: CAROL, password: CAROL_PW, name: 'Carol C' },
+  ]));
   sa = new SeafileAPI().init({ server: server.url, username: server.adminEmail, password: server.adminPassword });
   sb = new SeafileAPI().init({ server: server.url, username: BOB, password: BOB_PW });
   await sb.login();

@@ -38,42 +38,30 @@ describe('starting a mount with the server away', () => {
     await ctx.server.halt();
     let back = false;
     try {
+      // a mount at the same mount point that is to give up at once (the password goes in SEAFS_PASSWORD)
+      const failedMount = (cache: string, password: string) =>
+        run(
+          process.execPath,
+          [
+            CLI,
+            'mount',
+            ctx.server.url,
+            first.mnt,
+            '--user',
+            ctx.server.adminEmail,
+            '--cache-dir',
+            cache,
+            '--timeout',
+            '2',
+          ],
+          { allowFail: true, env: testEnv({ SEAFS_PASSWORD: password }), timeoutMs: 30_000 },
+        );
       // no earlier mount in this cache folder: the usual error, and why it cannot start offline
-      const none = await run(
-        process.execPath,
-        [
-          CLI,
-          'mount',
-          ctx.server.url,
-          first.mnt,
-          '--user',
-          ctx.server.adminEmail,
-          '--cache-dir',
-          `${cacheDir}-none`,
-          '--timeout',
-          '2',
-        ],
-        { allowFail: true, env: testEnv({ SEAFS_PASSWORD: ctx.server.adminPassword }), timeoutMs: 30_000 },
-      );
+      const none = await failedMount(`${cacheDir}-none`, ctx.server.adminPassword);
       expect(none.code).toBe(1);
       expect(none.err).toMatch(/cannot reach the server.*no earlier mount of this account here to start offline from/);
       // a wrong password does not open what was kept
-      const wrong = await run(
-        process.execPath,
-        [
-          CLI,
-          'mount',
-          ctx.server.url,
-          first.mnt,
-          '--user',
-          ctx.server.adminEmail,
-          '--cache-dir',
-          cacheDir,
-          '--timeout',
-          '2',
-        ],
-        { allowFail: true, env: testEnv({ SEAFS_PASSWORD: 'not the password' }), timeoutMs: 30_000 },
-      );
+      const wrong = await failedMount(cacheDir, 'not the password');
       expect(wrong.code).toBe(1);
       expect(wrong.err).toMatch(/password does not match/);
 

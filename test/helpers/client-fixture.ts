@@ -2,6 +2,9 @@
 // handler decides how to misbehave; every request is recorded.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { afterEach, expect } from 'vitest';
+import { SeafileClient } from '../../src/client/client.js';
+import { ApiError } from '../../src/client/errors.js';
 
 export interface Seen {
   method: string;
@@ -75,4 +78,54 @@ export async function closedPort(): Promise<number> {
   const port = (s.address() as AddressInfo).port;
   await new Promise<void>((resolve) => s.close(() => resolve()));
   return port;
+}
+
+/** The ApiError `p` fails with (the test fails when it resolves, or fails otherwise). */
+export async function failure(p: Promise<unknown>): Promise<ApiError> {
+  try {
+    await p;
+  } catch (e) {
+    expect(e).toBeInstanceOf(ApiError);
+    return e as ApiError;
+  }
+  throw new Error('expected a failure');
+}
+
+export interface ClientFixture {
+  /** the servers and clients made (closed after each test); tests may add their own */
+  servers: TinyServer[];
+  clients: SeafileClient[];
+  /** a tinyServer answering with `handler` and a client of token 'tok' on it, quick to retry (`opts` over that) */
+  setup(
+    handler: Handler,
+    opts?: Partial<ConstructorParameters<typeof SeafileClient>[0]>,
+    serverOpts?: { readBody?: boolean },
+  ): Promise<{ srv: TinyServer; client: SeafileClient }>;
+}
+
+/** Registers an afterEach that closes every client and server made; returns the fixture. */
+export function clientFixture(): ClientFixture {
+  const f: ClientFixture = {
+    servers: [],
+    clients: [],
+    async setup(handler, opts = {}, serverOpts = {}) {
+      const srv = await tinyServer(handler, serverOpts);
+      f.servers.push(srv);
+      const client = new SeafileClient({
+        baseUrl: srv.url,
+        token: 'tok',
+        retryBaseMs: 10,
+        retryMaxMs: 50,
+        timeoutMs: 2000,
+        ...opts,
+      });
+      f.clients.push(client);
+      return { srv, client };
+    },
+  };
+  afterEach(async () => {
+    await Promise.all(f.clients.splice(0).map((c) => c.close()));
+    await Promise.all(f.servers.splice(0).map((s) => s.close()));
+  });
+  return f;
 }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { expect } from 'vitest';
 import { SeafileClient, type ClientOptions } from '../../src/client/client.js';
 import { ApiError, type ApiErrorKind } from '../../src/client/errors.js';
-import type { TestServer } from './server.js';
+import { startTestServer, type TestServer } from './server.js';
 
 export const FAST: Partial<ClientOptions> = { retryBaseMs: 20, retryMaxMs: 200, timeoutMs: 15_000 };
 
@@ -18,6 +18,21 @@ export async function adminClient(server: TestServer): Promise<SeafileClient> {
     server.adminPassword,
   );
   return client;
+}
+
+/**
+ * Starts `seafs serve` (`opts` as startTestServer's), logs its admin in and
+ * makes the library `name`: where the client's integration tests begin. The
+ * caller closes the client and stops the server.
+ */
+export async function startWithLibrary(
+  name: string,
+  opts: Parameters<typeof startTestServer>[0] = {},
+): Promise<{ server: TestServer; client: SeafileClient; repo: string }> {
+  const server = await startTestServer(opts);
+  const client = await adminClient(server);
+  const repo = (await client.createLibrary(name)).repo_id;
+  return { server, client, repo };
 }
 
 /** Creates the account through `admin` and returns a client logged in as it. */

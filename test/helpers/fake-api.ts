@@ -1035,6 +1035,18 @@ export async function makeVfs(
   };
 }
 
+/**
+ * A FakeApi holding one library, 'lib', and a vfs mounting it (`opts` over
+ * makeVfs's), cleaned up through `cleanups` (test/helpers/cleanup.ts).
+ */
+export async function vfsOnLibrary(cleanups: (() => Promise<void>)[], opts: Partial<VfsOptions> = {}) {
+  const api = new FakeApi();
+  const repo = api.addLibrary('lib');
+  const m = await makeVfs(api, { library: 'lib', ...opts });
+  cleanups.push(m.cleanup);
+  return { api, repo, ...m };
+}
+
 /** create + write + flush + release, as `cp` does */
 export async function writeWhole(vfs: Vfs, path: string, data: Buffer | string): Promise<void> {
   const b = Buffer.from(data);

@@ -233,3 +233,60 @@ export async function uploadTo(
   const res = await fetch(opts.retJson === false ? link : `${link}?ret-json=1`, { method: 'POST', body: fd });
   return { status: res.status, text: await res.text() };
 }
+
+export type RawApi = ReturnType<typeof apiAs>;
+
+/** An account a test server is started with (`name`: its display name). */
+export interface TestUser {
+  email: string;
+  password: string;
+  name?: string;
+}
+
+/** the users most server tests share a server with */
+export const BOB: TestUser = { email: 'bob@seafs.test', password: 'bob-pw' };
+export const CAROL: TestUser = { email: 'carol@seafs.test', password: 'carol-pw' };
+
+/**
+ * Starts `seafs serve` (`opts` as startTestServer's) and logs in its admin
+ * and `users`, made through the admin API: the set-up the server test files
+ * begin with. `users` come back in the order given. The caller stops the server.
+ */
+export async function startServerWithUsers(
+  users: TestUser[] = [],
+  opts: Parameters<typeof startTestServer>[0] = {},
+): Promise<{ server: TestServer; admin: RawApi; users: RawApi[] }> {
+  const server = await startTestServer(opts);
+  const admin = apiAs(server.url, await adminToken(server));
+  const apis: RawApi[] = [];
+  for (const u of users) {
+    await createUser(server, u.email, u.password, u.name ? { name: u.name } : {});
+    apis.push(apiAs(server.url, await getToken(server.url, u.email, u.password)));
+  }
+  return { server, admin, users: apis };
+}
+
+/**
+ * Makes a library as the user of `call` with `files` (name -> content) in
+ * its root, and returns its id; `passwd`: an encrypted library, unlocked for
+ * that user.
+ */
+export async function newLibrary(
+  call: RawApi,
+  name: string,
+  files: Record<string, string> = {},
+  passwd?: string,
+): Promise<string> {
+  const made = await call('POST', '/api2/repos/', { form: passwd ? { name, passwd } : { name } });
+  if (made.status !== 200) throw new Error(`library ${name}: ${made.status} ${made.text}`);
+  const id = made.json.repo_id as string;
+  if (passwd) {
+    const unlocked = await call('POST', `/api2/repos/${id}/`, { form: { password: passwd } });
+    if (unlocked.status !== 200) throw new Error(`library ${name} not unlocked: ${unlocked.status} ${unlocked.text}`);
+  }
+  if (Object.keys(files).length === 0) return id;
+  const link = (await call('GET', `/api2/repos/${id}/upload-link/`, { query: { p: '/' } })).json as string;
+  const up = await uploadTo(link, '/', files);
+  if (up.status !== 200) throw new Error(`upload into ${name}: ${up.status} ${up.text}`);
+  return id;
+}

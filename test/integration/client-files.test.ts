@@ -4,8 +4,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SeafileClient } from '../../src/client/client.js';
 import type { DirEntry, DirListing } from '../../src/client/types.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { LocalFiles, adminClient, expectApiError, fetchFile, readAll } from '../helpers/client-setup.js';
+import type { TestServer } from '../helpers/server.js';
+import { LocalFiles, expectApiError, fetchFile, readAll, startWithLibrary } from '../helpers/client-setup.js';
 
 let server: TestServer;
 let c: SeafileClient;
@@ -13,9 +13,7 @@ let repo: string;
 const files = new LocalFiles();
 
 beforeAll(async () => {
-  server = await startTestServer();
-  c = await adminClient(server);
-  repo = (await c.createLibrary('Files')).repo_id;
+  ({ server, client: c, repo } = await startWithLibrary('Files'));
 });
 
 afterAll(async () => {

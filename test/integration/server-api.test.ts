@@ -7,8 +7,9 @@ import {
   apiAs,
   createUser,
   getToken,
-  startTestServer,
   uploadTo,
+  startServerWithUsers,
+  newLibrary,
   type TestServer,
 } from '../helpers/server.js';
 
@@ -48,11 +49,8 @@ function totp(secretB32: string, t = Date.now()): string {
 }
 
 beforeAll(async () => {
-  server = await startTestServer();
-  call = apiAs(server.url, await adminToken(server));
-  const r = await call('POST', '/api2/repos/', { form: { name: 'main' } });
-  expect(r.status).toBe(200);
-  repo = r.json.repo_id;
+  ({ server, admin: call } = await startServerWithUsers());
+  repo = await newLibrary(call, 'main');
 });
 
 afterAll(async () => {

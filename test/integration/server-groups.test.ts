@@ -7,15 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { Vfs } from '../../src/vfs/vfs.js';
-import {
-  adminToken,
-  apiAs,
-  createUser,
-  getToken,
-  startTestServer,
-  uploadTo,
-  type TestServer,
-} from '../helpers/server.js';
+import { apiAs, startServerWithUsers, newLibrary, BOB, CAROL, type TestServer } from '../helpers/server.js';
 import { FAST } from '../helpers/client-setup.js';
 
 let server: TestServer;
@@ -26,15 +18,12 @@ let repo: string;
 let groupId: number;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  admin = apiAs(server.url, await adminToken(server));
-  await createUser(server, 'bob@seafs.test', 'bob-pw');
-  await createUser(server, 'carol@seafs.test', 'carol-pw');
-  bob = apiAs(server.url, await getToken(server.url, 'bob@seafs.test', 'bob-pw'));
-  carol = apiAs(server.url, await getToken(server.url, 'carol@seafs.test', 'carol-pw'));
-  repo = (await admin('POST', '/api2/repos/', { form: { name: 'team-lib' } })).json.repo_id;
-  const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/' } })).json;
-  await uploadTo(link, '/', { 'plan.txt': 'team plan' });
+  ({
+    server,
+    admin,
+    users: [bob, carol],
+  } = await startServerWithUsers([BOB, CAROL]));
+  repo = await newLibrary(admin, 'team-lib', { 'plan.txt': 'team plan' });
 });
 
 afterAll(async () => {
@@ -97,7 +86,7 @@ describe('groups', () => {
   });
 
   it("the mount's all-libraries root shows the group library; a file written there is read back through the API", async () => {
-    const { client } = await SeafileClient.login({ baseUrl: server.url, ...FAST }, 'bob@seafs.test', 'bob-pw');
+    const { client } = await SeafileClient.login({ baseUrl: server.url, ...FAST }, BOB.email, BOB.password);
     const cacheDir = await mkdtemp(join(tmpdir(), 'seafs-groups-'));
     const vfs = await Vfs.create(client, { durableJournal: false, cacheDir, dirCacheTimeMs: 0 });
     try {

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SeafileClient } from '../../src/client/client.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { LocalFiles, adminClient } from '../helpers/client-setup.js';
+import { LocalFiles, adminClient, startWithLibrary } from '../helpers/client-setup.js';
 
 let server: TestServer;
 let c: SeafileClient;
@@ -13,9 +13,7 @@ let repo: string;
 const files = new LocalFiles();
 
 beforeAll(async () => {
-  server = await startTestServer();
-  c = await adminClient(server);
-  repo = (await c.createLibrary('Times')).repo_id;
+  ({ server, client: c, repo } = await startWithLibrary('Times'));
 });
 
 afterAll(async () => {

@@ -7,10 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   adminToken,
   apiAs,
-  createUser,
   getToken,
-  startTestServer,
   uploadTo,
+  startServerWithUsers,
+  BOB,
   type TestServer,
 } from '../helpers/server.js';
 
@@ -25,10 +25,11 @@ const SUB = `<b>&"'sub`;
 const SUB_ESCAPED = '&lt;b&gt;&amp;&quot;&#39;sub';
 
 beforeAll(async () => {
-  server = await startTestServer({ extraArgs: ['--verbose'] });
-  admin = apiAs(server.url, await adminToken(server));
-  await createUser(server, 'bob@seafs.test', 'bob-pw');
-  bob = apiAs(server.url, await getToken(server.url, 'bob@seafs.test', 'bob-pw'));
+  ({
+    server,
+    admin,
+    users: [bob],
+  } = await startServerWithUsers([BOB], { extraArgs: ['--verbose'] }));
 });
 
 afterAll(async () => {

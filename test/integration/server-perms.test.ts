@@ -1,14 +1,6 @@
 // Permissions, sharing, encrypted libraries, quotas and size limits of `seafs serve`.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  adminToken,
-  apiAs,
-  createUser,
-  getToken,
-  startTestServer,
-  uploadTo,
-  type TestServer,
-} from '../helpers/server.js';
+import { apiAs, uploadTo, startServerWithUsers, newLibrary, BOB, CAROL, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;
 let admin: ReturnType<typeof apiAs>;
@@ -18,15 +10,12 @@ let repo: string;
 
 beforeAll(async () => {
   // test knobs: unlocks last 2 s, uploads over 1 MB are refused
-  server = await startTestServer({ extraArgs: ['--unlock-ttl', '2', '--max-upload-mb', '1'] });
-  admin = apiAs(server.url, await adminToken(server));
-  await createUser(server, 'bob@seafs.test', 'bob-pw');
-  await createUser(server, 'carol@seafs.test', 'carol-pw');
-  bob = apiAs(server.url, await getToken(server.url, 'bob@seafs.test', 'bob-pw'));
-  carol = apiAs(server.url, await getToken(server.url, 'carol@seafs.test', 'carol-pw'));
-  repo = (await admin('POST', '/api2/repos/', { form: { name: 'shared-lib' } })).json.repo_id;
-  const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/' } })).json;
-  await uploadTo(link, '/', { 'doc.txt': 'hello' });
+  ({
+    server,
+    admin,
+    users: [bob, carol],
+  } = await startServerWithUsers([BOB, CAROL], { extraArgs: ['--unlock-ttl', '2', '--max-upload-mb', '1'] }));
+  repo = await newLibrary(admin, 'shared-lib', { 'doc.txt': 'hello' });
 });
 
 afterAll(async () => {

@@ -8,12 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../src/server/db.js';
 import { totpAt } from '../../src/server/totp.js';
 import {
-  adminToken,
   apiAs,
   createUser,
   getToken,
   startTestServer,
   uploadTo,
+  startServerWithUsers,
+  newLibrary,
+  BOB,
   type TestServer,
 } from '../helpers/server.js';
 
@@ -25,32 +27,19 @@ const anon = () => apiAs(server.url, null);
 
 beforeAll(async () => {
   // test knobs: a stalled body is dropped after 1 s; 3 wrong logins per account and minute
-  server = await startTestServer({
+  ({
+    server,
+    admin,
+    users: [bob],
+  } = await startServerWithUsers([BOB], {
     extraArgs: ['--body-idle-timeout', '1', '--login-fail-limit', '3', '--login-fail-window', '60', '--verbose'],
-  });
-  admin = apiAs(server.url, await adminToken(server));
-  await createUser(server, 'bob@seafs.test', 'bob-pw');
-  bob = apiAs(server.url, await getToken(server.url, 'bob@seafs.test', 'bob-pw'));
-  bobRepo = (await bob('POST', '/api2/repos/', { form: { name: 'bob-lib' } })).json.repo_id;
+  }));
+  bobRepo = await newLibrary(bob, 'bob-lib');
 });
 
 afterAll(async () => {
   await server?.stop();
 });
-
-async function newRepo(
-  call: ReturnType<typeof apiAs>,
-  name: string,
-  files: Record<string, string>,
-  passwd?: string,
-): Promise<string> {
-  const id = (await call('POST', '/api2/repos/', { form: passwd ? { name, passwd } : { name } })).json
-    .repo_id as string;
-  if (passwd) expect((await call('POST', `/api2/repos/${id}/`, { form: { password: passwd } })).status).toBe(200);
-  const link = (await call('GET', `/api2/repos/${id}/upload-link/`, { query: { p: '/' } })).json as string;
-  expect((await uploadTo(link, '/', files)).status).toBe(200);
-  return id;
-}
 
 async function names(call: ReturnType<typeof apiAs>, repo: string, p = '/'): Promise<string[]> {
   return ((await call('GET', `/api2/repos/${repo}/dir/`, { query: { p } })).json as { name: string }[]).map(
@@ -72,7 +61,7 @@ async function followDownload(res: { status: number; headers: Headers }): Promis
 
 describe('share links', () => {
   it('a link with a password serves nothing without it or with a wrong one, and the file with it; the password is stored hashed', async () => {
-    const repo = await newRepo(admin, 'links', { 'report.txt': 'quarterly numbers' });
+    const repo = await newLibrary(admin, 'links', { 'report.txt': 'quarterly numbers' });
     const link = await admin('POST', '/api/v2.1/share-links/', {
       json: { repo_id: repo, path: '/report.txt', password: 'link-pw-123' },
     });
@@ -97,7 +86,7 @@ describe('share links', () => {
   });
 
   it('a folder link lists its folder and hands out its files only with its password, never above its folder', async () => {
-    const repo = await newRepo(admin, 'folder-link', { 'top.txt': 'above the link' });
+    const repo = await newLibrary(admin, 'folder-link', { 'top.txt': 'above the link' });
     await admin('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/pub' }, form: { operation: 'mkdir' } });
     const up = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/pub' } })).json as string;
     await uploadTo(up, '/pub', { 'inside.txt': 'inside the link' });
@@ -120,7 +109,7 @@ describe('share links', () => {
   });
 
   it('an upload link hands out an upload URL only with its password, and only while its creator may write', async () => {
-    const repo = await newRepo(admin, 'drop-box', { 'a.txt': 'a' });
+    const repo = await newLibrary(admin, 'drop-box', { 'a.txt': 'a' });
     await admin('PUT', `/api2/shared-repos/${repo}/`, {
       query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'rw' },
     });
@@ -142,7 +131,7 @@ describe('share links', () => {
   });
 
   it('a share link made with expiration_time (what seafile-js sends) keeps it and stops serving once it passed', async () => {
-    const repo = await newRepo(admin, 'expiring', { 'soon.txt': 'short-lived', 'later.txt': 'longer' });
+    const repo = await newLibrary(admin, 'expiring', { 'soon.txt': 'short-lived', 'later.txt': 'longer' });
     // seahub takes an ISO 8601 time with any offset; with no minimum set, one already past is taken too
     const future = new Date(Date.now() + 3 * 86400_000);
     future.setUTCMilliseconds(0);
@@ -182,7 +171,7 @@ describe('share links', () => {
   });
 
   it('an upload link keeps its expiry (expiration_time or expire_days) and stops serving once it passed', async () => {
-    const repo = await newRepo(admin, 'expiring-drop', { 'a.txt': 'a' });
+    const repo = await newLibrary(admin, 'expiring-drop', { 'a.txt': 'a' });
     await admin('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/in' }, form: { operation: 'mkdir' } });
     const past = new Date(Date.now() - 60_000).toISOString();
     const gone = await admin('POST', '/api/v2.1/upload-links/', {
@@ -211,7 +200,7 @@ describe('share links', () => {
   });
 
   it("a link stops serving once its creator's share of the library is revoked", async () => {
-    const repo = await newRepo(admin, 'revoked', { 'plan.txt': 'the plan' });
+    const repo = await newLibrary(admin, 'revoked', { 'plan.txt': 'the plan' });
     await admin('PUT', `/api2/shared-repos/${repo}/`, {
       query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'r' },
     });
@@ -226,7 +215,7 @@ describe('share links', () => {
 describe('encrypted libraries', () => {
   let enc: string;
   beforeAll(async () => {
-    enc = await newRepo(admin, 'vault', { 'secret.txt': 'plaintext secret' }, 'vault-pw');
+    enc = await newLibrary(admin, 'vault', { 'secret.txt': 'plaintext secret' }, 'vault-pw');
     await createUser(server, 'carol@seafs.test', 'carol-pw');
     await admin('PUT', `/api2/shared-repos/${enc}/`, {
       query: { share_type: 'personal', user: 'bob@seafs.test', permission: 'rw' },
@@ -303,7 +292,7 @@ describe('encrypted libraries', () => {
 
 describe('request bodies', () => {
   it('an upload whose form fields add up to more than a few KiB is refused, and nothing is stored', async () => {
-    const repo = await newRepo(admin, 'fields', { 'keep.txt': 'k' });
+    const repo = await newLibrary(admin, 'fields', { 'keep.txt': 'k' });
     const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/' } })).json as string;
     const fd = new FormData();
     for (let i = 0; i < 2000; i++) fd.append(`f${i}`, 'x'.repeat(1000));
@@ -336,7 +325,7 @@ describe('request bodies', () => {
   });
 
   it('a slow upload whose bytes keep coming outlasts the body idle time and lands whole', async () => {
-    const repo = await newRepo(admin, 'slow', { 'a.txt': 'a' });
+    const repo = await newLibrary(admin, 'slow', { 'a.txt': 'a' });
     const link = new URL(
       (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/' } })).json as string,
     );
@@ -388,7 +377,7 @@ describe('quota', () => {
 
 describe('locks', () => {
   it("a folder holding a file locked by someone else cannot be deleted or renamed; the lock follows its owner's rename", async () => {
-    const repo = await newRepo(admin, 'locked', { 'base.txt': 'b' });
+    const repo = await newLibrary(admin, 'locked', { 'base.txt': 'b' });
     await admin('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/dir' }, form: { operation: 'mkdir' } });
     const link = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/dir' } })).json as string;
     await uploadTo(link, '/dir', { 'a.txt': 'locked content' });
@@ -471,7 +460,8 @@ describe('accounts and logins', () => {
     expect(blocked.status).toBe(429);
     expect(Number(blocked.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(
-      (await anon()('POST', '/api2/auth-token/', { form: { username: 'bob@seafs.test', password: 'bob-pw' } })).status,
+      (await anon()('POST', '/api2/auth-token/', { form: { username: 'bob@seafs.test', password: BOB.password } }))
+        .status,
     ).toBe(200);
   });
 
@@ -550,7 +540,7 @@ describe('data at rest', () => {
   });
 
   it('--verbose logs no download or upload token', async () => {
-    const repo = await newRepo(admin, 'logged', { 'l.txt': 'logged' });
+    const repo = await newLibrary(admin, 'logged', { 'l.txt': 'logged' });
     const dl = (await admin('GET', `/api2/repos/${repo}/file/`, { query: { p: '/l.txt' } })).json as string;
     expect(await (await fetch(dl)).text()).toBe('logged');
     const up = (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/' } })).json as string;

@@ -76,6 +76,12 @@ describe("another account's links and groups", () => {
     expect(bulk.json.failed).toEqual([{ token: link.token, error_msg: 'Permission denied.' }]);
     expect((await admin('GET', `/api/v2.1/share-links/${link.token}/`)).json.is_expired).toBe(false);
     expect((await admin('GET', `/api/v2.1/upload-links/${drop.token}/`)).json.is_expired).toBe(false);
+    // nor can its owner ask for what links here do not do (the expiry asked with it is not set either)
+    const edit = await admin('PUT', `/api/v2.1/share-links/${link.token}/`, {
+      json: { permissions: JSON.stringify({ can_edit: true, can_download: true }), expiration_time: past },
+    });
+    expect(edit.status).toBe(400);
+    expect((await admin('GET', `/api/v2.1/share-links/${link.token}/`)).json.is_expired).toBe(false);
 
     const g = (await admin('POST', '/api/v2.1/groups/', { form: { name: 'staff' } })).json.id;
     await admin('POST', `/api/v2.1/groups/${g}/members/`, { form: { email: 'eve@seafs.test' } });

@@ -13,8 +13,8 @@ import { ApiError } from '../../src/client/errors.js';
 import { refusesChunked } from '../../src/client/errors.js';
 import { openUploadStream, streamUploadFor } from '../../src/client/stream-upload.js';
 import { remoteEntries } from '../helpers/api-check.js';
-import { startTestServer, type TestServer } from '../helpers/server.js';
-import { adminClient, fetchFile, newUser } from '../helpers/client-setup.js';
+import type { TestServer } from '../helpers/server.js';
+import { fetchFile, newUser, startWithLibrary } from '../helpers/client-setup.js';
 
 const MiB = 1024 * 1024;
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -24,9 +24,7 @@ let admin: SeafileClient;
 let repo: string;
 
 beforeAll(async () => {
-  server = await startTestServer({ extraArgs: ['--verbose'] });
-  admin = await adminClient(server);
-  repo = (await admin.createLibrary('streams')).repo_id;
+  ({ server, client: admin, repo } = await startWithLibrary('streams', { extraArgs: ['--verbose'] }));
 });
 
 afterAll(async () => {

@@ -4,47 +4,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
-import { ApiError } from '../../src/client/errors.js';
-import { closedPort, json, text, tinyServer, type Handler, type TinyServer } from '../helpers/client-fixture.js';
+import { clientFixture, closedPort, failure, json, text } from '../helpers/client-fixture.js';
 
-const servers: TinyServer[] = [];
-const clients: SeafileClient[] = [];
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-
-async function setup(
-  handler: Handler,
-  opts: Partial<ConstructorParameters<typeof SeafileClient>[0]> = {},
-  serverOpts = {},
-) {
-  const srv = await tinyServer(handler, serverOpts);
-  servers.push(srv);
-  const client = new SeafileClient({
-    baseUrl: srv.url,
-    token: 'tok',
-    retryBaseMs: 10,
-    retryMaxMs: 50,
-    timeoutMs: 2000,
-    ...opts,
-  });
-  clients.push(client);
-  return { srv, client };
-}
-
-async function failure(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    return e as ApiError;
-  }
-  throw new Error('expected a failure');
-}
+const { servers, clients, setup } = clientFixture();
 
 describe('retries', () => {
   it('retries a GET that fails with 500, then succeeds', async () => {

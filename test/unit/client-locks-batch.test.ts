@@ -3,42 +3,10 @@
 // and never retried, and batch moves through the v2.1 sync-batch endpoint
 // with the names as a JSON array (fileops splits them on ':'), falling back
 // to fileops only where the endpoint is missing.
-import { afterEach, describe, expect, it } from 'vitest';
-import { SeafileClient } from '../../src/client/client.js';
-import { ApiError } from '../../src/client/errors.js';
-import { json, tinyServer, type Handler, type Seen, type TinyServer } from '../helpers/client-fixture.js';
+import { describe, expect, it } from 'vitest';
+import { clientFixture, failure, json, type Handler, type Seen } from '../helpers/client-fixture.js';
 
-const servers: TinyServer[] = [];
-const clients: SeafileClient[] = [];
-
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.close()));
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-
-async function setup(handler: Handler) {
-  const srv = await tinyServer(handler);
-  servers.push(srv);
-  const client = new SeafileClient({
-    baseUrl: srv.url,
-    token: 'tok',
-    retryBaseMs: 10,
-    retryMaxMs: 50,
-    timeoutMs: 2000,
-  });
-  clients.push(client);
-  return { srv, client };
-}
-
-async function failure(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    return e as ApiError;
-  }
-  throw new Error('expected a failure');
-}
+const { setup } = clientFixture();
 
 /** Django's 500 page with DEBUG off, as seahub 10 CE answers a lock */
 const DJANGO_500 =

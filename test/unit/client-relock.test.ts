@@ -13,7 +13,7 @@ import { SeafileClient } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/errors.js';
 import type { UnlockEvent } from '../../src/client/library-passwords.js';
 import type { StreamSink } from '../../src/client/types.js';
-import { json, text, tinyServer, type TinyServer } from '../helpers/client-fixture.js';
+import { failure, json, text, tinyServer, type TinyServer } from '../helpers/client-fixture.js';
 
 const C_REFUSAL = 'Repo is encrypted. Please provide password to view it.\n';
 const ID = 'a'.repeat(40);
@@ -94,16 +94,6 @@ async function setup(opts: Partial<ConstructorParameters<typeof SeafileClient>[0
   });
   clients.push(client);
   return client;
-}
-
-async function failure(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (e) {
-    expect(e).toBeInstanceOf(ApiError);
-    return e as ApiError;
-  }
-  throw new Error('expected a failure');
 }
 
 /** the requests the server saw, as "METHOD /path-head" */

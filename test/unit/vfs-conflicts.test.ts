@@ -2,20 +2,14 @@ import { constants as FC } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { ApiError } from '../../src/client/errors.js';
-import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
+import { FakeApi, makeVfs, readWhole, vfsOnLibrary, writeWhole } from '../helpers/fake-api.js';
 
 const CONFLICT = /^conf \(SFConflict me@example\.com \d{4}-\d\d-\d\d-\d\d-\d\d-\d\d\)\.txt$/;
 
 describe('conflicts: nothing the mount did not see is overwritten', () => {
   const cleanups = cleanupAfterEach();
 
-  async function setup(opts = {}) {
-    const api = new FakeApi();
-    const repo = api.addLibrary('lib');
-    const m = await makeVfs(api, { library: 'lib', ...opts });
-    cleanups.push(m.cleanup);
-    return { api, repo, ...m };
-  }
+  const setup = (opts = {}) => vfsOnLibrary(cleanups, opts);
 
   /** open for writing, write, and leave the handle open */
   async function edit(vfs: Awaited<ReturnType<typeof setup>>['vfs'], path: string, text: string) {

@@ -7,6 +7,17 @@ import { FakeApi, makeVfs, sleep } from '../helpers/fake-api.js';
 describe('getattr from memory', () => {
   const cleanups = cleanupAfterEach();
 
+  /** a library holding /top/a.txt ('hello'), and a vfs on it whose listings are fresh for 50 ms */
+  async function topWithA() {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.putDir(repo, '/top');
+    api.putFile(repo, '/top/a.txt', 'hello');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 50 });
+    cleanups.push(cleanup);
+    return { api, repo, vfs };
+  }
+
   it('gives the same attributes as getattr for the files and folders of a listed folder, without a request', async () => {
     const api = new FakeApi();
     const repo = api.addLibrary('lib');
@@ -28,12 +39,7 @@ describe('getattr from memory', () => {
   });
 
   it('steps aside when the answer needs the server: folder not listed, listing stale, name missing, library root', async () => {
-    const api = new FakeApi();
-    const repo = api.addLibrary('lib');
-    api.putDir(repo, '/top');
-    api.putFile(repo, '/top/a.txt', 'hello');
-    const { vfs, cleanup } = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 50 });
-    cleanups.push(cleanup);
+    const { api, repo, vfs } = await topWithA();
     expect(vfs.getattrNow('/top/a.txt')).toBeNull();
     expect(vfs.getattrNow('/')).toBeNull();
     await vfs.readdir('/top');
@@ -50,12 +56,7 @@ describe('getattr from memory', () => {
   });
 
   it('knows a name is absent when a fresh listing lacks it and nothing local is there, as getattr says', async () => {
-    const api = new FakeApi();
-    const repo = api.addLibrary('lib');
-    api.putDir(repo, '/top');
-    api.putFile(repo, '/top/a.txt', 'hello');
-    const { vfs, cleanup } = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 50 });
-    cleanups.push(cleanup);
+    const { api, vfs } = await topWithA();
     expect(vfs.absentNow('/top/new.txt')).toBe(false); // folder not listed yet: unknown
     await vfs.readdir('/top');
     const before = api.calls.listDir ?? 0;

@@ -23,6 +23,16 @@ async function freshDir(): Promise<string> {
   return d;
 }
 
+/** a library and a mount of it that has closed: its cache folder and journal folder, for the next mount */
+async function closedMount() {
+  const api = new FakeApi().offerUploadBatch();
+  const repo = api.addLibrary('lib');
+  const first = await makeVfs(api, { library: 'lib' });
+  dirs.push(first.cacheDir);
+  first.vfs.close();
+  return { api, repo, cacheDir: first.cacheDir, dir: join(first.cacheDir, 'journal') };
+}
+
 function entry(id: string, path = `/${id}.bin`): JournalEntry {
   return { id, repo: 'r', path, tmp: `/nonexistent/${id}`, pid: process.pid, at: Date.now() };
 }
@@ -199,12 +209,7 @@ describe('journal segments', () => {
   });
 
   it('a mount taking over a dead journal uploads its files byte for byte and removes the segments it emptied', async () => {
-    const api = new FakeApi().offerUploadBatch();
-    const repo = api.addLibrary('lib');
-    const first = await makeVfs(api, { library: 'lib' });
-    dirs.push(first.cacheDir);
-    first.vfs.close();
-    const dir = join(first.cacheDir, 'journal');
+    const { api, repo, cacheDir, dir } = await closedMount();
     const j = new Journal(dir, false, 20_000);
     const files = Array.from({ length: 30 }, (_, i) => ({ name: `/n${i}.dat`, data: bytes(50 + i, 1000 + i * 997) }));
     for (const [i, f] of files.entries()) await j.write({ ...entry(`id${i}`, f.name), repo }, f.data);
@@ -214,7 +219,7 @@ describe('journal segments', () => {
     const last = join(dir, segs.sort().at(-1)!);
     // and a torn tail: half of one more record
     await writeFile(last, Buffer.concat([await readFile(last), Buffer.from('{"id":"half","repo":"r","inline":9')]));
-    const second = await makeVfs(api, { library: 'lib', cacheDir: first.cacheDir });
+    const second = await makeVfs(api, { library: 'lib', cacheDir });
     expect(await second.vfs.drain()).toEqual([]);
     for (const f of files) expect(api.content(repo, f.name)!.equals(f.data), f.name).toBe(true);
     expect(api.names(repo, '/')).toHaveLength(files.length);
@@ -223,15 +228,10 @@ describe('journal segments', () => {
   });
 
   it('entries of the older one-file-per-entry journal are still recovered, and removed once taken over', async () => {
-    const api = new FakeApi().offerUploadBatch();
-    const repo = api.addLibrary('lib');
-    const first = await makeVfs(api, { library: 'lib' });
-    dirs.push(first.cacheDir);
-    first.vfs.close();
-    const dir = join(first.cacheDir, 'journal');
+    const { api, repo, cacheDir, dir } = await closedMount();
     const e = { ...entry('old'), repo, path: '/old.txt', pid: 2 ** 22 + 1, inline: 11 };
     await writeFile(join(dir, 'old.json'), `${JSON.stringify(e)}\nhello older`);
-    const second = await makeVfs(api, { library: 'lib', cacheDir: first.cacheDir });
+    const second = await makeVfs(api, { library: 'lib', cacheDir });
     expect(await second.vfs.drain()).toEqual([]);
     expect(api.content(repo, '/old.txt')!.toString()).toBe('hello older');
     await expect.poll(() => readdir(dir)).toEqual([]);

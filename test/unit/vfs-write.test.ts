@@ -3,18 +3,12 @@ import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { FakeApi, gate, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
+import { FakeApi, gate, makeVfs, readWhole, sleep, vfsOnLibrary, writeWhole } from '../helpers/fake-api.js';
 
 describe('vfs write path', () => {
   const cleanups = cleanupAfterEach();
 
-  async function setup(opts = {}) {
-    const api = new FakeApi();
-    const repo = api.addLibrary('lib');
-    const m = await makeVfs(api, { library: 'lib', ...opts });
-    cleanups.push(m.cleanup);
-    return { api, repo, ...m };
-  }
+  const setup = (opts = {}) => vfsOnLibrary(cleanups, opts);
 
   it('reads back what was written before the upload, then uploads it', async () => {
     const { api, repo, vfs } = await setup();

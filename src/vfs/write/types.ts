@@ -1,7 +1,20 @@
 // Shapes shared by the write path's modules (kept apart so that the modules
 // import them without importing each other in a ring).
-import type { BlockOptions } from './blocks/block-uploads.js';
 import type { FileState } from './file-state.js';
+
+/** uploads by blocks (blocks/block-uploads.ts): the threshold and request sizes */
+export interface BlockOptions {
+  /** files larger than this go by blocks (bytes; default 8 MiB: more than one block); Infinity: never */
+  threshold?: number;
+  /** the cut (tests only: the server's is 8 MiB) */
+  blockSize?: number;
+  /** a request of raw blocks carries at most this many bytes (default 32 MiB; halved after a 442/413) */
+  maxRequestBytes?: number;
+  /** raw-block requests of one file at once (default 2) */
+  concurrency?: number;
+  /** where the mount notes that the server lacks the block path */
+  stateFile?: string;
+}
 
 export interface UploadResult {
   id: string;

@@ -22,7 +22,8 @@ import { newWriteStats, type WriteBackHooks, type WriteBackOptions } from './typ
 import { UploadQueue } from './upload-queue.js';
 import { Uploader } from './uploader.js';
 import { LandedCopies } from './landed-copies.js';
-import { BLOCK_SIZE, BlockUploads, type BlockProgress } from './blocks/block-uploads.js';
+import type { BlockProgress } from './blocks/block-sender.js';
+import { BLOCK_SIZE, BlockUploads } from './blocks/block-uploads.js';
 import { Hasher } from './blocks/hasher.js';
 import { VersionCheck } from './version-check.js';
 
