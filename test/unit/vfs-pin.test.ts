@@ -176,6 +176,18 @@ describe('pinned files', () => {
     await expectErrno(vfs.xattrs.set('/small.bin', 'user.seafile.pinned', Buffer.from('yes')), 'EINVAL');
   });
 
+  it('files of a pinned folder that no longer fit are counted until the folder is unpinned', async () => {
+    const { api, repo, vfs } = await setup({ diskCacheBytes: 1024 * KiB });
+    put(api, repo, '/f/a.bin', randomBytes(100 * KiB));
+    await pin(vfs, '/f');
+    put(api, repo, '/f/huge.bin', randomBytes(950 * KiB));
+    await sleep(60); // past the listing cache time
+    await vfs.pins.refresh();
+    expect(vfs.pins.status().unfit).toEqual({ files: 1, bytes: 950 * KiB });
+    await pin(vfs, '/f', false);
+    expect(vfs.pins.status().unfit).toEqual({ files: 0, bytes: 0 });
+  });
+
   it('pins outlive the mount, and a download cut short goes on where it stopped', async () => {
     const first = await setup();
     const { api, repo, cacheDir } = first;

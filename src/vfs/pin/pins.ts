@@ -227,9 +227,12 @@ export class Pins {
         throw new VfsError('EINVAL', `${p} is pinned through the folder ${above} of its library: unpin that folder`);
       return 0;
     }
-    for (const r of gone) lib.roots.delete(r);
+    for (const r of gone) {
+      lib.roots.delete(r);
+      // what did not fit is counted per pinned folder
+      s.unfit.delete(pinKey(loc.repo, r));
+    }
     const n = s.dropUncovered(lib);
-    s.unfit.delete(loc.repo);
     s.recount();
     await s.save(lib);
     this.d.log(`unpinned ${p}: ${n} file(s) are ordinary cached data again`);
