@@ -137,16 +137,14 @@ export class Hasher {
       slot.busy = job;
       slot.w.ref();
       if (job.keep) job.ab = this.bufferFor(job.length);
-      slot.w.postMessage(
-        {
-          seq: ++this.seq,
-          path: job.path,
-          offset: job.offset,
-          length: job.length,
-          keep: job.keep,
-          ab: job.ab,
-        },
-      );
+      slot.w.postMessage({
+        seq: ++this.seq,
+        path: job.path,
+        offset: job.offset,
+        length: job.length,
+        keep: job.keep,
+        ab: job.ab,
+      });
     }
   }
 
