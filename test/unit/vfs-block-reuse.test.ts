@@ -116,6 +116,27 @@ describe('reading by block', () => {
     }
   });
 
+  it('a 404 (the file gone since it was listed) is that file only: block lists are asked for again', async () => {
+    const { api, repo, data } = await setup(5 * MiB - 1000, 13);
+    api.failNext.set('fileBlocks', [apiError('not_found', 404, 'file blocks', 'File not found')]);
+    const { vfs, cleanup } = await makeVfs(api, OPTS);
+    try {
+      expect((await readWhole(vfs, '/f.bin')).equals(data)).toBe(true);
+      const v2 = changed(data, 1, 14);
+      api.putFile(repo, '/f.bin', v2);
+      expect((await readWhole(vfs, '/f.bin')).equals(v2)).toBe(true);
+      await vfs.reader.diskIdle();
+      const v3 = changed(v2, 3, 15);
+      api.putFile(repo, '/f.bin', v3);
+      const before = api.bytesServed;
+      expect((await readWhole(vfs, '/f.bin')).equals(v3)).toBe(true);
+      expect(api.bytesServed - before).toBe(MiB);
+      expect(api.calls.fileBlocks).toBe(3);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it('a list of other boundaries (a desktop client cut) is never used: read as before, bytes right', async () => {
     const api = new FakeApi().offerBlocks(768 * 1024);
     const repo = api.addLibrary('lib');

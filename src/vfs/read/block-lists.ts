@@ -3,8 +3,10 @@
 // A list counts only when the server says it is that of the version read
 // (its file_id), never for an encrypted library (its blocks hold other
 // bytes than the file's). Kept per file id (a file id names one list). A
-// server that does not answer the call (404, 405, 400, 501, an answer that
-// is no list) before it ever answered one is not asked again.
+// server that does not answer the call (405, 400, 501, an answer that is no
+// list; or three error answers) before it ever answered one is not
+// asked again. A 404 is a file gone since it was listed (seahub answers it
+// for a missing path whatever the op): that file only.
 import { ApiError } from '../../client/errors.js';
 import type { SeafileApi } from '../../client/types.js';
 import type { RemoteFile } from './types.js';
@@ -17,6 +19,7 @@ export class BlockLists {
   /** the server does not give block lists */
   off = false;
   private answered = false;
+  private failures = 0;
   private readonly lists = new Map<string, Promise<string[] | null>>();
   readonly stats = { asked: 0, got: 0 };
 
@@ -59,10 +62,13 @@ export class BlockLists {
       return fb.ids;
     } catch (e) {
       const status = e instanceof ApiError ? e.status : 0;
-      const refused = [400, 404, 405, 501].includes(status) || (e instanceof ApiError && e.kind === 'protocol');
-      if (refused && !this.answered) this.off = true;
+      if (status === 404) return null;
+      const refused = [400, 405, 501].includes(status) || (e instanceof ApiError && e.kind === 'protocol');
+      // (an error answer counts; a server out of reach does not)
+      if (status >= 500) this.failures++;
+      if (!this.answered && (refused || this.failures >= 3)) this.off = true;
       // a failure that may pass (the network, the server busy): asked again by a later first read
-      else if (!refused) this.lists.delete(version);
+      if (!refused) this.lists.delete(version);
       return null;
     }
   }
