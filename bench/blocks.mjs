@@ -2,14 +2,16 @@
 // Uploads by blocks against whole-file uploads (issue 29), bytes counted by a proxy between the mount and
 // the server. Not a test: a table on stdout, progress on stderr. Build first (npm run build).
 //   BENCH_PASSWORD=... node bench/blocks.mjs --url http://127.0.0.1:8000 --user a@b.c [--files-url URL]
-//        [--size-mib 1024] [--latency-ms 0] [--modes blocks,whole] [--jobs fresh,edit,append,cp,cut]
+//        [--size-mib 1024] [--latency-ms 0] [--modes blocks,whole] [--jobs fresh,edit,append,cp,cut,reread]
+// reread (reads by block, src/vfs/read/block-reuse.ts): a file read once through the mount, then changed
+// in one 8 MiB block by another client (the API), read again: bytes downloaded ('whole': SEAFS_BLOCK_READS=off).
 // --url: the server (a `seafs serve` or a real Seafile server); the proxy listens on free ports, and on a
 // real server, whose file server has its own origin (--files-url, e.g. http://127.0.0.1:8082), it rewrites
 // that origin in the API's answers so transfers go through its second listener too. --latency-ms delays
 // every request by that much (a distant server). Each job makes a fresh library; every file written is
 // checked at the end by downloading it through the API (SHA-1 against the local source).
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, createReadStream, mkdirSync, mkdtempSync, openSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, createReadStream, mkdirSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -44,6 +46,8 @@ mkdirSync(work, { recursive: true });
 
 // ---- the counting proxy ----
 const counts = { api: 0, files: 0 };
+/** bytes the server answered (downloads), by the same kinds */
+const received = { api: 0, files: 0 };
 let cutAt = Infinity; // reset every connection once the file server has received this many bytes
 let cutDone = false;
 const sockets = new Set();
@@ -56,6 +60,8 @@ function listener(target, kind, rewrite) {
       const up = http.request(
         { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers, agent },
         (ans) => {
+          const rk = req.url?.startsWith('/seafhttp/') ? 'files' : kind;
+          ans.on('data', (d) => (received[rk] += d.length));
           if (!rewrite || !/json|text/.test(String(ans.headers['content-type'] ?? ''))) {
             res.writeHead(ans.statusCode ?? 502, ans.headers);
             ans.pipe(res);
@@ -159,10 +165,25 @@ async function mount(mode, repoName) {
     SEAFS_PASSWORD: process.env.BENCH_PASSWORD,
     SEAFS_RUNTIME_DIR: join(work, 'run'),
     SEAFS_BLOCK_UPLOADS: mode === 'whole' ? 'off' : '8',
+    SEAFS_BLOCK_READS: mode === 'whole' ? 'off' : '16',
   };
   await run(
     process.execPath,
-    [CLI, 'mount', proxyUrl, mnt, '--library', repoName, '--user', opt.user, '--daemon', '--cache-dir', cache],
+    [
+      CLI,
+      'mount',
+      proxyUrl,
+      mnt,
+      '--library',
+      repoName,
+      '--user',
+      opt.user,
+      '--daemon',
+      '--cache-dir',
+      cache,
+      '--dir-cache-time',
+      '2',
+    ],
     { env, timeoutMs: 60_000, name: 'seafs mount' },
   );
   await waitFor(() => isMounted(mnt), { timeoutMs: 30_000, what: 'the mount' });
@@ -227,6 +248,30 @@ async function job(name, mode, fn) {
 async function seeded(m) {
   await sh(`dd if=${src} of=${m.mnt}/f.bin bs=8M count=${SIZE / (8 * MiB)} status=none`);
   await m.settled();
+}
+
+/** `len` bytes of the source from `from` */
+function sourceBytes(from, len) {
+  const fd = openSync(src, 'r');
+  const buf = Buffer.allocUnsafe(len);
+  for (let o = 0; o < len;) o += readSync(fd, buf, o, len - o, from + o);
+  closeSync(fd);
+  return buf;
+}
+
+/** `data` as /f.bin of `repo`, uploaded by the API (another client), replacing what is there */
+async function uploadDirect(repo, data) {
+  const link = await api('GET', `/api2/repos/${repo}/upload-link/?p=/`);
+  const form = new FormData();
+  form.append('file', new Blob([data]), 'f.bin');
+  form.append('parent_dir', '/');
+  form.append('replace', '1');
+  const res = await fetch(`${link}?ret-json=1`, {
+    method: 'POST',
+    headers: { authorization: `Token ${token}` },
+    body: form,
+  });
+  if (!res.ok) throw new Error(`upload: ${res.status} ${await res.text()}`);
 }
 
 const jobs = {
@@ -295,6 +340,35 @@ const jobs = {
         untilOnServerMs: Date.now() - t0,
       });
       checks.push([repo, '/copy.bin', await localSha1(src, SIZE)]);
+    });
+  },
+  async reread(mode) {
+    await job('reread', mode, async (m, repo) => {
+      const first = sourceBytes(0, SIZE);
+      await uploadDirect(repo, first);
+      await sh(`cat ${m.mnt}/f.bin > /dev/null`);
+      await sleep(3000); // the disk cache writes and indexes what came (in the background)
+      // another client rewrites 1 MiB in the middle: one 8 MiB block of the server's cut changes
+      const next = Buffer.from(first);
+      sourceBytes(SIZE, MiB).copy(next, SIZE / 2);
+      await uploadDirect(repo, next);
+      const id = (await api('GET', `/api2/repos/${repo}/file/detail/?p=/f.bin`)).id;
+      const seen = async () =>
+        (await sh(`getfattr --only-values -n user.seafile.id ${m.mnt}/f.bin 2>/dev/null || true`)).stdout === id;
+      await waitFor(seen, { timeoutMs: 30_000, what: 'the new version in the mount' });
+      await sh('sync; echo 3 > /proc/sys/vm/drop_caches || true');
+      const d0 = received.files;
+      const t0 = Date.now();
+      const sum = (await sh(`sha1sum < ${m.mnt}/f.bin`)).stdout.split(' ')[0];
+      const ms = Date.now() - t0;
+      const want = createHash('sha1').update(next).digest('hex');
+      if (sum !== want) throw new Error('reread: other bytes through the mount than the API has');
+      row('reread after a one-block change by another client', mode, {
+        downloadedMiB: +((received.files - d0) / MiB).toFixed(2),
+        fileMiB: SIZE / MiB,
+        ms,
+      });
+      checks.push([repo, '/f.bin', want]);
     });
   },
   async cut(mode) {

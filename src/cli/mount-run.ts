@@ -44,12 +44,13 @@ const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
 /**
  * SEAFS_BLOCK_UPLOADS: files larger than this many MiB go by blocks (default 8: more than one block);
  * 'off' (or 0) uploads every file whole (src/vfs/write/blocks/block-uploads.ts).
+ * SEAFS_BLOCK_READS: the same for reads taking cached blocks of other versions (default 16; block-reuse.ts).
  */
-export function blockThreshold(v = process.env.SEAFS_BLOCK_UPLOADS): number | undefined {
+export function blockThreshold(v = process.env.SEAFS_BLOCK_UPLOADS, name = 'SEAFS_BLOCK_UPLOADS'): number | undefined {
   if (v === undefined || v === '') return undefined;
   if (v === 'off' || v === '0') return Infinity;
   const mb = Number(v);
-  if (!(mb > 0)) throw new UserError(`SEAFS_BLOCK_UPLOADS must be a size in MiB or 'off', not "${v}"`);
+  if (!(mb > 0)) throw new UserError(`${name} must be a size in MiB or 'off', not "${v}"`);
   return Math.round(mb * 1024 * 1024);
 }
 
@@ -270,7 +271,10 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       cacheDir,
       dirCacheTimeMs: times.listingMs,
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
-      reader: { cacheStreamsUpTo: s.cacheStreams === undefined ? undefined : s.cacheStreams ? Infinity : 0 },
+      reader: {
+        cacheStreamsUpTo: s.cacheStreams === undefined ? undefined : s.cacheStreams ? Infinity : 0,
+        blockReuseMinBytes: blockThreshold(process.env.SEAFS_BLOCK_READS, 'SEAFS_BLOCK_READS'),
+      },
       libraryPassword: async (lib) => {
         const password = await readLibraryPassword(s, lib.name);
         logger.addSecret(password);

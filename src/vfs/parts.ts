@@ -135,10 +135,16 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
   const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
   all.disk =
     diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes, opts.diskQueueBytes) : null;
-  all.reader = new RemoteReader(api, { ...opts.reader, chunkSize: chunk }, all.disk, (f) => {
-    all.log(`${f.path} changed on the server; refreshing its folder`);
-    all.meta.invalidate(f.repo, parentOf(f.path));
-  });
+  all.reader = new RemoteReader(
+    api,
+    { ...opts.reader, chunkSize: chunk },
+    all.disk,
+    (f) => {
+      all.log(`${f.path} changed on the server; refreshing its folder`);
+      all.meta.invalidate(f.repo, parentOf(f.path));
+    },
+    async (repo) => (await all.libraries.byId(repo))?.encrypted === false,
+  );
   all.pins = new Pins({
     api,
     disk: all.disk,

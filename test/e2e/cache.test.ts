@@ -182,3 +182,62 @@ describe('the disk cache across mounts', () => {
     expect((await m2.unmount()).code).toBe(0);
   });
 });
+
+describe('reading by block', () => {
+  it('a 40 MiB file another client changed in one block: the re-read downloads under 2 blocks, after a remount too', async () => {
+    const repo = ctx.repos.Cached;
+    const name = 'byblock.bin';
+    const data = randomBytes(40 * MiB);
+    await seed(repo, '/', { [name]: data });
+    const proxy = await startFaultProxy({ target: ctx.server.url, seed: 5 });
+    const via = { ...ctx.server, url: proxy.url };
+    proxy.setMode('clean');
+    const cacheDir = path.join(scratchDir(), 'cache-byblock');
+    /** another client rewrites 1 MiB at `at` (one 8 MiB block of the server's cut) */
+    const change = async (from: Buffer, at: number) => {
+      const next = Buffer.from(from);
+      randomBytes(MiB).copy(next, at);
+      await seed(repo, '/', { [name]: next });
+      return next;
+    };
+    /** the bytes the mount downloads for one whole read, checked against what the API returns */
+    const reread = async (mnt: string, want: Buffer) => {
+      await dropCaches();
+      const before = proxy.counts.downloadBytes;
+      const sum = (await sh(`sha256sum < ${q(mnt)}/${name}`)).out.split(' ')[0];
+      const got = proxy.counts.downloadBytes - before;
+      expect(sum).toBe(sha256(await remoteBytes(ctx.api, repo, `/${name}`)));
+      expect(sum).toBe(sha256(want));
+      return got;
+    };
+    try {
+      const m1 = await mountLibrary(via, { library: 'Cached', cacheDir, dirCacheTime: 1 });
+      expect(await reread(m1.mnt, data)).toBeGreaterThanOrEqual(data.length);
+      const v2 = await change(data, 20 * MiB);
+      // the mount lists the new version (its listing lives 1 s)
+      const id2 = (await ctx.api.fileDetail(repo, `/${name}`)).id;
+      for (let i = 0; i < 100; i++) {
+        const r = await run('getfattr', ['--only-values', '-n', 'user.seafile.id', `${m1.mnt}/${name}`], {
+          allowFail: true,
+        });
+        if (r.out.trim() === id2) break;
+        await sleep(100);
+      }
+      const same = await reread(m1.mnt, v2);
+      expect(same).toBeLessThan(16 * MiB);
+      expect((await m1.unmount()).code).toBe(0);
+
+      // changed again while no mount runs: the next mount takes the other blocks from the disk cache
+      const v3 = await change(v2, 36 * MiB);
+      const m2 = await mountLibrary(via, { library: 'Cached', cacheDir });
+      const after = await reread(m2.mnt, v3);
+      expect(after).toBeLessThan(16 * MiB);
+      expect((await m2.unmount()).code).toBe(0);
+      console.log(
+        `by block: one 8 MiB block of 40 MiB changed, re-read downloaded ${same} B; after a remount ${after} B`,
+      );
+    } finally {
+      await proxy.close();
+    }
+  });
+});

@@ -16,9 +16,9 @@ const MARK_EVERY = 2 * 1024 * 1024;
 function missingRuns(disk: BlockCache, version: string, chunks: number): [number, number][] {
   const runs: [number, number][] = [];
   for (let i = 0; i < chunks; i++) {
-    if (disk.has(version, i)) continue;
+    if (disk.stored(version, i)) continue;
     const a = i;
-    while (i + 1 < chunks && !disk.has(version, i + 1)) i++;
+    while (i + 1 < chunks && !disk.stored(version, i + 1)) i++;
     runs.push([a, i]);
   }
   return runs;

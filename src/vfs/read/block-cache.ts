@@ -40,6 +40,13 @@
 // its memory lets the chunk go and at unmount, so a busy disk delays caching
 // rather than losing it; a chunk gone from memory by then is fetched again
 // by a later read.
+//
+// Reserved chunks (block-reuse.ts): chunks of a version that another
+// version's cached blocks hold too (same Seafile block id) are reserved: the
+// read engine counts them as on disk (has), and the first read that meets
+// them has the filler copy them in (fillReserved: data, then markers, as for
+// any chunk) or give them up (unreserve: fetched as usual). A reservation is
+// never written to the file; a chunk fetched meanwhile simply replaces it.
 import { createHash, randomBytes } from 'node:crypto';
 import { close as closeFd, openSync, read as readFd, readFileSync, readSync } from 'node:fs';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
@@ -84,7 +91,10 @@ interface Entry {
   persistent: boolean;
   size: number;
   dataOff: number;
-  /** per chunk: 0 absent, 1 on disk, 2 being written, 3 skipped (offer it again); null: not cached (too large) */
+  /**
+   * per chunk: 0 absent, 1 on disk, 2 being written, 3 skipped (offer it again), 4 reserved (the
+   * filler brings it from another version's blocks); null: not cached (too large)
+   */
   present: Uint8Array | null;
   fh: Promise<FileHandle> | null;
   /** what fh resolved to, once it has */
@@ -145,6 +155,10 @@ export class BlockCache {
   private roomWaiters: (() => void)[] = [];
   /** versions (by file name) kept whatever the LRU says: pinned files (src/vfs/pin/) */
   private kept: (name: string) => boolean = () => false;
+  /** brings reserved chunks (block-reuse.ts): resolves once chunk `idx` of the version is no longer reserved */
+  private filler: ((version: string, idx: number) => Promise<void>) | null = null;
+  /** chunks first..first+count-1 of a version were written and are on disk (block-reuse.ts indexes them) */
+  private onStored: ((version: string, first: number, count: number) => void) | null = null;
 
   constructor(
     /** the account's blocks folder, shared by its mounts */
@@ -192,6 +206,17 @@ export class BlockCache {
   /** `keep(name)`: the version's file stays, never evicted or cleared (pinned files) */
   setKeep(keep: (name: string) => boolean): void {
     this.kept = keep;
+  }
+
+  /** the hooks of block reuse (block-reuse.ts) */
+  setReuse(filler: (version: string, idx: number) => Promise<void>, onStored: typeof this.onStored): void {
+    this.filler = filler;
+    this.onStored = onStored;
+  }
+
+  /** the cache dir */
+  get folder(): string {
+    return this.dir;
   }
 
   /** the chunk size the cache was made with */
@@ -413,8 +438,87 @@ export class BlockCache {
     }
   }
 
+  /** a read of the chunk is served from disk: it is there, or reserved (brought from another version) */
   has(version: string, idx: number): boolean {
+    const m = this.entries.get(version)?.present?.[idx];
+    return m === 1 || m === 4;
+  }
+
+  /** the chunk is on disk now (not merely reserved) */
+  stored(version: string, idx: number): boolean {
     return this.entries.get(version)?.present?.[idx] === 1;
+  }
+
+  /** where a persistent version's data lies (its file and the offset of chunk 0), once its file exists */
+  locate(version: string): { path: string; dataOff: number } | null {
+    const e = this.entries.get(version);
+    if (!e?.persistent || !e.fh || e.dead) return null;
+    return { path: join(this.dir, e.name), dataOff: e.dataOff };
+  }
+
+  /** Reserves the absent chunks first..last of an opened version; returns how many. */
+  reserve(version: string, first: number, last: number): number {
+    const e = this.entries.get(version);
+    if (!e?.present || e.dead) return 0;
+    let n = 0;
+    for (let i = first; i <= last && i < e.present.length; i++)
+      if (e.present[i] === 0) {
+        e.present[i] = 4;
+        n++;
+      }
+    return n;
+  }
+
+  /** Gives up reservations among chunks first..last (a read fetches them as usual). */
+  unreserve(version: string, first: number, last: number): void {
+    const p = this.entries.get(version)?.present;
+    if (!p) return;
+    for (let i = first; i <= last && i < p.length; i++) if (p[i] === 4) p[i] = 0;
+  }
+
+  /**
+   * Writes the bytes of chunks first, first+1, ... (`data`: whole chunks, the
+   * last may be the file's short one) into those of them still reserved, then
+   * counts them as on disk and queues their markers as put() does. Resolves
+   * with the bytes written, or -1 when it could not (those chunks are absent again).
+   */
+  async fillReserved(version: string, first: number, data: Buffer): Promise<number> {
+    const e = this.entries.get(version);
+    if (!e?.present || e.dead) return -1;
+    const count = Math.ceil(data.length / this.chunk);
+    const mine: number[] = [];
+    for (let i = first; i < first + count && i < e.present.length; i++)
+      if (e.present[i] === 4) {
+        e.present[i] = 2;
+        mine.push(i);
+      }
+    if (!mine.length) return 0;
+    this.writesInFlight++;
+    let ok = false;
+    let bytes = 0;
+    try {
+      e.fh ??= this.create(e);
+      const fh = await e.fh;
+      e.handle ??= fh;
+      // one write per run of consecutive chunks
+      for (let k = 0; k < mine.length && !e.dead;) {
+        let j = k;
+        while (j + 1 < mine.length && mine[j + 1] === mine[j] + 1) j++;
+        const from = (mine[k] - first) * this.chunk;
+        const to = Math.min(data.length, (mine[j] - first + 1) * this.chunk);
+        const { bytesWritten } = await fh.write(data, from, to - from, e.dataOff + mine[k] * this.chunk);
+        if (bytesWritten !== to - from) throw new Error('short write');
+        bytes += bytesWritten;
+        k = j + 1;
+      }
+      ok = !e.dead;
+    } catch {
+      if (e.fh && !e.dead) e.fh = null;
+    } finally {
+      this.writesInFlight--;
+    }
+    this.written(e, mine, ok);
+    return ok ? bytes : -1;
   }
 
   /**
@@ -425,7 +529,9 @@ export class BlockCache {
    */
   put(version: string, idx: number, parts: Buffer[], size: number, copy = false, force = false): boolean {
     const e = this.entries.get(version);
-    if (!e?.present || e.dead || (e.present[idx] !== 0 && e.present[idx] !== 3)) return false;
+    // a reserved chunk (4) that came from the network meanwhile is simply written
+    const m = e?.present?.[idx];
+    if (!e?.present || e.dead || (m !== 0 && m !== 3 && m !== 4)) return false;
     let b = this.batch;
     if (b && (b.e !== e || idx !== b.first + b.count || b.len + size > BATCH)) {
       this.flushBatch();
@@ -437,7 +543,7 @@ export class BlockCache {
     if (!force && this.queuedBytes + size > this.maxQueuedBytes) {
       this.stats.skipped++;
       this.stats.skippedBytes += size;
-      e.present[idx] = 3;
+      if (m !== 4) e.present[idx] = 3;
       return false;
     }
     if (!b) {
@@ -513,25 +619,38 @@ export class BlockCache {
           for (const w of ws) w();
         }
       }
-      for (let i = b.first; i < b.first + b.count; i++) {
-        if (e.present![i] !== 2) continue;
-        if (!ok || e.dead) {
-          e.present![i] = 0;
-          continue;
-        }
-        e.present![i] = 1;
-        e.marks.push(i);
-        e.wrote = Date.now();
-        const n = this.chunkSize(e, i);
-        e.bytes += n;
-        if (!e.dead) this.total += n;
+      const idx: number[] = [];
+      for (let i = b.first; i < b.first + b.count; i++) idx.push(i);
+      if (this.written(e, idx, ok)) {
+        this.stats.writes += b.count;
+        this.stats.writtenBytes += b.len;
+        this.onStored?.(e.version, b.first, b.count);
       }
-      if (!ok || e.dead) return;
-      this.stats.writes += b.count;
-      this.stats.writtenBytes += b.len;
-      if (e.persistent) this.scheduleMarks();
-      if (this.total > this.maxBytes) void this.evict(e);
     })();
+  }
+
+  /**
+   * Chunks whose write (started with them at 2) has ended: on disk (1, their
+   * markers queued) when it went well, else absent again. True when it did.
+   */
+  private written(e: Entry, idx: number[], ok: boolean): boolean {
+    for (const i of idx) {
+      if (e.present![i] !== 2) continue;
+      if (!ok || e.dead) {
+        e.present![i] = 0;
+        continue;
+      }
+      e.present![i] = 1;
+      e.marks.push(i);
+      e.wrote = Date.now();
+      const n = this.chunkSize(e, i);
+      e.bytes += n;
+      if (!e.dead) this.total += n;
+    }
+    if (!ok || e.dead) return false;
+    if (e.persistent) this.scheduleMarks();
+    if (this.total > this.maxBytes) void this.evict(e);
+    return true;
   }
 
   private scheduleMarks(): void {
@@ -653,7 +772,13 @@ export class BlockCache {
    */
   async getRun(version: string, first: number, bufs: Buffer[]): Promise<boolean> {
     const e = this.entries.get(version);
-    if (!e?.present || !e.fh) return false;
+    if (!e?.present) return false;
+    const brought = this.bring(e, first, first + bufs.length - 1);
+    if (brought !== false) {
+      await brought;
+      return this.getRun(version, first, bufs);
+    }
+    if (!e.fh) return false;
     for (let i = first; i < first + bufs.length; i++) if (e.present[i] !== 1) return false;
     e.used = Date.now();
     try {
@@ -677,8 +802,11 @@ export class BlockCache {
    */
   readAt(version: string, offset: number, target: Buffer, len: number): Promise<boolean> {
     const e = this.entries.get(version);
-    if (!e?.present || !e.fh) return Promise.resolve(false);
+    if (!e?.present) return Promise.resolve(false);
     const last = Math.floor((offset + len - 1) / this.chunk);
+    const brought = this.bring(e, Math.floor(offset / this.chunk), last);
+    if (brought !== false) return brought.then(() => this.readAt(version, offset, target, len));
+    if (!e.fh) return Promise.resolve(false);
     for (let i = Math.floor(offset / this.chunk); i <= last; i++) if (e.present[i] !== 1) return Promise.resolve(false);
     e.used = Date.now();
     const fd = this.readFdOf(e);
@@ -705,9 +833,13 @@ export class BlockCache {
    */
   readAtNow(version: string, offset: number, target: Buffer, len: number): boolean | null {
     const e = this.entries.get(version);
-    if (!e?.present || !e.fh) return false;
+    if (!e?.present) return false;
     const last = Math.floor((offset + len - 1) / this.chunk);
-    for (let i = Math.floor(offset / this.chunk); i <= last; i++) if (e.present[i] !== 1) return false;
+    for (let i = Math.floor(offset / this.chunk); i <= last; i++) {
+      if (e.present[i] === 4) return null; // readAt brings it first
+      if (e.present[i] !== 1) return false;
+    }
+    if (!e.fh) return false;
     const fd = this.readFdOf(e);
     if (fd < 0) return null;
     e.used = Date.now();
@@ -721,6 +853,26 @@ export class BlockCache {
     this.stats.hits++;
     this.touch(e);
     return true;
+  }
+
+  /**
+   * The reserved chunks among first..last brought (or given up) by the
+   * filler: false when there is none (nothing to wait for), else resolves
+   * once none of them is reserved any more.
+   */
+  private bring(e: Entry, first: number, last: number): Promise<void> | false {
+    const p = e.present!;
+    let todo: number[] | null = null;
+    for (let i = first; i <= last && i < p.length; i++) if (p[i] === 4) (todo ??= []).push(i);
+    if (!todo) return false;
+    const filler = this.filler;
+    return (async () => {
+      for (const i of todo) {
+        if (p[i] !== 4) continue;
+        if (filler) await filler(e.version, i).catch(() => {});
+        if (p[i] === 4) p[i] = 0; // not brought: fetched as usual
+      }
+    })();
   }
 
   private async readAtHandle(e: Entry, offset: number, target: Buffer, len: number): Promise<boolean> {

@@ -12,6 +12,7 @@ import { pipeline } from 'node:stream/promises';
 import type { SeafileApi } from '../../client/types.js';
 import { VfsError } from '../errors.js';
 import type { BlockCache } from './block-cache.js';
+import { blockReuse, type BlockReuse } from './block-reuse.js';
 import { ChunkStore } from './chunk-store.js';
 import { DownloadLinks } from './download-links.js';
 import { classifyRead } from './pattern.js';
@@ -57,6 +58,8 @@ export function readConfig(opts: ReaderOptions = {}): ReadConfig {
 
 export class RemoteReader {
   readonly stats: ReaderStats = newReaderStats();
+  /** blocks of other cached versions taken instead of downloaded (block-reuse.ts); null: off */
+  readonly reuse: BlockReuse | null;
   private readonly cfg: ReadConfig;
   private readonly store: ChunkStore;
   private readonly links: DownloadLinks;
@@ -69,8 +72,11 @@ export class RemoteReader {
     private readonly disk: BlockCache | null = null,
     /** a file turned out to have changed on the server */
     onStale?: (f: RemoteFile) => void,
+    /** whether a library is unencrypted: block reuse is for those only (absent: off) */
+    plain?: (repo: string) => Promise<boolean>,
   ) {
     this.cfg = readConfig(opts);
+    this.reuse = blockReuse(api, disk, plain, { blockBytes: opts.blockBytes, minBytes: opts.blockReuseMinBytes });
     // a chunk the disk skipped (it was behind) is offered again as memory lets it go
     this.store = new ChunkStore(this.cfg.chunk, this.cfg.memBudget, (version, idx, buf, size) => {
       if (disk?.wasSkipped(version, idx)) disk.put(version, idx, buf, size, true);
@@ -102,10 +108,12 @@ export class RemoteReader {
    */
   read(f: RemoteFile, target: Buffer, len: number, offset: number, pat: ReadPattern): number | Promise<number> {
     if (offset >= f.size || len <= 0) return 0;
-    // the first read of a version learns which of its chunks the disk holds (an earlier mount's too)
-    if (this.disk && !this.disk.ready(f.version)) {
+    // the first read of a version learns which of its chunks the disk holds (an earlier mount's too),
+    // and which blocks other versions hold (block-reuse.ts)
+    if (this.disk && !(this.disk.ready(f.version) && (this.reuse?.ready(f) ?? true))) {
       const again = () => this.read(f, target, len, offset, pat);
-      return this.disk.open(f.version, f.size).then(again, again);
+      const opened = this.reuse ? this.reuse.prepare(f, () => this.links.link(f)) : this.disk.open(f.version, f.size);
+      return opened.then(again, again);
     }
     const end = Math.min(f.size, offset + len);
     const step = classifyRead(pat, offset, end, f.size, this.cfg);
@@ -235,6 +243,7 @@ export class RemoteReader {
   /** resolves once the disk cache has no chunk writes in flight (for tests and shutdown) */
   async diskIdle(): Promise<void> {
     await this.disk?.flush();
+    await this.reuse?.idle();
   }
 
   /**
@@ -250,6 +259,12 @@ export class RemoteReader {
         await disk.flush();
         disk.put(c.version, c.idx, c.buf, c.size, true);
       }
+    }
+    if (this.reuse) {
+      // the blocks just written are indexed for the next mount (a few seconds at most)
+      await disk.flush();
+      await Promise.race([this.reuse.idle(), new Promise((r) => setTimeout(r, 3000).unref())]);
+      await this.reuse.close();
     }
     await disk.close();
   }

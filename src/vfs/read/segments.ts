@@ -35,10 +35,13 @@ export class Segments {
       return true;
     };
     for (let i = a; i <= b; i++) {
-      let missing = !fc.inflight.has(i) && !fc.have.has(i);
+      const missing = !fc.inflight.has(i) && !fc.have.has(i);
       if (missing && this.disk?.has(f.version, i)) {
+        // the run of missing chunks before it ends here (else its GET would take these too)
+        if (runStart >= 0 && !flush(i - 1)) return;
+        runStart = -1;
         i = this.fromDisk(f, fc, i, b);
-        missing = false;
+        continue;
       }
       if (missing && runStart < 0) runStart = i;
       if (!missing && runStart >= 0) {
@@ -52,10 +55,12 @@ export class Segments {
   /**
    * Chunk a, and those after it up to b that are on disk too and not held or
    * on their way (at most a segment), from the on-disk cache in one read; a
-   * miss there (evicted meanwhile) falls back to the network. Returns the
-   * last chunk taken.
+   * miss there (evicted meanwhile, or a reserved block that could not be
+   * brought) falls back to the network for the chunks the disk lacks, and to
+   * one more disk read each for those it has. Returns the last chunk taken.
+   * `again`: such a read of one chunk (its failure goes to the network).
    */
-  fromDisk(f: RemoteFile, fc: FileChunks, a: number, b = a): number {
+  fromDisk(f: RemoteFile, fc: FileChunks, a: number, b = a, again = false): number {
     const C = this.cfg.chunk;
     let e = a;
     while (
@@ -70,6 +75,7 @@ export class Segments {
     const bufs: Buffer[] = [];
     for (let i = a; i <= e; i++) bufs.push(this.store.buffer(Math.min(C, f.size - i * C)));
     const run = this.disk!.getRun(f.version, a, bufs);
+    const mine: Pending[] = [];
     for (let i = a; i <= e; i++) {
       const buf = bufs[i - a];
       const size = buf.length;
@@ -90,11 +96,19 @@ export class Segments {
         if (have) return have;
         const other = fc.inflight.get(i);
         if (other) return other;
-        this.fetchSegment(f, fc, i, i);
+        if (size === C) this.store.retire(buf);
+        if (!again && this.disk!.stored(f.version, i)) this.fromDisk(f, fc, i, i, true);
+        else {
+          // with the chunks after it that fail as well and are not on disk either: one GET
+          let j = i;
+          while (j < e && fc.inflight.get(j + 1) === mine[j + 1 - a] && !this.disk!.stored(f.version, j + 1)) j++;
+          this.fetchSegment(f, fc, i, j);
+        }
         return fc.inflight.get(i)!;
       });
       p.catch(() => {});
       fc.inflight.set(i, p);
+      mine.push(p);
     }
     return e;
   }

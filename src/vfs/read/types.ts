@@ -55,6 +55,13 @@ export interface ReaderOptions {
    * files of a working-set size survive a remount this way.
    */
   cacheStreamsUpTo?: number;
+  /** the server's block size (Seafile's fixed_block_size; default 8 MiB): blocks reused across versions */
+  blockBytes?: number;
+  /**
+   * files above this size take the blocks other cached versions hold instead
+   * of downloading them (default 16 MiB; Infinity: off); see block-reuse.ts
+   */
+  blockReuseMinBytes?: number;
   /**
    * a stream that receives nothing this long is given up and what readers wait
    * for is fetched again by ranged GETs (default: the API's own call timeout)

@@ -1,0 +1,335 @@
+// Reading by Seafile block: a version whose block list the server gave takes
+// the bytes of blocks the disk cache holds under another version (the same
+// block id) instead of downloading them, so a large file another client
+// changed in one block downloads about one block, and identical blocks of
+// different files (or repeated ones of one file, zeros) are downloaded once.
+//
+// - Lists: for files above `minBytes`, the first read of a version asks the
+//   server for its list (block-lists.ts; one call, beside the download link).
+// - Index: once all chunks of one of its blocks are on disk, a version's block
+//   is hashed (a worker thread) and, when it is the id the list names, noted
+//   in block-index.ts (block id -> version, index, length).
+// - Reservation: the chunks of a block whose id the index holds under another
+//   version are reserved in the disk cache (block-cache.ts), so the read
+//   engine treats them as on disk; the first read that meets them has them
+//   copied here: the holder's bytes are read and hashed again (they must
+//   still be the id: a damaged or missing chunk is never served), then
+//   written into this version's cache file and marked as any chunk is
+//   (markers after data). A failure gives the reservation up: those chunks
+//   are downloaded as usual.
+// - Where a block lies: the list has no sizes (a desktop client cuts files at
+//   content-defined boundaries, 6 to 10 MiB). A block is placed at
+//   b * blockBytes only when that offset follows from lengths known for sure
+//   (hashed): those of every block before it, or of it and every block after
+//   it (the file's size minus theirs). So one changed block anywhere in a
+//   fixed-cut file leaves all the others placed, and a list of other
+//   boundaries never puts bytes in the wrong place.
+import { Hasher } from '../write/blocks/hasher.js';
+import type { SeafileApi } from '../../client/types.js';
+import type { BlockCache } from './block-cache.js';
+import { BlockIndex } from './block-index.js';
+import { BlockLists } from './block-lists.js';
+import type { RemoteFile } from './types.js';
+import { join } from 'node:path';
+
+const MAX_KNOWN = 2048;
+const MAX_WANTS = 65_536;
+
+export interface BlockReuseOptions {
+  /** the server's block size (Seafile's fixed_block_size, 8 MiB) */
+  blockBytes?: number;
+  /** files up to this size are read as before (default 16 MiB; Infinity: never by block) */
+  minBytes?: number;
+}
+
+interface Known {
+  ids: string[];
+  size: number;
+}
+
+/** Block reuse for a reader with a disk cache, or null when it cannot be (no cache, odd sizes, switched off). */
+export function blockReuse(
+  api: SeafileApi,
+  disk: BlockCache | null,
+  plain: ((repo: string) => Promise<boolean>) | undefined,
+  opts: BlockReuseOptions = {},
+): BlockReuse | null {
+  const blockBytes = opts.blockBytes ?? 8 * 1024 * 1024;
+  const minBytes = opts.minBytes ?? 16 * 1024 * 1024;
+  if (!disk || !plain || minBytes === Infinity || blockBytes % disk.chunkBytes !== 0) return null;
+  const index = new BlockIndex(join(disk.folder, 'block-index'), (v) => disk.known(v));
+  return new BlockReuse(disk, new BlockLists(api, plain), index, new Hasher(1, blockBytes), blockBytes, minBytes);
+}
+
+export class BlockReuse {
+  readonly stats = { reusedBlocks: 0, reusedBytes: 0, indexed: 0, rejected: 0 };
+  /** the lists of versions read, by version */
+  private readonly known = new Map<string, Known>();
+  /** versions whose list turned out not to be of the fixed cut (or not their bytes) */
+  private readonly unlike = new Set<string>();
+  /** versions whose first read looked for their list */
+  private readonly prepared = new Set<string>();
+  /** block id -> versions that could take it once the index holds it */
+  private readonly wants = new Map<string, Set<string>>();
+  private readonly filling = new Map<string, Promise<void>>();
+  private readonly hashing = new Set<string>();
+  private jobs = 0;
+  private idleWaiters: (() => void)[] = [];
+  /** chunks per block */
+  private readonly per: number;
+
+  constructor(
+    private readonly disk: BlockCache,
+    readonly lists: BlockLists,
+    readonly index: BlockIndex,
+    private readonly hasher: Hasher,
+    private readonly blockBytes: number,
+    private readonly minBytes: number,
+  ) {
+    this.per = blockBytes / disk.chunkBytes;
+    disk.setReuse(
+      (v, i) => this.fill(v, i),
+      (v, first, count) => this.stored(v, first, count),
+    );
+  }
+
+  /** reads of the file may go on: it is not one for blocks, or its first read has looked for its list */
+  ready(f: RemoteFile): boolean {
+    return f.size <= this.minBytes || this.prepared.has(f.version) || !this.lists.possible(f);
+  }
+
+  /**
+   * Before the first read of a version: its disk cache entry opened, its
+   * list asked for and what other versions hold of it reserved. The read
+   * waits for the list only when the index holds anything (else nothing can
+   * be taken: the list comes in the background, to index what this read
+   * brings). `prefetch` (the download link) is asked meanwhile. Never rejects.
+   */
+  async prepare(f: RemoteFile, prefetch?: () => Promise<unknown>): Promise<void> {
+    const version = f.version;
+    try {
+      await this.disk.open(version, f.size);
+      if (f.size <= this.minBytes || !this.lists.possible(f)) return;
+      await this.index.load();
+      const whole = this.wholeOnDisk(version);
+      // all here and indexed already: nothing to take, nothing to note
+      if (whole && this.index.knows(version)) return;
+      const wait = !whole && !this.index.empty;
+      if (wait && !this.lists.cached(version)) void prefetch?.().catch(() => {});
+      const learn = this.lists.get(f).then((ids) => {
+        if (ids && f.version === version) this.learned(version, ids, f.size);
+      });
+      if (wait) await learn;
+    } catch {
+      // reads go on as without blocks
+    } finally {
+      this.prepared.add(version);
+      if (this.prepared.size > 4 * MAX_KNOWN) this.prepared.delete(this.prepared.values().next().value as string);
+    }
+  }
+
+  /** resolves once no hash or copy is under way (for tests and the benchmark) */
+  idle(): Promise<void> {
+    if (this.jobs === 0) return this.index.flush();
+    return new Promise<void>((r) => this.idleWaiters.push(r)).then(() => this.idle());
+  }
+
+  async close(): Promise<void> {
+    this.hasher.close();
+    await this.index.flush();
+  }
+
+  private job<T>(p: Promise<T>): Promise<T> {
+    this.jobs++;
+    return p.finally(() => {
+      if (--this.jobs > 0) return;
+      const ws = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of ws) w();
+    });
+  }
+
+  private wholeOnDisk(version: string): boolean {
+    const { have, of } = this.disk.held(version);
+    return have === of;
+  }
+
+  /** chunks of block b of a version of `size` bytes */
+  private chunksOf(b: number, size: number): [number, number] {
+    const lastChunk = Math.ceil(size / this.disk.chunkBytes) - 1;
+    return [b * this.per, Math.min(lastChunk, (b + 1) * this.per - 1)];
+  }
+
+  private blockLen(b: number, size: number): number {
+    return Math.min(this.blockBytes, size - b * this.blockBytes);
+  }
+
+  /** the version's list came: what it holds already is indexed, what others hold is reserved */
+  private learned(version: string, ids: string[], size: number): void {
+    if (!ids.length || this.unlike.has(version)) return;
+    // (again after the disk cache closed and reopened the version: its reservations went with it)
+    if (!this.known.has(version)) {
+      this.known.set(version, { ids, size });
+      if (this.known.size > MAX_KNOWN) this.known.delete(this.known.keys().next().value as string);
+      for (let b = 0; b < ids.length; b++) this.indexLater(version, b);
+    }
+    this.reserveFor(version);
+  }
+
+  /**
+   * Reserves the blocks of the version whose bytes another cached version
+   * holds and whose place in this one follows from known lengths (see the
+   * head of this file); the others wait for their id to be indexed.
+   */
+  private reserveFor(version: string): void {
+    const k = this.known.get(version);
+    if (!k || !this.disk.ready(version)) return;
+    const { ids, size } = k;
+    const B = this.blockBytes;
+    const n = ids.length;
+    const lens = ids.map((id) => this.index.lengthOf(id));
+    const placed = new Array<boolean>(n).fill(false);
+    let off = 0;
+    let b = 0;
+    for (; b < n; b++) {
+      placed[b] = off === b * B;
+      const L = lens[b];
+      if (L === undefined) break;
+      off += L;
+    }
+    // every length known and they do not add up to the size: a list of another file, nothing is placed
+    if (b === n && off !== size) return;
+    let end = size;
+    for (b = n - 1; b >= 0; b--) {
+      const L = lens[b];
+      if (L === undefined) break;
+      end -= L;
+      if (end === b * B) placed[b] = true;
+    }
+    for (b = 0; b < n && b * B < size; b++) {
+      const id = ids[b];
+      const other = this.index.holders(id).some((h) => h.version !== version || h.idx !== b);
+      if (placed[b] && lens[b] === this.blockLen(b, size) && other) {
+        const [first, last] = this.chunksOf(b, size);
+        this.disk.reserve(version, first, last);
+        continue;
+      }
+      if (this.index.holds(id, version, b)) continue;
+      let vs = this.wants.get(id);
+      if (!vs) {
+        if (this.wants.size >= MAX_WANTS) this.wants.clear();
+        this.wants.set(id, (vs = new Set()));
+      }
+      vs.add(version);
+    }
+  }
+
+  /** `id` was just indexed: the versions that wait for it look again */
+  private noted(id: string): void {
+    const vs = this.wants.get(id);
+    if (!vs) return;
+    this.wants.delete(id);
+    for (const v of vs) this.reserveFor(v);
+  }
+
+  /** the disk cache wrote chunks: the blocks they complete are indexed */
+  private stored(version: string, first: number, count: number): void {
+    if (!this.known.has(version)) return;
+    const last = Math.floor((first + count - 1) / this.per);
+    for (let b = Math.floor(first / this.per); b <= last; b++) this.indexLater(version, b);
+  }
+
+  /** Hashes block b of the version once all of it is on disk; noted in the index when it is the id listed. */
+  private indexLater(version: string, b: number): void {
+    const k = this.known.get(version);
+    if (!k || b >= k.ids.length || b * this.blockBytes >= k.size) return;
+    const id = k.ids[b];
+    const key = `${version}:${b}`;
+    if (this.hashing.has(key) || this.index.holds(id, version, b)) return;
+    const [first, last] = this.chunksOf(b, k.size);
+    for (let i = first; i <= last; i++) if (!this.disk.stored(version, i)) return;
+    const loc = this.disk.locate(version);
+    if (!loc) return;
+    const len = this.blockLen(b, k.size);
+    this.hashing.add(key);
+    void this.job(
+      this.hasher.hash(loc.path, loc.dataOff + b * this.blockBytes, len).then(
+        (h) => {
+          if (h.id !== id) {
+            // not the fixed cut (or not the bytes listed): none of this version is used or indexed
+            this.known.delete(version);
+            if (this.unlike.size > MAX_KNOWN) this.unlike.clear();
+            this.unlike.add(version);
+            return;
+          }
+          this.index.add(id, { version, idx: b, len, size: k.size });
+          this.stats.indexed++;
+          this.noted(id);
+        },
+        () => {},
+      ),
+    ).finally(() => this.hashing.delete(key));
+  }
+
+  /** the disk cache met reserved chunk `idx`: its block is copied in (or given up) */
+  private fill(version: string, idx: number): Promise<void> {
+    const b = Math.floor(idx / this.per);
+    const key = `${version}:${b}`;
+    let p = this.filling.get(key);
+    if (!p) {
+      p = this.job(this.copyBlock(version, b)).finally(() => this.filling.delete(key));
+      this.filling.set(key, p);
+    }
+    return p;
+  }
+
+  private async copyBlock(version: string, b: number): Promise<void> {
+    const k = this.known.get(version);
+    const size = k?.size ?? this.disk.held(version).of * this.disk.chunkBytes;
+    const [first, last] = this.chunksOf(b, size);
+    try {
+      if (!k) return;
+      const id = k.ids[b];
+      const len = this.blockLen(b, k.size);
+      for (const h of [...this.index.holders(id)]) {
+        if ((h.version === version && h.idx === b) || h.len !== len) continue;
+        const data = await this.readHolder(h, id);
+        if (!data) {
+          this.index.forget(id, h);
+          this.stats.rejected++;
+          continue;
+        }
+        try {
+          const wrote = await this.disk.fillReserved(version, first, data.subarray(0, len));
+          if (wrote < 0) return;
+          this.stats.reusedBlocks++;
+          this.stats.reusedBytes += wrote;
+          this.index.add(id, { version, idx: b, len, size: k.size });
+          return;
+        } finally {
+          this.hasher.release(data);
+        }
+      }
+    } finally {
+      // what was not brought is downloaded
+      this.disk.unreserve(version, first, last);
+    }
+  }
+
+  /** the holder's block as read from its cache file now, when every chunk of it is marked there and it is `id` */
+  private async readHolder(h: { version: string; idx: number; len: number; size: number }, id: string) {
+    await this.disk.open(h.version, h.size);
+    const [first, last] = this.chunksOf(h.idx, h.size);
+    for (let i = first; i <= last; i++) if (!this.disk.stored(h.version, i)) return null;
+    const loc = this.disk.locate(h.version);
+    if (!loc) return null;
+    try {
+      const got = await this.hasher.hash(loc.path, loc.dataOff + h.idx * this.blockBytes, h.len, true);
+      if (got.id === id && got.data) return got.data;
+      this.hasher.release(got.data);
+      return null;
+    } catch {
+      return null;
+    }
+  }
+}
