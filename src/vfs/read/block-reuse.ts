@@ -32,6 +32,8 @@ import { BlockLists } from './block-lists.js';
 import type { RemoteFile } from './types.js';
 import { join } from 'node:path';
 
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
+
 const MAX_KNOWN = 2048;
 const MAX_WANTS = 65_536;
 
@@ -119,7 +121,12 @@ export class BlockReuse {
       const learn = this.lists.get(f).then((ids) => {
         if (ids && f.version === version) this.learned(version, ids, f.size);
       });
-      if (wait) await learn;
+      if (wait) {
+        await learn;
+        // blocks an earlier read brought may still be on their way into the index (hashed in a
+        // worker): a moment for them, else this read downloads what it could have taken
+        if (this.jobs > 0) await Promise.race([this.idle(), sleep(1000)]);
+      }
     } catch {
       // reads go on as without blocks
     } finally {
