@@ -25,7 +25,8 @@ import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf, serverMayR
 import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type RemoteFile } from './read/reader.js';
 import { Pins } from './pin/pins.js';
-import { buildParts, type VfsOptions } from './parts.js';
+import { drainAll, pendingOf, statusOf, type Pending } from './mount-status.js';
+import { buildParts, type VfsOptions, type VfsParts } from './parts.js';
 import { Quota } from './quota.js';
 import { Renamer } from './rename.js';
 import { type FileState, WriteBack } from './write/write-back.js';
@@ -77,12 +78,14 @@ export class Vfs {
   readonly pins: Pins;
   /** mass deletes held until confirmed (delete-guard.ts) */
   readonly deleteGuard: DeleteGuard;
+  /** all of the above, as parts.ts built them: what the operations' own modules take */
+  private readonly parts: VfsParts;
 
   private constructor(
     rawApi: SeafileApi,
     readonly opts: VfsOptions,
   ) {
-    const p = buildParts(rawApi, opts, {
+    const p = (this.parts = buildParts(rawApi, opts, {
       resolve: (x) => this.resolve(x),
       lookup: (repo, path) => this.lookup(repo, path),
       dir: (repo, dir) => this.dir(repo, dir),
@@ -90,7 +93,7 @@ export class Vfs {
       removeFile: (repo, path, st, e) => this.removeFile(repo, path, st, e),
       hide: (repo, src, hiddenPath) => this.hide(repo, src, hiddenPath),
       setLock: (x, on) => this.setLock(x, on),
-    });
+    }));
     this.log = p.log;
     this.deleteGuard = p.deleteGuard;
     this.locks = p.locks;
@@ -659,46 +662,18 @@ export class Vfs {
 
   // ---- lifecycle ----
 
-  /** Upload everything pending; returns the files that could not be uploaded. */
-  async drain(onStatus: (pending: { path: string; size: number }[]) => void = () => {}, timeoutMs = 0) {
-    // empty folders made here too (the files' uploads wait for theirs)
-    const folders = this.wb.folders.drain();
-    const failed = await this.wb.drain(
-      (list) => onStatus(list.map((s) => ({ path: s.path, size: s.size }))),
-      timeoutMs,
-    );
-    return [
-      ...failed.map((s) => ({
-        path: s.path,
-        size: s.size,
-        error: s.lastError instanceof Error ? s.lastError.message : String(s.lastError),
-      })),
-      ...(await folders).map((f) => ({ path: f.path, size: 0, error: f.error })),
-    ];
+  /** Upload everything pending; returns the files that could not be uploaded (mount-status.ts). */
+  drain(onStatus: (pending: Pending[]) => void = () => {}, timeoutMs = 0) {
+    return drainAll(this.wb, onStatus, timeoutMs);
   }
 
-  pendingUploads(): { path: string; size: number }[] {
-    return this.wb.pending().map((s) => ({ path: s.path, size: s.size }));
+  pendingUploads(): Pending[] {
+    return pendingOf(this.wb);
   }
 
   /** The state of the mount's engines, for the control socket's status answer. */
   status() {
-    return {
-      pending: this.pendingUploads(),
-      pendingFolders: this.wb.folders.pending(),
-      reader: this.reader.stats,
-      readerMemory: this.reader.memory(),
-      disk: this.disk ? { ...this.disk.stats, ...this.disk.usage() } : undefined,
-      meta: this.meta.stats,
-      metaCache: this.meta.held(),
-      uploads: this.wb.stats,
-      blocks: this.wb.blocks.stats,
-      offline: this.net.state(),
-      outages: this.net.outages,
-      mtimes: this.times.status(),
-      pins: this.pins.status(),
-      deleteGuard: this.deleteGuard.status(),
-    };
+    return statusOf(this.parts);
   }
 
   /** Lock (or unlock) a file on the server for this account: `seafs lock` / `seafs unlock-file`. */
