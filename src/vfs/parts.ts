@@ -95,11 +95,14 @@ export interface VfsParts {
   xattrs: Xattrs;
   renamer: Renamer;
   hiddenDirs: HiddenFolders;
+  /** the vfs's own methods, for the operations' modules (local-copy.ts, ...) */
+  host: VfsHost;
 }
 
 export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost): VfsParts {
   // filled in order; the callbacks read it when they run, so a part may call one made after it
   const all = {} as VfsParts;
+  all.host = host;
   all.log = opts.log ?? (() => {});
   all.deleteGuard = new DeleteGuard({ max: DEFAULT_DELETE_GUARD, ...opts.deleteGuard, log: all.log });
   all.locks = new LibraryLocks(rawApi, all.log, opts.library === undefined ? (opts.unlockHint ?? null) : null);

@@ -17,6 +17,7 @@ import { setServerLock } from './file-locks.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
+import { lockedByOther, refuseLocked, remoteFileOf, truncatePath } from './local-copy.js';
 import { LibraryLocks } from './library-unlock.js';
 import { ListingStore } from './listing-store.js';
 import { LocalMtimes } from './local-mtimes.js';
@@ -36,15 +37,6 @@ export type { Attr, StatFs } from './attrs.js';
 export type { VfsOptions } from './parts.js';
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
-
-/** A file locked on the server by another account: this mount shows it read-only and refuses to write it. */
-function lockedByOther(e: DirEntry): boolean {
-  return e.type === 'file' && e.is_locked === true && e.locked_by_me !== true;
-}
-
-function refuseLocked(p: string, e: DirEntry): void {
-  if (lockedByOther(e)) throw new VfsError('EACCES', `${p} is locked by ${e.lock_owner || 'another user'}`);
-}
 
 export class Vfs {
   readonly meta: MetaCache;
@@ -265,9 +257,7 @@ export class Vfs {
   // ---- open files ----
 
   private remoteOf(repo: string, path: string, e: DirEntry): RemoteFile {
-    const size = e.size ?? 0;
-    const version = e.id && e.id !== ZERO_ID ? e.id : `${repo}:${path}@${e.mtime}:${size}`;
-    return { repo, path, size, version };
+    return remoteFileOf(repo, path, e);
   }
 
   async open(p: string, flags: number): Promise<number> {
@@ -388,30 +378,9 @@ export class Vfs {
     return this.wb.write(this.writeState(fh), buf, len, pos);
   }
 
-  async truncate(p: string, size: number): Promise<void> {
-    const loc = await this.repoOf(p);
-    writable(loc);
-    checkChangeAt(loc.path);
-    await this.hiddenDirs.refuse(loc);
-    let s = this.wb.get(loc.repo, loc.path);
-    if (!s) {
-      const e = await this.lookup(loc.repo, loc.path);
-      if (!e) throw new VfsError('ENOENT', p);
-      if (e.type === 'dir') throw new VfsError('EISDIR', p);
-      refuseLocked(p, e);
-      if ((e.size ?? 0) === size) return;
-      const remote = this.remoteOf(loc.repo, loc.path, e);
-      s = await this.wb.openExisting(
-        loc.repo,
-        loc.path,
-        { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
-        size === 0,
-        (dest) => this.reader.downloadWhole(remote, dest),
-      );
-    }
-    if (s.size !== size || size === 0) await this.wb.truncate(s, size);
-    // `> file` truncates and then opens: give the open a moment before uploading
-    if (s.writers === 0) this.wb.scheduleSoon(s, 1000);
+  /** truncate(2) of a path (local-copy.ts) */
+  truncate(p: string, size: number): Promise<void> {
+    return truncatePath(this.parts, p, size);
   }
 
   async ftruncate(_p: string, fh: number, size: number): Promise<void> {
