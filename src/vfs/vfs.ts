@@ -30,6 +30,7 @@ import { drainAll, pendingOf, statusOf, type Pending } from './mount-status.js';
 import { buildParts, type VfsOptions, type VfsParts } from './parts.js';
 import { Quota } from './quota.js';
 import { Renamer } from './rename.js';
+import type { UnlinkedOpen } from './unlinked-open.js';
 import { type FileState, WriteBack } from './write/write-back.js';
 import { Xattrs } from './xattrs.js';
 
@@ -54,7 +55,7 @@ export class Vfs {
   private readonly quota: Quota;
   private readonly log: (msg: string) => void;
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
-  private readonly hidden = new Map<string, { size: number; mtimeMs: number }>();
+  private readonly unlinked: UnlinkedOpen;
 
   /** the API as the rest of the vfs uses it: failing at once while offline */
   readonly api: SeafileApi;
@@ -104,6 +105,7 @@ export class Vfs {
     this.xattrs = p.xattrs;
     this.renamer = p.renamer;
     this.hiddenDirs = p.hiddenDirs;
+    this.unlinked = p.unlinked;
   }
 
   /** Resolve the library (when named), prepare the cache dir, take over orphaned dirty files. */
@@ -182,7 +184,7 @@ export class Vfs {
     if (!loc || loc.path === '/') return null;
     const s = this.wb.get(loc.repo, loc.path);
     if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
-    if (this.hidden.has(`${loc.repo}\u0000${loc.path}`)) return null;
+    if (this.unlinked.has(loc.repo, loc.path)) return null;
     const dir = parentOf(loc.path);
     const l = this.meta.peek(loc.repo, dir);
     if (!l || !this.meta.fresh(l)) return null;
@@ -201,7 +203,7 @@ export class Vfs {
   absentNow(p: string): boolean {
     const loc = this.libraries.resolveNow(p);
     if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
-    if (this.wb.get(loc.repo, loc.path) || this.hidden.has(`${loc.repo}\u0000${loc.path}`)) return false;
+    if (this.wb.get(loc.repo, loc.path) || this.unlinked.has(loc.repo, loc.path)) return false;
     const l = this.meta.peek(loc.repo, parentOf(loc.path));
     return !!l && this.meta.fresh(l) && !l.entries.has(baseOf(loc.path));
   }
@@ -218,7 +220,7 @@ export class Vfs {
     const s = this.wb.get(loc.repo, loc.path);
     // whole seconds, as the server keeps them: no change of mtime once the file is uploaded
     if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
-    const gone = this.hidden.get(`${loc.repo}\u0000${loc.path}`);
+    const gone = this.unlinked.get(loc.repo, loc.path);
     if (gone) return this.attrs.file(gone.size, gone.mtimeMs, loc.readOnly);
     const e = await this.lookup(loc.repo, loc.path);
     if (!e) throw new VfsError('ENOENT', p);
@@ -478,7 +480,7 @@ export class Vfs {
       if (s.writers === 0) this.wb.scheduleAfterClose(s);
       return;
     }
-    const hid = this.hidden.get(`${repo}\u0000${path}`);
+    const hid = this.unlinked.get(repo, path);
     if (hid) return;
     const e = await this.lookup(repo, path);
     if (!e) throw new VfsError('ENOENT', p);
@@ -532,7 +534,7 @@ export class Vfs {
     if (loc.path === '/') throw new VfsError('EPERM');
     writable(loc);
     await this.hiddenDirs.refuse(loc);
-    if (this.hidden.delete(`${loc.repo}\u0000${loc.path}`)) return;
+    if (this.unlinked.delete(loc.repo, loc.path)) return;
     const s = this.wb.get(loc.repo, loc.path);
     const e = await this.lookup(loc.repo, loc.path);
     if (!s && !e) throw new VfsError('ENOENT', p);
@@ -554,7 +556,7 @@ export class Vfs {
     const size = s ? s.size : (e!.size ?? 0);
     const mtimeMs = s ? s.mtime : e!.mtime * 1000;
     this.deleteGuard.admit(e || s?.remotePath ? 1 : 0, src);
-    this.hidden.set(`${repo}\u0000${hiddenPath}`, { size, mtimeMs });
+    this.unlinked.set(repo, hiddenPath, { size, mtimeMs });
     await this.removeFile(repo, src, s, e);
   }
 
