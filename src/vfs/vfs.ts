@@ -30,6 +30,7 @@ import { drainAll, pendingOf, statusOf, type Pending } from './mount-status.js';
 import { buildParts, type VfsOptions, type VfsParts } from './parts.js';
 import { Quota } from './quota.js';
 import { Renamer } from './rename.js';
+import { setMtime, setMtimeNow } from './set-mtime.js';
 import type { UnlinkedOpen } from './unlinked-open.js';
 import { type FileState, WriteBack } from './write/write-back.js';
 import { Xattrs } from './xattrs.js';
@@ -439,64 +440,14 @@ export class Vfs {
     else this.wb.maybeDispose(s);
   }
 
-  /**
-   * A new modification time for a file (touch -d, cp -p, rsync -a, tar x;
-   * needs the fuse-native fix of scripts/fix-fuse-native, without which the
-   * atime arrives here). The server stores a time only with content, so the
-   * file is uploaded (again) with it as last_modify: a clean file is fetched
-   * and sent back unchanged (the server keeps its blocks once). A time equal
-   * to the shown one changes nothing (a second rsync -a sends nothing), and
-   * folders keep the server's times. `mtimeMs` under 10 s: UTIME_NOW or
-   * UTIME_OMIT as libfuse 2 passes them, which leave the time as it is.
-   */
-  /**
-   * utimens of a file with local data (tar x sets the time of each file it
-   * has just closed), done at once; false: utimens must run.
-   */
+  /** utimens of a file with local data, done at once; false: utimens must run (set-mtime.ts) */
   utimensNow(p: string, mtimeMs: number): boolean {
-    const loc = this.libraries.resolveNow(p);
-    if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
-    const s = this.wb.get(loc.repo, loc.path);
-    if (!s) return false;
-    const ms = Math.floor(mtimeMs / 1000) * 1000;
-    if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return true;
-    if (loc.readOnly) return false;
-    this.wb.setTime(s, ms);
-    if (s.writers === 0) this.wb.scheduleAfterClose(s);
-    return true;
+    return setMtimeNow(this.parts, p, mtimeMs);
   }
 
-  async utimens(p: string, mtimeMs: number): Promise<void> {
-    const loc = await this.resolve(p);
-    if (loc.repo === null || loc.path === '/') return;
-    await this.hiddenDirs.refuse(loc);
-    const { repo, path } = loc;
-    const ms = Math.floor(mtimeMs / 1000) * 1000;
-    const s = this.wb.get(repo, path);
-    if (s) {
-      if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return;
-      writable(loc);
-      this.wb.setTime(s, ms);
-      if (s.writers === 0) this.wb.scheduleAfterClose(s);
-      return;
-    }
-    const hid = this.unlinked.get(repo, path);
-    if (hid) return;
-    const e = await this.lookup(repo, path);
-    if (!e) throw new VfsError('ENOENT', p);
-    if (e.type === 'dir' || ms < 10_000 || (e.mtime || 0) * 1000 === ms) return;
-    writable(loc);
-    refuseLocked(p, e);
-    const remote = this.remoteOf(repo, path, e);
-    const st = await this.wb.openExisting(
-      repo,
-      path,
-      { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
-      false,
-      (dest) => this.reader.downloadWhole(remote, dest),
-    );
-    this.wb.setTime(st, ms);
-    if (st.writers === 0) this.wb.scheduleAfterClose(st);
+  /** a new modification time, uploaded with the file's content (set-mtime.ts) */
+  utimens(p: string, mtimeMs: number): Promise<void> {
+    return setMtime(this.parts, p, mtimeMs);
   }
 
   /**
