@@ -14,6 +14,7 @@ import { Connectivity, unreachable } from './connectivity.js';
 import { DeleteGuard, knownFilesUnder } from './delete-guard.js';
 import { errnoOf, VfsError } from './errors.js';
 import { setServerLock } from './file-locks.js';
+import { hideOpenFile, removeFile, unlinkFile } from './file-remove.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
@@ -84,8 +85,8 @@ export class Vfs {
       lookup: (repo, path) => this.lookup(repo, path),
       dir: (repo, dir) => this.dir(repo, dir),
       ensureEmpty: (repo, path) => this.ensureEmpty(repo, path),
-      removeFile: (repo, path, st, e) => this.removeFile(repo, path, st, e),
-      hide: (repo, src, hiddenPath) => this.hide(repo, src, hiddenPath),
+      removeFile: (repo, path, st, e) => removeFile(this.parts, repo, path, st, e),
+      hide: (repo, src, hiddenPath) => hideOpenFile(this.parts, repo, src, hiddenPath),
       setLock: (x, on) => this.setLock(x, on),
     }));
     this.log = p.log;
@@ -469,46 +470,9 @@ export class Vfs {
 
   // ---- namespace changes ----
 
-  /** Delete a file (remote and local state) at a location known to hold one. */
-  private async removeFile(repo: string, path: string, s: FileState | undefined, e: DirEntry | null): Promise<void> {
-    let remote: string | null = e ? path : null;
-    if (s) remote = (await this.wb.discard(s)) ?? remote;
-    if (remote) await this.api.deleteFile(repo, remote);
-    this.times.removed(repo, path);
-    this.meta.remove(repo, parentOf(path), baseOf(path));
-    this.hiddenDirs.changed(repo);
-  }
-
-  async unlink(p: string): Promise<void> {
-    this.quota.forget(); // space is freed: the next quota check asks afresh
-    const loc = await this.repoOf(p, true);
-    if (loc.path === '/') throw new VfsError('EPERM');
-    writable(loc);
-    await this.hiddenDirs.refuse(loc);
-    if (this.unlinked.delete(loc.repo, loc.path)) return;
-    const s = this.wb.get(loc.repo, loc.path);
-    const e = await this.lookup(loc.repo, loc.path);
-    if (!s && !e) throw new VfsError('ENOENT', p);
-    if (!s && e?.type === 'dir') throw new VfsError('EISDIR', p);
-    this.deleteGuard.admit(e || s?.remotePath ? 1 : 0, p);
-    await this.removeFile(loc.repo, loc.path, s, e);
-  }
-
-  /**
-   * libfuse renames a file unlinked while still open to .fuse_hiddenNNN and
-   * unlinks that name at the last close. On the server it is deleted at once
-   * (never shown under the hidden name, never uploaded again); open handles
-   * keep using the local data.
-   */
-  private async hide(repo: string, src: string, hiddenPath: string): Promise<void> {
-    const s = this.wb.get(repo, src);
-    const e = await this.lookup(repo, src);
-    if (!s && !e) throw new VfsError('ENOENT', src);
-    const size = s ? s.size : (e!.size ?? 0);
-    const mtimeMs = s ? s.mtime : e!.mtime * 1000;
-    this.deleteGuard.admit(e || s?.remotePath ? 1 : 0, src);
-    this.unlinked.set(repo, hiddenPath, { size, mtimeMs });
-    await this.removeFile(repo, src, s, e);
+  /** unlink(2) (file-remove.ts) */
+  unlink(p: string): Promise<void> {
+    return unlinkFile(this.parts, p);
   }
 
   async mkdir(p: string, _mode: number): Promise<void> {
