@@ -7,14 +7,15 @@
 // needs beyond a few lines lives in the modules it imports, and the parts it
 // is made of are built and wired in parts.ts.
 import { constants as C } from 'node:fs';
-import { ZERO_ID, type DirEntry, type Library, type SeafileApi } from '../client/types.js';
+import { type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
-import { DeleteGuard, knownFilesUnder } from './delete-guard.js';
+import type { DeleteGuard } from './delete-guard.js';
 import { errnoOf, VfsError } from './errors.js';
 import { setServerLock } from './file-locks.js';
 import { hideOpenFile, removeFile, unlinkFile } from './file-remove.js';
+import { ensureEmpty, makeFolder, removeFolder } from './folder-ops.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
@@ -23,7 +24,7 @@ import { LibraryLocks } from './library-unlock.js';
 import { ListingStore } from './listing-store.js';
 import { LocalMtimes } from './local-mtimes.js';
 import { MetaCache, type Listing } from './meta-cache.js';
-import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf, serverMayRefuseName } from './paths.js';
+import { baseOf, checkChangeAt, checkName, parentOf } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type RemoteFile } from './read/reader.js';
 import { Pins } from './pin/pins.js';
@@ -84,7 +85,7 @@ export class Vfs {
       resolve: (x) => this.resolve(x),
       lookup: (repo, path) => this.lookup(repo, path),
       dir: (repo, dir) => this.dir(repo, dir),
-      ensureEmpty: (repo, path) => this.ensureEmpty(repo, path),
+      ensureEmpty: (repo, path) => ensureEmpty(this.parts, repo, path),
       removeFile: (repo, path, st, e) => removeFile(this.parts, repo, path, st, e),
       hide: (repo, src, hiddenPath) => hideOpenFile(this.parts, repo, src, hiddenPath),
       setLock: (x, on) => this.setLock(x, on),
@@ -475,54 +476,13 @@ export class Vfs {
     return unlinkFile(this.parts, p);
   }
 
-  async mkdir(p: string, _mode: number): Promise<void> {
-    const loc = await this.repoOf(p, true);
-    if (loc.path === '/') throw new VfsError('EEXIST');
-    writable(loc);
-    await this.hiddenDirs.refuse(loc);
-    const name = baseOf(loc.path);
-    checkName(name);
-    checkFolderName(name);
-    const dir = parentOf(loc.path);
-    const l = await this.dir(loc.repo, dir);
-    if (l.entries.has(name) || this.wb.get(loc.repo, loc.path)) throw new VfsError('EEXIST', p);
-    // answered now, created on the server in the background (write/pending-folders.ts)
-    if (!(serverMayRefuseName(name) && (await this.wb.folders.createNow(loc.repo, loc.path))))
-      this.wb.folders.add(loc.repo, loc.path);
-    this.meta.upsert(loc.repo, dir, { type: 'dir', name, id: ZERO_ID, mtime: Math.floor(Date.now() / 1000) });
-    this.meta.setEmpty(loc.repo, loc.path);
+  /** mkdir(2), rmdir(2): folder-ops.ts */
+  mkdir(p: string, _mode: number): Promise<void> {
+    return makeFolder(this.parts, p);
   }
 
-  async rmdir(p: string): Promise<void> {
-    const loc = await this.repoOf(p, true);
-    if (loc.path === '/') throw new VfsError('EPERM', 'a library is removed on the server, not here');
-    writable(loc);
-    await this.hiddenDirs.refuse(loc);
-    const e = await this.lookup(loc.repo, loc.path);
-    if (!e) {
-      if (this.wb.get(loc.repo, loc.path)) throw new VfsError('ENOTDIR', p);
-      throw new VfsError('ENOENT', p);
-    }
-    if (e.type !== 'dir') throw new VfsError('ENOTDIR', p);
-    const folders = this.wb.folders;
-    // a folder made here: its creation is waited for; one the server never took is removed here only
-    if (folders.pendingAt(loc.repo, loc.path)) await folders.ready(loc.repo, loc.path).catch(() => {});
-    await this.ensureEmpty(loc.repo, loc.path);
-    this.deleteGuard.admit(knownFilesUnder(this.meta, loc.repo, loc.path), p);
-    if (folders.has(loc.repo, loc.path)) await folders.drop(loc.repo, loc.path);
-    else await this.api.deleteDir(loc.repo, loc.path);
-    this.times.removed(loc.repo, loc.path);
-    this.meta.remove(loc.repo, parentOf(loc.path), baseOf(loc.path));
-    this.meta.invalidateTree(loc.repo, loc.path);
-    this.hiddenDirs.changed(loc.repo);
-  }
-
-  /** ENOTEMPTY unless the folder is empty on the server (checked afresh) and locally. */
-  private async ensureEmpty(repo: string, path: string): Promise<void> {
-    if (this.wb.childrenOf(repo, path).length > 0) throw new VfsError('ENOTEMPTY', path);
-    if (this.wb.folders.childrenOf(repo, path).length > 0) throw new VfsError('ENOTEMPTY', path);
-    const l = await this.meta.list(repo, path, true);
-    if (l.entries.size > 0) throw new VfsError('ENOTEMPTY', path);
+  rmdir(p: string): Promise<void> {
+    return removeFolder(this.parts, p);
   }
 
   async rename(src: string, dst: string): Promise<void> {
