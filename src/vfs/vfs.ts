@@ -12,7 +12,7 @@ import { ApiError } from '../client/errors.js';
 import { AttrShaper, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
 import type { DeleteGuard } from './delete-guard.js';
-import { errnoOf, VfsError } from './errors.js';
+import { VfsError } from './errors.js';
 import { setServerLock } from './file-locks.js';
 import { hideOpenFile, removeFile, unlinkFile } from './file-remove.js';
 import { ensureEmpty, makeFolder, removeFolder } from './folder-ops.js';
@@ -31,7 +31,7 @@ import { Pins } from './pin/pins.js';
 import { drainAll, pendingOf, statusOf, type Pending } from './mount-status.js';
 import { buildParts, type VfsOptions, type VfsParts } from './parts.js';
 import { Quota } from './quota.js';
-import { Renamer } from './rename.js';
+import { renamePath } from './rename-op.js';
 import { setMtime, setMtimeNow } from './set-mtime.js';
 import type { UnlinkedOpen } from './unlinked-open.js';
 import { type FileState, WriteBack } from './write/write-back.js';
@@ -51,7 +51,6 @@ export class Vfs {
   readonly libraries: Libraries;
   private readonly handles = new HandleTable();
   private readonly attrs: AttrShaper;
-  private readonly renamer: Renamer;
   /** .seafile-history and .seafile-trash (src/vfs/hidden/) */
   private readonly hiddenDirs: HiddenFolders;
   /** statfs and ENOSPC at close (quota.ts) */
@@ -106,7 +105,6 @@ export class Vfs {
     this.pins = p.pins;
     this.wb = p.wb;
     this.xattrs = p.xattrs;
-    this.renamer = p.renamer;
     this.hiddenDirs = p.hiddenDirs;
     this.unlinked = p.unlinked;
   }
@@ -485,25 +483,9 @@ export class Vfs {
     return removeFolder(this.parts, p);
   }
 
-  async rename(src: string, dst: string): Promise<void> {
-    if (await this.hiddenDirs.rename(src, dst)) return;
-    if (this.wb.folders.size > 0) await this.foldersReady(src, dst);
-    await this.renamer.rename(src, dst);
-    if (this.pins.any) await this.pins.moved(src, dst);
-  }
-
-  /** A rename from or into a folder made here waits until the server holds it (then it moves as any other). */
-  private async foldersReady(src: string, dst: string): Promise<void> {
-    const a = await this.resolve(src);
-    const b = await this.resolve(dst);
-    try {
-      if (a.repo !== null) await this.wb.folders.readyWithin(a.repo, a.path);
-      if (b.repo !== null && b.path !== '/') await this.wb.folders.ready(b.repo, parentOf(b.path));
-    } catch (e) {
-      throw new VfsError(errnoOf(e), `a folder made here is not on the server yet: ${(e as Error).message}`, {
-        cause: e,
-      });
-    }
+  /** rename(2): rename-op.ts, moves in rename.ts */
+  rename(src: string, dst: string): Promise<void> {
+    return renamePath(this.parts, src, dst);
   }
 
   // ---- lifecycle ----
