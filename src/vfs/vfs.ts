@@ -13,7 +13,7 @@ import { AttrShaper, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
 import type { DeleteGuard } from './delete-guard.js';
 import { VfsError } from './errors.js';
-import { setServerLock } from './file-locks.js';
+import { restoreFileVersion, setFileLock, unlockByName } from './control-actions.js';
 import { hideOpenFile, removeFile, unlinkFile } from './file-remove.js';
 import { ensureEmpty, makeFolder, removeFolder } from './folder-ops.js';
 import { HandleTable } from './handles.js';
@@ -123,20 +123,9 @@ export class Vfs {
     return v;
   }
 
-  /**
-   * All-libraries mode: unlock the library shown as `name` at the root (or
-   * with that id) with its password, held in memory from then on; uploads
-   * waiting for it go now. Returns the library.
-   */
-  async unlockLibrary(name: string, password: string): Promise<Library> {
-    const libs = await this.libraries.byName();
-    const lib = libs.get(name) ?? [...libs.values()].find((l) => l.id === name || l.name === name);
-    if (!lib) throw new VfsError('ENOENT', `no library "${name}" at the root of this mount`);
-    if (!lib.encrypted) throw new VfsError('EINVAL', `the library "${lib.name}" is not encrypted`);
-    await this.locks.unlock(lib, password);
-    this.meta.invalidateTree(lib.id, '/');
-    this.wb.retryNow();
-    return lib;
+  /** `seafs unlock`: an encrypted library's password, in all-libraries mode (control-actions.ts) */
+  unlockLibrary(name: string, password: string): Promise<Library> {
+    return unlockByName(this.parts, name, password);
   }
 
   get library(): Library | null {
@@ -504,27 +493,14 @@ export class Vfs {
     return statusOf(this.parts);
   }
 
-  /** Lock (or unlock) a file on the server for this account: `seafs lock` / `seafs unlock-file`. */
-  async setLock(p: string, on: boolean): Promise<void> {
-    const loc = await this.repoOf(p);
-    const e = await this.lookup(loc.repo, loc.path);
-    if (!e) throw new VfsError('ENOENT', p);
-    if (e.type !== 'file') throw new VfsError('EISDIR', p);
-    await setServerLock(this.api, loc.repo, loc.path, on);
-    this.meta.invalidate(loc.repo, parentOf(loc.path));
+  /** `seafs lock` / `seafs unlock-file` (control-actions.ts) */
+  setLock(p: string, on: boolean): Promise<void> {
+    return setFileLock(this.parts, p, on);
   }
 
-  /** `seafs restore FILE --at TIME`: the file's version current at `atMs` becomes current again (hidden/history.ts). */
-  async restoreVersion(p: string, atMs: number) {
-    const loc = await this.repoOf(p);
-    writable(loc);
-    const e = await this.lookup(loc.repo, loc.path);
-    if (!e) throw new VfsError('ENOENT', p);
-    if (e.type !== 'file') throw new VfsError('EISDIR', p);
-    refuseLocked(p, e);
-    // local data would be uploaded over the restored version (or read instead of it)
-    if (this.wb.get(loc.repo, loc.path)) throw new VfsError('EAGAIN', `${p} is open or not uploaded yet; try again`);
-    return this.hiddenDirs.history.restore(loc.repo, loc.path, atMs);
+  /** `seafs restore FILE --at TIME` (control-actions.ts) */
+  restoreVersion(p: string, atMs: number) {
+    return restoreFileVersion(this.parts, p, atMs);
   }
 
   /** Drop the downloaded data kept on disk (never data waiting for upload); returns the bytes freed. */
