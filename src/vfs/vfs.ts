@@ -2,33 +2,37 @@
 // FUSE. It combines the listing cache (metadata), the remote reader (clean
 // files) and the write-back (dirty files in temp files) and speaks errno
 // names through VfsError. The FUSE adapter is a thin layer over this.
-// Longer than the other modules (~740 lines) because it is the one place
-// each of the ~30 FUSE operations is dispatched; everything an operation
-// needs beyond a few lines lives in the modules it imports, and the parts it
-// is made of are built and wired in parts.ts.
+// This file (~520 lines) is the one place each of the ~30 FUSE operations is
+// dispatched; it holds path lookups, attributes (getattr and its synchronous
+// forms), open/create/read/write/flush/release of handles, and delegates the
+// rest to a module each: local-copy.ts (truncate, locked files), set-mtime.ts,
+// file-remove.ts (unlink, .fuse_hidden), folder-ops.ts (mkdir, rmdir),
+// rename-op.ts, control-actions.ts (seafs unlock/lock/restore) and
+// mount-status.ts (drain, status). The parts it is made of are built and
+// wired in parts.ts.
 import { constants as C } from 'node:fs';
 import { type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
+import { restoreFileVersion, setFileLock, unlockByName } from './control-actions.js';
 import type { DeleteGuard } from './delete-guard.js';
 import { VfsError } from './errors.js';
-import { restoreFileVersion, setFileLock, unlockByName } from './control-actions.js';
 import { hideOpenFile, removeFile, unlinkFile } from './file-remove.js';
 import { ensureEmpty, makeFolder, removeFolder } from './folder-ops.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
-import { lockedByOther, refuseLocked, remoteFileOf, truncatePath } from './local-copy.js';
 import { LibraryLocks } from './library-unlock.js';
 import { ListingStore } from './listing-store.js';
+import { lockedByOther, refuseLocked, remoteFileOf, truncatePath } from './local-copy.js';
 import { LocalMtimes } from './local-mtimes.js';
 import { MetaCache, type Listing } from './meta-cache.js';
+import { drainAll, pendingOf, statusOf, type Pending } from './mount-status.js';
 import { baseOf, checkChangeAt, checkName, parentOf } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type RemoteFile } from './read/reader.js';
 import { Pins } from './pin/pins.js';
-import { drainAll, pendingOf, statusOf, type Pending } from './mount-status.js';
 import { buildParts, type VfsOptions, type VfsParts } from './parts.js';
 import { Quota } from './quota.js';
 import { renamePath } from './rename-op.js';
