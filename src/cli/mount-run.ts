@@ -9,13 +9,14 @@ import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
 import { SeafileClient, type ClientOptions } from '../client/client.js';
 import { ApiError } from '../client/errors.js';
-import { clearStaleMount, isMounted, mountVfs, type FuseMount } from '../fuse/mount.js';
+import { clearStaleMount, mountVfs, type FuseMount } from '../fuse/mount.js';
 import type { OpCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
 import { DEFAULT_DELETE_GUARD } from '../vfs/delete-guard.js';
 import { shellWord } from './confirm-delete.js';
 import { controlAlive, listenControl } from './mount-control.js';
+import { watchDetach } from './mount-detach.js';
 import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
 import { UnreachableError } from './mount-retry.js';
 import { pinControl } from './pin.js';
@@ -305,6 +306,11 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   client.onUnlockAgain = unlockAgainLog((repo) => vfs.libraries.byId(repo), layerLog);
   const label = vfs.library?.name ?? 'all libraries';
   const opCounts: OpCounts = {};
+  // detached from outside (umount, fusermount -u): upload what is pending and exit (mount-detach.ts; made
+  // before the mount, armed once it is up)
+  const watch = watchDetach(mnt, () => {
+    if (!stopping) void shutdown('the mount was detached');
+  });
   let fuse: FuseMount;
   try {
     fuse = await mountVfs(vfs, {
@@ -324,6 +330,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       log: layerLog,
     });
   } catch (e) {
+    watch.close();
     vfs.close();
     throw new UserError(`cannot mount at ${mnt}: ${(e as Error).message}`);
   }
@@ -482,14 +489,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     if (!stopping) void shutdown(why);
     bound?.abort(why);
   }
-  // detached from outside (fusermount -u): upload what is pending and exit
-  const watch = setInterval(() => {
-    void isMounted(mnt).then((on) => {
-      if (!on && !stopping) void shutdown('the mount was detached');
-    });
-  }, 2000);
-  watch.unref();
-  void finished.then(() => clearInterval(watch));
+  watch.arm();
+  void finished.then(() => watch.close());
   return { vfs, label, mountpoint: mnt, shutdown, giveUp, finished };
 }
 
