@@ -1,7 +1,10 @@
 // A mount detached from outside (umount, fusermount -u, umount -l): the
-// mount process notices it at once, uploads what is pending and exits.
+// mount process notices it at once, uploads what is pending and exits; and a
+// new `seafs mount` at that place waits a few seconds for such a process
+// rather than refusing at once while it finishes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { controlAlive, queryStatus } from './mount-control.js';
 import { mountedTypeAt } from './mount-preflight.js';
 
 /** whether `mnt` is a mount point now, from /proc/mounts (true when it cannot be read: nothing is known) */
@@ -81,4 +84,59 @@ export function watchDetach(
     },
     close,
   };
+}
+
+/**
+ * A seafs process still answering for `mnt` whose mount the kernel has
+ * already detached (umount from outside: it uploads what was written there,
+ * then exits) is waited for up to `waitMs`, said in one line: until it has
+ * exited, so that it has also let go of the cache folder the new mount
+ * takes over. Resolves with null when no such process is left (or none was
+ * there), else with the reason to refuse the new mount. A process whose
+ * mount is still attached is the caller's to refuse.
+ */
+export async function waitForDetached(
+  mnt: string,
+  say: (line: string) => void,
+  o: {
+    waitMs?: number;
+    stepMs?: number;
+    alive?: (mnt: string) => Promise<boolean>;
+    mounted?: (mnt: string) => Promise<boolean>;
+    pid?: (mnt: string) => Promise<number | null>;
+  } = {},
+): Promise<string | null> {
+  const alive = o.alive ?? controlAlive;
+  const mounted = o.mounted ?? isMounted;
+  if (!(await alive(mnt)) || (await mounted(mnt))) return null;
+  const waitMs = o.waitMs ?? 10_000;
+  const pid = await (o.pid ?? statusPid)(mnt);
+  const who = pid !== null ? `the seafs process (pid ${pid})` : 'the seafs process';
+  say(`waiting up to ${waitMs / 1000} s for ${who} detached from ${mnt} to finish its uploads`);
+  const gone = async () => (pid !== null ? !processExists(pid) : !(await alive(mnt)));
+  const deadline = Date.now() + waitMs;
+  while (Date.now() < deadline) {
+    await new Promise((r) => setTimeout(r, o.stepMs ?? 100));
+    if (await gone()) return null;
+  }
+  return `${who} detached from ${mnt} is still uploading what was written there: mount again once it has exited (its log says when)`;
+}
+
+function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    // EPERM: it exists, as another user's
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+async function statusPid(mnt: string): Promise<number | null> {
+  try {
+    const pid = (JSON.parse((await queryStatus(mnt, 3000)) ?? 'null') as { pid?: unknown } | null)?.pid;
+    return typeof pid === 'number' ? pid : null;
+  } catch {
+    return null;
+  }
 }

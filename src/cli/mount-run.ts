@@ -16,7 +16,7 @@ import { Vfs } from '../vfs/vfs.js';
 import { DEFAULT_DELETE_GUARD } from '../vfs/delete-guard.js';
 import { shellWord } from './confirm-delete.js';
 import { controlAlive, listenControl } from './mount-control.js';
-import { watchDetach } from './mount-detach.js';
+import { waitForDetached, watchDetach } from './mount-detach.js';
 import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
 import { UnreachableError } from './mount-retry.js';
 import { pinControl } from './pin.js';
@@ -204,6 +204,9 @@ export async function connect(
 
 /** Check the mount point; clear a stale mount left by a dead seafs (mount-preflight.ts says what else is wrong). */
 async function prepareMountpoint(mnt: string, nonempty: boolean): Promise<void> {
+  // one detached from outside and still uploading is waited for a few seconds (mount-detach.ts)
+  const busy = await waitForDetached(mnt, log);
+  if (busy) throw new UserError(busy);
   if (await controlAlive(mnt))
     throw new UserError(`${mnt} is already mounted by a running seafs (seafs unmount ${mnt})`);
   const foreign = foreignMountProblem(mnt, process.getuid?.() ?? 0, readProcMounts());

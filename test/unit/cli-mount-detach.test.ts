@@ -1,10 +1,11 @@
-// The detach watch (src/cli/mount-detach.ts), with stand-ins for findmnt (small shell scripts) and the mount
-// table; test/e2e/lifecycle.test.ts runs the real thing.
+// The detach watch and the wait for a detached predecessor (src/cli/mount-detach.ts), with stand-ins for
+// findmnt (small shell scripts), the mount table and the control socket; test/e2e/lifecycle.test.ts runs the
+// real thing (umount, then a new mount at once).
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { watchDetach, type DetachWatch } from '../../src/cli/mount-detach.js';
+import { waitForDetached, watchDetach, type DetachWatch } from '../../src/cli/mount-detach.js';
 
 const HOUR = 3_600_000;
 const dirs: string[] = [];
@@ -97,6 +98,47 @@ describe('noticing a detach from outside', () => {
     for (let i = 0; i < 200 && alive(pid); i++) await new Promise((r) => setTimeout(r, 20));
     expect(alive(pid)).toBe(false);
     expect(fired).toBe(false);
+  });
+});
+
+describe('a new mount where a detached seafs is still uploading', () => {
+  it('waits for that process to exit, saying so in one line', async () => {
+    const lines: string[] = [];
+    let aliveChecks = 0;
+    const busy = await waitForDetached('/mnt/x', (l) => lines.push(l), {
+      stepMs: 10,
+      alive: async () => ++aliveChecks < 5,
+      mounted: async () => false,
+      pid: async () => null,
+    });
+    expect(busy).toBeNull();
+    expect(aliveChecks).toBe(5);
+    expect(lines).toEqual(['waiting up to 10 s for the seafs process detached from /mnt/x to finish its uploads']);
+  });
+
+  it('refuses with the reason when it is still there after the wait', async () => {
+    const lines: string[] = [];
+    const busy = await waitForDetached('/mnt/x', (l) => lines.push(l), {
+      waitMs: 100,
+      stepMs: 10,
+      alive: async () => true,
+      mounted: async () => false,
+      pid: async () => process.pid,
+    });
+    expect(lines).toEqual([
+      `waiting up to 0.1 s for the seafs process (pid ${process.pid}) detached from /mnt/x to finish its uploads`,
+    ]);
+    expect(busy).toBe(
+      `the seafs process (pid ${process.pid}) detached from /mnt/x is still uploading what was written there: mount again once it has exited (its log says when)`,
+    );
+  });
+
+  it('neither waits nor says anything when no seafs answers, or when its mount is still attached', async () => {
+    const lines: string[] = [];
+    const say = (l: string) => lines.push(l);
+    expect(await waitForDetached('/mnt/x', say, { alive: async () => false, mounted: async () => false })).toBeNull();
+    expect(await waitForDetached('/mnt/x', say, { alive: async () => true, mounted: async () => true })).toBeNull();
+    expect(lines).toEqual([]);
   });
 });
 
