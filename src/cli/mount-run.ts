@@ -9,13 +9,14 @@ import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
 import { SeafileClient, type ClientOptions } from '../client/client.js';
 import { ApiError } from '../client/errors.js';
-import { clearStaleMount, isMounted, mountVfs, type FuseMount } from '../fuse/mount.js';
+import { clearStaleMount, mountVfs, type FuseMount } from '../fuse/mount.js';
 import type { OpCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
 import { DEFAULT_DELETE_GUARD } from '../vfs/delete-guard.js';
 import { shellWord } from './confirm-delete.js';
 import { controlAlive, listenControl } from './mount-control.js';
+import { waitForDetached, watchDetach } from './mount-detach.js';
 import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
 import { UnreachableError } from './mount-retry.js';
 import { pinControl } from './pin.js';
@@ -204,6 +205,9 @@ export async function connect(
 
 /** Check the mount point; clear a stale mount left by a dead seafs (mount-preflight.ts says what else is wrong). */
 async function prepareMountpoint(mnt: string, nonempty: boolean): Promise<void> {
+  // one detached from outside and still uploading is waited for a few seconds (mount-detach.ts)
+  const busy = await waitForDetached(mnt, log);
+  if (busy) throw new UserError(busy);
   if (await controlAlive(mnt))
     throw new UserError(`${mnt} is already mounted by a running seafs (seafs unmount ${mnt})`);
   const foreign = foreignMountProblem(mnt, process.getuid?.() ?? 0, readProcMounts());
@@ -309,6 +313,11 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   client.onUnlockAgain = unlockAgainLog((repo) => vfs.libraries.byId(repo), layerLog);
   const label = vfs.library?.name ?? 'all libraries';
   const opCounts: OpCounts = {};
+  // detached from outside (umount, fusermount -u): upload what is pending and exit (mount-detach.ts; made
+  // before the mount, armed once it is up)
+  const watch = watchDetach(mnt, () => {
+    if (!stopping) void shutdown('the mount was detached');
+  });
   let fuse: FuseMount;
   try {
     fuse = await mountVfs(vfs, {
@@ -328,6 +337,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       log: layerLog,
     });
   } catch (e) {
+    watch.close();
     vfs.close();
     throw new UserError(`cannot mount at ${mnt}: ${(e as Error).message}`);
   }
@@ -486,14 +496,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     if (!stopping) void shutdown(why);
     bound?.abort(why);
   }
-  // detached from outside (fusermount -u): upload what is pending and exit
-  const watch = setInterval(() => {
-    void isMounted(mnt).then((on) => {
-      if (!on && !stopping) void shutdown('the mount was detached');
-    });
-  }, 2000);
-  watch.unref();
-  void finished.then(() => clearInterval(watch));
+  watch.arm();
+  void finished.then(() => watch.close());
   return { vfs, label, mountpoint: mnt, shutdown, giveUp, finished };
 }
 

@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import type { CommandModule, Options } from 'yargs';
 import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
 import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
+import { waitForDetached } from './mount-detach.js';
 import { mountNodeFlags, mountProcessEnv } from './mount-tuning.js';
 import { cacheRoot, loadLogin, saveLogin } from './offline-login.js';
 import { parseId, parseMountOptions, parseUmask, splitSource, unescapeOctal } from './mount-options.js';
@@ -365,6 +366,9 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       const warning = checkBinding(argv);
       if (warning) printErr(`seafs: ${warning}\n`);
       if (argv.account) await useAccount(argv);
+      // a seafs detached from this mount point and still uploading: waited for here, where the user sees it
+      const busy = await waitForDetached(resolve(argv.mountpoint), (l) => printErr(`seafs: ${l}\n`));
+      if (busy) throw new UserError(busy);
       // a --daemon child: its stdout is the log file, the parent prints the "mounted" line
       if (argv.daemon) await daemonize(argv);
       await mountHere(argv, false);

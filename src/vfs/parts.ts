@@ -20,6 +20,7 @@ import { RemoteReader, type ReaderOptions } from './read/reader.js';
 import { Pins } from './pin/pins.js';
 import { Quota } from './quota.js';
 import { Renamer } from './rename.js';
+import { UnlinkedOpen } from './unlinked-open.js';
 import { Journal } from './write/journal.js';
 import { type FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
 import { Xattrs } from './xattrs.js';
@@ -95,11 +96,17 @@ export interface VfsParts {
   xattrs: Xattrs;
   renamer: Renamer;
   hiddenDirs: HiddenFolders;
+  /** files unlinked while open (unlinked-open.ts) */
+  unlinked: UnlinkedOpen;
+  /** the vfs's own methods, for the operations' modules (local-copy.ts, ...) */
+  host: VfsHost;
 }
 
 export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost): VfsParts {
   // filled in order; the callbacks read it when they run, so a part may call one made after it
   const all = {} as VfsParts;
+  all.host = host;
+  all.unlinked = new UnlinkedOpen();
   all.log = opts.log ?? (() => {});
   all.deleteGuard = new DeleteGuard({ max: DEFAULT_DELETE_GUARD, ...opts.deleteGuard, log: all.log });
   all.locks = new LibraryLocks(rawApi, all.log, opts.library === undefined ? (opts.unlockHint ?? null) : null);

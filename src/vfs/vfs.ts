@@ -2,32 +2,42 @@
 // FUSE. It combines the listing cache (metadata), the remote reader (clean
 // files) and the write-back (dirty files in temp files) and speaks errno
 // names through VfsError. The FUSE adapter is a thin layer over this.
-// Longer than the other modules (~740 lines) because it is the one place
-// each of the ~30 FUSE operations is dispatched; everything an operation
-// needs beyond a few lines lives in the modules it imports, and the parts it
-// is made of are built and wired in parts.ts.
+// This file (~520 lines) is the one place each of the ~30 FUSE operations is
+// dispatched; it holds path lookups, attributes (getattr and its synchronous
+// forms), open/create/read/write/flush/release of handles, and delegates the
+// rest to a module each: local-copy.ts (truncate, locked files), set-mtime.ts,
+// file-remove.ts (unlink, .fuse_hidden), folder-ops.ts (mkdir, rmdir),
+// rename-op.ts, control-actions.ts (seafs unlock/lock/restore) and
+// mount-status.ts (drain, status). The parts it is made of are built and
+// wired in parts.ts.
 import { constants as C } from 'node:fs';
-import { ZERO_ID, type DirEntry, type Library, type SeafileApi } from '../client/types.js';
+import { type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
 import { AttrShaper, type Attr, type StatFs } from './attrs.js';
 import { Connectivity, unreachable } from './connectivity.js';
-import { DeleteGuard, knownFilesUnder } from './delete-guard.js';
-import { errnoOf, VfsError } from './errors.js';
-import { setServerLock } from './file-locks.js';
+import { restoreFileVersion, setFileLock, unlockByName } from './control-actions.js';
+import type { DeleteGuard } from './delete-guard.js';
+import { VfsError } from './errors.js';
+import { hideOpenFile, removeFile, unlinkFile } from './file-remove.js';
+import { ensureEmpty, makeFolder, removeFolder } from './folder-ops.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, writable } from './libraries.js';
 import { LibraryLocks } from './library-unlock.js';
 import { ListingStore } from './listing-store.js';
+import { lockedByOther, refuseLocked, remoteFileOf, truncatePath } from './local-copy.js';
 import { LocalMtimes } from './local-mtimes.js';
 import { MetaCache, type Listing } from './meta-cache.js';
-import { baseOf, checkChangeAt, checkFolderName, checkName, parentOf, serverMayRefuseName } from './paths.js';
+import { drainAll, pendingOf, statusOf, type Pending } from './mount-status.js';
+import { baseOf, checkChangeAt, checkName, parentOf } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type RemoteFile } from './read/reader.js';
 import { Pins } from './pin/pins.js';
-import { buildParts, type VfsOptions } from './parts.js';
+import { buildParts, type VfsOptions, type VfsParts } from './parts.js';
 import { Quota } from './quota.js';
-import { Renamer } from './rename.js';
+import { renamePath } from './rename-op.js';
+import { setMtime, setMtimeNow } from './set-mtime.js';
+import type { UnlinkedOpen } from './unlinked-open.js';
 import { type FileState, WriteBack } from './write/write-back.js';
 import { Xattrs } from './xattrs.js';
 
@@ -35,15 +45,6 @@ export type { Attr, StatFs } from './attrs.js';
 export type { VfsOptions } from './parts.js';
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
-
-/** A file locked on the server by another account: this mount shows it read-only and refuses to write it. */
-function lockedByOther(e: DirEntry): boolean {
-  return e.type === 'file' && e.is_locked === true && e.locked_by_me !== true;
-}
-
-function refuseLocked(p: string, e: DirEntry): void {
-  if (lockedByOther(e)) throw new VfsError('EACCES', `${p} is locked by ${e.lock_owner || 'another user'}`);
-}
 
 export class Vfs {
   readonly meta: MetaCache;
@@ -54,14 +55,13 @@ export class Vfs {
   readonly libraries: Libraries;
   private readonly handles = new HandleTable();
   private readonly attrs: AttrShaper;
-  private readonly renamer: Renamer;
   /** .seafile-history and .seafile-trash (src/vfs/hidden/) */
   private readonly hiddenDirs: HiddenFolders;
   /** statfs and ENOSPC at close (quota.ts) */
   private readonly quota: Quota;
   private readonly log: (msg: string) => void;
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
-  private readonly hidden = new Map<string, { size: number; mtimeMs: number }>();
+  private readonly unlinked: UnlinkedOpen;
 
   /** the API as the rest of the vfs uses it: failing at once while offline */
   readonly api: SeafileApi;
@@ -77,20 +77,22 @@ export class Vfs {
   readonly pins: Pins;
   /** mass deletes held until confirmed (delete-guard.ts) */
   readonly deleteGuard: DeleteGuard;
+  /** all of the above, as parts.ts built them: what the operations' own modules take */
+  private readonly parts: VfsParts;
 
   private constructor(
     rawApi: SeafileApi,
     readonly opts: VfsOptions,
   ) {
-    const p = buildParts(rawApi, opts, {
+    const p = (this.parts = buildParts(rawApi, opts, {
       resolve: (x) => this.resolve(x),
       lookup: (repo, path) => this.lookup(repo, path),
       dir: (repo, dir) => this.dir(repo, dir),
-      ensureEmpty: (repo, path) => this.ensureEmpty(repo, path),
-      removeFile: (repo, path, st, e) => this.removeFile(repo, path, st, e),
-      hide: (repo, src, hiddenPath) => this.hide(repo, src, hiddenPath),
+      ensureEmpty: (repo, path) => ensureEmpty(this.parts, repo, path),
+      removeFile: (repo, path, st, e) => removeFile(this.parts, repo, path, st, e),
+      hide: (repo, src, hiddenPath) => hideOpenFile(this.parts, repo, src, hiddenPath),
       setLock: (x, on) => this.setLock(x, on),
-    });
+    }));
     this.log = p.log;
     this.deleteGuard = p.deleteGuard;
     this.locks = p.locks;
@@ -107,8 +109,8 @@ export class Vfs {
     this.pins = p.pins;
     this.wb = p.wb;
     this.xattrs = p.xattrs;
-    this.renamer = p.renamer;
     this.hiddenDirs = p.hiddenDirs;
+    this.unlinked = p.unlinked;
   }
 
   /** Resolve the library (when named), prepare the cache dir, take over orphaned dirty files. */
@@ -125,20 +127,9 @@ export class Vfs {
     return v;
   }
 
-  /**
-   * All-libraries mode: unlock the library shown as `name` at the root (or
-   * with that id) with its password, held in memory from then on; uploads
-   * waiting for it go now. Returns the library.
-   */
-  async unlockLibrary(name: string, password: string): Promise<Library> {
-    const libs = await this.libraries.byName();
-    const lib = libs.get(name) ?? [...libs.values()].find((l) => l.id === name || l.name === name);
-    if (!lib) throw new VfsError('ENOENT', `no library "${name}" at the root of this mount`);
-    if (!lib.encrypted) throw new VfsError('EINVAL', `the library "${lib.name}" is not encrypted`);
-    await this.locks.unlock(lib, password);
-    this.meta.invalidateTree(lib.id, '/');
-    this.wb.retryNow();
-    return lib;
+  /** `seafs unlock`: an encrypted library's password, in all-libraries mode (control-actions.ts) */
+  unlockLibrary(name: string, password: string): Promise<Library> {
+    return unlockByName(this.parts, name, password);
   }
 
   get library(): Library | null {
@@ -187,7 +178,7 @@ export class Vfs {
     if (!loc || loc.path === '/') return null;
     const s = this.wb.get(loc.repo, loc.path);
     if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
-    if (this.hidden.has(`${loc.repo}\u0000${loc.path}`)) return null;
+    if (this.unlinked.has(loc.repo, loc.path)) return null;
     const dir = parentOf(loc.path);
     const l = this.meta.peek(loc.repo, dir);
     if (!l || !this.meta.fresh(l)) return null;
@@ -206,7 +197,7 @@ export class Vfs {
   absentNow(p: string): boolean {
     const loc = this.libraries.resolveNow(p);
     if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
-    if (this.wb.get(loc.repo, loc.path) || this.hidden.has(`${loc.repo}\u0000${loc.path}`)) return false;
+    if (this.wb.get(loc.repo, loc.path) || this.unlinked.has(loc.repo, loc.path)) return false;
     const l = this.meta.peek(loc.repo, parentOf(loc.path));
     return !!l && this.meta.fresh(l) && !l.entries.has(baseOf(loc.path));
   }
@@ -223,7 +214,7 @@ export class Vfs {
     const s = this.wb.get(loc.repo, loc.path);
     // whole seconds, as the server keeps them: no change of mtime once the file is uploaded
     if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
-    const gone = this.hidden.get(`${loc.repo}\u0000${loc.path}`);
+    const gone = this.unlinked.get(loc.repo, loc.path);
     if (gone) return this.attrs.file(gone.size, gone.mtimeMs, loc.readOnly);
     const e = await this.lookup(loc.repo, loc.path);
     if (!e) throw new VfsError('ENOENT', p);
@@ -262,9 +253,7 @@ export class Vfs {
   // ---- open files ----
 
   private remoteOf(repo: string, path: string, e: DirEntry): RemoteFile {
-    const size = e.size ?? 0;
-    const version = e.id && e.id !== ZERO_ID ? e.id : `${repo}:${path}@${e.mtime}:${size}`;
-    return { repo, path, size, version };
+    return remoteFileOf(repo, path, e);
   }
 
   async open(p: string, flags: number): Promise<number> {
@@ -385,30 +374,9 @@ export class Vfs {
     return this.wb.write(this.writeState(fh), buf, len, pos);
   }
 
-  async truncate(p: string, size: number): Promise<void> {
-    const loc = await this.repoOf(p);
-    writable(loc);
-    checkChangeAt(loc.path);
-    await this.hiddenDirs.refuse(loc);
-    let s = this.wb.get(loc.repo, loc.path);
-    if (!s) {
-      const e = await this.lookup(loc.repo, loc.path);
-      if (!e) throw new VfsError('ENOENT', p);
-      if (e.type === 'dir') throw new VfsError('EISDIR', p);
-      refuseLocked(p, e);
-      if ((e.size ?? 0) === size) return;
-      const remote = this.remoteOf(loc.repo, loc.path, e);
-      s = await this.wb.openExisting(
-        loc.repo,
-        loc.path,
-        { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
-        size === 0,
-        (dest) => this.reader.downloadWhole(remote, dest),
-      );
-    }
-    if (s.size !== size || size === 0) await this.wb.truncate(s, size);
-    // `> file` truncates and then opens: give the open a moment before uploading
-    if (s.writers === 0) this.wb.scheduleSoon(s, 1000);
+  /** truncate(2) of a path (local-copy.ts) */
+  truncate(p: string, size: number): Promise<void> {
+    return truncatePath(this.parts, p, size);
   }
 
   async ftruncate(_p: string, fh: number, size: number): Promise<void> {
@@ -465,64 +433,14 @@ export class Vfs {
     else this.wb.maybeDispose(s);
   }
 
-  /**
-   * A new modification time for a file (touch -d, cp -p, rsync -a, tar x;
-   * needs the fuse-native fix of scripts/fix-fuse-native, without which the
-   * atime arrives here). The server stores a time only with content, so the
-   * file is uploaded (again) with it as last_modify: a clean file is fetched
-   * and sent back unchanged (the server keeps its blocks once). A time equal
-   * to the shown one changes nothing (a second rsync -a sends nothing), and
-   * folders keep the server's times. `mtimeMs` under 10 s: UTIME_NOW or
-   * UTIME_OMIT as libfuse 2 passes them, which leave the time as it is.
-   */
-  /**
-   * utimens of a file with local data (tar x sets the time of each file it
-   * has just closed), done at once; false: utimens must run.
-   */
+  /** utimens of a file with local data, done at once; false: utimens must run (set-mtime.ts) */
   utimensNow(p: string, mtimeMs: number): boolean {
-    const loc = this.libraries.resolveNow(p);
-    if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
-    const s = this.wb.get(loc.repo, loc.path);
-    if (!s) return false;
-    const ms = Math.floor(mtimeMs / 1000) * 1000;
-    if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return true;
-    if (loc.readOnly) return false;
-    this.wb.setTime(s, ms);
-    if (s.writers === 0) this.wb.scheduleAfterClose(s);
-    return true;
+    return setMtimeNow(this.parts, p, mtimeMs);
   }
 
-  async utimens(p: string, mtimeMs: number): Promise<void> {
-    const loc = await this.resolve(p);
-    if (loc.repo === null || loc.path === '/') return;
-    await this.hiddenDirs.refuse(loc);
-    const { repo, path } = loc;
-    const ms = Math.floor(mtimeMs / 1000) * 1000;
-    const s = this.wb.get(repo, path);
-    if (s) {
-      if (ms < 10_000 || Math.floor(s.mtime / 1000) * 1000 === ms) return;
-      writable(loc);
-      this.wb.setTime(s, ms);
-      if (s.writers === 0) this.wb.scheduleAfterClose(s);
-      return;
-    }
-    const hid = this.hidden.get(`${repo}\u0000${path}`);
-    if (hid) return;
-    const e = await this.lookup(repo, path);
-    if (!e) throw new VfsError('ENOENT', p);
-    if (e.type === 'dir' || ms < 10_000 || (e.mtime || 0) * 1000 === ms) return;
-    writable(loc);
-    refuseLocked(p, e);
-    const remote = this.remoteOf(repo, path, e);
-    const st = await this.wb.openExisting(
-      repo,
-      path,
-      { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
-      false,
-      (dest) => this.reader.downloadWhole(remote, dest),
-    );
-    this.wb.setTime(st, ms);
-    if (st.writers === 0) this.wb.scheduleAfterClose(st);
+  /** a new modification time, uploaded with the file's content (set-mtime.ts) */
+  utimens(p: string, mtimeMs: number): Promise<void> {
+    return setMtime(this.parts, p, mtimeMs);
   }
 
   /**
@@ -544,184 +462,49 @@ export class Vfs {
 
   // ---- namespace changes ----
 
-  /** Delete a file (remote and local state) at a location known to hold one. */
-  private async removeFile(repo: string, path: string, s: FileState | undefined, e: DirEntry | null): Promise<void> {
-    let remote: string | null = e ? path : null;
-    if (s) remote = (await this.wb.discard(s)) ?? remote;
-    if (remote) await this.api.deleteFile(repo, remote);
-    this.times.removed(repo, path);
-    this.meta.remove(repo, parentOf(path), baseOf(path));
-    this.hiddenDirs.changed(repo);
+  /** unlink(2) (file-remove.ts) */
+  unlink(p: string): Promise<void> {
+    return unlinkFile(this.parts, p);
   }
 
-  async unlink(p: string): Promise<void> {
-    this.quota.forget(); // space is freed: the next quota check asks afresh
-    const loc = await this.repoOf(p, true);
-    if (loc.path === '/') throw new VfsError('EPERM');
-    writable(loc);
-    await this.hiddenDirs.refuse(loc);
-    if (this.hidden.delete(`${loc.repo}\u0000${loc.path}`)) return;
-    const s = this.wb.get(loc.repo, loc.path);
-    const e = await this.lookup(loc.repo, loc.path);
-    if (!s && !e) throw new VfsError('ENOENT', p);
-    if (!s && e?.type === 'dir') throw new VfsError('EISDIR', p);
-    this.deleteGuard.admit(e || s?.remotePath ? 1 : 0, p);
-    await this.removeFile(loc.repo, loc.path, s, e);
+  /** mkdir(2), rmdir(2): folder-ops.ts */
+  mkdir(p: string, _mode: number): Promise<void> {
+    return makeFolder(this.parts, p);
   }
 
-  /**
-   * libfuse renames a file unlinked while still open to .fuse_hiddenNNN and
-   * unlinks that name at the last close. On the server it is deleted at once
-   * (never shown under the hidden name, never uploaded again); open handles
-   * keep using the local data.
-   */
-  private async hide(repo: string, src: string, hiddenPath: string): Promise<void> {
-    const s = this.wb.get(repo, src);
-    const e = await this.lookup(repo, src);
-    if (!s && !e) throw new VfsError('ENOENT', src);
-    const size = s ? s.size : (e!.size ?? 0);
-    const mtimeMs = s ? s.mtime : e!.mtime * 1000;
-    this.deleteGuard.admit(e || s?.remotePath ? 1 : 0, src);
-    this.hidden.set(`${repo}\u0000${hiddenPath}`, { size, mtimeMs });
-    await this.removeFile(repo, src, s, e);
+  rmdir(p: string): Promise<void> {
+    return removeFolder(this.parts, p);
   }
 
-  async mkdir(p: string, _mode: number): Promise<void> {
-    const loc = await this.repoOf(p, true);
-    if (loc.path === '/') throw new VfsError('EEXIST');
-    writable(loc);
-    await this.hiddenDirs.refuse(loc);
-    const name = baseOf(loc.path);
-    checkName(name);
-    checkFolderName(name);
-    const dir = parentOf(loc.path);
-    const l = await this.dir(loc.repo, dir);
-    if (l.entries.has(name) || this.wb.get(loc.repo, loc.path)) throw new VfsError('EEXIST', p);
-    // answered now, created on the server in the background (write/pending-folders.ts)
-    if (!(serverMayRefuseName(name) && (await this.wb.folders.createNow(loc.repo, loc.path))))
-      this.wb.folders.add(loc.repo, loc.path);
-    this.meta.upsert(loc.repo, dir, { type: 'dir', name, id: ZERO_ID, mtime: Math.floor(Date.now() / 1000) });
-    this.meta.setEmpty(loc.repo, loc.path);
-  }
-
-  async rmdir(p: string): Promise<void> {
-    const loc = await this.repoOf(p, true);
-    if (loc.path === '/') throw new VfsError('EPERM', 'a library is removed on the server, not here');
-    writable(loc);
-    await this.hiddenDirs.refuse(loc);
-    const e = await this.lookup(loc.repo, loc.path);
-    if (!e) {
-      if (this.wb.get(loc.repo, loc.path)) throw new VfsError('ENOTDIR', p);
-      throw new VfsError('ENOENT', p);
-    }
-    if (e.type !== 'dir') throw new VfsError('ENOTDIR', p);
-    const folders = this.wb.folders;
-    // a folder made here: its creation is waited for; one the server never took is removed here only
-    if (folders.pendingAt(loc.repo, loc.path)) await folders.ready(loc.repo, loc.path).catch(() => {});
-    await this.ensureEmpty(loc.repo, loc.path);
-    this.deleteGuard.admit(knownFilesUnder(this.meta, loc.repo, loc.path), p);
-    if (folders.has(loc.repo, loc.path)) await folders.drop(loc.repo, loc.path);
-    else await this.api.deleteDir(loc.repo, loc.path);
-    this.times.removed(loc.repo, loc.path);
-    this.meta.remove(loc.repo, parentOf(loc.path), baseOf(loc.path));
-    this.meta.invalidateTree(loc.repo, loc.path);
-    this.hiddenDirs.changed(loc.repo);
-  }
-
-  /** ENOTEMPTY unless the folder is empty on the server (checked afresh) and locally. */
-  private async ensureEmpty(repo: string, path: string): Promise<void> {
-    if (this.wb.childrenOf(repo, path).length > 0) throw new VfsError('ENOTEMPTY', path);
-    if (this.wb.folders.childrenOf(repo, path).length > 0) throw new VfsError('ENOTEMPTY', path);
-    const l = await this.meta.list(repo, path, true);
-    if (l.entries.size > 0) throw new VfsError('ENOTEMPTY', path);
-  }
-
-  async rename(src: string, dst: string): Promise<void> {
-    if (await this.hiddenDirs.rename(src, dst)) return;
-    if (this.wb.folders.size > 0) await this.foldersReady(src, dst);
-    await this.renamer.rename(src, dst);
-    if (this.pins.any) await this.pins.moved(src, dst);
-  }
-
-  /** A rename from or into a folder made here waits until the server holds it (then it moves as any other). */
-  private async foldersReady(src: string, dst: string): Promise<void> {
-    const a = await this.resolve(src);
-    const b = await this.resolve(dst);
-    try {
-      if (a.repo !== null) await this.wb.folders.readyWithin(a.repo, a.path);
-      if (b.repo !== null && b.path !== '/') await this.wb.folders.ready(b.repo, parentOf(b.path));
-    } catch (e) {
-      throw new VfsError(errnoOf(e), `a folder made here is not on the server yet: ${(e as Error).message}`, {
-        cause: e,
-      });
-    }
+  /** rename(2): rename-op.ts, moves in rename.ts */
+  rename(src: string, dst: string): Promise<void> {
+    return renamePath(this.parts, src, dst);
   }
 
   // ---- lifecycle ----
 
-  /** Upload everything pending; returns the files that could not be uploaded. */
-  async drain(onStatus: (pending: { path: string; size: number }[]) => void = () => {}, timeoutMs = 0) {
-    // empty folders made here too (the files' uploads wait for theirs)
-    const folders = this.wb.folders.drain();
-    const failed = await this.wb.drain(
-      (list) => onStatus(list.map((s) => ({ path: s.path, size: s.size }))),
-      timeoutMs,
-    );
-    return [
-      ...failed.map((s) => ({
-        path: s.path,
-        size: s.size,
-        error: s.lastError instanceof Error ? s.lastError.message : String(s.lastError),
-      })),
-      ...(await folders).map((f) => ({ path: f.path, size: 0, error: f.error })),
-    ];
+  /** Upload everything pending; returns the files that could not be uploaded (mount-status.ts). */
+  drain(onStatus: (pending: Pending[]) => void = () => {}, timeoutMs = 0) {
+    return drainAll(this.wb, onStatus, timeoutMs);
   }
 
-  pendingUploads(): { path: string; size: number }[] {
-    return this.wb.pending().map((s) => ({ path: s.path, size: s.size }));
+  pendingUploads(): Pending[] {
+    return pendingOf(this.wb);
   }
 
   /** The state of the mount's engines, for the control socket's status answer. */
   status() {
-    return {
-      pending: this.pendingUploads(),
-      pendingFolders: this.wb.folders.pending(),
-      reader: this.reader.stats,
-      readerMemory: this.reader.memory(),
-      disk: this.disk ? { ...this.disk.stats, ...this.disk.usage() } : undefined,
-      meta: this.meta.stats,
-      metaCache: this.meta.held(),
-      uploads: this.wb.stats,
-      blocks: this.wb.blocks.stats,
-      offline: this.net.state(),
-      outages: this.net.outages,
-      mtimes: this.times.status(),
-      pins: this.pins.status(),
-      deleteGuard: this.deleteGuard.status(),
-    };
+    return statusOf(this.parts);
   }
 
-  /** Lock (or unlock) a file on the server for this account: `seafs lock` / `seafs unlock-file`. */
-  async setLock(p: string, on: boolean): Promise<void> {
-    const loc = await this.repoOf(p);
-    const e = await this.lookup(loc.repo, loc.path);
-    if (!e) throw new VfsError('ENOENT', p);
-    if (e.type !== 'file') throw new VfsError('EISDIR', p);
-    await setServerLock(this.api, loc.repo, loc.path, on);
-    this.meta.invalidate(loc.repo, parentOf(loc.path));
+  /** `seafs lock` / `seafs unlock-file` (control-actions.ts) */
+  setLock(p: string, on: boolean): Promise<void> {
+    return setFileLock(this.parts, p, on);
   }
 
-  /** `seafs restore FILE --at TIME`: the file's version current at `atMs` becomes current again (hidden/history.ts). */
-  async restoreVersion(p: string, atMs: number) {
-    const loc = await this.repoOf(p);
-    writable(loc);
-    const e = await this.lookup(loc.repo, loc.path);
-    if (!e) throw new VfsError('ENOENT', p);
-    if (e.type !== 'file') throw new VfsError('EISDIR', p);
-    refuseLocked(p, e);
-    // local data would be uploaded over the restored version (or read instead of it)
-    if (this.wb.get(loc.repo, loc.path)) throw new VfsError('EAGAIN', `${p} is open or not uploaded yet; try again`);
-    return this.hiddenDirs.history.restore(loc.repo, loc.path, atMs);
+  /** `seafs restore FILE --at TIME` (control-actions.ts) */
+  restoreVersion(p: string, atMs: number) {
+    return restoreFileVersion(this.parts, p, atMs);
   }
 
   /** Drop the downloaded data kept on disk (never data waiting for upload); returns the bytes freed. */

@@ -126,6 +126,31 @@ describe('unmount, signals and crashes', () => {
     await expectRemoteFile(ctx.api, repo, '/ext.bin', f);
   });
 
+  it('umount from outside right after a write, then seafs mount again at once at the same place: it mounts, and the file is on the server', async () => {
+    const m = await mountLibrary(ctx.server, { library: 'Life' });
+    const text = 'written just before the umount\n';
+    await sh(`printf %s ${q(text)} > ${q(m.mnt)}/detached.txt && umount ${q(m.mnt)}`);
+    const umounted = Date.now();
+    const oldExit = m.exited.then((code) => ({ code, ms: Date.now() - umounted }));
+    // the same mount point and cache folder, as an fstab line mounted again has
+    const again = await mountLibrary(ctx.server, { library: 'Life', mountpoint: m.mnt, cacheDir: m.cacheDir }).catch(
+      (e: unknown) => e as Error,
+    );
+    const readyMs = Date.now() - umounted;
+    const old = await Promise.race([oldExit, sleep(60_000).then(() => ({ code: 'still running after 60 s', ms: -1 }))]);
+    const waited = !(again instanceof Error) && again.output().includes('waiting up to');
+    console.log(
+      `umount: the old mount process exited after ${old.ms} ms; the new mount was ready after ${readyMs} ms${waited ? ' (it waited for the old one)' : ''}`,
+    );
+    expect(old.code, m.output()).toBe(0);
+    expect(m.output()).toContain('(the mount was detached)');
+    if (again instanceof Error) throw again;
+    expect(await sh(`cat ${q(again.mnt)}/detached.txt`).then((r) => r.out)).toBe(text);
+    const un = await again.unmount();
+    expect(un.code, un.out + un.err).toBe(0);
+    await expectRemoteFile(ctx.api, repo, '/detached.txt', Buffer.from(text));
+  });
+
   it('a dead mount (kill -9) is cleared by seafs unmount', async () => {
     const m = await mountLibrary(ctx.server, { library: 'Life' });
     await m.kill9();

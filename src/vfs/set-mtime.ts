@@ -1,0 +1,61 @@
+// A new modification time for a file (touch -d, cp -p, rsync -a, tar x;
+// needs the fuse-native fix of scripts/fix-fuse-native, without which the
+// atime arrives here). The server stores a time only with content, so the
+// file is uploaded (again) with it as last_modify: a clean file is fetched
+// and sent back unchanged (the server keeps its blocks once). A time equal
+// to the shown one changes nothing (a second rsync -a sends nothing), and
+// folders keep the server's times. `mtimeMs` under 10 s: UTIME_NOW or
+// UTIME_OMIT as libfuse 2 passes them, which leave the time as it is.
+import { VfsError } from './errors.js';
+import { writable } from './libraries.js';
+import { localCopy, refuseLocked } from './local-copy.js';
+import type { VfsParts } from './parts.js';
+
+/** whole seconds, as the server keeps them */
+const seconds = (ms: number) => Math.floor(ms / 1000) * 1000;
+
+/**
+ * utimens of a file with local data (tar x sets the time of each file it
+ * has just closed), done at once; false: utimens must run.
+ */
+export function setMtimeNow(c: Pick<VfsParts, 'libraries' | 'wb'>, p: string, mtimeMs: number): boolean {
+  const loc = c.libraries.resolveNow(p);
+  if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
+  const s = c.wb.get(loc.repo, loc.path);
+  if (!s) return false;
+  const ms = seconds(mtimeMs);
+  if (ms < 10_000 || seconds(s.mtime) === ms) return true;
+  if (loc.readOnly) return false;
+  c.wb.setTime(s, ms);
+  if (s.writers === 0) c.wb.scheduleAfterClose(s);
+  return true;
+}
+
+export async function setMtime(
+  c: Pick<VfsParts, 'libraries' | 'hiddenDirs' | 'wb' | 'reader' | 'unlinked' | 'host'>,
+  p: string,
+  mtimeMs: number,
+): Promise<void> {
+  const loc = await c.libraries.resolve(p);
+  if (loc.repo === null || loc.path === '/') return;
+  await c.hiddenDirs.refuse(loc);
+  const { repo, path } = loc;
+  const ms = seconds(mtimeMs);
+  const s = c.wb.get(repo, path);
+  if (s) {
+    if (ms < 10_000 || seconds(s.mtime) === ms) return;
+    writable(loc);
+    c.wb.setTime(s, ms);
+    if (s.writers === 0) c.wb.scheduleAfterClose(s);
+    return;
+  }
+  if (c.unlinked.has(repo, path)) return;
+  const e = await c.host.lookup(repo, path);
+  if (!e) throw new VfsError('ENOENT', p);
+  if (e.type === 'dir' || ms < 10_000 || (e.mtime || 0) * 1000 === ms) return;
+  writable(loc);
+  refuseLocked(p, e);
+  const st = await localCopy(c, repo, path, e, false);
+  c.wb.setTime(st, ms);
+  if (st.writers === 0) c.wb.scheduleAfterClose(st);
+}
