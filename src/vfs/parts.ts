@@ -155,6 +155,7 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
   all.pins = new Pins({
     api,
     disk: all.disk,
+    reuse: all.reader.reuse,
     cacheDir: opts.cacheDir,
     log: all.log,
     meta: all.meta,

@@ -52,6 +52,30 @@ describe('reading by block', () => {
     }
   });
 
+  it('a pinned file another client changed in one block: the pin brings that block only', async () => {
+    const { api, repo, data } = await setup(6 * MiB + 4321, 7);
+    const { vfs, cleanup } = await makeVfs(api, OPTS);
+    try {
+      await vfs.xattrs.set('/f.bin', 'user.seafile.pinned', Buffer.from('1'));
+      await vfs.pins.idle();
+      expect(api.bytesServed).toBe(data.length);
+      await vfs.reader.diskIdle();
+      const next = changed(data, 3, 8);
+      api.putFile(repo, '/f.bin', next);
+      const before = api.bytesServed;
+      await vfs.pins.refresh();
+      await vfs.pins.idle();
+      expect(vfs.pins.status()).toMatchObject({ files: 1, doneFiles: 1 });
+      expect(api.bytesServed - before).toBe(MiB);
+      // read from the disk cache: nothing more comes from the server
+      const served = api.bytesServed;
+      expect((await readWhole(vfs, '/f.bin')).equals(next)).toBe(true);
+      expect(api.bytesServed).toBe(served);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it('a large file (read by a stream) changed in one block: only that block comes from the server', async () => {
     const { api, repo, data } = await setup(12 * MiB + 777, 3);
     const { vfs, cleanup } = await makeVfs(api, OPTS);

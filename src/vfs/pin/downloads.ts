@@ -5,6 +5,7 @@
 import type { SeafileApi } from '../../client/types.js';
 import { unreachable } from '../connectivity.js';
 import type { BlockCache } from '../read/block-cache.js';
+import type { BlockReuse } from '../read/block-reuse.js';
 import { DownloadLinks } from '../read/download-links.js';
 import { newReaderStats, type ReaderStats } from '../read/types.js';
 import { fetchWhole } from './fetch.js';
@@ -15,6 +16,8 @@ import type { PinnedFile } from './store.js';
 export interface DownloadDeps {
   api: SeafileApi;
   disk: BlockCache | null;
+  /** blocks of other cached versions taken instead of downloaded (the reader's; null: off) */
+  reuse?: BlockReuse | null;
   log(msg: string): void;
   /** files fetched at once (default 3, as the reader fills a file with three ranges at a time) */
   concurrency?: number;
@@ -75,14 +78,20 @@ export class PinDownloads {
     const remote = { repo, path, size: f.size, version: f.id };
     const current = () => s.libs.get(repo)?.files.get(path)?.id === f.id;
     try {
-      const ok = await fetchWhole(this.d.disk!, this.links, remote, {
-        stopped: () => s.closed || !current(),
-        onResume: (have, of) => this.d.log(`pinned ${path}: resuming its download (${have} of ${of} chunks here)`),
-        onBytes: (n) => {
-          a.bytes += n;
-          s.stats.fetchedBytes += n;
+      const ok = await fetchWhole(
+        this.d.disk!,
+        this.links,
+        remote,
+        {
+          stopped: () => s.closed || !current(),
+          onResume: (have, of) => this.d.log(`pinned ${path}: resuming its download (${have} of ${of} chunks here)`),
+          onBytes: (n) => {
+            a.bytes += n;
+            s.stats.fetchedBytes += n;
+          },
         },
-      });
+        this.d.reuse ?? null,
+      );
       if (ok && current()) {
         s.done.set(k, f.id);
         s.failed.delete(k);

@@ -3,7 +3,11 @@
 // outage goes on where it stopped: the cache's markers say what it has), one
 // ranged GET per missing run, written with the cache's back-pressure (the body
 // waits while the disk is behind, so memory stays at the cache's write queue).
+// Blocks another cached version holds (the same Seafile block id) are copied
+// in first (block-reuse.ts), so a pinned file another client changed in one
+// block downloads about that block.
 import type { BlockCache } from '../read/block-cache.js';
+import type { BlockReuse } from '../read/block-reuse.js';
 import { ChunkAssembler } from '../read/chunk-assembler.js';
 import type { DownloadLinks } from '../read/download-links.js';
 import type { RemoteFile } from '../read/types.js';
@@ -44,6 +48,7 @@ export async function fetchWhole(
   links: DownloadLinks,
   f: RemoteFile,
   ctl: FetchControl,
+  reuse: BlockReuse | null = null,
 ): Promise<boolean> {
   const version = f.version;
   disk.reconsider(version);
@@ -51,6 +56,11 @@ export async function fetchWhole(
   if (f.size === 0) return true;
   const C = disk.chunkBytes;
   const chunks = Math.ceil(f.size / C);
+  if (reuse) {
+    // reserves what other versions hold of it, and copies that in (what fails is fetched below)
+    await reuse.prepare(f, () => links.link(f));
+    await disk.bringReserved(version, 0, chunks - 1);
+  }
   const held = disk.held(version);
   if (held.have > 0 && held.have < held.of) ctl.onResume?.(held.have, held.of);
   // the markers of what came are written every MARK_EVERY bytes (the cache would wait a second): a kill

@@ -15,6 +15,7 @@ import { VfsError } from '../errors.js';
 import type { Loc } from '../libraries.js';
 import { isWithin } from '../paths.js';
 import { cacheName, wholeBytes, type BlockCache } from '../read/block-cache.js';
+import type { BlockReuse } from '../read/block-reuse.js';
 import { PinDownloads } from './downloads.js';
 import { fmtSize, msgOf } from './log-format.js';
 import { PinRefresh } from './refresh.js';
@@ -26,6 +27,8 @@ import { seedTree, treeOf, type ListingSeeds } from './tree.js';
 export interface PinDeps {
   api: SeafileApi;
   disk: BlockCache | null;
+  /** blocks of other cached versions taken instead of downloaded (the reader's; null: off) */
+  reuse?: BlockReuse | null;
   /** the account's cache folder (pins/ goes in it) */
   cacheDir: string;
   log(msg: string): void;
@@ -53,6 +56,7 @@ export class Pins {
     this.downloads = new PinDownloads(this.s, {
       api: d.api,
       disk: d.disk,
+      reuse: d.reuse,
       log: d.log,
       concurrency: d.concurrency,
       onChanged: () => this.refresher.schedule(0),

@@ -855,6 +855,13 @@ export class BlockCache {
     return true;
   }
 
+  /** Brings (or gives up) the reserved chunks first..last of an opened version (a pin's download, before it fetches). */
+  async bringReserved(version: string, first: number, last: number): Promise<void> {
+    const e = this.entries.get(version);
+    if (!e?.present) return;
+    await (this.bring(e, first, last) || undefined);
+  }
+
   /**
    * The reserved chunks among first..last brought (or given up) by the
    * filler: false when there is none (nothing to wait for), else resolves
