@@ -9,7 +9,8 @@ import { randomBytes } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/errors.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
+import { FakeApi, gate, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
+import type { Hasher } from '../../src/vfs/write/blocks/hasher.js';
 import type { Vfs } from '../../src/vfs/vfs.js';
 
 const B = 64 * 1024;
@@ -100,6 +101,63 @@ describe('uploads by blocks', () => {
     expect(most).toBe(2);
     expect(api.content(repo, '/p.bin')!.equals(data)).toBe(true);
     expect(api.blockBytesIn).toBe(data.length);
+  });
+
+  it('a file emptied and written again while the pump hashes its blocks: the old ids are never committed', async () => {
+    const { api, repo, vfs } = await setup(cleanups);
+    // the pump's first hash (bytes read, id known) waits until the test lets it go; the bytes of
+    // the hashes started before the file is emptied are followed until they are given back
+    const hasher = (vfs.wb.blocks as unknown as { hasher: Hasher }).hasher;
+    const realHash = hasher.hash.bind(hasher);
+    const realRelease = hasher.release.bind(hasher);
+    const hold = gate();
+    let hashed!: () => void;
+    const first = new Promise<void>((r) => (hashed = r));
+    let emptied = false;
+    const before = new Set<Buffer>();
+    /** the reads of the hashes started before the file is emptied */
+    const reads: Promise<unknown>[] = [];
+    let n = 0;
+    hasher.hash = (path, offset, length, keep) => {
+      const read = realHash(path, offset, length, keep);
+      if (keep && !emptied) reads.push(read.then((h) => h.data && before.add(h.data)));
+      return read.then(async (h) => {
+        if (keep && n++ === 0) {
+          hashed();
+          await hold.wait();
+        }
+        return h;
+      });
+    };
+    hasher.release = (data) => {
+      if (data) before.delete(data);
+      realRelease(data);
+    };
+    const old = randomBytes(24 * B + 5);
+    const now = randomBytes(24 * B + 5);
+    const fh = await vfs.create('/t.bin', 0o644);
+    const writeAll = async (data: Buffer) => {
+      for (let o = 0; o < data.length; o += B) {
+        const piece = data.subarray(o, o + B);
+        await vfs.write('/t.bin', fh, piece, piece.length, o);
+      }
+    };
+    await writeAll(old);
+    await first;
+    // every block of the group the pump hashes was read before the file is emptied
+    await Promise.all(reads);
+    // emptied and written anew in the same way (the same writes touch each block as often)
+    emptied = true;
+    await vfs.ftruncate('/t.bin', fh, 0);
+    await writeAll(now);
+    hold.open();
+    // the old pump is done with the blocks it hashed before: what it knew of them is applied or dropped
+    for (let i = 0; i < 300 && before.size > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(before.size).toBe(0);
+    await vfs.flush('/t.bin', fh);
+    vfs.release('/t.bin', fh);
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/t.bin')!.equals(now)).toBe(true);
   });
 
   it('a 1-block write in the middle of a file sends that block only, hashing little', async () => {

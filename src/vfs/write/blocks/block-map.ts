@@ -9,7 +9,14 @@
 
 export class BlockMap {
   ids: (string | null)[] = [];
+  /**
+   * per block, the mark of the last write touching it (0: none since the map
+   * started). Marks come from one counter that never goes back, not a count
+   * per block: a block cut off by a truncate and written again the same way
+   * would count to the same number, and a hash begun before would pass for it.
+   */
   gen: number[] = [];
+  private marks = 0;
   /** the file's size as the map knows it */
   size = 0;
   /** ids came from the server's list and are not checked yet */
@@ -51,10 +58,7 @@ export class BlockMap {
     if (len <= 0) return;
     const first = Math.floor(pos / this.blockSize);
     const last = Math.floor((pos + len - 1) / this.blockSize);
-    for (let i = first; i <= last; i++) {
-      this.ids[i] = null;
-      this.gen[i] = (this.gen[i] ?? 0) + 1;
-    }
+    for (let i = first; i <= last; i++) this.bump(i);
     // the kernel may hand over a few writes at once, and they can complete out of order: a write a little
     // below the end so far still counts as in order
     if (this.seqEnd !== null) this.seqEnd = pos >= this.seqEnd - this.reorder ? Math.max(this.seqEnd, pos + len) : null;
@@ -66,18 +70,20 @@ export class BlockMap {
     if (size === old) return;
     const n = this.count(size);
     const B = this.blockSize;
-    const bump = (i: number) => {
-      this.ids[i] = null;
-      this.gen[i] = (this.gen[i] ?? 0) + 1;
-    };
     if (size > old) {
-      for (let i = Math.floor(old / B); i < n; i++) bump(i);
+      for (let i = Math.floor(old / B); i < n; i++) this.bump(i);
     } else {
       this.ids.length = n;
       this.gen.length = n;
-      if (size % B !== 0) bump(n - 1);
+      if (size % B !== 0) this.bump(n - 1);
     }
     this.size = size;
+  }
+
+  /** block i changed: its id is unknown, and a hash begun before no longer matches its mark */
+  private bump(i: number): void {
+    this.ids[i] = null;
+    this.gen[i] = ++this.marks;
   }
 
   /** emptied or rewritten from the start (O_TRUNC): nothing known */
