@@ -4,6 +4,8 @@
 // holds are copied locally, a server without block lists (or with lists of
 // other boundaries) is read as before, and damaged or unmarked cached bytes
 // are never served.
+import { createHash } from 'node:crypto';
+import { constants as FC } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -218,6 +220,47 @@ describe('reading by block', () => {
       }
     } finally {
       await first.cleanup();
+    }
+  });
+  it('a file changed on the server after it was opened: its list is never placed by the size the listing had', async () => {
+    const api = new FakeApi().offerBlocks(MiB);
+    const repo = api.addLibrary('lib');
+    const [A, Y, Z] = [31, 32, 33].map((seed) => seededBytes(seed, MiB));
+    const X = seededBytes(34, MiB / 2);
+    api.putFile(repo, '/a.bin', Buffer.concat([A, Y, Z]));
+    api.putFile(repo, '/g.bin', seededBytes(35, 3 * MiB));
+    const { vfs, cleanup } = await makeVfs(api, OPTS);
+    try {
+      // Y and Z are indexed (1 MiB each) under a.bin
+      await readWhole(vfs, '/a.bin');
+      await vfs.reader.diskIdle();
+      // g.bin is opened at 3 MiB; then another client makes it X (512 KiB), Y, Z, cut so (a desktop client)
+      const fh = await vfs.open('/g.bin', FC.O_RDONLY);
+      const next = Buffer.concat([X, Y, Z]);
+      api.putFile(repo, '/g.bin', next);
+      const real = api.fileBlocks!.bind(api);
+      const sha1 = (b: Buffer) => createHash('sha1').update(b).digest('hex');
+      api.fileBlocks = async (r, p) => {
+        const fb = await real(r, p);
+        return p === '/g.bin' ? { ...fb, ids: [X, Y, Z].map(sha1) } : fb;
+      };
+      const got: Buffer[] = [];
+      for (let off = 0; off < 3 * MiB; off += C) {
+        const buf = Buffer.alloc(C);
+        const n = await Promise.resolve()
+          .then(() => vfs.read('/g.bin', fh, buf, C, off))
+          .catch(() => 0);
+        if (n === 0) break;
+        got.push(buf.subarray(0, n));
+      }
+      await vfs.release('/g.bin', fh);
+      // what the read gave is the server's bytes where it has them (Y is at 512 KiB, not at 1 MiB)
+      const all = Buffer.concat(got);
+      expect(all.length).toBeGreaterThan(MiB);
+      const upTo = Math.min(all.length, next.length);
+      expect(all.subarray(0, upTo).equals(next.subarray(0, upTo))).toBe(true);
+    } finally {
+      await cleanup();
     }
   });
 });

@@ -2,11 +2,13 @@
 // (GET file/?p=...&op=downloadblks): a file id and its block ids in order.
 // A list counts only when the server says it is that of the version read
 // (its file_id), never for an encrypted library (its blocks hold other
-// bytes than the file's). Kept per file id (a file id names one list). A
-// server that does not answer the call (405, 400, 501, an answer that is no
-// list; or three error answers) before it ever answered one is not
-// asked again. A 404 is a file gone since it was listed (seahub answers it
-// for a missing path whatever the op): that file only.
+// bytes than the file's), nor for a version whose size is not known (a
+// file the server changed after it was listed: block-reuse.ts places
+// blocks from the end by the size). Kept per file id (a file id names one
+// list). A server that does not answer the call (405, 400, 501, an answer
+// that is no list; or three error answers) before it ever answered one is
+// not asked again. A 404 is a file gone since it was listed (seahub
+// answers it for a missing path whatever the op): that file only.
 import { ApiError } from '../../client/errors.js';
 import type { SeafileApi } from '../../client/types.js';
 import type { RemoteFile } from './types.js';
@@ -31,7 +33,9 @@ export class BlockLists {
 
   /** whether a list may be had for this file at all */
   possible(f: RemoteFile): boolean {
-    return !this.off && !!this.api.fileBlocks && !f.commit && ID.test(f.version) && f.version !== ZERO_ID;
+    return (
+      !this.off && !!this.api.fileBlocks && !f.commit && !f.sizeUnsure && ID.test(f.version) && f.version !== ZERO_ID
+    );
   }
 
   /** the list asked for or had already (no call) */

@@ -36,6 +36,7 @@ export class DownloadLinks {
         // key what comes by the version it is, and let the listing be refreshed
         if (l.oid && /^[0-9a-f]{40}$/.test(f.version) && l.oid !== f.version) {
           f.version = l.oid;
+          f.sizeUnsure = true;
           this.onStale?.(f);
         }
         return l.url;

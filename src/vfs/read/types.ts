@@ -13,6 +13,11 @@ export interface RemoteFile {
   version: string;
   /** an earlier version: the file at `path` as it was at this commit (read through revision links) */
   commit?: string;
+  /**
+   * the server named another version than the listing (download-links.ts):
+   * `version` is the new one, `size` still the listed version's
+   */
+  sizeUnsure?: boolean;
 }
 
 /** Per open handle: where the last read ended and the current readahead window. */
