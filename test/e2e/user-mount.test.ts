@@ -32,6 +32,15 @@ let home = '';
 const pids = new Set<number>();
 
 beforeAll(async () => {
+  // the user runs this checkout's build: a checkout below a folder closed to others (a 0700 temp dir) cannot
+  // pass these tests, and says so here rather than as a missing module in each case
+  const reach = await run('setpriv', [`--reuid=${UID}`, `--regid=${UID}`, '--clear-groups', 'test', '-r', CLI], {
+    allowFail: true,
+  });
+  if (reach.code !== 0)
+    throw new Error(
+      `uid ${UID} cannot read ${CLI}: every folder above the checkout must be open to others (o+x) for the ordinary-user tests`,
+    );
   base = mkdtempSync(path.join(os.tmpdir(), 'seafs-user-'));
   chmodSync(base, 0o755);
   home = path.join(base, 'home');
