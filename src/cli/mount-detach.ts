@@ -4,6 +4,7 @@
 // rather than refusing at once while it finishes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
+import { processAlive } from '../vfs/process-alive.js';
 import { controlAlive, queryStatus } from './mount-control.js';
 import { mountedTypeAt } from './mount-preflight.js';
 
@@ -113,23 +114,13 @@ export async function waitForDetached(
   const pid = await (o.pid ?? statusPid)(mnt);
   const who = pid !== null ? `the seafs process (pid ${pid})` : 'the seafs process';
   say(`waiting up to ${waitMs / 1000} s for ${who} detached from ${mnt} to finish its uploads`);
-  const gone = async () => (pid !== null ? !processExists(pid) : !(await alive(mnt)));
+  const gone = async () => (pid !== null ? !processAlive(pid) : !(await alive(mnt)));
   const deadline = Date.now() + waitMs;
   while (Date.now() < deadline) {
     await new Promise((r) => setTimeout(r, o.stepMs ?? 100));
     if (await gone()) return null;
   }
   return `${who} detached from ${mnt} is still uploading what was written there: mount again once it has exited (its log says when)`;
-}
-
-function processExists(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    // EPERM: it exists, as another user's
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 async function statusPid(mnt: string): Promise<number | null> {

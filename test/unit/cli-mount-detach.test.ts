@@ -5,6 +5,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { processAlive } from '../../src/vfs/process-alive.js';
 import { waitForDetached, watchDetach, type DetachWatch } from '../../src/cli/mount-detach.js';
 
 const HOUR = 3_600_000;
@@ -95,8 +96,8 @@ describe('noticing a detach from outside', () => {
     const pid = Number(readFileSafe(pidFile));
     expect(pid).toBeGreaterThan(0);
     w.close();
-    for (let i = 0; i < 200 && alive(pid); i++) await new Promise((r) => setTimeout(r, 20));
-    expect(alive(pid)).toBe(false);
+    for (let i = 0; i < 200 && processAlive(pid); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(processAlive(pid)).toBe(false);
     expect(fired).toBe(false);
   });
 });
@@ -147,14 +148,5 @@ function readFileSafe(p: string): string {
     return readFileSync(p, 'utf8').trim();
   } catch {
     return '';
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
   }
 }
