@@ -203,6 +203,38 @@ for (const kind of KINDS) {
       },
     );
 
+    work('make, touch one source, make again: exactly that object is rebuilt, after a remount too', async () => {
+      // a remount mounts elsewhere: the folder is found anew each time
+      const d = () => M('build');
+      mkdirSync(d());
+      for (const i of [1, 2, 3]) writeFileSync(path.join(d(), `f${i}.c`), `int f${i}(void) { return ${i}; }\n`);
+      writeFileSync(path.join(d(), 'Makefile'), 'all: f1.o f2.o f3.o\n%.o: %.c\n\tcc -c -o $@ $<\n');
+      /** the objects `make` compiled */
+      const make = async () =>
+        (await run('make', ['-C', d()])).out
+          .split('\n')
+          .filter((l) => l.startsWith('cc '))
+          .map((l) => l.split(' ')[3]);
+      expect(await make()).toEqual(['f1.o', 'f2.o', 'f3.o']);
+      expect(await make()).toEqual([]);
+      // times are whole seconds: a touch within the build's own second would equal the objects' time
+      await sleep(1100);
+      await run('touch', [path.join(d(), 'f3.c')]);
+      expect(await make()).toEqual(['f3.o']);
+      const un = await m.unmount();
+      expect(un.code, un.out + un.err).toBe(0);
+      m = await mountLibrary(server, { library: 'Work', dirCacheTime: 2, attrTimeout: 1, cacheDir: m.cacheDir });
+      expect(await make(), 'make after a remount').toEqual([]);
+      await sleep(1100);
+      await run('touch', ['-m', path.join(d(), 'f1.c')]);
+      await run('touch', ['-a', path.join(d(), 'f2.c')]);
+      expect(await make()).toEqual(['f1.o']);
+      // the objects on the server are the ones on the mount
+      for (const o of ['f1.o', 'f2.o', 'f3.o']) {
+        await waitRemoteFile(api, repo, `/build/${o}`, readFileSync(path.join(d(), o)));
+      }
+    });
+
     work('mv of files and folders (a folder named a:b), rm and rm -r', async () => {
       await sh(
         [
