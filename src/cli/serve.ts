@@ -21,6 +21,7 @@ interface ServeArgs {
   'login-fail-window': number;
   'server-version'?: string;
   'refuse-emoji-names': boolean;
+  notifications: boolean;
   verbose: boolean;
   'log-level'?: LogLevel;
   'log-file'?: string;
@@ -93,6 +94,13 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         describe:
           'Refuse emoji in mkdir, create, rename and library names (400), as the newest seahub does; uploads take them',
       })
+      .option('notifications', {
+        type: 'boolean',
+        default: true,
+        describe:
+          'Offer the notification server (a websocket at /notification that tells subscribed clients of every ' +
+          'commit and lock change); --no-notifications turns it off, as on servers without one',
+      })
       .option('verbose', {
         type: 'boolean',
         default: false,
@@ -143,6 +151,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       edition: argv.edition,
       serverVersion: version,
       refuseEmojiNames: argv['refuse-emoji-names'],
+      notifications: argv.notifications,
     });
     printOut(`listening on ${server.url}\n`);
     let stopping = false;

@@ -1,6 +1,7 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
 // answer (see mount-run.ts) and, when measured, the upload rate.
 import type { DeleteGuardStatus } from '../vfs/delete-guard.js';
+import type { LiveStatus } from '../vfs/live-changes.js';
 import type { MtimeStatus } from '../vfs/local-mtimes.js';
 import type { PinStatus } from '../vfs/pin/status.js';
 import { shellWord } from './confirm-delete.js';
@@ -50,6 +51,8 @@ export interface MountStatus {
   metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
   /** where modification times set through the mount are kept (src/vfs/local-mtimes.ts) */
   mtimes?: MtimeStatus;
+  /** how changes made elsewhere arrive (src/vfs/live-changes.ts) */
+  changes?: LiveStatus;
   /** files kept on this machine (src/vfs/pin/) */
   pins?: PinStatus;
   /** the mass-delete guard (src/vfs/delete-guard.ts) */
@@ -75,6 +78,14 @@ export function pinLines(p: PinStatus): string[] {
 }
 
 /** The status line on modification times: kept by the server, or by this machine for a server that ignores them. */
+export function changesLine(c: LiveStatus): string {
+  if (c.mode === 'notification')
+    return `changes made elsewhere: pushed by the server's notification server (${c.events} so far)`;
+  if (c.mode === 'polling')
+    return 'changes made elsewhere: found by revalidating listings (notification server not connected)';
+  return 'changes made elsewhere: found by revalidating listings';
+}
+
 export function mtimesLine(m: MtimeStatus): string {
   const guess =
     m.basis === 'version'
@@ -222,6 +233,7 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
   }
   if (st.pins) lines.push(...pinLines(st.pins));
   if (st.mtimes) lines.push(`  ${mtimesLine(st.mtimes)}`);
+  if (st.changes) lines.push(`  ${changesLine(st.changes)}`);
   if (st.rssBytes !== undefined) lines.push(`  memory: ${fmtBytes(st.rssBytes)} resident`);
   return lines.join('\n');
 }

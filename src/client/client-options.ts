@@ -31,6 +31,12 @@ export interface ClientOptions {
   userAgent?: string;
   /** offer the streaming upload capability (startUploadStream); default true */
   streamUploads?: boolean;
+  /**
+   * follow changes through the server's notification server (default on); false: never. The
+   * numbers are for tests: how often a server without one is asked again, the first wait
+   * before reconnecting, and how long a silent socket lives (ms)
+   */
+  notifications?: false | { recheckMs?: number; retryMinMs?: number; deadMs?: number };
   /** multi-file uploads to a plain-http link over a bare socket (raw-post.ts) rather than undici; default true */
   rawUploads?: boolean;
   /** streamGet reads plain-http download URLs over a bare socket (raw-get.ts); default true. Off: it refuses, and readers use download() */

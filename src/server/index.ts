@@ -22,6 +22,7 @@ import { taskRoutes } from './api-tasks.js';
 import { webRoutes } from './api-web.js';
 import { linkHtmlRoutes } from './link-html.js';
 import { linkPageRoutes } from './link-pages.js';
+import { notificationRoutes } from './api-notifications.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
 import { download, update, upload } from './fileserver.js';
@@ -157,6 +158,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...linksWebRoutes,
     ...sharingWebRoutes,
     ...folderShareRoutes,
+    ...notificationRoutes,
   ]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
@@ -267,6 +269,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     inflight.add(p);
     void p.finally(() => inflight.delete(p));
   });
+  server.on('upgrade', (req, socket, head) => {
+    if (!ctx.notifications?.upgrade(req, socket, head)) {
+      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    }
+  });
   // Uploads of large files may take long: no whole-request timeout, but a body
   // that stops arriving is dropped after bodyIdleSec (bodyIdleTimeout).
   server.requestTimeout = 0;
@@ -292,6 +299,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       const timer = setTimeout(() => server.closeAllConnections(), SHUTDOWN_WAIT_MS);
       await Promise.race([Promise.allSettled([...inflight]), new Promise((r) => setTimeout(r, SHUTDOWN_WAIT_MS))]);
       server.closeIdleConnections();
+      ctx.notifications?.close();
       await closed;
       clearTimeout(timer);
       await ctx.db.save();

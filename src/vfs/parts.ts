@@ -12,6 +12,7 @@ import { HiddenFolders } from './hidden/hidden-folders.js';
 import { Libraries, type Loc } from './libraries.js';
 import { LibraryLocks, watchLocked } from './library-unlock.js';
 import { ListingStore } from './listing-store.js';
+import { LiveChanges, type LiveChangesOptions } from './live-changes.js';
 import { LocalMtimes } from './local-mtimes.js';
 import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, parentOf } from './paths.js';
@@ -32,6 +33,8 @@ export interface VfsOptions {
   /** cache dir of this account (journal, temp files) */
   cacheDir: string;
   dirCacheTimeMs?: number;
+  /** follow changes the server's notification server pushes (default on where the client offers it) */
+  liveChanges?: LiveChangesOptions | false;
   /** owner and group shown for every entry (default: the mounting user's) */
   uid?: number;
   gid?: number;
@@ -87,6 +90,8 @@ export interface VfsParts {
   listings: ListingStore;
   libraries: Libraries;
   meta: MetaCache;
+  /** changes pushed by the server (live-changes.ts) */
+  live: LiveChanges;
   quota: Quota;
   times: LocalMtimes;
   disk: BlockCache | null;
@@ -132,6 +137,14 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
   all.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (l) => all.locks.requireOpen(l), all.listings);
   all.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
   all.meta.setStore(all.listings);
+  // the feed keeps its own connection: the raw client, not the offline-aware one
+  all.live = new LiveChanges(
+    opts.liveChanges === false ? {} : rawApi,
+    all.meta,
+    all.log,
+    dirTtl,
+    opts.liveChanges || {},
+  );
   all.quota = new Quota(api, all.libraries, (s) => {
     const where = s.remotePath;
     return where ? (all.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;

@@ -124,6 +124,7 @@ export class Vfs {
     await v.pins.init((repo) => !lib || repo === lib.id, !lib);
     const recovered = await v.wb.recover((repo) => (lib ? repo === lib.id : true));
     if (recovered) v.log(`recovered ${recovered} file(s) left by an earlier mount; uploading them`);
+    v.followChanges(lib);
     return v;
   }
 
@@ -512,7 +513,19 @@ export class Vfs {
     return this.disk?.clear() ?? 0;
   }
 
+  /** the mounted library's changes, or every library's the account has at the start */
+  private followChanges(lib: Library | null): void {
+    if (!this.parts.live.available) return;
+    if (lib) return this.parts.live.start([lib.id]);
+    // asked directly: the mount's own list of libraries keeps its cache time from its first real use
+    this.parts.api.listLibraries().then(
+      (all) => this.parts.live.start([...new Set(all.map((l) => l.id))]),
+      () => this.log('notifications: the library list is unavailable; changes made elsewhere are polled'),
+    );
+  }
+
   close(): void {
+    this.parts.live.close();
     this.pins.close();
     this.net.close();
     this.listings.close();
