@@ -21,6 +21,7 @@ interface ServeArgs {
   'login-fail-window': number;
   'server-version'?: string;
   'refuse-emoji-names': boolean;
+  'block-grace': number;
   verbose: boolean;
   'log-level'?: LogLevel;
   'log-file'?: string;
@@ -93,6 +94,13 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         describe:
           'Refuse emoji in mkdir, create, rename and library names (400), as the newest seahub does; uploads take them',
       })
+      .option('block-grace', {
+        type: 'number',
+        default: 3600,
+        describe:
+          'Seconds a block sent by upload-raw-blks-api waits for a commit that uses it; then it is removed ' +
+          '(until then it counts against the quota)',
+      })
       .option('verbose', {
         type: 'boolean',
         default: false,
@@ -109,6 +117,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
     const { parseServerVersion } = await import('../server/context.js');
     if (version !== undefined && !parseServerVersion(version))
       throw new Error(`--server-version must look like 12.0.4 (got "${version}")`);
+    if (!(argv['block-grace'] > 0)) throw new Error(`--block-grace must be a number of seconds above 0`);
     const password = argv['admin-password-file']
       ? await firstLine(argv['admin-password-file'], 'password')
       : process.env.SEAFS_ADMIN_PASSWORD;
@@ -143,6 +152,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       edition: argv.edition,
       serverVersion: version,
       refuseEmojiNames: argv['refuse-emoji-names'],
+      blockGraceSec: argv['block-grace'],
     });
     printOut(`listening on ${server.url}\n`);
     let stopping = false;

@@ -43,6 +43,8 @@ export interface ServerOptions {
   serverVersion?: string;
   /** refuse emoji (U+1F300-U+1FAD6) in mkdir, create, rename and library names with 400, as the newest seahub does */
   refuseEmojiNames?: boolean;
+  /** seconds a block sent raw waits for a commit that uses it before it is removed; default 3600 */
+  blockGraceSec?: number;
 }
 
 /** what server-info reports by default: the newest version whose behaviour this server has */
@@ -79,6 +81,8 @@ export interface UploadToken {
   dir: string; // normalised '/a/b'
   user: string;
   expires: number;
+  /** handed out by an upload link (to anyone holding it): its uploads and commits go into `dir` only */
+  link?: boolean;
 }
 
 export interface Req {
@@ -150,6 +154,9 @@ export class Ctx {
   get linkTtlMs(): number {
     return (this.opts.linkTtlSec ?? 3600) * 1000;
   }
+  get blockGraceMs(): number {
+    return (this.opts.blockGraceSec ?? 3600) * 1000;
+  }
 
   log(line: string): void {
     this.opts.log?.(line);
@@ -203,11 +210,16 @@ export class Ctx {
     return total;
   }
 
-  /** Bytes the owner of `repo` may still add; Infinity when unlimited. */
+  /**
+   * Bytes the owner of `repo` may still add; Infinity when unlimited. Blocks sent raw to the
+   * owner's libraries that no commit used yet count as used.
+   */
   async quotaLeft(repo: RepoMeta): Promise<number> {
     const owner = this.db.user(repo.owner);
     if (!owner || owner.quota < 0) return Infinity;
-    return owner.quota - (await this.usage(owner.email));
+    let waiting = 0;
+    for (const r of this.db.reposOwnedBy(owner.email)) waiting += this.blocks.pendingBytes(r.id);
+    return owner.quota - (await this.usage(owner.email)) - waiting;
   }
 
   newToken(): string {
