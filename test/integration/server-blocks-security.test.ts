@@ -241,11 +241,16 @@ describe('raw blocks and the quota', () => {
     const repo = await newLibrary(carol, 'small');
     const a = randomBytes(700_000);
     const b = randomBytes(700_000);
-    const links = await blocksLinks(carol, repo, [sha1hex(a), sha1hex(b)]);
+    let links = await blocksLinks(carol, repo, [sha1hex(a), sha1hex(b)]);
     expect((await postForm(links.rawblksurl, {}, [[sha1hex(a), a]])).text).toBe('"OK"');
     const over = await postForm(links.rawblksurl, {}, [[sha1hex(b), b]]);
     expect(over.status).toBe(443);
     expect((await blocksLinks(carol, repo, [sha1hex(b)])).blklist).toEqual([sha1hex(b)]);
+    // a restart remembers what waits for a commit (links are new: their tokens were the old process's)
+    await server.restart({ samePort: true });
+    links = await blocksLinks(carol, repo, [sha1hex(a), sha1hex(b)]);
+    expect(links.blklist).toEqual([sha1hex(b)]);
+    expect((await postForm(links.rawblksurl, {}, [[sha1hex(b), b]])).status).toBe(443);
     // sending a block the library holds again adds nothing
     expect((await postForm(links.rawblksurl, {}, [[sha1hex(a), a]])).text).toBe('"OK"');
     const done = await postForm(links.commiturl, {
