@@ -107,7 +107,10 @@ export function uploadRawBlocks(ctx: Ctx, r: Req): Promise<void> {
       if (parts.length === 0) throw internal();
       await ctx.underQuota(repo.owner, async () => {
         const added = new Map<string, number>();
-        for (const p of parts) if (!ctx.blocks.usesBlock(repo.id, p.filename)) added.set(p.filename, p.size);
+        for (const p of parts) {
+          const id = p.filename.toLowerCase();
+          if (!ctx.blocks.usesBlock(repo.id, id)) added.set(id, p.size);
+        }
         const bytes = [...added.values()].reduce((a, b) => a + b, 0) - ctx.blocks.pendingOf(repo.id, [...added.keys()]);
         if (bytes > 0 && bytes > (await ctx.quotaLeft(repo))) throw outOfQuota();
         // in order, as the C server: blocks before a mismatch stay stored
