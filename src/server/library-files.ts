@@ -28,14 +28,18 @@ export async function isFileOfLibrary(ctx: Ctx, repoId: string, fileId: string):
     }
     return false;
   };
-  let commit: string | null = (await ctx.heads.get(repoId)).commit_id;
-  for (let n = 0; commit && n < MAX_COMMITS; n++) {
-    const c = await ctx.heads.readCommit(commit);
-    if (await inDir(c.root_id)) {
-      hits.set(key, true);
-      return true;
+  try {
+    let commit: string | null = (await ctx.heads.get(repoId)).commit_id;
+    for (let n = 0; commit && n < MAX_COMMITS; n++) {
+      const c = await ctx.heads.readCommit(commit);
+      if (await inDir(c.root_id)) {
+        hits.set(key, true);
+        return true;
+      }
+      commit = c.parent_id;
     }
-    commit = c.parent_id;
+  } catch {
+    // a library deleted meanwhile, or history an older store did not keep: not found
   }
   return false;
 }
