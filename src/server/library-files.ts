@@ -39,7 +39,7 @@ export async function isFileOfLibrary(ctx: Ctx, repoId: string, fileId: string):
       commit = c.parent_id;
     }
   } catch {
-    // a library deleted meanwhile, or history an older store did not keep: not found
+    // a library deleted meanwhile, or an object missing from the store: not found
   }
   return false;
 }
