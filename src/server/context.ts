@@ -212,14 +212,15 @@ export class Ctx {
 
   /**
    * Bytes the owner of `repo` may still add; Infinity when unlimited. Blocks sent raw to the
-   * owner's libraries that no commit used yet count as used.
+   * owner's libraries that no commit used yet count as used, unless `waiting` is false (the link
+   * views: a link may be wanted to commit those very blocks).
    */
-  async quotaLeft(repo: RepoMeta): Promise<number> {
+  async quotaLeft(repo: RepoMeta, { waiting = true } = {}): Promise<number> {
     const owner = this.db.user(repo.owner);
     if (!owner || owner.quota < 0) return Infinity;
-    let waiting = 0;
-    for (const r of this.db.reposOwnedBy(owner.email)) waiting += this.blocks.pendingBytes(r.id);
-    return owner.quota - (await this.usage(owner.email)) - waiting;
+    let sent = 0;
+    if (waiting) for (const r of this.db.reposOwnedBy(owner.email)) sent += this.blocks.pendingBytes(r.id);
+    return owner.quota - (await this.usage(owner.email)) - sent;
   }
 
   newToken(): string {

@@ -264,6 +264,30 @@ describe('raw blocks and the quota', () => {
   });
 });
 
+describe('raw blocks that fill the quota', () => {
+  it('still get links to commit them (the link views count committed files only), and commit', async () => {
+    const dave = { email: 'dave@seafs.test', password: 'dave-pw-1' };
+    await createUser(server, dave.email, dave.password, { storage: '1' }); // 10^6 bytes
+    const call = apiAs(server.url, await getToken(server.url, dave.email, dave.password));
+    const repo = await newLibrary(call, 'full');
+    const block = randomBytes(1_000_000);
+    const id = sha1hex(block);
+    expect((await postForm((await blocksLinks(call, repo, [id])).rawblksurl, {}, [[id, block]])).text).toBe('"OK"');
+    const links = await blocksLinks(call, repo, [id]);
+    expect(links.blklist).toEqual([]);
+    const done = await postForm(links.commiturl, {
+      parent_dir: '/',
+      file_name: 'full.bin',
+      file_size: String(block.length),
+      blockids: JSON.stringify([id]),
+    });
+    expect(done.status).toBe(200);
+    // now the files fill it: links answer 443 as seahub's do
+    const over = await call('POST', `/api2/repos/${repo}/upload-blks-link/`, { form: { blklist: id } });
+    expect(over.status).toBe(443);
+  });
+});
+
 describe('blocks no commit uses', () => {
   let gcServer: TestServer;
   let gcAdmin: RawApi;
