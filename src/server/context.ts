@@ -49,6 +49,8 @@ export interface ServerOptions {
   /** test knobs of the notification server: token lifetime (s), expiry check and ping periods (ms) */
   notificationTokenTtlSec?: number;
   notificationExpiryCheckMs?: number;
+  /** seconds a block sent raw waits for a commit that uses it before it is removed; default 3600 */
+  blockGraceSec?: number;
 }
 
 /** what server-info reports by default: the newest version whose behaviour this server has */
@@ -85,6 +87,8 @@ export interface UploadToken {
   dir: string; // normalised '/a/b'
   user: string;
   expires: number;
+  /** handed out by an upload link (to anyone holding it): its uploads and commits go into `dir` only */
+  link?: boolean;
 }
 
 export interface Req {
@@ -186,6 +190,9 @@ export class Ctx {
   get linkTtlMs(): number {
     return (this.opts.linkTtlSec ?? 3600) * 1000;
   }
+  get blockGraceMs(): number {
+    return (this.opts.blockGraceSec ?? 3600) * 1000;
+  }
 
   log(line: string): void {
     this.opts.log?.(line);
@@ -239,11 +246,17 @@ export class Ctx {
     return total;
   }
 
-  /** Bytes the owner of `repo` may still add; Infinity when unlimited. */
-  async quotaLeft(repo: RepoMeta): Promise<number> {
+  /**
+   * Bytes the owner of `repo` may still add; Infinity when unlimited. Blocks sent raw to the
+   * owner's libraries that no commit used yet count as used, unless `waiting` is false (the link
+   * views: a link may be wanted to commit those very blocks).
+   */
+  async quotaLeft(repo: RepoMeta, { waiting = true } = {}): Promise<number> {
     const owner = this.db.user(repo.owner);
     if (!owner || owner.quota < 0) return Infinity;
-    return owner.quota - (await this.usage(owner.email));
+    let sent = 0;
+    if (waiting) for (const r of this.db.reposOwnedBy(owner.email)) sent += this.blocks.pendingBytes(r.id);
+    return owner.quota - (await this.usage(owner.email)) - sent;
   }
 
   newToken(): string {

@@ -291,9 +291,24 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const shownHost = host.includes(':') ? `[${host}]` : host;
   boundUrl = `http://${shownHost}:${port}`;
 
+  // blocks sent raw that no commit used within the grace period are removed (blocks.ts sweep)
+  const graceMs = ctx.blockGraceMs;
+  const sweeper = setInterval(
+    () => {
+      try {
+        ctx.blocks.sweep(graceMs);
+      } catch (e) {
+        ctx.log(`error: removing unused blocks: ${(e as Error).message}`);
+      }
+    },
+    Math.min(60_000, Math.max(1000, graceMs / 4)),
+  );
+  sweeper.unref();
+
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
+      clearInterval(sweeper);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), SHUTDOWN_WAIT_MS);
