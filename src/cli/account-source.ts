@@ -48,6 +48,10 @@ export interface AccountArgv {
   config?: string;
   /** its token, for this process only (never passed on in argv or settings) */
   accountToken?: string;
+  /** https files: those given, else the ones saved with the account */
+  caFile?: string;
+  clientCert?: string;
+  clientKey?: string;
 }
 
 /** Fills in the account's URL and token; an account source with other credentials is refused. */
@@ -68,6 +72,7 @@ export async function useAccount(argv: AccountArgv): Promise<void> {
   const a = await store.get(name);
   argv.url = a.url;
   argv.accountToken = a.token;
+  if (a.tls && !argv.caFile && !argv.clientCert && !argv.clientKey) Object.assign(argv, a.tls);
 }
 
 /** The saved token of `name` now (a running mount looks again after a refusal: the user may have logged in again). */

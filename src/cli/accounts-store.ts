@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { TlsFiles } from '../client/tls.js';
 import { UserError } from './user-error.js';
 
 export interface Account {
@@ -25,6 +26,8 @@ export interface Account {
   deviceName: string;
   /** ISO time of the login */
   savedAt: string;
+  /** https files given at login (absolute paths), used by the account's mounts unless others are given */
+  tls?: TlsFiles;
 }
 
 export type Accounts = Record<string, Account>;

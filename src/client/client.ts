@@ -87,7 +87,7 @@ export class SeafileClient implements SeafileApi {
     );
     this.http.relock = (repo, since) => this.libraryPasswords.again(repo, since);
     this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
-    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor();
+    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this.http.tls);
   }
 
   /** Stops re-sending a library's password. */

@@ -1,0 +1,47 @@
+// The https options of the commands that connect (mount, login): a CA file
+// trusted besides the system's, and a client certificate with its key. The
+// files are named, never copied: paths are made absolute (a --daemon child
+// and a mount of a saved account read them later) and checked once, up front,
+// so a typo is one clear line rather than a failure at the first connection.
+import { resolve } from 'node:path';
+import type { Options } from 'yargs';
+import { checkTlsFiles, TlsFileError, type TlsFiles } from '../client/tls.js';
+import { UserError } from './user-error.js';
+
+export const TLS_OPTIONS = {
+  'ca-file': {
+    type: 'string',
+    describe: "PEM file of CA certificates to trust besides Node's and the system's (a company's own CA)",
+  },
+  'client-cert': { type: 'string', describe: 'PEM client certificate, for a server that asks for one' },
+  'client-key': { type: 'string', describe: 'PEM private key of --client-cert (keep it chmod 600)' },
+} satisfies Record<string, Options>;
+
+export interface TlsArgv {
+  caFile?: string;
+  clientCert?: string;
+  clientKey?: string;
+}
+
+/** The files given, as absolute paths; undefined when none is. */
+export function tlsFilesOf(argv: TlsArgv): TlsFiles | undefined {
+  const abs = (f: string | undefined) => (f ? resolve(f) : undefined);
+  const files: TlsFiles = {
+    caFile: abs(argv.caFile),
+    clientCert: abs(argv.clientCert),
+    clientKey: abs(argv.clientKey),
+  };
+  for (const k of Object.keys(files) as (keyof TlsFiles)[]) if (files[k] === undefined) delete files[k];
+  return Object.keys(files).length ? files : undefined;
+}
+
+/** Reads the files once: a file that cannot be used is a UserError; `warn` is told of a key others can read. */
+export function checkTls(files: TlsFiles | undefined, warn: (line: string) => void): void {
+  if (!files) return;
+  try {
+    for (const w of checkTlsFiles(files)) warn(w);
+  } catch (e) {
+    if (e instanceof TlsFileError) throw new UserError(e.message);
+    throw e;
+  }
+}
