@@ -108,6 +108,8 @@ export interface TlsFront {
   port: number;
   /** requests forwarded so far */
   requests: number;
+  /** TCP connections accepted so far (each attempt of a client that fails the handshake is one) */
+  connections: number;
   close(): Promise<void>;
 }
 
@@ -123,6 +125,7 @@ export async function startTlsFront(
     url: '',
     port: 0,
     requests: 0,
+    connections: 0,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise<void>((r) => server.close(() => r()));
@@ -155,6 +158,7 @@ export async function startTlsFront(
     },
   );
   server.on('connection', (s: Socket) => {
+    front.connections++;
     sockets.add(s);
     s.once('close', () => sockets.delete(s));
   });
