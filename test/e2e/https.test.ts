@@ -78,14 +78,29 @@ describe('https with a private CA', () => {
     expect(front.requests - before).toBeGreaterThan(3);
   });
 
-  it('-o ca_file= (fstab): the same', async () => {
-    const m = await mountLibrary(via(front.url), {
-      library: 'Secure',
-      extraArgs: ['-o', `ca_file=${pki.caCert}`],
-      env: userTlsEnv(),
-    });
-    await writeAndCheck(m.mnt, 'o-ca-file.bin');
-    expect((await m.unmount()).code).toBe(0);
+  it('-o ca_file= as fstab gives it, relative, to a --daemon mount: the background process reads it too', async () => {
+    const mnt = mkdtempSync(path.join(scratchDir(), 'mnt-'));
+    const cache = mkdtempSync(path.join(scratchDir(), 'cache-'));
+    const pw = path.join(pki.dir, 'pw');
+    writeFileSync(pw, `${e2e.server.adminPassword}\n`, { mode: 0o600 });
+    const up = await run(
+      process.execPath,
+      [
+        CLI,
+        'mount',
+        `${front.url}#Secure`,
+        mnt,
+        '--daemon',
+        '-o',
+        `username=${e2e.server.adminEmail},password_file=${pw},cache_dir=${cache},ca_file=ca.crt`,
+      ],
+      { cwd: pki.dir, env: testEnv(userTlsEnv()), allowFail: true, timeoutMs: 60_000 },
+    );
+    expect(up.code, up.err).toBe(0);
+    expect(up.out).toContain(`seafs: mounted Secure at ${mnt}`);
+    await writeAndCheck(mnt, 'daemon.bin');
+    const un = await run(process.execPath, [CLI, 'unmount', mnt], { env: testEnv(), allowFail: true });
+    expect(un.code, un.out + un.err).toBe(0);
   });
 
   it('the CA in the system bundle (SSL_CERT_FILE names it): no option needed', async () => {
@@ -132,6 +147,35 @@ describe('https with a private CA', () => {
       env: userTlsEnv(),
     });
     await writeAndCheck(m.mnt, 'client-cert.bin');
+    expect((await m.unmount()).code).toBe(0);
+  });
+
+  it('seafs login: refused in one line without the CA; with --ca-file, saved with the account, whose mounts use it', async () => {
+    const config = mkdtempSync(path.join(scratchDir(), 'config-'));
+    const login = (args: string[]) => {
+      const env = testEnv({ XDG_CONFIG_HOME: config, ...userTlsEnv() });
+      delete env.SEAFS_PASSWORD;
+      return run(
+        process.execPath,
+        [CLI, 'login', front.url, '--user', e2e.server.adminEmail, '--name', 'tls', ...args],
+        { env, input: `${e2e.server.adminPassword}\n`, allowFail: true, timeoutMs: 25_000 },
+      );
+    };
+    const refused = await login([]);
+    expect(refused.code).toBe(1);
+    expect(refused.err.trim()).toMatch(
+      new RegExp(
+        `^seafs: the certificate of localhost:${front.port} is issued by a CA this machine does not trust \\(UNABLE_TO_VERIFY_LEAF_SIGNATURE\\): .* or pass --ca-file FILE$`,
+      ),
+    );
+    const ok = await login(['--ca-file', pki.caCert]);
+    expect(ok.err).toBe('');
+    expect(ok.code).toBe(0);
+    const m = await mountLibrary(via(front.url), {
+      source: 'tls:Secure',
+      env: { XDG_CONFIG_HOME: config, ...userTlsEnv() },
+    });
+    await writeAndCheck(m.mnt, 'saved-account.bin');
     expect((await m.unmount()).code).toBe(0);
   });
 
