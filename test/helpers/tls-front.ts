@@ -3,7 +3,10 @@
 // CLI in a temp folder, and a TLS reverse proxy in the test process that
 // forwards every request to the plain-http server with X-Forwarded-Proto:
 // https and the client's Host, so the server's upload and download links
-// point at the front too. It can ask for a client certificate.
+// point at the front too. It can ask for a client certificate. The proxy runs
+// in the test's own process: touch a mount behind it with async calls only
+// (fs/promises, sh()), never writeFileSync and the like, which would block the
+// proxy the mount is waiting for.
 import { execFile } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
