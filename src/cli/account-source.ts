@@ -5,6 +5,7 @@
 // the mount runs as, so a mount at boot by root reads root's unless told).
 import path from 'node:path';
 import { AccountStore, ACCOUNT_NAME, configDir } from './accounts-store.js';
+import { tlsFilesOf, withSaved } from './tls-options.js';
 import { UserError } from './user-error.js';
 
 export interface AccountSource {
@@ -72,7 +73,7 @@ export async function useAccount(argv: AccountArgv): Promise<void> {
   const a = await store.get(name);
   argv.url = a.url;
   argv.accountToken = a.token;
-  if (a.tls && !argv.caFile && !argv.clientCert && !argv.clientKey) Object.assign(argv, a.tls);
+  Object.assign(argv, withSaved(tlsFilesOf(argv), a.tls));
 }
 
 /** The saved token of `name` now (a running mount looks again after a refusal: the user may have logged in again). */

@@ -105,6 +105,12 @@ export class AccountStore {
           throw bad(`account "${name}" has no ${k}`);
       if (!/^https?:\/\//.test(a.url)) throw bad(`account "${name}" has a url that is not http(s): ${a.url}`);
       if (!a.token) throw bad(`account "${name}" has an empty token`);
+      const t = (a as { tls?: unknown }).tls;
+      if (
+        t !== undefined &&
+        (!t || typeof t !== 'object' || Object.values(t).some((v) => typeof v !== 'string' || !path.isAbsolute(v)))
+      )
+        throw bad(`account "${name}" has tls files that are not absolute paths`);
     }
     return f.accounts;
   }

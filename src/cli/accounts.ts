@@ -15,7 +15,7 @@ import { AccountStore, checkName, configDir, type Account } from './accounts-sto
 import { exitAfterOutput, printErr, printOut } from './log.js';
 import { firstLine, promptHidden } from './mount-secrets.js';
 import { UserError } from './user-error.js';
-import { checkTls, TLS_OPTIONS, tlsFilesOf, type TlsArgv } from './tls-options.js';
+import { checkTls, TLS_OPTIONS, tlsFilesOf, withSaved, type TlsArgv } from './tls-options.js';
 
 interface ConfigArgv {
   config?: string;
@@ -112,7 +112,7 @@ async function login(argv: LoginArgv): Promise<void> {
     name = argv.source.replace(/:$/, '');
     url = saved.url;
     user = saved.user;
-    tls ??= saved.tls;
+    tls = withSaved(tls, saved.tls);
   }
   checkTls(tls, (l) => printErr(`seafs: ${l}\n`));
   checkName(name);

@@ -35,6 +35,18 @@ export function tlsFilesOf(argv: TlsArgv): TlsFiles | undefined {
   return Object.keys(files).length ? files : undefined;
 }
 
+/** The files given, each completed from `saved` (a saved account's): the CA file alone, the client pair as a pair. */
+export function withSaved(given: TlsFiles | undefined, saved: TlsFiles | undefined): TlsFiles | undefined {
+  if (!saved) return given;
+  const out: TlsFiles = { ...given };
+  if (!out.caFile && saved.caFile) out.caFile = saved.caFile;
+  if (!out.clientCert && !out.clientKey && saved.clientCert && saved.clientKey) {
+    out.clientCert = saved.clientCert;
+    out.clientKey = saved.clientKey;
+  }
+  return Object.keys(out).length ? out : undefined;
+}
+
 /** Reads the files once: a file that cannot be used is a UserError; `warn` is told of a key others can read. */
 export function checkTls(files: TlsFiles | undefined, warn: (line: string) => void): void {
   if (!files) return;
