@@ -143,6 +143,10 @@ export function checkTlsFiles(files: TlsFiles): string[] {
 function clientContext(files: TlsFiles): void {
   const cert = readText(files.clientCert!, 'the client certificate');
   const key = readText(files.clientKey!, 'the client key');
+  if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(key))
+    throw new TlsFileError(
+      `the client key ${files.clientKey} is protected by a passphrase: give it unencrypted (openssl pkey -in KEY -out NEW, then chmod 600 NEW)`,
+    );
   try {
     tls.createSecureContext({ cert, key });
   } catch (e) {

@@ -1,6 +1,7 @@
 // Whom https connections trust (src/client/tls.ts) and how a failed handshake
 // is told (src/client/tls-errors.ts, http.ts's transportError). The system
 // store is read from a temporary bundle here: the test never writes /etc.
+import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -140,6 +141,11 @@ describe('the files given', () => {
     );
     const keyLine = read(wrongKey).split('\n')[1];
     expect(err!.message).not.toContain(keyLine);
+    const locked = path.join(dir, 'locked.key');
+    execFileSync('openssl', ['pkey', '-in', pki.clientKey, '-aes256', '-passout', 'pass:secret', '-out', locked]);
+    expect(() => checkTlsFiles({ clientCert: pki.clientCert, clientKey: locked })).toThrow(
+      `the client key ${locked} is protected by a passphrase: give it unencrypted`,
+    );
   });
 });
 
