@@ -14,7 +14,7 @@ import {
   pemCertificates,
   systemCaFile,
   TlsFileError,
-  trustedCertificates,
+  extraCertificates,
   TlsTrust,
 } from '../../src/client/tls.js';
 import { tlsProblem } from '../../src/client/tls-errors.js';
@@ -90,13 +90,12 @@ describe('the system CA bundle', () => {
     expect(await handshake(new TlsTrust({ caFile: pki.otherCaCert }, {}, []))).toBe('UNABLE_TO_VERIFY_LEAF_SIGNATURE');
   });
 
-  it("holds Node's roots once each, whatever the line wrapping of a bundle repeating them", () => {
+  it("adds to Node's roots only what they lack, once, whatever the line wrapping of a bundle repeating them", () => {
     const root = tls.rootCertificates[0];
     const rewrapped = `-----BEGIN CERTIFICATE-----\n${body(root).replace(/(.{76})/g, '$1\n')}\n-----END CERTIFICATE-----\n`;
     const bundle = file('dup.pem', rewrapped + read(pki.caCert));
-    const all = trustedCertificates(undefined, {}, [bundle]);
-    expect(all).toHaveLength(tls.rootCertificates.length + 1);
-    expect(all.map(body)).toContain(body(read(pki.caCert)));
+    const extra = extraCertificates(pki.caCert, { NODE_EXTRA_CA_CERTS: bundle }, [bundle]);
+    expect(extra.map(body)).toEqual([body(read(pki.caCert))]);
   });
 
   it('reads only certificates from a PEM text', () => {
@@ -108,7 +107,7 @@ describe('the system CA bundle', () => {
 describe('the files given', () => {
   it('a CA file that is missing or holds no certificate is an error naming it', () => {
     const missing = path.join(dir, 'nope.pem');
-    expect(() => trustedCertificates(missing, {}, [])).toThrow(
+    expect(() => extraCertificates(missing, {}, [])).toThrow(
       new TlsFileError(`cannot read the CA file ${missing}: ENOENT`),
     );
     const empty = file('empty.pem', 'nothing here\n');
