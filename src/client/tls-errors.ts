@@ -47,7 +47,10 @@ export function tlsProblem(code: string | undefined, host: string): string | nul
     return `${host} does not answer https on this port (${code}): is the URL http://?`;
   if (code === 'ERR_SSL_SSLV3_ALERT_HANDSHAKE_FAILURE')
     return `${host} ended the TLS handshake (${code}): it may want a client certificate (--client-cert, --client-key) or a TLS version or cipher Node does not offer`;
-  if (/^(ERR_SSL_|ERR_TLS_|CERT_|UNABLE_TO_)/.test(code)) return `the TLS connection to ${host} failed (${code})`;
+  // other refusals of a certificate or alerts of the server; a broken record or a handshake
+  // timeout is not about certificates and stays a network failure (retried)
+  if (/^(CERT_|UNABLE_TO_)|^ERR_(SSL|TLS)_.*(ALERT|CERT)/.test(code))
+    return `the TLS connection to ${host} failed (${code})`;
   return null;
 }
 
