@@ -29,6 +29,8 @@ export interface TestPki {
   /** the front's certificate (for DNS:localhost only) and key, signed by the CA */
   serverCert: string;
   serverKey: string;
+  /** a certificate for the same name and key, signed by the CA, valid for no time at all (expired a second later) */
+  expiredCert: string;
   /** a client certificate and key signed by the CA */
   clientCert: string;
   clientKey: string;
@@ -93,11 +95,23 @@ export async function makeTestPki(): Promise<TestPki> {
   );
   await issue(dir, 'client', '/CN=seafs test client', ['basicConstraints=CA:FALSE', 'extendedKeyUsage=clientAuth'], ca);
   for (const k of ['ca', 'other-ca', 'server', 'client']) chmodSync(path.join(dir, `${k}.key`), 0o600);
+  await openssl(
+    ['x509', '-req', '-in', 'server.csr', '-CA', ca.cert, '-CAkey', ca.key, '-CAcreateserial'].concat([
+      '-out',
+      'expired.crt',
+      '-days',
+      '0',
+      '-extfile',
+      'server.ext',
+    ]),
+    dir,
+  );
   return {
     dir,
     caCert: ca.cert,
     serverCert: path.join(dir, 'server.crt'),
     serverKey: path.join(dir, 'server.key'),
+    expiredCert: path.join(dir, 'expired.crt'),
     clientCert: path.join(dir, 'client.crt'),
     clientKey: path.join(dir, 'client.key'),
     otherCaCert: path.join(dir, 'other-ca.crt'),
@@ -116,11 +130,14 @@ export interface TlsFront {
   close(): Promise<void>;
 }
 
-/** An https reverse proxy on 127.0.0.1 to `target` (http://host:port); `requireClientCert`: only clients the CA signed. */
+/**
+ * An https reverse proxy on 127.0.0.1 to `target` (http://host:port); `requireClientCert`: only clients the
+ * CA signed; `expired`: it shows the expired certificate.
+ */
 export async function startTlsFront(
   target: string,
   pki: TestPki,
-  opts: { requireClientCert?: boolean } = {},
+  opts: { requireClientCert?: boolean; expired?: boolean } = {},
 ): Promise<TlsFront> {
   const to = new URL(target);
   const sockets = new Set<Socket>();
@@ -136,7 +153,7 @@ export async function startTlsFront(
   };
   const server = https.createServer(
     {
-      cert: readFileSync(pki.serverCert),
+      cert: readFileSync(opts.expired ? pki.expiredCert : pki.serverCert),
       key: readFileSync(pki.serverKey),
       ...(opts.requireClientCert ? { requestCert: true, rejectUnauthorized: true, ca: readFileSync(pki.caCert) } : {}),
     },

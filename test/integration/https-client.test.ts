@@ -2,7 +2,8 @@
 // of `seafs serve`): the API, the fileserver's upload and download links and
 // the streaming upload's own socket all trust the same CAs and show the same
 // client certificate; a certificate refused fails at once, in words.
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/errors.js';
@@ -91,6 +92,22 @@ describe('https with a private CA', () => {
         'install its CA in the system store (/usr/local/share/ca-certificates/, then update-ca-certificates) or pass --ca-file FILE',
     );
     expect(front.connections - before).toBe(1);
+  });
+
+  it('an expired certificate: named so', async () => {
+    const expired = await startTlsFront(server.url, pki, { expired: true });
+    try {
+      // it expires the second after it was made
+      const end = Date.parse(new X509Certificate(readFileSync(pki.expiredCert)).validTo);
+      while (Date.now() <= end + 1000) await new Promise((r) => setTimeout(r, 100));
+      const e = await failure(login(expired.url, { caFile: pki.caCert }));
+      expect(e.kind).toBe('certificate');
+      expect(e.serverMessage).toBe(
+        `the certificate of localhost:${expired.port} has expired (CERT_HAS_EXPIRED): the server's administrator must renew it (or this machine's clock is wrong)`,
+      );
+    } finally {
+      await expired.close();
+    }
   });
 
   it("a streaming upload's socket refuses an untrusted certificate too", async () => {
