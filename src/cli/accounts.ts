@@ -15,7 +15,7 @@ import { AccountStore, checkName, configDir, type Account } from './accounts-sto
 import { exitAfterOutput, printErr, printOut } from './log.js';
 import { firstLine, promptHidden } from './mount-secrets.js';
 import { UserError } from './user-error.js';
-import { checkTls, TLS_OPTIONS, tlsFilesOf, withSaved, type TlsArgv } from './tls-options.js';
+import { certificateError, checkTls, TLS_OPTIONS, tlsFilesOf, withSaved, type TlsArgv } from './tls-options.js';
 
 interface ConfigArgv {
   config?: string;
@@ -72,7 +72,7 @@ function loginError(e: unknown, url: string, withOtp: boolean): Error {
     case 'timeout':
       return new UserError(`cannot reach the server at ${url}: ${e.message}`);
     case 'certificate':
-      return new UserError(e.serverMessage);
+      return certificateError(e);
     case 'otp_required':
       return new UserError(
         withOtp

@@ -9,6 +9,7 @@ import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
 import { SeafileClient, type ClientOptions } from '../client/client.js';
 import type { TlsFiles } from '../client/tls.js';
+import { certificateError } from './tls-options.js';
 import { ApiError } from '../client/errors.js';
 import { clearStaleMount, mountVfs, type FuseMount } from '../fuse/mount.js';
 import type { OpCounts } from '../fuse/ops.js';
@@ -122,8 +123,7 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
           'the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)',
         );
       case 'certificate':
-        // a certificate problem does not pass by waiting (--retry-for): its cause and fix, at once
-        return new UserError(e.serverMessage);
+        return certificateError(e);
       case 'unauthorized':
       case 'bad_request':
         return usingToken

@@ -5,7 +5,9 @@
 // so a typo is one clear line rather than a failure at the first connection.
 import { resolve } from 'node:path';
 import type { Options } from 'yargs';
+import type { ApiError } from '../client/errors.js';
 import { checkTlsFiles, TlsFileError, type TlsFiles } from '../client/tls.js';
+import { UnreachableError } from './mount-retry.js';
 import { UserError } from './user-error.js';
 
 export const TLS_OPTIONS = {
@@ -56,4 +58,15 @@ export function checkTls(files: TlsFiles | undefined, warn: (line: string) => vo
     if (e instanceof TlsFileError) throw new UserError(e.message);
     throw e;
   }
+}
+
+/**
+ * A refused certificate (ApiError kind `certificate`) as the line the user reads. Waiting
+ * does not change a certificate, so it fails at once, with one exception: a certificate
+ * "not valid yet" at boot is most often a clock not yet set (no RTC, NTP still to come),
+ * which --retry-for waits out (never an offline start: the server did answer).
+ */
+export function certificateError(e: ApiError): UserError {
+  const code = (e as ApiError & { code?: string }).code;
+  return code === 'CERT_NOT_YET_VALID' ? new UnreachableError(e.serverMessage, true) : new UserError(e.serverMessage);
 }
