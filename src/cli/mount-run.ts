@@ -8,6 +8,8 @@ import { homedir } from 'node:os';
 import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
 import { SeafileClient, type ClientOptions } from '../client/client.js';
+import type { TlsFiles } from '../client/tls.js';
+import { certificateError } from './tls-options.js';
 import { ApiError } from '../client/errors.js';
 import { clearStaleMount, mountVfs, type FuseMount } from '../fuse/mount.js';
 import type { OpCounts } from '../fuse/ops.js';
@@ -90,6 +92,10 @@ export interface MountSettings {
   /** the saved account mounted (`seafs mount NAME:...`), and the folder of saved accounts */
   account?: string;
   config?: string;
+  /** https: a CA file to trust, a client certificate and its key (absolute paths; tls-options.ts) */
+  caFile?: string;
+  clientCert?: string;
+  clientKey?: string;
 }
 
 /** A failure to explain in one line, without a stack. */
@@ -116,6 +122,8 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
         return new UserError(
           'the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)',
         );
+      case 'certificate':
+        return certificateError(e);
       case 'unauthorized':
       case 'bad_request':
         return usingToken
@@ -137,9 +145,10 @@ export function uploadSwitches(): Pick<ClientOptions, 'streamUploads' | 'rawUplo
   return { streamUploads: process.env.SEAFS_STREAM_UPLOAD !== '0', rawUploads: process.env.SEAFS_RAW_UPLOAD !== '0' };
 }
 
-function clientOptions(baseUrl: string, timeoutSec?: number) {
+function clientOptions(baseUrl: string, timeoutSec?: number, tls?: TlsFiles) {
   return {
     baseUrl,
+    tls,
     timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
     unlockRefreshMs: unlockRefreshMs(),
     // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
@@ -151,8 +160,8 @@ function clientOptions(baseUrl: string, timeoutSec?: number) {
 }
 
 /** A client with a token kept by an earlier mount, made without asking the server (a start offline). */
-export function offlineClient(url: string, token: string, timeoutSec?: number): SeafileClient {
-  return new SeafileClient({ ...clientOptions(url.replace(/\/+$/, ''), timeoutSec), token, ...uploadSwitches() });
+export function offlineClient(url: string, token: string, timeoutSec?: number, tls?: TlsFiles): SeafileClient {
+  return new SeafileClient({ ...clientOptions(url.replace(/\/+$/, ''), timeoutSec, tls), token, ...uploadSwitches() });
 }
 
 /** Log in (or check the token); returns a client holding a token and the account's e-mail. */
@@ -162,6 +171,7 @@ export async function connect(
   secrets: Secrets,
   otp?: string,
   timeoutSec?: number,
+  tls?: TlsFiles,
 ): Promise<{ client: SeafileClient; token: string; email: string }> {
   const baseUrl = url.replace(/\/+$/, '');
   if (!/^https?:\/\//.test(baseUrl))
@@ -170,7 +180,7 @@ export async function connect(
     );
   let client: SeafileClient;
   let token: string;
-  const opts = clientOptions(baseUrl, timeoutSec);
+  const opts = clientOptions(baseUrl, timeoutSec, tls);
   try {
     if (secrets.token) {
       token = secrets.token;

@@ -3,6 +3,7 @@
 import type { HttpOptions } from './http.js';
 import type { UnlockEvent } from './library-passwords.js';
 import { USER_AGENT } from './raw/request-head.js';
+import { TlsTrust, type TlsFiles } from './tls.js';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -48,6 +49,8 @@ export interface ClientOptions {
   unlockRefreshMs?: number;
   /** told when the client sent a library password again by itself (timer or refusal), and whether that failed */
   onUnlockAgain?: (ev: UnlockEvent) => void;
+  /** https: a CA file trusted besides Node's and the system's CAs, and a client certificate (tls.ts) */
+  tls?: TlsFiles;
 }
 
 export function httpOptionsOf(opts: ClientOptions): HttpOptions {
@@ -60,6 +63,7 @@ export function httpOptionsOf(opts: ClientOptions): HttpOptions {
     connections: opts.connections ?? 32,
     userAgent: opts.userAgent ?? USER_AGENT,
     onAttempt: opts.onAttempt,
+    tls: new TlsTrust(opts.tls),
     backoff: {
       baseMs: opts.retryBaseMs ?? 250,
       maxMs: opts.retryMaxMs ?? 8_000,

@@ -92,7 +92,7 @@ export class SeafileClient implements SeafileApi {
     );
     this.http.relock = (repo, since) => this.libraryPasswords.again(repo, since);
     this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
-    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor();
+    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this.http.tls);
     const notify = opts.notifications;
     if (notify !== false) {
       this.watchChanges = (repos, hooks) =>
@@ -102,6 +102,8 @@ export class SeafileClient implements SeafileApi {
             repos,
             ping: () => notificationPing(this.http),
             token: (repo) => notificationToken(this.http, repo),
+            // the same trust as every other connection of this client (tls.ts)
+            wsOptions: () => (opts.baseUrl.startsWith('https:') ? { secureContext: this.http.tls.context() } : {}),
             ...notify,
           },
           hooks,

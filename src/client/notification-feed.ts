@@ -24,8 +24,8 @@ export interface FeedOptions {
   recheckMs?: number;
   /** a socket with nothing received this long is dead (the server pings every second) */
   deadMs?: number;
-  /** TLS and other options for the socket */
-  wsOptions?: WebSocket.ClientOptions;
+  /** TLS and other options for the socket, asked at each connection */
+  wsOptions?: () => WebSocket.ClientOptions;
 }
 
 const KINDS = new Set<ServerChange['kind']>(['repo-update', 'file-lock-changed', 'folder-perm-changed']);
@@ -101,7 +101,14 @@ export class NotificationFeed implements ChangeFeed {
       return this.later(this.o.recheckMs ?? 300_000);
     }
     if (this.closed) return;
-    const ws = new WebSocket(this.o.url, { handshakeTimeout: 10_000, ...this.o.wsOptions });
+    let ws: WebSocket;
+    try {
+      ws = new WebSocket(this.o.url, { handshakeTimeout: 10_000, ...this.o.wsOptions?.() });
+    } catch (e) {
+      this.hooks.log(`notifications: cannot connect (${(e as Error).message}); changes are polled`);
+      this.setMode('polling');
+      return this.later(this.o.recheckMs ?? 300_000);
+    }
     this.ws = ws;
     let heard = Date.now();
     const watchdog = setInterval(() => {

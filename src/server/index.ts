@@ -196,7 +196,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       path: url.pathname,
       query: url.searchParams,
       params: [],
-      base: req.headers.host ? `http://${req.headers.host}` : boundUrl,
+      // links name the scheme the client used: an https front (nginx, a test's TLS proxy) says so in X-Forwarded-Proto
+      base: req.headers.host ? `${forwardedProto(req)}://${req.headers.host}` : boundUrl,
       user: null,
       form: (o) => parseBody(req, { json: o?.json ?? false }),
     };
@@ -321,4 +322,10 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     })());
 
   return { url: boundUrl, port, close };
+}
+
+/** `https` when a TLS front in front of the server says the client came over https, else `http`. */
+function forwardedProto(req: http.IncomingMessage): 'http' | 'https' {
+  const p = req.headers['x-forwarded-proto'];
+  return (Array.isArray(p) ? p[0] : p)?.split(',')[0].trim().toLowerCase() === 'https' ? 'https' : 'http';
 }
