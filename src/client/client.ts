@@ -17,7 +17,7 @@ import { rawGet } from './raw-get.js';
 import { relockingStream } from './relock.js';
 import { streamUploadFor } from './stream-upload.js';
 import { uploadManyFor } from './upload-many.js';
-import { NotificationFeed, notificationUrl } from './notification-feed.js';
+import { NotificationFeed, notificationUrl, type ClientOptionsOfWs } from './notification-feed.js';
 import { notificationPing, notificationToken } from './endpoints/notifications.js';
 import { batchDelete, batchTransfer, type BatchState } from './endpoints/batch.js';
 import * as downloads from './endpoints/downloads.js';
@@ -103,7 +103,11 @@ export class SeafileClient implements SeafileApi {
             ping: () => notificationPing(this.http),
             token: (repo) => notificationToken(this.http, repo),
             // the same trust as every other connection of this client (tls.ts)
-            wsOptions: () => (opts.baseUrl.startsWith('https:') ? { secureContext: this.http.tls.context() } : {}),
+            wsOptions: () =>
+              // ws hands its options to tls.connect, which takes a secure context
+              (opts.baseUrl.startsWith('https:')
+                ? { secureContext: this.http.tls.context() }
+                : {}) as ClientOptionsOfWs,
             ...notify,
           },
           hooks,

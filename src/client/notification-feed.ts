@@ -28,6 +28,8 @@ export interface FeedOptions {
   wsOptions?: () => WebSocket.ClientOptions;
 }
 
+export type ClientOptionsOfWs = WebSocket.ClientOptions;
+
 const KINDS = new Set<ServerChange['kind']>(['repo-update', 'file-lock-changed', 'folder-perm-changed']);
 
 /** the websocket URL of a server whose web API is at `baseUrl` */
