@@ -73,7 +73,7 @@ async function asyncBatch(ctx: Ctx, r: Req, op: 'copy' | 'move'): Promise<void> 
     [src, srcDir],
     [dst, dstDir],
   ]) {
-    if (!ctx.db.repo(id)) throw new HttpError(404, `Library ${id} not found.`);
+    if (!ctx.visibleRepo(user, id)) throw new HttpError(404, `Library ${id} not found.`);
     if ((await getEntry(ctx, id, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
   }
   const srcRepo = ctx.db.repo(src)!;

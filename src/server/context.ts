@@ -162,6 +162,16 @@ export class Ctx {
     return this.db.groups.permissionVia(user.email, repo.id) ?? personal;
   }
 
+  /**
+   * The library if `user` may see it, else undefined: a library of someone
+   * else's answers exactly as one that does not exist, so neither it nor the
+   * paths and commits in it can be probed by 403 versus 404.
+   */
+  visibleRepo(user: User, repoId: string): RepoMeta | undefined {
+    const repo = this.db.repo(repoId);
+    return repo && this.permission(user, repo) ? repo : undefined;
+  }
+
   /** The library if `user` may access it with `need`; another user's library is invisible (404). */
   repoFor(user: User, repoId: string, need: Permission = 'r'): { repo: RepoMeta; perm: Permission } {
     const repo = this.db.repo(repoId);
