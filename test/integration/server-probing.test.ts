@@ -124,7 +124,12 @@ describe('a library bob cannot see answers as one that does not exist, whatever 
       await sameAnswers((repo) => bob(method, `/${api}/repos/${repo}/`, opts));
     await sameAnswers((repo) => bob('DELETE', `/api/v2.1/repos/${repo}/`), true);
     await sameAnswers((repo) => bob('GET', `/api2/repos/${repo}/owner/`));
+    await sameAnswers((repo) => bob('PUT', `/api2/repos/${repo}/owner/`, { form: { owner: BOB.email } }));
+    await sameAnswers((repo) => bob('GET', `/api2/repos/${repo}/history-limit/`));
     await sameAnswers((repo) => bob('GET', `/api/v2.1/repos/${repo}/share-links/`));
+    await sameAnswers((repo) =>
+      bob('DELETE', `/api/v2.1/shared-repos/${repo}/`, { query: { share_type: 'personal', user: BOB.email } }),
+    );
   });
 
   it('set-password: to unlock, and to change it', async () => {
