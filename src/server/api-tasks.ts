@@ -129,7 +129,11 @@ function zipEntries(ctx: Ctx, items: ZipItem[]): ZipEntry[] {
   }));
 }
 
-/** Sends the archive as it is made; a failure on the way cuts the answer (its length tells the client). */
+/**
+ * Sends the archive as it is made; a failure on the way cuts the answer (its
+ * length tells the client), and so does a client that takes nothing for the
+ * body idle timeout: it would hold one of the few places for good.
+ */
 async function sendZip(ctx: Ctx, r: Req, t: ZipTask): Promise<void> {
   const entries = zipEntries(ctx, t.items);
   r.res.writeHead(200, {
@@ -137,13 +141,31 @@ async function sendZip(ctx: Ctx, r: Req, t: ZipTask): Promise<void> {
     'Content-Length': zipLength(entries),
     'Content-Disposition': `attachment;filename*=UTF-8''${encodeURIComponent(t.name)}.zip`,
   });
+  const idleMs = (ctx.opts.bodyIdleSec ?? 30) * 1000;
+  let moved = Date.now();
+  async function* watched() {
+    for await (const piece of zipStream(entries)) {
+      moved = Date.now();
+      yield piece;
+    }
+  }
+  const stall =
+    idleMs > 0
+      ? setInterval(
+          () => {
+            if (Date.now() - moved >= idleMs) r.res.destroy();
+          },
+          Math.max(10, idleMs / 4),
+        ).unref()
+      : undefined;
   zipsSending.set(ctx, (zipsSending.get(ctx) ?? 0) + 1);
   try {
-    await pipeline(Readable.from(zipStream(entries)), r.res);
+    await pipeline(Readable.from(watched()), r.res);
   } catch (e) {
     if (!r.res.destroyed) ctx.log(`zip of ${t.repoId} cut short: ${(e as Error).message}`);
     r.res.destroy();
   } finally {
+    clearInterval(stall);
     zipsSending.set(ctx, zipsSending.get(ctx)! - 1);
   }
 }

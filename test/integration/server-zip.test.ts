@@ -15,31 +15,42 @@ import { apiAs, newLibrary, startServerWithUsers, uploadTo, type TestServer } fr
 let server: TestServer;
 let admin: ReturnType<typeof apiAs>;
 let repo: string;
+/** a second server whose downloads are cut after 1 s without progress */
+let quick: { server: TestServer; admin: ReturnType<typeof apiAs>; repo: string } | undefined;
 const tmp = mkdtempSync(path.join(os.tmpdir(), 'seafs-zipdl-'));
 const big = randomBytes(40 << 20);
 const small = { 'a.txt': 'alpha', 'sub/b.txt': 'beta' };
 
-beforeAll(async () => {
-  ({ server, admin } = await startServerWithUsers());
-  repo = await newLibrary(admin, 'zips');
+/** A library with /small (a.txt, sub/b.txt) and /big (big.bin, 40 MB). */
+async function fill(call: ReturnType<typeof apiAs>): Promise<string> {
+  const id = await newLibrary(call, 'zips');
   for (const d of ['/small', '/small/sub', '/big'])
-    await admin('POST', `/api2/repos/${repo}/dir/`, { query: { p: d }, form: { operation: 'mkdir' } });
+    await call('POST', `/api2/repos/${id}/dir/`, { query: { p: d }, form: { operation: 'mkdir' } });
   const link = async (p: string) =>
-    (await admin('GET', `/api2/repos/${repo}/upload-link/`, { query: { p } })).json as string;
+    (await call('GET', `/api2/repos/${id}/upload-link/`, { query: { p } })).json as string;
   expect((await uploadTo(await link('/small'), '/small', { 'a.txt': small['a.txt'] })).status).toBe(200);
   expect((await uploadTo(await link('/small/sub'), '/small/sub', { 'b.txt': small['sub/b.txt'] })).status).toBe(200);
   expect((await uploadTo(await link('/big'), '/big', { 'big.bin': big })).status).toBe(200);
+  return id;
+}
+
+beforeAll(async () => {
+  ({ server, admin } = await startServerWithUsers());
+  repo = await fill(admin);
 });
 
 afterAll(async () => {
   await server?.stop();
+  await quick?.server.stop();
   rmSync(tmp, { recursive: true, force: true });
 });
 
-async function zipUrl(folder: string): Promise<string> {
-  const task = await admin('GET', `/api/v2.1/repos/${repo}/zip-task/`, { query: { parent_dir: '/', dirents: folder } });
+async function zipUrl(folder: string, on = { server, admin, repo }): Promise<string> {
+  const task = await on.admin('GET', `/api/v2.1/repos/${on.repo}/zip-task/`, {
+    query: { parent_dir: '/', dirents: folder },
+  });
   expect(task.status).toBe(200);
-  return `${server.url}/seafhttp/zip/${task.json.zip_token}`;
+  return `${on.server.url}/seafhttp/zip/${task.json.zip_token}`;
 }
 
 /** The server's peak resident memory so far, in bytes (Linux: VmHWM). */
@@ -118,6 +129,34 @@ describe('a folder downloaded as a zip', () => {
           .subarray(0, 4)
           .readUInt32LE(0),
       ).toBe(0x04034b50);
+    } finally {
+      for (const h of held) h.req.destroy();
+    }
+  });
+
+  it('a download that takes nothing for the idle timeout is cut, and its place freed', async () => {
+    const started = await startServerWithUsers([], { extraArgs: ['--body-idle-timeout', '1'] });
+    quick = { ...started, repo: await fill(started.admin) };
+    const held = [];
+    for (let i = 0; i < MAX_ZIP_DOWNLOADS; i++) held.push(await hold(await zipUrl('big', quick)));
+    try {
+      // none of them reads on: the server cuts them after a second, and a new download gets a place
+      let next: Response | undefined;
+      for (let i = 0; i < 100; i++) {
+        next = await fetch(await zipUrl('small', quick));
+        if (next.status !== 503) break;
+        await next.text();
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(next!.status).toBe(200);
+      await next!.arrayBuffer();
+      // read on now: each ends short of its length (a paused socket only sees the close when it reads)
+      for (const { res } of held) {
+        await new Promise((resolve) => {
+          res.on('error', resolve).on('close', resolve).on('end', resolve).resume();
+        });
+        expect(res.complete).toBe(false);
+      }
     } finally {
       for (const h of held) h.req.destroy();
     }
