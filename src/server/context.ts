@@ -27,7 +27,7 @@ export interface ServerOptions {
   throttlePerMin?: number;
   /** log one line per request through `log` (link tokens and passwords redacted) */
   logRequests?: boolean;
-  /** seconds a request body may stall before the connection is closed; default 30 */
+  /** seconds a request body (or a zip download) may stall before the connection is closed; default 30 */
   bodyIdleSec?: number;
   /** wrong logins per account in a window before 429 (an address gets 5 times as many); default 10 */
   loginFailLimit?: number;
