@@ -69,7 +69,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('body-idle-timeout', {
         type: 'number',
         default: 30,
-        describe: 'Seconds a request body may stall before the connection is closed',
+        describe: 'Seconds a request body (or a zip download) may stall before the connection is closed',
       })
       .option('login-fail-limit', {
         type: 'number',

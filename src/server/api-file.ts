@@ -267,7 +267,7 @@ async function syncBatch(ctx: Ctx, r: Req, op: 'copy' | 'move'): Promise<void> {
     [srcRepo, srcDir],
     [dstRepo, dstDir],
   ]) {
-    if (!ctx.db.repo(id)) throw new HttpError(404, `Library ${id} not found.`);
+    if (!ctx.visibleRepo(user, id)) throw new HttpError(404, `Library ${id} not found.`);
     if ((await getEntry(ctx, id, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
   }
   const canSrc = permissionOf(ctx, user, srcRepo);
@@ -301,7 +301,7 @@ async function batchDeleteItems(ctx: Ctx, r: Req): Promise<void> {
   if (!dir) throw new HttpError(400, 'parent_dir invalid.');
   const names = form.getAll('dirents');
   if (names.length === 0) throw new HttpError(400, 'dirents invalid.');
-  if (!ctx.db.repo(repoId)) throw new HttpError(404, `Library ${repoId} not found.`);
+  if (!ctx.visibleRepo(user, repoId)) throw new HttpError(404, `Library ${repoId} not found.`);
   if ((await getEntry(ctx, repoId, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
   if (permissionOf(ctx, user, repoId) !== 'rw') throw new HttpError(403, 'Permission denied.');
   for (const n of names) {

@@ -182,7 +182,13 @@ export async function trash(ctx: Ctx, r: Req): Promise<void> {
   const per = Math.max(1, Number(r.query.get('per_page') ?? 100) || 100);
   const scan = r.query.get('scan_stat');
   const head = await ctx.heads.get(repo.id);
-  const start = scan && scan !== 'null' ? scan : head.commit_id;
+  const resume = scan && scan !== 'null' ? scan : null;
+  // where the last page stopped: a commit of this library, never a path into the store
+  if (resume !== null) {
+    const c = /^[0-9a-f]{40}$/.test(resume) ? await ctx.heads.readCommit(resume).catch(() => null) : null;
+    if (c?.repo_id !== repo.id) throw new HttpError(400, 'scan_stat invalid.');
+  }
+  const start = resume ?? head.commit_id;
   const data: Record<string, unknown>[] = [];
   const seen = new Set<string>(); // as real servers: one entry per path in an answer, the latest deletion
   let next: string | null = null;

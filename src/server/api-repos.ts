@@ -154,9 +154,10 @@ async function repoInfo(ctx: Ctx, r: Req): Promise<void> {
 }
 
 async function deleteRepo(ctx: Ctx, r: Req): Promise<void> {
-  const repo = ctx.db.repo(r.params[0]);
-  if (!repo) throw new HttpError(400, 'Library does not exist.');
-  if (repo.owner !== r.user!.email) throw new HttpError(403, 'Only library owner can perform this operation.');
+  // as seahub 10 (api2/views.py Repo.delete), a library the caller cannot see being as one that is not there
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
+  if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
+  if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
   ctx.db.deleteRepo(repo.id);
   await ctx.db.save();
   await ctx.heads.remove(repo.id);
@@ -261,7 +262,7 @@ export const repoRoutes: Route[] = [
     path: '/api2/repos/:repo/owner',
     auth: 'user',
     handler: async (ctx, r) => {
-      const repo = ctx.db.repo(r.params[0]);
+      const repo = r.user!.isStaff ? ctx.db.repo(r.params[0]) : ctx.visibleRepo(r.user!, r.params[0]);
       if (!repo) throw new HttpError(404, 'Library not found.');
       if (repo.owner !== r.user!.email && !r.user!.isStaff) throw new HttpError(403, 'Permission denied.');
       sendJson(r.res, 200, { owner: repo.owner });

@@ -13,7 +13,7 @@ import type { Route } from './router.js';
 import { randomUUID } from 'node:crypto';
 
 function ownRepo(ctx: Ctx, r: Req): RepoMeta {
-  const repo = ctx.db.repo(r.params[0]);
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
   if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
   if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
   return repo;
@@ -150,7 +150,7 @@ async function createGroupLibrary(ctx: Ctx, r: Req): Promise<void> {
 /** DELETE /api/v2.1/groups/{id}/libraries/{repo}/: the group's share of it ends (group admin or owner). */
 async function unshareGroupLibrary(ctx: Ctx, r: Req): Promise<void> {
   const g = groupParam(ctx, r);
-  const repo = ctx.db.repo(r.params[1]);
+  const repo = ctx.visibleRepo(r.user!, r.params[1]);
   if (!repo) throw new HttpError(404, `Library ${r.params[1]} not found.`);
   if (!ctx.db.groups.sharesOfRepo(repo.id).some((s) => s.groupId === g.id))
     throw new HttpError(404, `Group library ${repo.id} not found.`);

@@ -28,7 +28,7 @@ export interface ServerOptions {
   throttlePerMin?: number;
   /** log one line per request through `log` (link tokens and passwords redacted) */
   logRequests?: boolean;
-  /** seconds a request body may stall before the connection is closed; default 30 */
+  /** seconds a request body (or a zip download) may stall before the connection is closed; default 30 */
   bodyIdleSec?: number;
   /** wrong logins per account in a window before 429 (an address gets 5 times as many); default 10 */
   loginFailLimit?: number;
@@ -203,6 +203,16 @@ export class Ctx {
     const personal = this.db.shareOf(repo.id, user.email)?.permission ?? null;
     if (personal === 'rw') return 'rw';
     return this.db.groups.permissionVia(user.email, repo.id) ?? personal;
+  }
+
+  /**
+   * The library if `user` may see it, else undefined: a library of someone
+   * else's answers exactly as one that does not exist, so neither it nor the
+   * paths and commits in it can be probed by 403 versus 404.
+   */
+  visibleRepo(user: User, repoId: string): RepoMeta | undefined {
+    const repo = this.db.repo(repoId);
+    return repo && this.permission(user, repo) ? repo : undefined;
   }
 
   /** The library if `user` may access it with `need`; another user's library is invisible (404). */

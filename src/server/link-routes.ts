@@ -111,7 +111,7 @@ export function oneLinkRoutes<L extends LinkRec>(
 
 /** A library's links are for its owner (seahub: the owner or a library admin). */
 function ownedRepoId(ctx: Ctx, r: Req): string {
-  const repo = ctx.db.repo(r.params[0]);
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
   if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
   if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
   return repo.id;

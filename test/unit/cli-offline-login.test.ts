@@ -1,4 +1,5 @@
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { createCipheriv, randomBytes, scryptSync } from 'node:crypto';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -49,5 +50,65 @@ describe('the login kept for a start offline', () => {
   it('nothing kept, or a file that does not parse: null (the mount then fails as before)', async () => {
     const r = await root();
     expect(await loadLogin(r, URL, 'me@example.com', { password: 'x' })).toBeNull();
+  });
+
+  /** The one file of the store, parsed, and a function writing it back changed. */
+  async function stored(r: string) {
+    const [name] = await readdir(join(r, 'logins'));
+    const file = join(r, 'logins', name);
+    const j = JSON.parse(await readFile(file, 'utf8')) as Record<string, unknown>;
+    return { j, put: (changes: Record<string, unknown>) => writeFile(file, JSON.stringify({ ...j, ...changes })) };
+  }
+
+  it('a file whose authentication tag was cut short is refused (a 4-byte tag was accepted)', async () => {
+    const r = await root();
+    await saveLogin(r, URL, 'me@example.com', { password: 'pw 1' }, { email: 'me@example.com', token: TOKEN });
+    const { j, put } = await stored(r);
+    await put({
+      tag: Buffer.from(j.tag as string, 'base64')
+        .subarray(0, 4)
+        .toString('base64'),
+    });
+    await expect(loadLogin(r, URL, 'me@example.com', { password: 'pw 1' })).rejects.toThrow(/damaged.*mount once/);
+  });
+
+  it('a file edited to name another e-mail is refused, after a password login and after a token login', async () => {
+    const r = await root();
+    await saveLogin(r, URL, 'me', { password: 'pw 1' }, { email: 'me@example.com', token: TOKEN });
+    await (await stored(r)).put({ email: 'boss@example.com' });
+    await expect(loadLogin(r, URL, 'me', { password: 'pw 1' })).rejects.toThrow(/altered/);
+
+    const t = await root();
+    await saveLogin(t, URL, undefined, { token: TOKEN }, { email: 'me@example.com', token: TOKEN });
+    await (await stored(t)).put({ email: 'boss@example.com' });
+    await expect(loadLogin(t, URL, undefined, { token: TOKEN })).rejects.toThrow(/altered/);
+  });
+
+  it("a file of the previous version (nothing binds its e-mail) is read when the e-mail is the login's, else refused with what to do", async () => {
+    // written as version 1 did: AES-256-GCM, the scrypt key of the password, no authenticated data
+    const v1 = async (r: string, user: string, email: string) => {
+      await saveLogin(r, URL, user, { password: 'pw 1' }, { email, token: TOKEN }); // the file's name and salt
+      const { j, put } = await stored(r);
+      const salt = Buffer.from(j.salt as string, 'base64');
+      const key = scryptSync('pw 1', salt, 32, { N: 1 << 15, r: 8, p: 1, maxmem: 64 << 20 });
+      const iv = randomBytes(12);
+      const c = createCipheriv('aes-256-gcm', key, iv);
+      const data = Buffer.concat([c.update(TOKEN, 'utf8'), c.final()]);
+      await put({
+        v: 1,
+        iv: iv.toString('base64'),
+        tag: c.getAuthTag().toString('base64'),
+        token: data.toString('base64'),
+      });
+    };
+    const same = await root();
+    await v1(same, 'me@example.com', 'me@example.com');
+    expect(await loadLogin(same, URL, 'me@example.com', { password: 'pw 1' })).toEqual({
+      email: 'me@example.com',
+      token: TOKEN,
+    });
+    const other = await root();
+    await v1(other, 'me', 'me@example.com');
+    await expect(loadLogin(other, URL, 'me', { password: 'pw 1' })).rejects.toThrow(/older seafs.*mount once/);
   });
 });
