@@ -4,7 +4,7 @@
 // (by folder id, from the top: cheap where nothing changed, and a folder whose
 // parent names the same id is renewed without a request); a lock taken or
 // released makes its folder's listing be fetched afresh (locks are no part of
-// a folder's id). Folders this mount itself changed in the last few seconds
+// a folder's id). Pinned trees of a changed library look again soon. Folders this mount itself changed in the last few seconds
 // are left to their cache time: the event is most likely their own commit.
 // While changes are pushed, listings live for `pushedTtlMs` instead of the
 // cache time (idle polling slows to minutes); after a break in the feed, one
@@ -44,6 +44,8 @@ export class LiveChanges {
     private readonly log: (line: string) => void,
     private readonly baseTtlMs: number,
     o: LiveChangesOptions = {},
+    /** told of each library changed on the server (pins look again) */
+    private readonly onLibraryChanged: (repo: string) => void = () => {},
   ) {
     this.o = {
       pushedTtlMs: Math.max(baseTtlMs, o.pushedTtlMs ?? 300_000),
@@ -117,6 +119,7 @@ export class LiveChanges {
   }
 
   private async revalidate(repo: string, ownChangeMs: number): Promise<void> {
+    this.onLibraryChanged(repo);
     const used = this.meta.staleLibrary(repo, ownChangeMs, this.baseTtlMs);
     // from the top down: a folder revalidated unchanged vouches for the ones below it it names unchanged
     used.sort((a, b) => depth(a) - depth(b));

@@ -144,6 +144,7 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
     all.log,
     dirTtl,
     opts.liveChanges || {},
+    (repo) => all.pins.changedOnServer(repo),
   );
   all.quota = new Quota(api, all.libraries, (s) => {
     const where = s.remotePath;

@@ -298,6 +298,11 @@ export class Pins {
     if (this.s.rootOf(repo, path) !== null) this.refresher.schedule(1000);
   }
 
+  /** the server told of a commit to `repo` (live-changes.ts): its pinned trees look again soon */
+  changedOnServer(repo: string): void {
+    if (this.s.hasPins(repo)) this.refresher.schedule(1000);
+  }
+
   /** Asks the server about every pinned path (for tests: resolves when done). */
   refresh(): Promise<void> {
     return this.refresher.refresh();

@@ -76,6 +76,11 @@ export class PinState {
     for (const b of kept.values()) this.keptBytes += b;
   }
 
+  /** whether anything of `repo` is pinned here */
+  hasPins(repo: string): boolean {
+    return (this.libs.get(repo)?.roots.size ?? 0) > 0;
+  }
+
   /** the pinned path that covers `path` (itself or a folder above it), or null */
   rootOf(repo: string, path: string): string | null {
     const p = this.libs.get(repo);
