@@ -54,6 +54,19 @@ export class Libraries {
     return hit;
   }
 
+  /**
+   * The server told that permissions changed: the libraries are listed again
+   * now (a library made read-only refuses writes with EROFS from then on).
+   */
+  async reread(): Promise<void> {
+    const all = await this.listAll();
+    if (this.lib) {
+      const hit = all.find((l) => l.id === this.lib!.id);
+      if (hit) this.lib = hit;
+    }
+    this.cache = { at: Date.now(), byName: rootNames(all) };
+  }
+
   /** The root's names, each with its library (listed again after the cache time). */
   async byName(): Promise<Map<string, Library>> {
     const c = this.cache;

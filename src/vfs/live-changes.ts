@@ -4,7 +4,9 @@
 // (by folder id, from the top: cheap where nothing changed, and a folder whose
 // parent names the same id is renewed without a request); a lock taken or
 // released makes its folder's listing be fetched afresh (locks are no part of
-// a folder's id). Pinned trees of a changed library look again soon. Folders this mount itself changed in the last few seconds
+// a folder's id). Pinned trees of a changed library look again soon; a
+// permission change lists the libraries again (a library made read-only then
+// refuses writes). Folders this mount itself changed in the last few seconds
 // are left to their cache time: the event is most likely their own commit.
 // While changes are pushed, listings live for `pushedTtlMs` instead of the
 // cache time (idle polling slows to minutes); after a break in the feed, one
@@ -46,6 +48,8 @@ export class LiveChanges {
     o: LiveChangesOptions = {},
     /** told of each library changed on the server (pins look again) */
     private readonly onLibraryChanged: (repo: string) => void = () => {},
+    /** told when a library's permissions changed on the server (the libraries are listed again) */
+    private readonly onPermissionChanged: (repo: string) => Promise<void> = async () => {},
   ) {
     this.o = {
       pushedTtlMs: Math.max(baseTtlMs, o.pushedTtlMs ?? 300_000),
@@ -100,6 +104,11 @@ export class LiveChanges {
       this.meta.refetch(c.repo, dir);
       void this.meta.list(c.repo, dir).catch(() => {});
       return;
+    }
+    if (c.kind === 'folder-perm-changed') {
+      this.onPermissionChanged(c.repo).catch((e: Error) =>
+        this.log(`notifications: listing the libraries after a permission change failed: ${e.message}`),
+      );
     }
     this.schedule(c.repo);
   }

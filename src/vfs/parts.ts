@@ -145,6 +145,7 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
     dirTtl,
     opts.liveChanges || {},
     (repo) => all.pins.changedOnServer(repo),
+    () => all.libraries.reread(),
   );
   all.quota = new Quota(api, all.libraries, (s) => {
     const where = s.remotePath;

@@ -3,8 +3,8 @@
 // added elsewhere once a repo-update is told, and a lock once
 // file-lock-changed is; a folder this mount has just changed is not listed
 // again for its own commit; a break in the feed revalidates everything; pins
-// look again; while changes are pushed listings live longer, and back to the
-// cache time when the feed is gone.
+// look again; a library made read-only refuses writes after
+// folder-perm-changed.
 import { describe, expect, it } from 'vitest';
 import type { ChangeFeedHooks, ChangeMode, ServerChange } from '../../src/client/types.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
@@ -131,5 +131,15 @@ describe('changes pushed by the server', () => {
     feed.resubscribed();
     await sleep(100);
     expect((await vfs.readdir('/')).sort()).toEqual(['here.txt', 'missed.txt']);
+  });
+
+  it('a library made read-only elsewhere refuses writes after folder-perm-changed', async () => {
+    const { api, repo, vfs, feed } = await setup(cleanups);
+    feed.connect();
+    await writeWhole(vfs, '/before.txt', 'writable');
+    api.repos.get(repo)!.lib.permission = 'r';
+    feed.tell({ kind: 'folder-perm-changed', path: '/' });
+    await sleep(100);
+    await expect(vfs.create('/after.txt', 0o644)).rejects.toMatchObject({ code: 'EROFS' });
   });
 });
