@@ -111,44 +111,60 @@ async function createRepo(
   return repo;
 }
 
-function createdShape(repo: RepoMeta, user: User, head: { size: number; mtime: number }) {
+/**
+ * A library as seahub's repo_download_info gives it (the answer to a create
+ * and to download-info): `encrypted` is 1 or '' there, the relay fields name
+ * this server, and no sync token is issued.
+ */
+function downloadInfo(r: Req, repo: RepoMeta, user: User, head: { size: number; mtime: number; commit_id: string }) {
   return {
+    relay_id: '0'.repeat(40),
+    relay_addr: new URL(r.base).hostname,
+    relay_port: new URL(r.base).port,
+    email: user.email,
+    token: '',
     repo_id: repo.id,
     repo_name: repo.name,
     repo_desc: repo.desc,
-    email: user.email,
-    encrypted: repo.encrypted,
+    repo_size: head.size,
+    repo_size_formatted: `${head.size} B`,
+    mtime: head.mtime,
+    mtime_relative: isoTime(head.mtime),
+    encrypted: repo.encrypted ? 1 : '',
     enc_version: repo.encVersion,
+    salt: '',
     magic: repo.magic,
     random_key: repo.randomKey,
     repo_version: 1,
-    repo_size: head.size,
-    mtime: head.mtime,
+    head_commit_id: head.commit_id,
     permission: 'rw',
-    relay_id: '0'.repeat(40),
-    relay_addr: '127.0.0.1',
-    relay_port: '0',
-    token: '',
   };
 }
 
 async function repoInfo(ctx: Ctx, r: Req): Promise<void> {
-  const { repo, perm } = ctx.repoFor(r.user!, r.params[0]);
+  const user = r.user!;
+  const { repo, perm } = ctx.repoFor(user, r.params[0]);
   const head = await ctx.heads.get(repo.id);
+  const modifier = (await ctx.heads.readCommit(head.commit_id)).creator_name;
+  // as seahub's api2 Repo.get: `owner` says whose it is from the caller's side ("self" or "share"),
+  // `type` is always "repo"; desc, head_commit_id, enc_version and password_need are the spec's extras
   sendJson(r.res, 200, {
+    type: 'repo',
     id: repo.id,
     name: repo.name,
     desc: repo.desc,
-    owner: repo.owner,
+    owner: repo.owner === user.email ? 'self' : 'share',
     size: head.size,
     root: head.root_id,
     head_commit_id: head.commit_id,
-    type: repo.owner === r.user!.email ? 'repo' : 'srepo',
     encrypted: repo.encrypted,
     enc_version: repo.encVersion,
     mtime: head.mtime,
     permission: perm,
-    password_need: repo.encrypted ? !ctx.isUnlocked(r.user!.email, repo) : null,
+    modifier_email: modifier,
+    modifier_contact_email: modifier,
+    modifier_name: ctx.db.user(modifier)?.name ?? modifier,
+    password_need: repo.encrypted ? !ctx.isUnlocked(user.email, repo) : null,
     ...(repo.encrypted ? { magic: repo.magic, random_key: repo.randomKey } : {}),
   });
 }
@@ -215,7 +231,7 @@ export const repoRoutes: Route[] = [
     handler: async (ctx, r) => {
       const form = await r.form({ json: true });
       const repo = await createRepo(ctx, r, form.get('name'), form.get('desc'), form.get('passwd') || undefined);
-      sendJson(r.res, 200, createdShape(repo, r.user!, await ctx.heads.get(repo.id)));
+      sendJson(r.res, 200, downloadInfo(r, repo, r.user!, await ctx.heads.get(repo.id)));
     },
   },
   { method: 'GET', path: '/api2/repos/:repo', auth: 'user', handler: repoInfo },
@@ -225,21 +241,11 @@ export const repoRoutes: Route[] = [
     path: '/api2/repos/:repo/download-info',
     auth: 'user',
     handler: async (ctx, r) => {
-      const { repo } = ctx.repoFor(r.user!, r.params[0]);
+      const { repo, perm } = ctx.repoFor(r.user!, r.params[0]);
       sendJson(r.res, 200, {
-        repo_id: repo.id,
-        repo_name: repo.name,
-        repo_desc: repo.desc,
-        encrypted: repo.encrypted ? 1 : '',
-        enc_version: repo.encVersion,
-        magic: repo.magic,
-        random_key: repo.randomKey,
-        repo_version: 1,
-        relay_id: '0'.repeat(40),
-        relay_addr: new URL(r.base).hostname,
-        relay_port: new URL(r.base).port,
-        email: r.user!.email,
-        token: '',
+        ...downloadInfo(r, repo, r.user!, await ctx.heads.get(repo.id)),
+        permission: perm,
+        // the spec's field: where the file server is
         applet_root: `${r.base}/seafhttp`,
       });
     },
