@@ -43,6 +43,23 @@ export interface MultipartOptions {
   blockSize?: number;
 }
 
+/**
+ * The text fields of the upload forms. A part with one of these names is a
+ * field even when it comes with a filename, as some HTTP libraries send every
+ * part (the C fileserver takes only a part named `file` as a file).
+ */
+const TEXT_FIELDS = new Set([
+  'parent_dir',
+  'relative_path',
+  'replace',
+  'target_file',
+  'filename',
+  'last_modify',
+  'file_name',
+  'file_size',
+  'blockids',
+]);
+
 /** All non-file parts (their headers and values) together; the upload fields are a few paths and flags. */
 export const MAX_FORM_BYTES = 16 << 10;
 /** Headers of all file parts together (a batch of many files has one header each). */
@@ -138,7 +155,7 @@ export async function parseMultipart(
 
   const openPart = async (headerText: string) => {
     const { name, filename } = parseDisposition(headerText);
-    if (filename !== null) {
+    if (filename !== null && !TEXT_FIELDS.has(name)) {
       fileHeaderBytes += headerText.length;
       if (fileHeaderBytes > MAX_FILE_HEADERS_BYTES) throw tooMuchForm();
       const tmpPath = path.join(opts.tmpDir, `up-${randomBytes(8).toString('hex')}`);
