@@ -1,6 +1,6 @@
 // Groups, V2 (/api2/groups/) and V2.1 (/api/v2.1/groups/): create, rename,
 // delete, members, and the libraries shared to a group. Sharing a library to
-// a group is in api-shares.ts. Only members see a group (others get 404);
+// a group is in api-shares.ts. Only members see a group (others get 403, as seahub);
 // admins manage members, the owner renames and deletes.
 import type { Ctx, Req } from './context.js';
 import type { Group, User } from './db.js';
@@ -10,7 +10,9 @@ import type { Route } from './router.js';
 export function groupParam(ctx: Ctx, r: Req): Group {
   if (!/^\d+$/.test(r.params[0])) throw new HttpError(400, 'group_id invalid.');
   const g = ctx.db.groups.get(Number(r.params[0]));
-  if (!g || !ctx.db.groups.isMember(g, r.user!.email)) throw new HttpError(404, 'Group not found.');
+  if (!g) throw new HttpError(404, 'Group not found.');
+  // seahub tells a group that does not exist (404) from one the caller is not in (403)
+  if (!ctx.db.groups.isMember(g, r.user!.email)) throw new HttpError(403, 'Permission denied.');
   return g;
 }
 
@@ -30,6 +32,9 @@ function groupV21(r: Req, g: Group) {
     created_at: isoTime(g.ctime),
     admins: g.members.filter((m) => m.isAdmin).map((m) => m.email),
     avatar_url: `${r.base}/media/avatars/groups/default.png`,
+    // seahub 10 names these for departments (groups here are never nested and have no quota)
+    parent_group_id: 0,
+    group_quota_usage: '',
   };
 }
 
@@ -167,7 +172,7 @@ export const groupRoutes: Route[] = [
     path: '/api/v2.1/groups',
     auth: 'user',
     handler: async (ctx, r) =>
-      sendJson(r.res, 200, groupV21(r, await createGroup(ctx, r, (await r.form({ json: true })).get('name')))),
+      sendJson(r.res, 201, groupV21(r, await createGroup(ctx, r, (await r.form({ json: true })).get('name')))),
   },
   {
     method: 'GET',
