@@ -6,7 +6,7 @@ import type { Ctx, Req } from './context.js';
 import type { Group, RepoMeta, User } from './db.js';
 import { HttpError, sendJson } from './http.js';
 import type { Route } from './router.js';
-import { folderSharedItems, subFolderOf } from './api-folder-shares.js';
+import { folderSharedItems, sharesWanted, subFolderOf, userShareItem } from './api-folder-shares.js';
 
 function shareRecord(repo: RepoMeta, s: { to: string; permission: string }, head: { mtime: number }) {
   return {
@@ -202,16 +202,13 @@ export const shareRoutes: Route[] = [
       if (await subFolder(ctx, r)) return;
       const { repo } = ctx.repoFor(r.user!, r.params[0]);
       if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
-      const type = r.query.get('share_type');
-      if (type && type !== 'user' && type !== 'group') throw new HttpError(400, 'share_type invalid.');
-      const items =
-        type === 'group'
+      const want = sharesWanted(r.query.get('share_type'));
+      const items = [
+        ...(want.user ? ctx.db.sharesOfRepo(repo.id).map((s) => userShareItem(ctx, r, s.to, s.permission)) : []),
+        ...(want.group
           ? ctx.db.groups.sharesOfRepo(repo.id).map((s) => groupItem(ctx.db.groups.get(s.groupId)!, s.permission))
-          : ctx.db.sharesOfRepo(repo.id).map((s) => ({
-              share_type: 'user',
-              user_info: { name: s.to, nickname: ctx.db.user(s.to)?.name ?? s.to },
-              permission: s.permission,
-            }));
+          : []),
+      ];
       sendJson(r.res, 200, items);
     },
   },
@@ -234,11 +231,7 @@ export const shareRoutes: Route[] = [
       const { failed, success } = await shareWithUsers(ctx, r.user!, r.params[0], users, permission);
       sendJson(r.res, 200, {
         failed,
-        success: success.map((e) => ({
-          share_type: 'user',
-          user_info: { name: e, nickname: ctx.db.user(e)?.name ?? e },
-          permission,
-        })),
+        success: success.map((e) => userShareItem(ctx, r, e, permission)),
       });
     },
   },
