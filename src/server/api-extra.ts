@@ -127,6 +127,8 @@ export function uploadLinkShape(ctx: Ctx, r: Req, l: UploadLinkRec) {
 // ---- search ----
 
 async function search(ctx: Ctx, r: Req): Promise<void> {
+  // seahub's api2 Search: full-text search is a Pro feature, refused before the query is read
+  if (!ctx.pro) throw new HttpError(404, 'Search not supported.');
   const q = (r.query.get('q') ?? '').trim().toLowerCase();
   if (!q) throw new HttpError(400, 'q invalid.');
   const per = Math.max(1, Number(r.query.get('per_page') ?? 10) || 10);
@@ -268,7 +270,9 @@ export const extraRoutes: Route[] = [
         const rec = await createShareLink(ctx, r, r.params[0], p, form.get('password'), expire);
         r.res.setHeader('Location', shareLinkShape(ctx, r, rec, false).link);
       }
-      sendJson(r.res, 201, 'success');
+      // seahub answers with the Location alone: no body, no Content-Type
+      r.res.writeHead(201, { 'Content-Length': '0' });
+      r.res.end();
     },
   },
   {
