@@ -247,7 +247,9 @@ export const extraRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const t = r.query.get('t');
-      ctx.db.removeShareLink(t ?? '', r.user!.email);
+      // seahub refuses a token it does not know
+      if (!t || !ctx.db.shareLink(t)) throw new HttpError(400, 'Invalid token');
+      ctx.db.removeShareLink(t, r.user!.email);
       await ctx.db.save();
       sendJson(r.res, 200, 'success');
     },

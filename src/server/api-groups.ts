@@ -123,7 +123,7 @@ export const groupRoutes: Route[] = [
       if (g.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
       g.name = checkGroupName(ctx, form.get('newname'), g);
       await ctx.db.save();
-      sendJson(r.res, 200, { success: true });
+      sendJson(r.res, 200, 'success'); // seahub's api2 answer (the V2.1 one is {success: true})
     },
   },
   {
@@ -132,7 +132,7 @@ export const groupRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       await deleteGroup(ctx, r, groupParam(ctx, r));
-      sendJson(r.res, 200, { success: true });
+      sendJson(r.res, 200, 'success');
     },
   },
   {

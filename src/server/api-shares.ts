@@ -103,7 +103,61 @@ async function subFolder(ctx: Ctx, r: Req): Promise<boolean> {
   return sub !== null;
 }
 
+/**
+ * POST /api/v2.1/repos/batch/ with operation=share: several of the caller's
+ * libraries shared to one user or group, each library's failure reported
+ * alone, as seahub's ReposBatchView (permission defaults to rw there).
+ */
+async function batchShare(ctx: Ctx, r: Req): Promise<void> {
+  const me = r.user!;
+  const form = await r.form({ json: true });
+  if (form.get('operation') !== 'share') throw new HttpError(400, 'operation invalid.');
+  const shareType = form.get('share_type');
+  if (shareType !== 'user' && shareType !== 'group') throw new HttpError(400, 'share_type invalid.');
+  const permission = form.get('permission') ?? 'rw';
+  if (permission !== 'r' && permission !== 'rw') throw new HttpError(400, 'permission invalid.');
+  let to: User | undefined;
+  let group: Group | undefined;
+  if (shareType === 'user') {
+    const name = form.get('username');
+    if (!name) throw new HttpError(400, 'username invalid.');
+    to = ctx.db.user(name);
+    if (!to) throw new HttpError(404, `User ${name} not found.`);
+  } else {
+    const id = form.get('group_id') ?? '';
+    if (!/^\d+$/.test(id)) throw new HttpError(400, 'group_id invalid.');
+    group = ctx.db.groups.get(Number(id));
+    if (!group) throw new HttpError(404, `Group ${id} not found.`);
+  }
+  const failed: { repo_id: string; error_msg: string }[] = [];
+  const success: Record<string, unknown>[] = [];
+  for (const repoId of form.getAll('repo_id')) {
+    const repo = ctx.db.repo(repoId);
+    if (!repo) failed.push({ repo_id: repoId, error_msg: `Library ${repoId} not found.` });
+    else if (repo.owner !== me.email) failed.push({ repo_id: repoId, error_msg: 'Permission denied.' });
+    else if (to) {
+      if (to.email === repo.owner) failed.push({ repo_id: repoId, error_msg: 'Library can not be shared to owner.' });
+      else if (ctx.db.sharesOfRepo(repo.id).some((x) => x.to === to!.email))
+        failed.push({ repo_id: repoId, error_msg: `This item has been shared to ${to.email}.` });
+      else {
+        ctx.db.setShare(repo.id, me.email, to.email, permission);
+        success.push({ repo_id: repo.id, username: to.email, permission });
+      }
+    } else if (group) {
+      if (ctx.db.groups.sharesOfRepo(repo.id).some((x) => x.groupId === group!.id))
+        failed.push({ repo_id: repoId, error_msg: `This item has been shared to ${group.name}.` });
+      else {
+        ctx.db.groups.share(repo.id, group.id, me.email, permission);
+        success.push({ repo_id: repo.id, group_id: group.id, group_name: group.name, permission });
+      }
+    }
+  }
+  await ctx.db.save();
+  sendJson(r.res, 200, { failed, success });
+}
+
 export const shareRoutes: Route[] = [
+  { method: 'POST', path: '/api/v2.1/repos/batch', auth: 'user', handler: batchShare },
   {
     method: 'GET',
     path: '/api2/shared-repos',
