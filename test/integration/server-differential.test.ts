@@ -172,6 +172,8 @@ async function script(server: TestServer): Promise<Transcript> {
   await step('search-user', 'owner', 'GET', '/api2/search-user/', { query: { q: 'other' } });
   await step('devices', 'owner', 'GET', '/api2/devices/');
   await step('avatar', 'owner', 'GET', `/api2/avatars/user/${OTHER}/resized/80/`);
+  await step('client-login', 'owner', 'GET', '/api2/client-login/');
+  await step('client-login, POST', 'owner', 'POST', '/api2/client-login/');
 
   // ---- accounts (administrator)
   await step('accounts', 'owner', 'GET', '/api2/accounts/');
@@ -236,6 +238,10 @@ async function script(server: TestServer): Promise<Transcript> {
   await step('default library, create', 'other', 'POST', '/api2/default-repo/');
   await step('virtual libraries', 'owner', 'GET', '/api2/virtual-repos/');
   await step('search (Pro)', 'owner', 'GET', '/api2/search/', { query: { q: 'a' } });
+  await step('sub-library', 'owner', 'GET', `${R}/dir/sub_repo/`, { query: { p: '/', name: 'x' } });
+  await step('library public (Pro)', 'owner', 'POST', `${R}/public/`);
+  await step('folder permissions (Pro)', 'owner', 'GET', `${R}/user-folder-perm/`, { query: { folder_path: '/' } });
+  await step('office viewer (Pro)', 'owner', 'GET', `${R}/owa-file/`, { query: { path: '/a.txt' } });
 
   // ---- folders and files, as the owner
   await step('list root, empty', 'owner', 'GET', `${R}/dir/`, { query: { p: '/' } });
@@ -265,6 +271,8 @@ async function script(server: TestServer): Promise<Transcript> {
   });
   await step('dir delete', 'owner', 'DELETE', `${R}/dir/`, { query: { p: '/g' } });
   await step('dir delete, no such', 'owner', 'DELETE', `${R}/dir/`, { query: { p: '/nope' } });
+  await step('dir download link', 'owner', 'GET', `${R}/dir/download/`, { query: { p: '/d' } });
+  await step('thumbnail', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/a.txt', size: '48' } });
 
   const up = await step('upload-link', 'owner', 'GET', `${R}/upload-link/`, { query: { p: '/' } });
   await step('upload-link, no such folder', 'owner', 'GET', `${R}/upload-link/`, { query: { p: '/nope' } });
@@ -492,6 +500,9 @@ async function script(server: TestServer): Promise<Transcript> {
   await step('share link v2', 'owner', 'PUT', `${R}/file/shared-link/`, { form: { p: '/a.txt' } });
   await step('share link v2, no p', 'owner', 'PUT', `${R}/file/shared-link/`, { form: {} });
   await step('share links v2', 'owner', 'GET', '/api2/shared-links/');
+  await step('send share link, no mail', 'owner', 'POST', '/api2/send-share-link/', {
+    form: { token: '0'.repeat(20), email: OTHER },
+  });
   const dirLink = await step('share link', 'owner', 'POST', '/api/v2.1/share-links/', {
     form: { repo_id: repo, path: '/d' },
   });
@@ -582,6 +593,13 @@ async function script(server: TestServer): Promise<Transcript> {
     form: { share_type: 'user', username: OTHER, permission: 'x' },
   });
   await step('shared folders', 'owner', 'GET', '/api/v2.1/shared-folders/');
+  await step('share folder permission', 'owner', 'POST', `${R}/dir/shared_items/`, {
+    query: { p: '/d', share_type: 'user', username: OTHER },
+    form: { permission: 'r' },
+  });
+  await step('share libraries in batch', 'owner', 'POST', '/api/v2.1/repos/batch/', {
+    form: { operation: 'share', share_type: 'user', username: OTHER, permission: 'r', repo_id: repo },
+  });
   await step('unshare folder', 'owner', 'DELETE', `${R}/dir/shared_items/`, {
     query: { p: '/d', share_type: 'user', username: OTHER },
   });
@@ -620,6 +638,15 @@ async function script(server: TestServer): Promise<Transcript> {
   });
   await step('other: libraries, group', 'other', 'GET', '/api2/repos/', { query: { type: 'group' } });
   await step('group libraries', 'owner', 'GET', `/api/v2.1/groups/${gid}/libraries/`);
+  await step('group avatar', 'owner', 'GET', `/api2/avatars/group/${gid}/resized/80/`);
+  await step('group messages (old)', 'owner', 'GET', `/api2/group/msgs/${gid}/`);
+  await step('group discussions (old)', 'owner', 'GET', `/api2/groups/${gid}/discussions/`);
+  await step('group v2 rename', 'owner', 'POST', `/api2/groups/${gid}/`, {
+    form: { operation: 'rename', newname: 'team3' },
+  });
+  await step('group v2 member add, no such user', 'owner', 'PUT', `/api2/groups/${gid}/members/`, {
+    form: { user_name: 'nobody@seafs.test' },
+  });
   await step('group library unshare', 'owner', 'DELETE', `/api2/shared-repos/${repo}/`, {
     query: { share_type: 'group', group_id: gid },
   });
@@ -627,6 +654,12 @@ async function script(server: TestServer): Promise<Transcript> {
   await step('group delete, not owner', 'other', 'DELETE', `/api/v2.1/groups/${gid}/`);
   await step('group delete', 'owner', 'DELETE', `/api/v2.1/groups/${gid}/`);
   await step('group v2 create', 'owner', 'PUT', '/api2/groups/', { form: { group_name: 'old' } });
+  const v2g = (await step('groups v2, again', 'owner', 'GET', '/api2/groups/')).json as {
+    groups?: { id: number; name: string }[];
+  };
+  const old = String(v2g?.groups?.find((x) => x.name === 'old')?.id ?? 0);
+  await step('group v2 delete', 'owner', 'DELETE', `/api2/groups/${old}/`);
+  await step('share link v2 delete', 'owner', 'DELETE', '/api2/shared-links/', { query: { t: '0'.repeat(20) } });
 
   // ---- the rest, and the library's end
   await step('libraries', 'owner', 'GET', '/api2/repos/');
