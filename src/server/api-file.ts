@@ -71,6 +71,7 @@ async function fileDetail(ctx: Ctx, r: Req): Promise<void> {
     last_modifier_contact_email: e.modifier,
     starred: ctx.db.isStarred(user.email, repo.id, full),
     can_edit: perm === 'rw',
+    comment_total: 0, // seahub's file comments: none here
     // seahub 10 CE's api2 file detail has no is_locked
     ...(ctx.pro ? { is_locked: !!ctx.db.lock(repo.id, full) } : {}),
   });
