@@ -67,9 +67,11 @@ async function createGroup(ctx: Ctx, r: Req, name: string | undefined): Promise<
   return g;
 }
 
-async function addMember(ctx: Ctx, r: Req, g: Group, email: string | undefined): Promise<string> {
+/** `v21`: an unknown user is a 404 there (seahub's GroupMembers), a 400 in api2. */
+async function addMember(ctx: Ctx, r: Req, g: Group, email: string | undefined, v21 = false): Promise<string> {
   requireAdmin(ctx, g, r.user!);
   const u = email ? ctx.db.user(email) : undefined;
+  if (!u && v21) throw new HttpError(404, `User ${email ?? ''} not found.`);
   if (!u) throw new HttpError(400, `Email ${email ?? ''} invalid.`);
   if (!ctx.db.groups.addMember(g, u.email)) throw new HttpError(400, `User ${u.email} is already a group member.`);
   await ctx.db.save();
@@ -230,7 +232,7 @@ export const groupRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const g = groupParam(ctx, r);
-      const email = await addMember(ctx, r, g, (await r.form({ json: true })).get('email'));
+      const email = await addMember(ctx, r, g, (await r.form({ json: true })).get('email'), true);
       sendJson(r.res, 201, member(ctx, r, g, email));
     },
   },

@@ -33,6 +33,11 @@ export const INTENDED: Intended[] = [
   { call: 'file new_history v2.1', what: '', why: NO_EVENTS },
   { call: 'virtual libraries', what: '', why: `${SEAHUB_500} (serve has no virtual libraries: 404)` },
   { call: 'file create, no parent', what: '', why: SEAHUB_500 },
+  {
+    call: 'copy-move progress',
+    what: '',
+    why: 'seahub copies within one library at once and hands an empty task_id (its progress then 400); serve always runs a task',
+  },
   { call: 'sub-library', what: '', why: `${SEAHUB_500} (serve has no sub-libraries: 404)` },
   { call: 'library public (Pro)', what: '', why: `${SEAHUB_500} (public libraries are not in serve: 404)` },
   { call: 'dir download link', what: '', why: `${SEAHUB_500}; serve zips through the V2.1 zip-task only (404 here)` },
@@ -112,11 +117,11 @@ export const INTENDED: Intended[] = [
     what: 'body $.two_factor_auth_enabled',
     why: "serve's own two-factor switch (totp_secret), shown back to the administrator",
   },
-  {
-    call: 'account update',
+  ...['account update', 'v2.1 user, rename'].map((call) => ({
+    call,
     what: 'body $.login_id',
     why: 'seahub answers null right after an update and "" otherwise; serve always ""',
-  },
+  })),
   { call: '*library*', what: 'body $.desc', why: SPEC_FIELDS },
   { call: '*library*', what: 'body $.head_commit_id', why: SPEC_FIELDS },
   { call: '*library*', what: 'body $.password_need', why: SPEC_FIELDS },

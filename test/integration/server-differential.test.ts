@@ -169,6 +169,7 @@ async function script(server: TestServer): Promise<Transcript> {
   await step('account info, other', 'other', 'GET', '/api2/account/info/');
   await step('server-info', 'nobody', 'GET', '/api2/server-info/');
   await step('v2.1 user', 'owner', 'GET', '/api/v2.1/user/');
+  await step('v2.1 user, rename', 'owner', 'PUT', '/api/v2.1/user/', { form: { name: 'Admin' } });
   await step('search-user', 'owner', 'GET', '/api2/search-user/', { query: { q: 'other' } });
   await step('devices', 'owner', 'GET', '/api2/devices/');
   await step('avatar', 'owner', 'GET', `/api2/avatars/user/${OTHER}/resized/80/`);
@@ -331,6 +332,14 @@ async function script(server: TestServer): Promise<Transcript> {
   await step('list, no such folder', 'owner', 'GET', `${R}/dir/`, { query: { p: '/nope' } });
   await step('list v2.1', 'owner', 'GET', `/api/v2.1/repos/${repo}/dir/`, { query: { p: '/' } });
   await step('dir detail v2.1', 'owner', 'GET', `/api/v2.1/repos/${repo}/dir/detail/`, { query: { path: '/d' } });
+  await step('mkdir v2.1', 'owner', 'POST', `/api/v2.1/repos/${repo}/dir/`, {
+    query: { p: '/w' },
+    form: { operation: 'mkdir' },
+  });
+  await step('dir delete v2.1', 'owner', 'DELETE', `/api/v2.1/repos/${repo}/dir/`, { query: { p: '/w' } });
+  await step('dir detail v2.1, no such folder', 'owner', 'GET', `/api/v2.1/repos/${repo}/dir/detail/`, {
+    query: { path: '/nope' },
+  });
 
   const dl = await step('file link', 'owner', 'GET', `${R}/file/`, { query: { p: '/a.txt' } });
   await step('file link, reuse', 'owner', 'GET', `${R}/file/`, { query: { p: '/a.txt', reuse: '1' } });
@@ -353,6 +362,9 @@ async function script(server: TestServer): Promise<Transcript> {
   await step('file detail', 'owner', 'GET', `${R}/file/detail/`, { query: { p: '/a.txt' } });
   await step('file detail, no such file', 'owner', 'GET', `${R}/file/detail/`, { query: { p: '/nope.txt' } });
   await step('file detail v2.1', 'owner', 'GET', `/api/v2.1/repos/${repo}/file/`, { query: { p: '/a.txt' } });
+  await step('smart link', 'owner', 'GET', '/api/v2.1/smart-link/', {
+    query: { repo_id: repo, path: '/a.txt', is_dir: 'false' },
+  });
   const fh = await step('file history', 'owner', 'GET', `${R}/file/history/`, { query: { p: '/a.txt' } });
   await step('file history v2.1', 'owner', 'GET', `/api/v2.1/repos/${repo}/file/history/`, {
     query: { path: '/a.txt' },
@@ -465,7 +477,7 @@ async function script(server: TestServer): Promise<Transcript> {
       dst_parent_dir: '/p',
     },
   });
-  await step('async batch copy', 'owner', 'POST', '/api/v2.1/repos/async-batch-copy-item/', {
+  const task = await step('async batch copy', 'owner', 'POST', '/api/v2.1/repos/async-batch-copy-item/', {
     json: {
       src_repo_id: repo,
       src_parent_dir: '/',
@@ -473,6 +485,9 @@ async function script(server: TestServer): Promise<Transcript> {
       dst_repo_id: repo,
       dst_parent_dir: '/e',
     },
+  });
+  await step('copy-move progress', 'owner', 'GET', '/api/v2.1/query-copy-move-progress/', {
+    query: { task_id: String((task.json as { task_id?: string })?.task_id ?? '') },
   });
   await step('batch delete', 'owner', 'DELETE', '/api/v2.1/repos/batch-delete-item/', {
     json: { repo_id: repo, parent_dir: '/p', dirents: ['a.txt'] },
@@ -483,9 +498,13 @@ async function script(server: TestServer): Promise<Transcript> {
   const hist = await step('history, for a commit', 'owner', 'GET', `${R}/history/`);
   const head = ((hist.json as { commits?: { id: string }[] })?.commits ?? [])[0]?.id ?? '';
   await step('commit dir', 'owner', 'GET', `/api/v2.1/repos/${repo}/commits/${head}/dir/`, { query: { path: '/' } });
-  await step('dir download link (zip)', 'owner', 'GET', `/api/v2.1/repos/${repo}/zip-task/`, {
+  const zip = await step('dir download link (zip)', 'owner', 'GET', `/api/v2.1/repos/${repo}/zip-task/`, {
     query: { parent_dir: '/', dirents: 'd' },
   });
+  await step('zip progress', 'owner', 'GET', '/api/v2.1/query-zip-progress/', {
+    query: { token: String((zip.json as { zip_token?: string })?.zip_token ?? '') },
+  });
+  await step('trash clean', 'owner', 'DELETE', `/api/v2.1/repos/${repo}/trash/`);
 
   // ---- stars
   await step('star', 'owner', 'POST', '/api2/starredfiles/', { form: { repo_id: repo, p: '/a.txt' } });
@@ -631,6 +650,13 @@ async function script(server: TestServer): Promise<Transcript> {
   });
   await step('group members bulk', 'owner', 'POST', `/api/v2.1/groups/${gid}/members/bulk/`, {
     form: { emails: `${OTHER},nobody@seafs.test` },
+  });
+  await step('group search member', 'owner', 'GET', `/api/v2.1/groups/${gid}/search-member/`, {
+    query: { q: 'other' },
+  });
+  await step('shareable groups', 'owner', 'GET', '/api/v2.1/shareable-groups/');
+  await step('other: group member add, not admin', 'other', 'POST', `/api/v2.1/groups/${gid}/members/`, {
+    form: { email: 'carol@seafs.test' },
   });
   await step('group rename', 'owner', 'PUT', `/api/v2.1/groups/${gid}/`, { form: { name: 'team2' } });
   await step('group library share', 'owner', 'PUT', `/api2/shared-repos/${repo}/`, {
