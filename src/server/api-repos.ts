@@ -12,6 +12,8 @@ import type { Route } from './router.js';
 export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Permission, group?: Group) {
   const head = await ctx.heads.get(repo.id);
   const owner = ctx.db.user(repo.owner);
+  // the author of the library's last change, as seahub names it (commits are cached: a read each at most)
+  const modifier = (await ctx.heads.readCommit(head.commit_id)).creator_name;
   const item: Record<string, unknown> = {
     type: group ? 'grepo' : repo.owner === user.email ? 'repo' : 'srepo',
     id: repo.id,
@@ -28,6 +30,9 @@ export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Pe
     size_formatted: `${head.size} B`,
     root: head.root_id,
     head_commit_id: head.commit_id,
+    modifier_email: modifier,
+    modifier_contact_email: modifier,
+    modifier_name: ctx.db.user(modifier)?.name ?? modifier,
     virtual: false,
     version: 1,
     salt: '',
@@ -214,7 +219,9 @@ export const repoRoutes: Route[] = [
           owner_email: repo.owner,
           owner_name: it.owner_name,
           last_modified: isoTime(it.mtime as number),
-          modifier_email: repo.owner,
+          modifier_email: it.modifier_email,
+          modifier_name: it.modifier_name,
+          modifier_contact_email: it.modifier_contact_email,
           size: it.size,
           encrypted: repo.encrypted,
           permission: perm,

@@ -173,8 +173,6 @@ export const INTENDED: Intended[] = [
   { call: 'shared by me', what: 'body $[]', why: SYNC_FIELDS },
   { call: 'other: shared with me', what: 'body $[]', why: SYNC_FIELDS },
   { call: 'shared by me v2.1', what: 'body $[].last_modified', why: SPEC_FIELDS },
-  { call: '*libraries*', what: 'body $[].modifier_', why: "serve reads no library's head commit to list it" },
-  { call: '*libraries*', what: 'body $.repos[].modifier_', why: "serve reads no library's head commit to list it" },
   { call: '*libraries*', what: 'body $[].desc', why: SPEC_FIELDS },
   { call: '*libraries*', what: 'body $[].enc_version', why: SPEC_FIELDS },
   { call: '*libraries*', what: 'body $[].magic', why: SPEC_FIELDS },
