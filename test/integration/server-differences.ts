@@ -81,6 +81,12 @@ export const INTENDED: Intended[] = [
     why: 'the C server names the file with filename="..." on ranged answers only; serve uses its RFC 5987 filename* on every answer',
   },
 
+  {
+    call: 'other: shared items, read-only',
+    what: '',
+    why: 'seahub 10 shows whom a library is shared with to anyone who can read it; serve to its owner only (403)',
+  },
+
   // ---- under change elsewhere
   { call: 'other: * not shared', what: 'status', why: PROBE, underChange: true },
   { call: 'upload-link, not shared', what: 'status', why: PROBE, underChange: true },
@@ -144,7 +150,7 @@ export const INTENDED: Intended[] = [
     what: 'body $.',
     why: 'seahub 10 CE counts nothing here; serve adds size and counts (later seahub has them)',
   },
-  { call: 'file detail', what: 'body $.parent_dir', why: SPEC_FIELDS },
+  { call: '*file detail*', what: 'body $.parent_dir', why: SPEC_FIELDS },
   { call: 'file * v2.1', what: 'body $.can_edit', why: WEB_FIELDS },
   { call: 'file * v2.1', what: 'body $.can_preview', why: WEB_FIELDS },
   { call: 'stars', what: 'body $[].', why: `${WEB_FIELDS} (icons, relative times, the same id twice)` },

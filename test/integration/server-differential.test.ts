@@ -599,6 +599,27 @@ async function script(server: TestServer): Promise<Transcript> {
   });
   await step('other: upload-link, read-only', 'other', 'GET', `${R}/upload-link/`, { query: { p: '/' } });
   await step('other: delete library, shared', 'other', 'DELETE', `${R}/`);
+  await step('other: file delete, read-only', 'other', 'DELETE', `${R}/file/`, { query: { p: '/a.txt' } });
+  await step('other: file rename, read-only', 'other', 'POST', `${R}/file/`, {
+    query: { p: '/a.txt' },
+    form: { operation: 'rename', newname: 'z.txt' },
+  });
+  await step('other: file copy out, read-only', 'other', 'POST', `${R}/file/`, {
+    query: { p: '/a.txt' },
+    form: { operation: 'copy', dst_repo: spare, dst_dir: '/' },
+  });
+  await step('other: file detail, read-only', 'other', 'GET', `${R}/file/detail/`, { query: { p: '/a.txt' } });
+  await step('other: share link, read-only', 'other', 'POST', '/api/v2.1/share-links/', {
+    form: { repo_id: repo, path: '/e' },
+  });
+  await step('other: star, read-only', 'other', 'POST', '/api2/starredfiles/', {
+    form: { repo_id: repo, p: '/a.txt' },
+  });
+  await step('other: history, read-only', 'other', 'GET', `${R}/history/`);
+  await step('other: library owner, read-only', 'other', 'GET', `${R}/owner/`);
+  await step('other: shared items, read-only', 'other', 'GET', `${R}/dir/shared_items/`, {
+    query: { p: '/', share_type: 'user' },
+  });
   await step('shared items', 'owner', 'GET', `${R}/dir/shared_items/`, { query: { p: '/', share_type: 'user' } });
   await step('shared items, bad share_type', 'owner', 'GET', `${R}/dir/shared_items/`, {
     query: { p: '/', share_type: 'x' },
