@@ -170,7 +170,8 @@ async function repoInfo(ctx: Ctx, r: Req): Promise<void> {
     modifier_contact_email: modifier,
     modifier_name: ctx.db.user(modifier)?.name ?? modifier,
     password_need: repo.encrypted ? !ctx.isUnlocked(user.email, repo) : null,
-    ...(repo.encrypted ? { magic: repo.magic, random_key: repo.randomKey } : {}),
+    // (a salt is made for enc_version 3 and later only: serve's libraries are version 2)
+    ...(repo.encrypted ? { magic: repo.magic, random_key: repo.randomKey, salt: '' } : {}),
   });
 }
 

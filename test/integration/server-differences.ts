@@ -133,11 +133,6 @@ export const INTENDED: Intended[] = [
   { call: '*library*', what: 'body $.password_need', why: SPEC_FIELDS },
   { call: '*library*', what: 'body $.enc_version', why: SPEC_FIELDS },
   { call: '*library*', what: 'body $.file_count', why: WEB_FIELDS },
-  {
-    call: 'encrypted library',
-    what: 'body $.salt',
-    why: 'enc_version 3+ only; serve makes enc_version 2 libraries, whose salt is empty',
-  },
   { call: 'download-info', what: 'body $.applet_root', why: SPEC_FIELDS },
   {
     call: 'history',

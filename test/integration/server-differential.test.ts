@@ -643,6 +643,23 @@ async function script(server: TestServer): Promise<Transcript> {
   await step('unshare folder', 'owner', 'DELETE', `${R}/dir/shared_items/`, {
     query: { p: '/d', share_type: 'user', username: OTHER },
   });
+  // an encrypted library, shared: the API answers without its password, the file server does not
+  const encUp = await step('encrypted: upload-link', 'owner', 'GET', `/api2/repos/${enc}/upload-link/`, {
+    query: { p: '/' },
+  });
+  await upload('encrypted: upload', `${str(encUp)}?ret-json=1`, [
+    { name: 'parent_dir', value: '/' },
+    { name: 'file', value: 'secret', filename: 's.txt' },
+  ]);
+  await step('encrypted: share', 'owner', 'PUT', `/api2/shared-repos/${enc}/`, {
+    query: { share_type: 'personal', users: OTHER, permission: 'rw' },
+  });
+  await step('other: encrypted list, no password', 'other', 'GET', `/api2/repos/${enc}/dir/`, { query: { p: '/' } });
+  const encLink = await step('other: encrypted file link, no password', 'other', 'GET', `/api2/repos/${enc}/file/`, {
+    query: { p: '/s.txt' },
+  });
+  await step('other: encrypted download, no password', 'nobody', 'GET', str(encLink), { url: true });
+  await step('other: encrypted library, no password', 'other', 'GET', `/api2/repos/${enc}/`);
   await step('other: leave shared library', 'other', 'DELETE', `/api2/beshared-repos/${repo}/`, {
     query: { share_type: 'personal', from: owner },
   });
