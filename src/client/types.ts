@@ -22,6 +22,7 @@ export interface Library {
 export interface LibraryInfo {
   id: string;
   name: string;
+  /** "self" or "share" (whose it is, from the caller's side), not an e-mail: the list's `owner` is the e-mail */
   owner: string;
   size: number;
   root?: string;

@@ -24,7 +24,9 @@ export async function* commitsFrom(ctx: Ctx, id: string | null): AsyncGenerator<
 
 function publicCommit(c: Commit, extra: Record<string, unknown> = {}) {
   const { kind: _kind, ...rest } = c;
-  return { ...rest, rev_file_size: 0, rev_file_id: null, rev_renamed_old_path: null, ...extra };
+  // seahub's commit records also carry the desktop client's fields, null for web and API commits
+  const sync = { client_version: null, device_name: null, next_start_commit: null };
+  return { ...rest, rev_file_size: 0, rev_file_id: null, rev_renamed_old_path: null, ...sync, ...extra };
 }
 
 function paging(r: Req, defPer: number): { page: number; per: number } {
@@ -266,6 +268,7 @@ export const historyRoutes: Route[] = [
           client_version: null,
           device_name: null,
           second_parent_id: null,
+          tags: [], // snapshot labels: none here
         })),
         more,
       });

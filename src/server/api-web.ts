@@ -124,6 +124,15 @@ export const webRoutes: Route[] = [
   },
   {
     method: 'GET',
+    path: '/api2/avatars/group/:group/resized/:size',
+    auth: 'user',
+    handler: async (_c, r) => {
+      if (!/^\d+$/.test(r.params[1])) throw new HttpError(404, 'Not found.');
+      sendJson(r.res, 200, { url: `${r.base}/media/avatars/groups/default.png`, is_default: true, mtime: 0 });
+    },
+  },
+  {
+    method: 'GET',
     path: '/api2/search-user',
     auth: 'user',
     handler: async (ctx, r) => {

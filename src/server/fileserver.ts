@@ -8,7 +8,8 @@ import { promises as fsp } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Ctx, Req } from './context.js';
 import type { RepoMeta, User } from './db.js';
-import { FileServerError, type HttpError, sendJson, sendText } from './http.js';
+import { downloadContentType } from './content-types.js';
+import { FileServerError, type HttpError, sendFileServerText, sendJson, sendText } from './http.js';
 import { parseMultipart, type UploadedPart } from './multipart.js';
 import { canonicalDir, isValidName, nfcName, uploadName } from './names.js';
 import { ZERO_ID } from './objects.js';
@@ -43,7 +44,7 @@ export async function download(ctx: Ctx, r: Req): Promise<void> {
     return sendText(r.res, 400, 'Repo is encrypted. Please provide password to view it.\n');
   }
   const base: Record<string, string> = {
-    'Content-Type': 'application/octet-stream',
+    'Content-Type': downloadContentType(t.name),
     'Accept-Ranges': 'bytes',
     ETag: t.fileId,
     'Content-Disposition': `attachment; filename*=UTF-8''${encodeURIComponent(t.name)}`,
@@ -124,10 +125,10 @@ function adopt(ctx: Ctx, repo: RepoMeta, f: UploadedPart): void {
 
 function uploadToken(ctx: Ctx, r: Req, kind: 'upload' | 'update') {
   const t = ctx.uploads.get(r.params[0]);
-  if (!t || t.kind !== kind || t.expires <= Date.now()) throw fsError(403, 'Access denied.');
+  if (!t || t.kind !== kind || t.expires <= Date.now()) throw fsError(403, 'Access token not found.');
   const user = ctx.db.user(t.user);
   const repo = ctx.db.repo(t.repoId);
-  if (!user || !repo || ctx.permission(user, repo) !== 'rw') throw fsError(403, 'Access denied.');
+  if (!user || !repo || ctx.permission(user, repo) !== 'rw') throw fsError(403, 'Permission denied.');
   return { t, user, repo };
 }
 
@@ -149,7 +150,7 @@ export async function upload(ctx: Ctx, r: Req): Promise<void> {
   const { t, user, repo } = uploadToken(ctx, r, 'upload');
   const stored = await storeUpload(ctx, r, { dir: t.dir, user, repo });
   if (r.query.get('ret-json') === '1') sendJson(r.res, 200, stored);
-  else sendText(r.res, 200, stored.map((s) => s.id).join('\t'));
+  else sendFileServerText(r.res, 200, stored.map((s) => s.id).join('\t'));
 }
 
 /**
@@ -168,7 +169,7 @@ export async function storeUpload(
   try {
     const field = (k: string) => fields.get(k)?.[0];
     const parentDir = field('parent_dir') ?? (into.impliedParent ? into.dir : undefined);
-    if (!parentDir) throw fsError(400, 'Invalid URL.');
+    if (!parentDir) throw fsError(400, 'Invalid parent dir.');
     let parent: string[];
     let rel: string[];
     try {
@@ -243,7 +244,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     });
     if (id === null) throw fsError(441, 'File does not exist.');
     if (r.query.get('ret-json') === '1') sendJson(r.res, 200, [{ name: comps[comps.length - 1], id, size: part.size }]);
-    else sendText(r.res, 200, id);
+    else sendFileServerText(r.res, 200, id);
   } finally {
     await discard(files);
   }

@@ -154,7 +154,7 @@ describe('sharing and permissions', () => {
 describe('encrypted libraries', () => {
   it('as real servers: the web API answers without the password, the file server refuses content', async () => {
     const c = await admin('POST', '/api2/repos/', { form: { name: 'secret', passwd: 'p4ss' } });
-    expect(c.json).toMatchObject({ encrypted: true, enc_version: 2 });
+    expect(c.json).toMatchObject({ encrypted: 1, enc_version: 2 });
     expect(c.json.magic).toMatch(/^[0-9a-f]{64}$/);
     const id = c.json.repo_id;
     const info = await admin('GET', `/api2/repos/${id}/`);

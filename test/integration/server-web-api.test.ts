@@ -55,7 +55,7 @@ describe("another account's library", () => {
       },
     });
     expect(copy.status).toBe(404);
-    expect((await admin('GET', `/api2/repos/${repo}/`)).json).toMatchObject({ owner: server.adminEmail });
+    expect((await admin('GET', `/api2/repos/${repo}/owner/`)).json).toMatchObject({ owner: server.adminEmail });
     expect((await admin('GET', `/api2/repos/${repo}/dir/`)).json.map((e: { name: string }) => e.name)).toEqual([
       'secret',
     ]);
