@@ -17,7 +17,7 @@ const WEB_UI = 'the real server here is built without its web UI (README of real
 const NO_EVENTS = 'the real server here runs without seafevents, so activities and file history by events are off';
 const SEAHUB_500 = 'seahub 10 fails on this input with an HTML 500; serve answers a clear JSON error';
 const PROBE =
-  "403 versus 404 for other people's libraries: serve hides them (404), seahub says 403; reworked elsewhere";
+  "a library the caller cannot see answers as a missing one (404) whatever the call; seahub's 403 where it exists tells a stranger that it does";
 const WEB_FIELDS =
   "a field seahub's web UI uses (modifier, counts, previews, tags, thumbnails) that serve does not keep; no client here reads it";
 const SPEC_FIELDS = "a field the spec's shape has (or serve's own clients read) that 10.0's answer leaves out";
@@ -93,6 +93,8 @@ export const INTENDED: Intended[] = [
   { call: 'share link, not shared', what: 'status', why: PROBE, underChange: true },
   { call: 'library rename, not the owner', what: 'status', why: PROBE, underChange: true },
   { call: 'library delete, again', what: 'status', why: PROBE, underChange: true },
+  { call: 'library owner, not the owner', what: 'status', why: PROBE },
+  { call: 'library delete, not the owner', what: 'status', why: PROBE },
   {
     call: 'set password, not encrypted',
     what: '',
