@@ -1,5 +1,5 @@
 // `seafs confirm-delete MOUNTPOINT [--cancel]`: the answer to the mass-delete
-// guard (src/vfs/delete-guard.ts) of a running mount. Without --cancel the
+// guard (src/vfs/remove/mass-delete-guard.ts) of a running mount. Without --cancel the
 // held deletes may go on (run the rm again); with it the hold ends and the
 // refused files stay.
 import { resolve } from 'node:path';

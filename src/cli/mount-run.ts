@@ -13,7 +13,7 @@ import { clearStaleMount, mountVfs, type FuseMount } from '../fuse/mount.js';
 import type { OpCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
 import { Vfs } from '../vfs/vfs.js';
-import { DEFAULT_DELETE_GUARD } from '../vfs/delete-guard.js';
+import { DEFAULT_DELETE_GUARD } from '../vfs/remove/mass-delete-guard.js';
 import { shellWord } from './confirm-delete.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import { waitForDetached, watchDetach } from './mount-detach.js';
@@ -22,7 +22,7 @@ import { UnreachableError } from './mount-retry.js';
 import { pinControl } from './pin.js';
 import { fmtBytes, fmtDuration, type UploadQueueEntry } from './status-format.js';
 import { readLibraryPassword, type Secrets } from './mount-secrets.js';
-import { WrongLibraryPassword } from '../vfs/library-unlock.js';
+import { WrongLibraryPassword } from '../vfs/libraries/encrypted-unlock.js';
 import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './mount-options.js';
 import { TokenRefused, UserError } from './user-error.js';
@@ -308,7 +308,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     }
     throw explain(e, s.url, false);
   }
-  retryUploads = () => vfs.wb.retryNow();
+  retryUploads = () => vfs.writeBack.retryNow();
   // the passwords the client sends again by itself (on its timer, after a refusal): one line each
   client.onUnlockAgain = unlockAgainLog((repo) => vfs.libraries.byId(repo), layerLog);
   const label = vfs.library?.name ?? 'all libraries';
@@ -360,7 +360,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         library: label,
         startedAt,
         cacheDir,
-        cacheMaxBytes: vfs.disk ? Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024) : 0,
+        cacheMaxBytes: vfs.chunkCache ? Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024) : 0,
         queue: uploadQueue(vfs),
         ops: opCounts,
         readAheadKb: fuse.readAheadKb,
@@ -372,7 +372,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         newSpaceBytes: v8.getHeapSpaceStatistics().find((sp) => sp.space_name === 'new_space')?.space_size,
       }),
     {
-      // `seafs confirm-delete MOUNTPOINT [--cancel]` (src/vfs/delete-guard.ts)
+      // `seafs confirm-delete MOUNTPOINT [--cancel]` (src/vfs/remove/mass-delete-guard.ts)
       'delete-guard': (arg) =>
         JSON.stringify({ held: arg === 'cancel' ? vfs.deleteGuard.cancel() : vfs.deleteGuard.confirm() }),
       'cache-clear': () => {
@@ -423,7 +423,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       .slice(0, 5)
       .map((f) => f.path)
       .join(', ');
-    const done = vfs.wb.stats.uploadedBytes;
+    const done = vfs.writeBack.stats.uploadedBytes;
     since ??= { at: Date.now(), bytes: done };
     const secs = (Date.now() - since.at) / 1000;
     const rate = secs >= 2 ? (done - since.bytes) / secs : 0;
@@ -438,7 +438,11 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     const b = new UnmountBound({
       waitMs: unmountWaitMs(),
       cacheDir,
-      sample: () => ({ landed: vfs.wb.stats.uploads, failures: vfs.wb.stats.failures, offline: !vfs.net.online }),
+      sample: () => ({
+        landed: vfs.writeBack.stats.uploads,
+        failures: vfs.writeBack.stats.failures,
+        offline: !vfs.connectivity.online,
+      }),
     });
     bound = b;
     b.start();
@@ -459,7 +463,10 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       let code = 0;
       if (b.stopped !== null) {
         code = 1;
-        const left = [...vfs.pendingUploads(), ...vfs.wb.folders.pending().map((f) => ({ path: f.path, size: 0 }))];
+        const left = [
+          ...vfs.pendingUploads(),
+          ...vfs.writeBack.folders.pending().map((f) => ({ path: f.path, size: 0 })),
+        ];
         say(
           b.stopped.includes('cache folder')
             ? `stopped waiting for uploads: ${b.stopped}; ${left.length} file(s) written here cannot be uploaded any more`
@@ -503,9 +510,9 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
 
 /** Each file not yet on the server, for `seafs status`: uploading, waiting or failed, and whether it is still written. */
 function uploadQueue(vfs: Vfs): UploadQueueEntry[] {
-  return vfs.wb.pending().map((f) => {
+  return vfs.writeBack.pending().map((f) => {
     const state = f.running ? 'uploading' : f.lastError ? 'failed' : f.writers > 0 ? 'writing' : 'waiting';
-    const streaming = vfs.wb.streamedBytes(f);
+    const streaming = vfs.writeBack.streamedBytes(f);
     const e: UploadQueueEntry = {
       path: f.path,
       size: f.size,
@@ -513,7 +520,7 @@ function uploadQueue(vfs: Vfs): UploadQueueEntry[] {
       attempts: f.failures,
     };
     if (streaming !== null) e.sent = streaming;
-    const blocks = vfs.wb.blockProgress(f);
+    const blocks = vfs.writeBack.blockProgress(f);
     if (blocks) e.blocks = blocks;
     if (f.writers > 0) e.writing = true;
     if (f.lastError) e.error = f.lastError instanceof Error ? f.lastError.message : String(f.lastError);

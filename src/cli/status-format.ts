@@ -1,7 +1,7 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
 // answer (see mount-run.ts) and, when measured, the upload rate.
-import type { DeleteGuardStatus } from '../vfs/delete-guard.js';
-import type { MtimeStatus } from '../vfs/local-mtimes.js';
+import type { DeleteGuardStatus } from '../vfs/remove/mass-delete-guard.js';
+import type { MtimeStatus } from '../vfs/mtimes/kept-mtimes.js';
 import type { PinStatus } from '../vfs/pin/status.js';
 import { shellWord } from './confirm-delete.js';
 
@@ -48,11 +48,11 @@ export interface MountStatus {
   rssBytes?: number;
   /** the folder listings the mount holds in memory */
   metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
-  /** where modification times set through the mount are kept (src/vfs/local-mtimes.ts) */
+  /** where modification times set through the mount are kept (src/vfs/mtimes/kept-mtimes.ts) */
   mtimes?: MtimeStatus;
   /** files kept on this machine (src/vfs/pin/) */
   pins?: PinStatus;
-  /** the mass-delete guard (src/vfs/delete-guard.ts) */
+  /** the mass-delete guard (src/vfs/remove/mass-delete-guard.ts) */
   deleteGuard?: DeleteGuardStatus;
 }
 

@@ -4,7 +4,7 @@
 // mount (see shared/notes/fuse-native.md).
 import { constants as OS } from 'node:os';
 import { errnoOf, type ErrnoName } from '../vfs/errors.js';
-import { nfc } from '../vfs/paths.js';
+import { nfc } from '../vfs/shared/paths.js';
 import type { Vfs } from '../vfs/vfs.js';
 
 /** a fuse-native operation or its callback */
@@ -261,7 +261,7 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       await vfs.chown(p, uid, gid);
       return [];
     }),
-    // extended attributes (src/vfs/xattrs.ts); `value` lives in libfuse memory, so it is copied
+    // extended attributes (src/vfs/xattrs/xattrs.ts); `value` lives in libfuse memory, so it is copied
     getxattr: handler('getxattr', async (p: string, name: string) => [await vfs.xattrs.get(p, name)]),
     listxattr: handler('listxattr', async (p: string) => [await vfs.xattrs.list(p)]),
     setxattr: handler('setxattr', async (p: string, name: string, value: Buffer) => {
@@ -282,7 +282,7 @@ const HANDLE_OPS = new Set(['init', 'read', 'write']);
 
 /**
  * Every path the kernel gives in NFC, the form the server stores names in
- * (vfs/paths.ts nfc; README "Unicode names"); rename's target too. Paths that
+ * (vfs/shared/paths.ts nfc; README "Unicode names"); rename's target too. Paths that
  * are plain ASCII pass through unchanged.
  */
 function nfcPaths(ops: Record<string, Cb>): Record<string, Cb> {

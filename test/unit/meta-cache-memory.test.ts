@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { DirEntry, DirListing, SeafileApi } from '../../src/client/types.js';
-import { MetaCache } from '../../src/vfs/meta-cache.js';
+import { MetaCache } from '../../src/vfs/listings/listing-cache.js';
 
 const REPO = 'repo';
 

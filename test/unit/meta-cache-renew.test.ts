@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MetaCache } from '../../src/vfs/meta-cache.js';
+import { MetaCache } from '../../src/vfs/listings/listing-cache.js';
 import { FakeApi, makeVfs } from '../helpers/fake-api.js';
 
 // The clock is stubbed: "stale" means older than the cache time, without waiting for it.
@@ -118,12 +118,12 @@ describe('stale listings renewed from their parent (folder ids are content hashe
         return n;
       };
       expect(await walk('/')).toBe(1 + 30 * 2);
-      for (let i = 0; i < 100 && vfs.meta.prefetchBacklog() > 0; i++) await new Promise((r) => setImmediate(r));
+      for (let i = 0; i < 100 && vfs.listingCache.prefetchBacklog() > 0; i++) await new Promise((r) => setImmediate(r));
       const before = api.calls.listDir;
       now += 11_000;
       expect(await walk('/')).toBe(1 + 30 * 2);
       expect(api.calls.listDir - before).toBe(1);
-      expect(vfs.meta.stats.uptodate).toBe(1);
+      expect(vfs.listingCache.stats.uptodate).toBe(1);
     } finally {
       await cleanup();
     }

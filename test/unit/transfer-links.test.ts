@@ -2,7 +2,7 @@
 // or 404 when used is fetched afresh once; a failure to get a link is not.
 import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/errors.js';
-import { linkExpired, TransferLinks } from '../../src/vfs/transfer-links.js';
+import { linkExpired, TransferLinks } from '../../src/vfs/write/transfer-links.js';
 
 function fakeLinks() {
   const asked: string[] = [];

@@ -107,7 +107,7 @@ describe('uploads by blocks', () => {
     const { api, repo, vfs } = await setup(cleanups);
     // the pump's first hash (bytes read, id known) waits until the test lets it go; the bytes of
     // the hashes started before the file is emptied are followed until they are given back
-    const hasher = (vfs.wb.blocks as unknown as { hasher: Hasher }).hasher;
+    const hasher = (vfs.writeBack.blocks as unknown as { hasher: Hasher }).hasher;
     const realHash = hasher.hash.bind(hasher);
     const realRelease = hasher.release.bind(hasher);
     const hold = gate();
@@ -172,7 +172,7 @@ describe('uploads by blocks', () => {
     expect(api.calls.fileBlocks).toBe(1);
     expect(api.blockBytesIn).toBe(B);
     // the changed block, and two of the server's ids checked against the local copy
-    expect(vfs.wb.blocks.stats.hashedBytes).toBeLessThanOrEqual(3 * B);
+    expect(vfs.writeBack.blocks.stats.hashedBytes).toBeLessThanOrEqual(3 * B);
   });
 
   it('an append sends the new blocks only; the next edit uses the ids this mount computed', async () => {
@@ -237,7 +237,7 @@ describe('uploads by blocks', () => {
     expect(api.content(repo, '/a.bin')!.equals(a)).toBe(true);
     expect(api.content(repo, '/b.bin')!.equals(b)).toBe(true);
     expect(api.calls.blocksLink).toBe(1);
-    expect(vfs.wb.blocks.stats.fallbacks).toBe(1);
+    expect(vfs.writeBack.blocks.stats.fallbacks).toBe(1);
     expect(JSON.parse(await readFile(join(cacheDir, 'blocks-off.json'), 'utf8')).reason).toMatch(/405/);
   });
 

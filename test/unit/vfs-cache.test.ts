@@ -34,17 +34,17 @@ describe('vfs metadata cache', () => {
     const { vfs, cleanup } = await makeVfs(api, { library: 'lib', dirCacheTimeMs: 50 });
     cleanups.push(cleanup);
     expect(await vfs.readdir('/')).toEqual(['a.txt']);
-    expect(vfs.meta.stats.fullListings).toBe(1);
+    expect(vfs.listingCache.stats.fullListings).toBe(1);
     await sleep(70);
     expect(await vfs.readdir('/')).toEqual(['a.txt']);
-    expect(vfs.meta.stats.uptodate).toBe(1);
-    expect(vfs.meta.stats.fullListings).toBe(1);
+    expect(vfs.listingCache.stats.uptodate).toBe(1);
+    expect(vfs.listingCache.stats.fullListings).toBe(1);
     // a change made by someone else
     api.putFile(repo, '/b.txt', 'bb');
     expect(await vfs.readdir('/')).toEqual(['a.txt']); // still fresh
     await sleep(70);
     expect((await vfs.readdir('/')).sort()).toEqual(['a.txt', 'b.txt']);
-    expect(vfs.meta.stats.fullListings).toBe(2);
+    expect(vfs.listingCache.stats.fullListings).toBe(2);
   });
 
   it('shows local changes at once, before any upload', async () => {
@@ -97,7 +97,7 @@ describe('vfs folder prefetch', () => {
       expect(took).toBeLessThan(61 * 20 * 0.6);
       // every non-empty folder listed exactly once; the empty one never
       expect(api.calls.listDir).toBe(1 + 10 + 50);
-      expect(vfs.meta.stats.prefetched).toBeGreaterThan(40);
+      expect(vfs.listingCache.stats.prefetched).toBeGreaterThan(40);
     } finally {
       await cleanup();
     }

@@ -29,7 +29,7 @@ describe('conflicts: nothing the mount did not see is overwritten', () => {
     const copies = api.names(repo, '/').filter((n) => CONFLICT.test(n));
     expect(copies).toHaveLength(1);
     expect(api.content(repo, `/${copies[0]}`)!.toString()).toBe('local\n');
-    expect(vfs.wb.stats.conflicts).toBe(1);
+    expect(vfs.writeBack.stats.conflicts).toBe(1);
     // the mount shows both, each with its own content
     expect((await vfs.readdir('/')).sort()).toEqual(['conf.txt', copies[0]].sort());
     expect((await readWhole(vfs, '/conf.txt')).toString()).toBe('theirs\n');
@@ -45,7 +45,7 @@ describe('conflicts: nothing the mount did not see is overwritten', () => {
     expect(await vfs.drain()).toEqual([]);
     expect(api.names(repo, '/')).toEqual(['conf.txt']);
     expect(api.content(repo, '/conf.txt')!.toString()).toBe('local\n');
-    expect(vfs.wb.stats.conflicts).toBe(0);
+    expect(vfs.writeBack.stats.conflicts).toBe(0);
   });
 
   it('an edit against a remote rename keeps the renamed file and the local version', async () => {
@@ -109,7 +109,7 @@ describe('conflicts: nothing the mount did not see is overwritten', () => {
     expect(await vfs.drain()).toEqual([]);
     expect(api.names(repo, '/')).toEqual(['conf.txt']);
     expect(api.content(repo, '/conf.txt')!.toString()).toBe('v7\n');
-    expect(vfs.wb.stats.conflicts).toBe(0);
+    expect(vfs.writeBack.stats.conflicts).toBe(0);
   });
 
   it('two mounts editing the same file: the second to upload keeps its version as a conflict copy', async () => {
@@ -129,7 +129,7 @@ describe('conflicts: nothing the mount did not see is overwritten', () => {
     const copies = api.names(repo, '/').filter((n) => CONFLICT.test(n));
     expect(copies).toHaveLength(1);
     expect(api.content(repo, `/${copies[0]}`)!.toString()).toBe('from b\n');
-    expect(a.vfs.wb.stats.conflicts + b.vfs.wb.stats.conflicts).toBe(1);
+    expect(a.vfs.writeBack.stats.conflicts + b.vfs.writeBack.stats.conflicts).toBe(1);
   });
 });
 
@@ -153,7 +153,7 @@ describe('conflicts: an upload whose answer was lost', () => {
       expect(lost).toBe(2);
       expect(api.names(repo, '/')).toEqual(['conf.txt']);
       expect(api.content(repo, '/conf.txt')!.toString()).toBe('mine\n');
-      expect(m.vfs.wb.stats.conflicts).toBe(0);
+      expect(m.vfs.writeBack.stats.conflicts).toBe(0);
     } finally {
       await m.cleanup();
     }
@@ -179,7 +179,7 @@ describe('conflicts: a batch upload whose answer was lost', () => {
       expect(lost).toBe(1);
       expect(api.names(repo, '/')).toEqual(['f0.txt', 'f1.txt', 'f2.txt', 'f3.txt', 'f4.txt']);
       for (let i = 0; i < 5; i++) expect(api.content(repo, `/f${i}.txt`)!.toString()).toBe(`file ${i}\n`);
-      expect(m.vfs.wb.stats.conflicts).toBe(0);
+      expect(m.vfs.writeBack.stats.conflicts).toBe(0);
     } finally {
       await m.cleanup();
     }
@@ -231,7 +231,7 @@ describe('conflicts: an upload whose answer was lost while the file was written 
         expect(await m.vfs.drain()).toEqual([]);
         expect(api.names(repo, '/')).toEqual(['f.txt']);
         expect(api.content(repo, '/f.txt')!.toString()).toBe('the second version, longer than the first\n');
-        expect(m.vfs.wb.stats.conflicts).toBe(0);
+        expect(m.vfs.writeBack.stats.conflicts).toBe(0);
       } finally {
         await m.cleanup();
       }
@@ -264,7 +264,7 @@ describe('a file deleted or renamed while its upload was on its way, whose answe
             expect(api.names(repo, '/')).toEqual(['g.txt']);
             expect(api.content(repo, '/g.txt')!.toString()).toBe('stored, answer lost\n');
           }
-          expect(m.vfs.wb.stats.conflicts).toBe(0);
+          expect(m.vfs.writeBack.stats.conflicts).toBe(0);
         } finally {
           await m.cleanup();
         }
@@ -286,15 +286,15 @@ describe('a file made again where a deleted one left a copy in doubt', () => {
       open();
       await del;
       // the lost answer took the mount offline: the copy is still in doubt, and the file is made again
-      expect(m.vfs.wb.landed.size).toBe(1);
+      expect(m.vfs.writeBack.landed.size).toBe(1);
       expect(api.names(repo, '/')).toEqual(['f.txt']);
       await writeWhole(m.vfs, '/f.txt', 'second, made again\n');
-      expect(m.vfs.wb.landed.size).toBe(0);
+      expect(m.vfs.writeBack.landed.size).toBe(0);
       api.down = false;
       expect(await m.vfs.drain()).toEqual([]);
       expect(api.names(repo, '/')).toEqual(['f.txt']);
       expect(api.content(repo, '/f.txt')!.toString()).toBe('second, made again\n');
-      expect(m.vfs.wb.stats.conflicts).toBe(0);
+      expect(m.vfs.writeBack.stats.conflicts).toBe(0);
     } finally {
       await m.cleanup();
     }

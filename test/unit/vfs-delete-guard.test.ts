@@ -1,4 +1,4 @@
-// The mass-delete guard (src/vfs/delete-guard.ts) through the vfs over the
+// The mass-delete guard (src/vfs/remove/mass-delete-guard.ts) through the vfs over the
 // fake API: past the threshold within the window deletes are refused (EPERM)
 // and nothing more reaches the server until a confirm; a cancel keeps the
 // files and counts from zero; the window forgets old deletes; 0 turns it off.
@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { expectErrno, FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
 import type { DirEntry } from '../../src/client/types.js';
-import { DeleteGuard, knownFilesUnder } from '../../src/vfs/delete-guard.js';
+import { DeleteGuard, knownFilesUnder } from '../../src/vfs/remove/mass-delete-guard.js';
 import type { VfsOptions } from '../../src/vfs/vfs.js';
 
 describe('mass-delete guard', () => {

@@ -6,7 +6,7 @@
 // file-server calls carry their library's id (the client unlocks it again).
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { WrongLibraryPassword } from '../../src/vfs/library-unlock.js';
+import { WrongLibraryPassword } from '../../src/vfs/libraries/encrypted-unlock.js';
 import { errnoOf, VfsError } from '../../src/vfs/errors.js';
 import { FakeApi, apiError, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 
@@ -135,7 +135,7 @@ describe('encrypted libraries in the vfs', () => {
     // the first attempt and three rounds of the retry timer
     for (let i = 0; i < 40 && (api.failNext.get('uploadLink')?.length ?? 0) > 0; i++) {
       await new Promise((r) => setTimeout(r, 50));
-      if (!m.vfs.wb.pending().some((s) => s.running)) m.vfs.wb.retryNow();
+      if (!m.vfs.writeBack.pending().some((s) => s.running)) m.vfs.writeBack.retryNow();
     }
     expect(api.failNext.get('uploadLink')).toEqual([]);
     expect(api.content(repo, '/f.txt')).toBeUndefined();

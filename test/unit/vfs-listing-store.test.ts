@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { DirEntry } from '../../src/client/types.js';
 import { errnoOf } from '../../src/vfs/errors.js';
-import { ListingStore } from '../../src/vfs/listing-store.js';
+import { ListingStore } from '../../src/vfs/listings/listing-disk-store.js';
 import { Vfs } from '../../src/vfs/vfs.js';
 import { FakeApi, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
 
@@ -129,7 +129,7 @@ describe('a vfs started with the server unreachable', () => {
     const m = await makeVfs(api, { ...opts, log: (l) => log.push(l) });
     const { vfs } = m;
     try {
-      expect(vfs.net.online).toBe(false);
+      expect(vfs.connectivity.online).toBe(false);
       expect(log.filter((l) => l.startsWith('offline:'))).toHaveLength(1);
       expect((await vfs.readdir('/dir')).sort()).toEqual(['a.txt', 'deep']);
       expect((await readWhole(vfs, '/dir/a.txt')).toString()).toBe('content a\n');
@@ -141,8 +141,8 @@ describe('a vfs started with the server unreachable', () => {
       expect((await vfs.readdir('/dir')).sort()).toEqual(['a.txt', 'deep', 'new.txt']);
 
       api.down = false;
-      for (let i = 0; i < 100 && !vfs.net.online; i++) await sleep(20);
-      expect(vfs.net.online).toBe(true);
+      for (let i = 0; i < 100 && !vfs.connectivity.online; i++) await sleep(20);
+      expect(vfs.connectivity.online).toBe(true);
       expect(await vfs.drain()).toEqual([]);
       expect(api.content(repo, '/dir/new.txt')!.toString()).toBe('written offline\n');
       expect((await vfs.readdir('/dir/deep')).sort()).toEqual(['deeper']);
@@ -189,8 +189,8 @@ describe('a vfs started with the server unreachable', () => {
     const second = await Vfs.create(api, opts);
     try {
       expect((await second.readdir('/dir')).sort()).toEqual(['a.txt']);
-      expect(second.meta.stats.uptodate).toBe(2); // the root and /dir
-      expect(second.meta.stats.fullListings).toBe(0);
+      expect(second.listingCache.stats.uptodate).toBe(2); // the root and /dir
+      expect(second.listingCache.stats.fullListings).toBe(0);
     } finally {
       second.close();
       await second.listings.flush();

@@ -1,5 +1,5 @@
 // The times this machine keeps for a server that ignores last_modify
-// (seafile-server < 12.0.4), src/vfs/local-mtimes.ts: shown while the server
+// (seafile-server < 12.0.4), src/vfs/mtimes/kept-mtimes.ts: shown while the server
 // lists the same file id and time, dropped when the file changed elsewhere,
 // carried by renames and moves, dropped by deletes, kept across instances (a
 // remount) in a file of mode 0600 written in batches; the mode learnt from the
@@ -11,7 +11,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { DirEntry } from '../../src/client/types.js';
-import { ignoresLastModify, LocalMtimes } from '../../src/vfs/local-mtimes.js';
+import { ignoresLastModify, LocalMtimes } from '../../src/vfs/mtimes/kept-mtimes.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
 

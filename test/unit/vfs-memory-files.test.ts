@@ -79,7 +79,7 @@ describe('small new files in memory', () => {
     expect(await vfs.drain()).toEqual([]);
     expect(api.content(repo, '/small.bin')!.equals(data)).toBe(true);
     expect(await tempFiles()).toEqual([]);
-    expect(vfs.wb.data.held).toBe(0);
+    expect(vfs.writeBack.data.held).toBe(0);
   });
 
   it('a file that outgrows the per-file limit moves to its temp file intact and goes on there', async () => {
@@ -94,7 +94,7 @@ describe('small new files in memory', () => {
       await vfs.write('/grows.bin', fh, data.subarray(off, off + n), n, off);
     }
     expect(await tempFiles()).toHaveLength(1);
-    expect(vfs.wb.data.held).toBe(0);
+    expect(vfs.writeBack.data.held).toBe(0);
     await vfs.flush('/grows.bin', fh);
     await vfs.release('/grows.bin', fh);
     expect((await readWhole(vfs, '/grows.bin')).equals(data)).toBe(true);
@@ -111,7 +111,7 @@ describe('small new files in memory', () => {
       for (const [i, f] of files.entries()) {
         const n = Math.max(0, Math.min(8 * KiB, f.data.length - off));
         if (n > 0) await vfs.write(f.path, handles[i], f.data.subarray(off, off + n), n, off);
-        expect(vfs.wb.data.held).toBeLessThanOrEqual(100 * KiB);
+        expect(vfs.writeBack.data.held).toBeLessThanOrEqual(100 * KiB);
       }
     }
     expect((await tempFiles()).length).toBeGreaterThan(0);
@@ -146,15 +146,15 @@ describe('small new files in memory', () => {
       await writeWhole(vfs, `/first${i}.txt`, `first ${i}`);
       expect(await vfs.drain()).toEqual([]);
     }
-    expect(vfs.wb.data.budget).toBe(400 * KiB);
+    expect(vfs.writeBack.data.budget).toBe(400 * KiB);
     // the burst of the test above (eight files of 30 KiB, 32 KiB buffers, open at once) fits now
     const files = Array.from({ length: 8 }, (_, i) => ({ path: `/f${i}.bin`, data: randomBytes(30 * KiB + i) }));
     const handles = await Promise.all(files.map((f) => vfs.create(f.path, 0o644)));
     for (const [i, f] of files.entries()) {
       await vfs.write(f.path, handles[i], f.data, f.data.length, 0);
-      expect(vfs.wb.data.held).toBeLessThanOrEqual(400 * KiB);
+      expect(vfs.writeBack.data.held).toBeLessThanOrEqual(400 * KiB);
     }
-    expect(vfs.wb.data.held).toBeGreaterThan(100 * KiB);
+    expect(vfs.writeBack.data.held).toBeGreaterThan(100 * KiB);
     expect(await tempFiles()).toEqual([]);
     for (const [i, f] of files.entries()) {
       await vfs.flush(f.path, handles[i]);

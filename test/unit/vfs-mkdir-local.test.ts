@@ -60,7 +60,7 @@ describe('vfs mkdir answered locally', () => {
     api.mkdirGate = g.wait;
     expect(await answered(vfs.mkdir('/p', 0o755))).toBe('answered');
     expect(await answered(vfs.mkdir('/p/q', 0o755))).toBe('answered');
-    vfs.meta.invalidateTree(repo, '/');
+    vfs.listingCache.invalidateTree(repo, '/');
     expect(await vfs.readdir('/')).toEqual(['p']);
     // the server has no /p to list: the mount's own listing answers
     expect(await vfs.readdir('/p')).toEqual(['q']);
@@ -68,7 +68,7 @@ describe('vfs mkdir answered locally', () => {
     g.open();
     expect(await vfs.drain()).toEqual([]);
     expect(api.names(repo, '/p')).toEqual(['q']);
-    vfs.meta.invalidateTree(repo, '/');
+    vfs.listingCache.invalidateTree(repo, '/');
     expect(await vfs.readdir('/p')).toEqual(['q']);
   });
 

@@ -98,7 +98,7 @@ describe('modification times', () => {
     // the first file alone, then the six in three POSTs (T1: a, b, f; T2: c, e; no time of its own: d)
     expect(api.calls.uploadMany).toBe(4);
     expect(api.calls.upload ?? 0).toBe(0);
-    expect(vfs.wb.stats.uploads).toBe(7);
+    expect(vfs.writeBack.stats.uploads).toBe(7);
   });
 
   it('a time set after close (tar x) is journaled without the bytes again, and a mount that died uploads the file with it', async () => {

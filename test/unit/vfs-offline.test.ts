@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { ApiError } from '../../src/client/errors.js';
 import type { SeafileApi } from '../../src/client/types.js';
-import { Connectivity, unreachable } from '../../src/vfs/connectivity.js';
+import { Connectivity, unreachable } from '../../src/vfs/shared/connectivity.js';
 import { errnoOf } from '../../src/vfs/errors.js';
 import { FakeApi, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
 
@@ -33,7 +33,7 @@ describe('offline: the server goes away and comes back', () => {
     await sleep(100); // past the listing cache time
     // listings it knows: stale, no error
     expect((await vfs.readdir('/')).sort()).toEqual(['a.txt', 'dir']);
-    expect(vfs.net.online).toBe(false);
+    expect(vfs.connectivity.online).toBe(false);
     expect((await vfs.getattr('/dir/b.txt')).size).toBe(11);
     // content it has: read from memory or disk
     expect((await readWhole(vfs, '/a.txt')).toString()).toBe('known content\n');
@@ -49,8 +49,8 @@ describe('offline: the server goes away and comes back', () => {
     expect(api.content(repo, '/new.txt')).toBeUndefined();
 
     api.down = false;
-    for (let i = 0; i < 100 && !vfs.net.online; i++) await sleep(20);
-    expect(vfs.net.online).toBe(true);
+    for (let i = 0; i < 100 && !vfs.connectivity.online; i++) await sleep(20);
+    expect(vfs.connectivity.online).toBe(true);
     expect(await vfs.drain()).toEqual([]);
     expect(api.content(repo, '/new.txt')!.toString()).toBe('written offline\n');
     expect(api.content(repo, '/dir/b2.txt')!.toString()).toBe('also offline\n');
@@ -214,15 +214,15 @@ describe('an unmount while the server is away', () => {
     api.down = true;
     // the first upload finds the server gone; the rest are written offline
     for (let i = 0; i < 20; i++) await writeWhole(vfs, `/f${i}.txt`, `file ${i}\n`);
-    for (let i = 0; i < 100 && vfs.net.online; i++) await sleep(20);
-    expect(vfs.net.online).toBe(false);
+    for (let i = 0; i < 100 && vfs.connectivity.online; i++) await sleep(20);
+    expect(vfs.connectivity.online).toBe(false);
     // before the fix, the drain started every upload again every 100 ms once the grace was over, and never returned
     const left = await vfs.drain();
     expect(left.map((f) => f.path).sort()).toEqual(Array.from({ length: 20 }, (_, i) => `/f${i}.txt`).sort());
     expect(api.content(repo, '/f0.txt')).toBeUndefined();
 
     api.down = false;
-    for (let i = 0; i < 100 && !vfs.net.online; i++) await sleep(20);
+    for (let i = 0; i < 100 && !vfs.connectivity.online; i++) await sleep(20);
     expect(await vfs.drain()).toEqual([]);
     for (let i = 0; i < 20; i++) expect(api.content(repo, `/f${i}.txt`)!.toString()).toBe(`file ${i}\n`);
   });

@@ -137,7 +137,7 @@ describe('pinned files', () => {
       await vfs.reader.diskIdle();
     }
     await sleep(50);
-    expect(vfs.disk!.stats.evictions).toBeGreaterThan(0);
+    expect(vfs.chunkCache!.stats.evictions).toBeGreaterThan(0);
     expect(await statusOf(vfs, '/read0.bin')).toBe('synced');
     expect(await get(vfs, '/read5.bin', 'user.seafile.status')).toBe('synced, cached');
     expect(await get(vfs, '/kept.bin', 'user.seafile.status')).toBe('synced, pinned');
@@ -259,7 +259,7 @@ describe('pinned files', () => {
     api.down = true;
     const again = await makeVfs(api, { library: 'lib', cacheDir, dirCacheTimeMs: 50 });
     cleanups.push(again.cleanup);
-    expect(again.vfs.net.online).toBe(false);
+    expect(again.vfs.connectivity.online).toBe(false);
     expect(same(await readWhole(again.vfs, '/keep/sub/deep/c.bin'), deep)).toBe(true);
     expect((await readWhole(again.vfs, '/keep/top.txt')).toString()).toBe('top\n');
   });

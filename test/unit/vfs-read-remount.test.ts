@@ -92,7 +92,7 @@ describe('re-reading a file from the disk cache', () => {
       expect((await readWhole(first.vfs, '/f.bin')).equals(data)).toBe(true);
       expect(api.calls.streamGet).toBe(1);
       expect(api.bytesServed).toBe(data.length);
-      expect(first.vfs.disk!.stats.skippedBytes).toBe(0);
+      expect(first.vfs.chunkCache!.stats.skippedBytes).toBe(0);
       await first.vfs.reader.closeDisk();
       first.vfs.close();
       const second = await makeVfs(api, { ...opts, cacheDir: first.cacheDir });

@@ -119,7 +119,7 @@ describe('vfs disk cache across mounts', () => {
       expect(api.calls.streamGet).toBeGreaterThan(0);
       expect(api.bytesServed).toBe(data.length);
       // a stream whose file is kept waits for the disk; what skips is written at unmount from memory
-      const skipped = first.vfs.disk!.stats.skippedBytes;
+      const skipped = first.vfs.chunkCache!.stats.skippedBytes;
       await first.vfs.reader.closeDisk(); // what the unmount does before it says done
       first.vfs.close();
       const second = await makeVfs(api, { ...opts, cacheDir: first.cacheDir });
@@ -206,7 +206,7 @@ describe('vfs disk cache across mounts', () => {
     const first = await makeVfs(api, { library: 'lib' });
     try {
       expect((await readWhole(first.vfs, '/f.bin')).equals(old)).toBe(true);
-      await first.vfs.disk!.close();
+      await first.vfs.chunkCache!.close();
       first.vfs.close();
       const changed = Buffer.from(old);
       changed.fill(0x5a, 5_000_000, 5_000_100);
@@ -251,7 +251,7 @@ describe('vfs random reads', () => {
       };
       for (let i = 0; i < 40; i++) await readAt(Math.floor(rnd() * (data.length - 4096)) & ~4095);
       expect(m.vfs.reader.stats.fills).toBe(1);
-      for (let i = 0; i < 100 && m.vfs.disk!.stats.writes < 64; i++) await sleep(20);
+      for (let i = 0; i < 100 && m.vfs.chunkCache!.stats.writes < 64; i++) await sleep(20);
       await sleep(50);
       const downloads = gets(api);
       for (let i = 0; i < 200; i++) await readAt(Math.floor(rnd() * (data.length - 4096)) & ~4095);

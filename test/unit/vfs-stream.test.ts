@@ -110,7 +110,7 @@ describe('vfs streaming upload', () => {
     expect(streams.made).toHaveLength(1);
     expect(streams.made[0].finished).toBe(true);
     expect(api.calls.upload ?? 0).toBe(0);
-    expect(vfs.wb.stats).toMatchObject({ streams: 1, streamed: 1, uploads: 1, streamAborts: 0 });
+    expect(vfs.writeBack.stats).toMatchObject({ streams: 1, streamed: 1, uploads: 1, streamAborts: 0 });
     expect(vfs.pendingUploads()).toEqual([]);
   });
 
@@ -139,7 +139,7 @@ describe('vfs streaming upload', () => {
     expect(api.content(repo, '/seek.bin')!.equals(data)).toBe(true);
     expect(streams.made[0].finished).toBe(false);
     expect(api.calls.upload).toBe(1);
-    expect(vfs.wb.stats).toMatchObject({ streams: 1, streamed: 0, streamAborts: 1 });
+    expect(vfs.writeBack.stats).toMatchObject({ streams: 1, streamed: 0, streamAborts: 1 });
   });
 
   it('a rewrite above what was streamed keeps the stream', async () => {
@@ -156,7 +156,7 @@ describe('vfs streaming upload', () => {
     await vfs.release('/hole.bin', fh);
     await vfs.drain();
     expect(api.content(repo, '/hole.bin')!.equals(data)).toBe(true);
-    expect(vfs.wb.stats.streamed).toBe(1);
+    expect(vfs.writeBack.stats.streamed).toBe(1);
   });
 
   it('ftruncate during the stream aborts it; the truncated content is uploaded', async () => {
@@ -170,7 +170,7 @@ describe('vfs streaming upload', () => {
     await vfs.release('/t.bin', fh);
     await vfs.drain();
     expect(api.content(repo, '/t.bin')!.equals(data.subarray(0, MiB + 7))).toBe(true);
-    expect(vfs.wb.stats.streamed).toBe(0);
+    expect(vfs.writeBack.stats.streamed).toBe(0);
   });
 
   it('a rename during the stream aborts it; the file lands at its new name', async () => {
@@ -211,7 +211,7 @@ describe('vfs streaming upload', () => {
     expect(await vfs.drain()).toEqual([]);
     expect(api.content(repo, '/f.bin')!.equals(data)).toBe(true);
     expect(api.calls.upload).toBe(1);
-    expect(vfs.wb.stats).toMatchObject({ streams: 1, streamed: 0, streamFailures: 1 });
+    expect(vfs.writeBack.stats).toMatchObject({ streams: 1, streamed: 0, streamFailures: 1 });
     // a 5xx is no refusal of chunked bodies: the next file streams again
     fail = false;
     const fh2 = await vfs.create('/g.bin', 0o644);
@@ -220,7 +220,7 @@ describe('vfs streaming upload', () => {
     await vfs.drain();
     expect(streams.made).toHaveLength(2);
     expect(api.content(repo, '/g.bin')!.equals(data)).toBe(true);
-    expect(vfs.wb.stats.streamed).toBe(1);
+    expect(vfs.writeBack.stats.streamed).toBe(1);
   });
 
   it('a server refusing chunked bodies (411) turns streaming off for the mount', async () => {
@@ -282,7 +282,7 @@ describe('vfs streaming upload', () => {
     expect(api.calls.upload).toBe(2);
     expect(api.names(repo, '/')).toEqual(['lost.bin']);
     expect(api.content(repo, '/lost.bin')!.equals(data)).toBe(true);
-    expect(vfs.wb.stats.conflicts).toBe(0);
+    expect(vfs.writeBack.stats.conflicts).toBe(0);
   });
 
   it('at most maxStreams files stream at once; the others upload after close', async () => {

@@ -31,7 +31,7 @@ describe('upload interrupted by a change of the file', () => {
     const fh = await vfs.open('/t.bin', FC.O_WRONLY);
     await vfs.ftruncate('/t.bin', fh, 1000);
     g.open();
-    const s = vfs.wb.get(repo, '/t.bin')!;
+    const s = vfs.writeBack.get(repo, '/t.bin')!;
     for (let i = 0; i < 200 && s.running && !s.lastError; i++) await sleep(5);
     expect(s.lastError).toBeNull();
     expect(s.running).toBeNull();

@@ -34,7 +34,7 @@ describe('write path capabilities through the API interface', () => {
     expect(api.content(repo, '/big.bin')!.equals(data)).toBe(true);
     expect(api.calls.streamFinish).toBe(1);
     expect(api.calls.upload ?? 0).toBe(0);
-    expect(vfs.wb.stats).toMatchObject({ streams: 1, streamed: 1, uploads: 1 });
+    expect(vfs.writeBack.stats).toMatchObject({ streams: 1, streamed: 1, uploads: 1 });
   });
 
   it('new small files of a folder go in one multi-file call when the API offers it', async () => {
@@ -52,7 +52,7 @@ describe('write path capabilities through the API interface', () => {
     // the first file alone, then the six waiting ones together
     expect(api.calls.uploadMany).toBe(2);
     expect(api.calls.upload ?? 0).toBe(0);
-    expect(vfs.wb.stats.batches).toBe(1);
+    expect(vfs.writeBack.stats.batches).toBe(1);
     expect(api.names(repo, '/')).toHaveLength(7);
   });
 
@@ -70,7 +70,7 @@ describe('write path capabilities through the API interface', () => {
     expect(await vfs.drain()).toEqual([]);
     for (let i = 1; i <= 5; i++) expect(api.content(repo, `/d${i}.txt`)!.toString()).toBe(`file ${i}`);
     expect(api.calls.uploadMany).toBe(2);
-    expect(vfs.wb.stats.uploads).toBe(6);
+    expect(vfs.writeBack.stats.uploads).toBe(6);
   });
 
   it('a far server: the upload link is asked for while the conflict check lists the folder, not after it', async () => {
@@ -144,8 +144,8 @@ describe('write path capabilities through the API interface', () => {
     g.open();
     expect(await vfs.drain()).toEqual([]);
     for (let i = 0; i < 4; i++) expect(api.content(repo, `/b${i}`)!.toString()).toBe(`b${i}`);
-    expect(vfs.wb.stats.batches).toBe(0);
-    expect(vfs.wb.stats.uploads).toBe(5);
+    expect(vfs.writeBack.stats.batches).toBe(0);
+    expect(vfs.writeBack.stats.uploads).toBe(5);
     expect(api.names(repo, '/')).toHaveLength(5); // no duplicates from the failed batch
   });
 
@@ -160,6 +160,6 @@ describe('write path capabilities through the API interface', () => {
     expect(api.content(repo, '/b.txt')!.toString()).toBe('b');
     expect(api.calls.upload).toBe(2);
     expect(api.calls.uploadMany ?? 0).toBe(0);
-    expect(vfs.wb.stats.streams).toBe(0);
+    expect(vfs.writeBack.stats.streams).toBe(0);
   });
 });

@@ -193,7 +193,7 @@ describe('vfs batch uploads', () => {
       expect(api.names(repo, '/many')).toHaveLength(101);
       const posts = (api.calls.uploadMany ?? 0) + (api.calls.upload ?? 0);
       expect(posts).toBeLessThanOrEqual(8);
-      expect(m.vfs.wb.stats.uploads).toBe(101);
+      expect(m.vfs.writeBack.stats.uploads).toBe(101);
     } finally {
       g.open();
       await m.cleanup();

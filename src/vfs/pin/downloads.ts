@@ -3,7 +3,7 @@
 // once it is, and noting the ones that failed (the server unreachable: until
 // it answers again; else: until the next refresh).
 import type { SeafileApi } from '../../client/types.js';
-import { unreachable } from '../connectivity.js';
+import { unreachable } from '../shared/connectivity.js';
 import type { BlockCache } from '../read/block-cache.js';
 import type { BlockReuse } from '../read/block-reuse.js';
 import { DownloadLinks } from '../read/download-links.js';

@@ -51,7 +51,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { close as closeFd, openSync, read as readFd, readFileSync, readSync } from 'node:fs';
 import { link, mkdir, open, readdir, rm, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { processAlive } from '../process-alive.js';
+import { processAlive } from '../shared/process-alive.js';
 
 const MAGIC = 'SEAFSBC2';
 const HEADER = 128;

@@ -5,7 +5,7 @@
 // blocks written again) goes at the upload after the last close
 // (block-uploads.ts), which stops the pump first.
 import type { BlockPiece } from '../../../client/types.js';
-import { parentOf } from '../../paths.js';
+import { parentOf } from '../../shared/paths.js';
 import type { FileState } from '../file-state.js';
 import type { BlockMap } from './block-map.js';
 import type { BlockSender } from './block-sender.js';

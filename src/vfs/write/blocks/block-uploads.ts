@@ -20,7 +20,7 @@
 // the file is written, block-commit.ts runs the commit, block-sender.ts asks
 // and sends, block-support.ts knows whether blocks can be used at all.
 import type { SeafileApi } from '../../../client/types.js';
-import { baseOf, parentOf } from '../../paths.js';
+import { baseOf, parentOf } from '../../shared/paths.js';
 import type { FileState } from '../file-state.js';
 import { setTimeOf, uploadsUnderTempName, type BlockOptions, type UploadResult } from '../types.js';
 import { commitBlocks, type CommitDeps } from './block-commit.js';

@@ -12,8 +12,8 @@
 // seconds; the probe may be 30 s away) then serves the `cat` the user waits
 // for instead of an EIO, and a server still gone costs that call a refused
 // connection, or a second when it hangs.
-import { ApiError, StreamUnsupported } from '../client/errors.js';
-import type { SeafileApi } from '../client/types.js';
+import { ApiError, StreamUnsupported } from '../../client/errors.js';
+import type { SeafileApi } from '../../client/types.js';
 
 /** Low-level codes of a connection that reached the server and then broke: the server is there. */
 const REACHED_CODES = new Set(['ECONNRESET', 'EPIPE', 'UND_ERR_SOCKET', 'UND_ERR_CLOSED']);

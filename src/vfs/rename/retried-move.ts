@@ -13,10 +13,10 @@
 // name still in the source and absent from the destination: sent again).
 // Anything else (both or neither, a listing that fails too) leaves the
 // outcome unknown, and the failure is reported as before.
-import { ApiError } from '../client/errors.js';
-import type { SeafileApi } from '../client/types.js';
-import { unreachable } from './connectivity.js';
-import { retryable } from './errors.js';
+import { ApiError } from '../../client/errors.js';
+import type { SeafileApi } from '../../client/types.js';
+import { unreachable } from '../shared/connectivity.js';
+import { retryable } from '../errors.js';
 
 /** What a step changes on the server: `name` of (repo, dir) becomes `as` in (toRepo, toDir). */
 export interface StepEffect {

@@ -7,11 +7,11 @@
 // once the entries held pass the budget (one folder of 100,000 files counts
 // as 100,000).
 import { LRUCache } from 'lru-cache';
-import { ZERO_ID, type DirEntry, type DirListing, type SeafileApi } from '../client/types.js';
-import { unreachable } from './connectivity.js';
-import { isNotFound, VfsError } from './errors.js';
-import type { ListingStore } from './listing-store.js';
-import { baseOf, isWithin, parentOf } from './paths.js';
+import { ZERO_ID, type DirEntry, type DirListing, type SeafileApi } from '../../client/types.js';
+import { unreachable } from '../shared/connectivity.js';
+import { isNotFound, VfsError } from '../errors.js';
+import type { ListingStore } from './listing-disk-store.js';
+import { baseOf, isWithin, parentOf } from '../shared/paths.js';
 
 export interface Listing {
   /** the folder's object id as last seen on the server; null when unknown or locally changed */
@@ -58,7 +58,7 @@ export function slimEntry(e: DirEntry): DirEntry {
   const out: DirEntry = { type: e.type, name: e.name, id: e.id, mtime: e.mtime };
   if (e.size !== undefined) out.size = e.size;
   if (e.permission !== undefined) out.permission = e.permission;
-  // user.seafile.modifier (xattrs.ts)
+  // user.seafile.modifier (xattrs/xattrs.ts)
   if (typeof e.modifier_email === 'string' && e.modifier_email) out.modifier_email = e.modifier_email;
   if (e.is_locked) {
     out.is_locked = true;
@@ -111,9 +111,9 @@ export class MetaCache {
 
   private readonly maxEntries: number;
   private local: LocalFolders | null = null;
-  /** the listings kept on disk (listing-store.ts) */
+  /** the listings kept on disk (listings/listing-disk-store.ts) */
   private store: ListingStore | null = null;
-  /** changes the entries of each listing fetched (the times this machine keeps: local-mtimes.ts) */
+  /** changes the entries of each listing fetched (the times this machine keeps: mtimes/kept-mtimes.ts) */
   private adjust: ((repo: string, dir: string, entries: Map<string, DirEntry>, startedAt: number) => void) | null =
     null;
 

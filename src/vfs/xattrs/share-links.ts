@@ -6,9 +6,9 @@
 // expired link is deleted before a new one is made, and a 400 at creation
 // (a link made elsewhere within the minute) lists that path afresh and
 // reuses what it finds.
-import { ApiError } from '../client/errors.js';
-import type { SeafileApi, ShareLink } from '../client/types.js';
-import { VfsError } from './errors.js';
+import { ApiError } from '../../client/errors.js';
+import type { SeafileApi, ShareLink } from '../../client/types.js';
+import { VfsError } from '../errors.js';
 
 const LINKS_TTL_MS = 60_000;
 const trimSlash = (p: string) => (p.length > 1 && p.endsWith('/') ? p.slice(0, -1) : p);

@@ -13,9 +13,9 @@
 // What was deleted before the hold is in the library's trash, as any delete.
 // Files made here and deleted before their upload count nothing (the server
 // never had them), so build and temp-file churn does not trip the guard.
-import type { DirEntry } from '../client/types.js';
-import { VfsError } from './errors.js';
-import { joinPath } from './paths.js';
+import type { DirEntry } from '../../client/types.js';
+import { VfsError } from '../errors.js';
+import { joinPath } from '../shared/paths.js';
 
 export const DEFAULT_DELETE_GUARD = 1000;
 export const DELETE_WINDOW_MS = 60_000;

@@ -5,7 +5,7 @@
 // or the library is read-only or the file is locked by someone else. The
 // server keeps no owners or modes, so these are the same for every entry.
 import { constants as C } from 'node:fs';
-import type { AccountInfo } from '../client/types.js';
+import type { AccountInfo } from '../../client/types.js';
 
 export interface Attr {
   mode: number;

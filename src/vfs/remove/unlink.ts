@@ -1,15 +1,15 @@
 // Deleting files: unlink(2), and the libfuse rename of a file unlinked while
 // still open to .fuse_hiddenNNN, which deletes it on the server at once
 // (never shown under the hidden name, never uploaded again) while open
-// handles keep using the local data (unlinked-open.ts).
-import type { DirEntry } from '../client/types.js';
-import { VfsError } from './errors.js';
-import { writable } from './libraries.js';
-import type { VfsParts } from './parts.js';
-import { baseOf, parentOf } from './paths.js';
-import type { FileState } from './write/write-back.js';
+// handles keep using the local data (remove/unlinked-open.ts).
+import type { DirEntry } from '../../client/types.js';
+import { VfsError } from '../errors.js';
+import { writable } from '../libraries/library-paths.js';
+import type { VfsComponents } from '../components.js';
+import { baseOf, parentOf } from '../shared/paths.js';
+import type { FileState } from '../write/write-back.js';
 
-type Deps = Pick<VfsParts, 'api' | 'wb' | 'times' | 'meta' | 'hiddenDirs'>;
+type Deps = Pick<VfsComponents, 'api' | 'writeBack' | 'mtimes' | 'listingCache' | 'hiddenDirs'>;
 
 /** Delete a file (remote and local state) at a location known to hold one. */
 export async function removeFile(
@@ -20,15 +20,15 @@ export async function removeFile(
   e: DirEntry | null,
 ): Promise<void> {
   let remote: string | null = e ? path : null;
-  if (s) remote = (await c.wb.discard(s)) ?? remote;
+  if (s) remote = (await c.writeBack.discard(s)) ?? remote;
   if (remote) await c.api.deleteFile(repo, remote);
-  c.times.removed(repo, path);
-  c.meta.remove(repo, parentOf(path), baseOf(path));
+  c.mtimes.removed(repo, path);
+  c.listingCache.remove(repo, parentOf(path), baseOf(path));
   c.hiddenDirs.changed(repo);
 }
 
 export async function unlinkFile(
-  c: Deps & Pick<VfsParts, 'quota' | 'libraries' | 'unlinked' | 'deleteGuard' | 'host'>,
+  c: Deps & Pick<VfsComponents, 'quota' | 'libraries' | 'unlinked' | 'deleteGuard' | 'host'>,
   p: string,
 ): Promise<void> {
   c.quota.forget(); // space is freed: the next quota check asks afresh
@@ -37,7 +37,7 @@ export async function unlinkFile(
   writable(loc);
   await c.hiddenDirs.refuse(loc);
   if (c.unlinked.delete(loc.repo, loc.path)) return;
-  const s = c.wb.get(loc.repo, loc.path);
+  const s = c.writeBack.get(loc.repo, loc.path);
   const e = await c.host.lookup(loc.repo, loc.path);
   if (!s && !e) throw new VfsError('ENOENT', p);
   if (!s && e?.type === 'dir') throw new VfsError('EISDIR', p);
@@ -47,12 +47,12 @@ export async function unlinkFile(
 
 /** The file at `src`, unlinked while open, goes away here and on the server; `hiddenPath` shows it until closed. */
 export async function hideOpenFile(
-  c: Deps & Pick<VfsParts, 'unlinked' | 'deleteGuard' | 'host'>,
+  c: Deps & Pick<VfsComponents, 'unlinked' | 'deleteGuard' | 'host'>,
   repo: string,
   src: string,
   hiddenPath: string,
 ): Promise<void> {
-  const s = c.wb.get(repo, src);
+  const s = c.writeBack.get(repo, src);
   const e = await c.host.lookup(repo, src);
   if (!s && !e) throw new VfsError('ENOENT', src);
   const size = s ? s.size : (e!.size ?? 0);

@@ -2,13 +2,13 @@
 // operations: `seafs unlock` (a library's password in all-libraries mode),
 // `seafs lock` / `seafs unlock-file` (also the user.seafile.lock attribute),
 // `seafs restore FILE --at TIME`.
-import type { Library } from '../client/types.js';
-import { VfsError } from './errors.js';
-import { setServerLock } from './file-locks.js';
-import { writable } from './libraries.js';
-import { refuseLocked } from './local-copy.js';
-import type { VfsParts } from './parts.js';
-import { parentOf } from './paths.js';
+import type { Library } from '../../client/types.js';
+import { VfsError } from '../errors.js';
+import { setServerLock } from './server-locks.js';
+import { writable } from '../libraries/library-paths.js';
+import { refuseLocked } from '../copies/editable-copy.js';
+import type { VfsComponents } from '../components.js';
+import { parentOf } from '../shared/paths.js';
 
 /**
  * All-libraries mode: unlock the library shown as `name` at the root (or
@@ -16,7 +16,7 @@ import { parentOf } from './paths.js';
  * waiting for it go now. Returns the library.
  */
 export async function unlockByName(
-  c: Pick<VfsParts, 'libraries' | 'locks' | 'meta' | 'wb'>,
+  c: Pick<VfsComponents, 'libraries' | 'locks' | 'listingCache' | 'writeBack'>,
   name: string,
   password: string,
 ): Promise<Library> {
@@ -25,14 +25,14 @@ export async function unlockByName(
   if (!lib) throw new VfsError('ENOENT', `no library "${name}" at the root of this mount`);
   if (!lib.encrypted) throw new VfsError('EINVAL', `the library "${lib.name}" is not encrypted`);
   await c.locks.unlock(lib, password);
-  c.meta.invalidateTree(lib.id, '/');
-  c.wb.retryNow();
+  c.listingCache.invalidateTree(lib.id, '/');
+  c.writeBack.retryNow();
   return lib;
 }
 
 /** Lock (or unlock) a file on the server for this account. */
 export async function setFileLock(
-  c: Pick<VfsParts, 'libraries' | 'api' | 'meta' | 'host'>,
+  c: Pick<VfsComponents, 'libraries' | 'api' | 'listingCache' | 'host'>,
   p: string,
   on: boolean,
 ): Promise<void> {
@@ -41,12 +41,12 @@ export async function setFileLock(
   if (!e) throw new VfsError('ENOENT', p);
   if (e.type !== 'file') throw new VfsError('EISDIR', p);
   await setServerLock(c.api, loc.repo, loc.path, on);
-  c.meta.invalidate(loc.repo, parentOf(loc.path));
+  c.listingCache.invalidate(loc.repo, parentOf(loc.path));
 }
 
 /** The file's version current at `atMs` becomes current again (hidden/history.ts). */
 export async function restoreFileVersion(
-  c: Pick<VfsParts, 'libraries' | 'wb' | 'hiddenDirs' | 'host'>,
+  c: Pick<VfsComponents, 'libraries' | 'writeBack' | 'hiddenDirs' | 'host'>,
   p: string,
   atMs: number,
 ) {
@@ -57,6 +57,6 @@ export async function restoreFileVersion(
   if (e.type !== 'file') throw new VfsError('EISDIR', p);
   refuseLocked(p, e);
   // local data would be uploaded over the restored version (or read instead of it)
-  if (c.wb.get(loc.repo, loc.path)) throw new VfsError('EAGAIN', `${p} is open or not uploaded yet; try again`);
+  if (c.writeBack.get(loc.repo, loc.path)) throw new VfsError('EAGAIN', `${p} is open or not uploaded yet; try again`);
   return c.hiddenDirs.history.restore(loc.repo, loc.path, atMs);
 }

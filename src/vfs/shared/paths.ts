@@ -1,5 +1,5 @@
 // Path helpers for slash-separated absolute paths ('/', '/a', '/a/b').
-import { VfsError } from './errors.js';
+import { VfsError } from '../errors.js';
 
 export function parentOf(p: string): string {
   const i = p.lastIndexOf('/');

@@ -4,14 +4,14 @@
 // name asked for, files with local data moved under their lock (no upload of
 // the old path in flight), folders with pending uploads held meanwhile, and
 // the libfuse ".fuse_hidden" rename of a file unlinked while open.
-import type { DirEntry, SeafileApi } from '../client/types.js';
-import { VfsError } from './errors.js';
-import { writable, type Loc } from './libraries.js';
-import type { LocalMtimes } from './local-mtimes.js';
-import type { Listing, MetaCache } from './meta-cache.js';
-import { baseOf, checkFolderName, checkName, isWithin, joinPath, parentOf } from './paths.js';
-import { runStep } from './rename-steps.js';
-import type { FileState, WriteBack } from './write/write-back.js';
+import type { DirEntry, SeafileApi } from '../../client/types.js';
+import { VfsError } from '../errors.js';
+import { writable, type Loc } from '../libraries/library-paths.js';
+import type { LocalMtimes } from '../mtimes/kept-mtimes.js';
+import type { Listing, MetaCache } from '../listings/listing-cache.js';
+import { baseOf, checkFolderName, checkName, isWithin, joinPath, parentOf } from '../shared/paths.js';
+import { runStep } from './retried-move.js';
+import type { FileState, WriteBack } from '../write/write-back.js';
 
 /** What a rename needs of the rest of the vfs. */
 export interface Namespace {
@@ -150,7 +150,7 @@ export class Renamer {
     await this.renameIn(dstRepo, joinPath(dDir, tmp), dName, isDir);
   }
 
-  /** rename within its folder, tried again when it failed and a listing shows it not done (rename-steps.ts) */
+  /** rename within its folder, tried again when it failed and a listing shows it not done (rename/retried-move.ts) */
   private renameIn(repo: string, path: string, to: string, isDir: boolean): Promise<void> {
     const api = this.ns.api;
     const dir = parentOf(path);

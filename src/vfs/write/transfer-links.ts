@@ -5,8 +5,8 @@
 // afresh once before the failure counts (a failure to get a link is never
 // retried here). Built so that the read path's download links (kind
 // 'download', keyed by file path) can move in beside them.
-import { ApiError } from '../client/errors.js';
-import type { SeafileApi } from '../client/types.js';
+import { ApiError } from '../../client/errors.js';
+import type { SeafileApi } from '../../client/types.js';
 
 export type TransferKind = 'upload' | 'update';
 

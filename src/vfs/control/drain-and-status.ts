@@ -1,7 +1,7 @@
 // What the mount process asks of the vfs as a whole: the last uploads at
 // unmount (files and the empty folders made here) and the state of its
 // engines for the control socket's status answer.
-import type { VfsParts } from './parts.js';
+import type { VfsComponents } from '../components.js';
 
 export interface Pending {
   path: string;
@@ -9,7 +9,11 @@ export interface Pending {
 }
 
 /** Upload everything pending; returns the files that could not be uploaded. */
-export async function drainAll(wb: VfsParts['wb'], onStatus: (pending: Pending[]) => void, timeoutMs: number) {
+export async function drainAll(
+  wb: VfsComponents['writeBack'],
+  onStatus: (pending: Pending[]) => void,
+  timeoutMs: number,
+) {
   // empty folders made here too (the files' uploads wait for theirs)
   const folders = wb.folders.drain();
   const failed = await wb.drain((list) => onStatus(list.map((s) => ({ path: s.path, size: s.size }))), timeoutMs);
@@ -23,25 +27,25 @@ export async function drainAll(wb: VfsParts['wb'], onStatus: (pending: Pending[]
   ];
 }
 
-export function pendingOf(wb: VfsParts['wb']): Pending[] {
+export function pendingOf(wb: VfsComponents['writeBack']): Pending[] {
   return wb.pending().map((s) => ({ path: s.path, size: s.size }));
 }
 
 /** The state of the mount's engines, for the control socket's status answer. */
-export function statusOf(p: VfsParts) {
+export function statusOf(p: VfsComponents) {
   return {
-    pending: pendingOf(p.wb),
-    pendingFolders: p.wb.folders.pending(),
+    pending: pendingOf(p.writeBack),
+    pendingFolders: p.writeBack.folders.pending(),
     reader: p.reader.stats,
     readerMemory: p.reader.memory(),
-    disk: p.disk ? { ...p.disk.stats, ...p.disk.usage() } : undefined,
-    meta: p.meta.stats,
-    metaCache: p.meta.held(),
-    uploads: p.wb.stats,
-    blocks: p.wb.blocks.stats,
-    offline: p.net.state(),
-    outages: p.net.outages,
-    mtimes: p.times.status(),
+    disk: p.chunkCache ? { ...p.chunkCache.stats, ...p.chunkCache.usage() } : undefined,
+    meta: p.listingCache.stats,
+    metaCache: p.listingCache.held(),
+    uploads: p.writeBack.stats,
+    blocks: p.writeBack.blocks.stats,
+    offline: p.connectivity.state(),
+    outages: p.connectivity.outages,
+    mtimes: p.mtimes.status(),
     pins: p.pins.status(),
     deleteGuard: p.deleteGuard.status(),
   };

@@ -1,6 +1,6 @@
 // Files unlinked while still open. libfuse renames such a file to
 // .fuse_hiddenNNN and unlinks that name at the last close; the server's copy
-// is deleted at once (file-remove.ts), and the mount shows the hidden name
+// is deleted at once (remove/unlink.ts), and the mount shows the hidden name
 // with the size and time the file had until then.
 export interface Unlinked {
   size: number;

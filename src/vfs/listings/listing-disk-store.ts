@@ -11,7 +11,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { DirEntry, Library } from '../client/types.js';
+import type { DirEntry, Library } from '../../client/types.js';
 
 export interface SavedListing {
   oid: string;

@@ -7,12 +7,12 @@
 // close; in a library shared with it, the server decides (its 443 is ENOSPC
 // at the next fsync or close, the data kept and retried), and statfs there
 // shows that library's size as used with no limit, the owner's being unknown.
-import type { AccountInfo, Library, SeafileApi } from '../client/types.js';
-import { statfsOf, type StatFs } from './attrs.js';
-import { unreachable } from './connectivity.js';
-import { VfsError } from './errors.js';
-import type { Libraries } from './libraries.js';
-import type { FileState } from './write/write-back.js';
+import type { AccountInfo, Library, SeafileApi } from '../../client/types.js';
+import { statfsOf, type StatFs } from '../shared/stat-attrs.js';
+import { unreachable } from '../shared/connectivity.js';
+import { VfsError } from '../errors.js';
+import type { Libraries } from './library-paths.js';
+import type { FileState } from '../write/write-back.js';
 
 const FRESH_MS = 30_000;
 

@@ -4,26 +4,26 @@
 // methods the parts need (path resolution, lookups) come in as `host`.
 import { join } from 'node:path';
 import type { DirEntry, Library, SeafileApi } from '../client/types.js';
-import { AttrShaper } from './attrs.js';
-import { Connectivity } from './connectivity.js';
-import { DEFAULT_DELETE_GUARD, DeleteGuard, type DeleteGuardOptions } from './delete-guard.js';
-import { locksSupported } from './file-locks.js';
+import { AttrShaper } from './shared/stat-attrs.js';
+import { Connectivity } from './shared/connectivity.js';
+import { DEFAULT_DELETE_GUARD, DeleteGuard, type DeleteGuardOptions } from './remove/mass-delete-guard.js';
+import { locksSupported } from './control/server-locks.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
-import { Libraries, type Loc } from './libraries.js';
-import { LibraryLocks, watchLocked } from './library-unlock.js';
-import { ListingStore } from './listing-store.js';
-import { LocalMtimes } from './local-mtimes.js';
-import { MetaCache, type Listing } from './meta-cache.js';
-import { baseOf, parentOf } from './paths.js';
+import { Libraries, type Loc } from './libraries/library-paths.js';
+import { LibraryLocks, watchLocked } from './libraries/encrypted-unlock.js';
+import { ListingStore } from './listings/listing-disk-store.js';
+import { LocalMtimes } from './mtimes/kept-mtimes.js';
+import { MetaCache, type Listing } from './listings/listing-cache.js';
+import { baseOf, parentOf } from './shared/paths.js';
 import { BlockCache } from './read/block-cache.js';
 import { RemoteReader, type ReaderOptions } from './read/reader.js';
 import { Pins } from './pin/pins.js';
-import { Quota } from './quota.js';
-import { Renamer } from './rename.js';
-import { UnlinkedOpen } from './unlinked-open.js';
+import { Quota } from './libraries/quota.js';
+import { Renamer } from './rename/renamer.js';
+import { UnlinkedOpen } from './remove/unlinked-open.js';
 import { Journal } from './write/journal.js';
 import { type FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
-import { Xattrs } from './xattrs.js';
+import { Xattrs } from './xattrs/xattrs.js';
 
 export interface VfsOptions {
   /** a library name or id; absent: the root lists every library */
@@ -61,7 +61,7 @@ export interface VfsOptions {
   serverUrl?: string;
   /** how often pinned folders are asked for changes (default 30 s; src/vfs/pin/) */
   pinRefreshMs?: number;
-  /** the mass-delete guard (delete-guard.ts); default 1000 files within 60 s */
+  /** the mass-delete guard (remove/mass-delete-guard.ts); default 1000 files within 60 s */
   deleteGuard?: Omit<DeleteGuardOptions, 'log'>;
 }
 
@@ -76,35 +76,35 @@ export interface VfsHost {
   setLock(p: string, on: boolean): Promise<void>;
 }
 
-export interface VfsParts {
+export interface VfsComponents {
   log: (msg: string) => void;
   deleteGuard: DeleteGuard;
   locks: LibraryLocks;
-  net: Connectivity;
+  connectivity: Connectivity;
   /** the API as the rest of the vfs uses it: failing at once while offline */
   api: SeafileApi;
   attrs: AttrShaper;
   listings: ListingStore;
   libraries: Libraries;
-  meta: MetaCache;
+  listingCache: MetaCache;
   quota: Quota;
-  times: LocalMtimes;
-  disk: BlockCache | null;
+  mtimes: LocalMtimes;
+  chunkCache: BlockCache | null;
   reader: RemoteReader;
   pins: Pins;
-  wb: WriteBack;
+  writeBack: WriteBack;
   xattrs: Xattrs;
   renamer: Renamer;
   hiddenDirs: HiddenFolders;
-  /** files unlinked while open (unlinked-open.ts) */
+  /** files unlinked while open (remove/unlinked-open.ts) */
   unlinked: UnlinkedOpen;
-  /** the vfs's own methods, for the operations' modules (local-copy.ts, ...) */
+  /** the vfs's own methods, for the operations' modules (copies/editable-copy.ts, ...) */
   host: VfsHost;
 }
 
-export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost): VfsParts {
+export function buildComponents(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost): VfsComponents {
   // filled in order; the callbacks read it when they run, so a part may call one made after it
-  const all = {} as VfsParts;
+  const all = {} as VfsComponents;
   all.host = host;
   all.unlinked = new UnlinkedOpen();
   all.log = opts.log ?? (() => {});
@@ -118,8 +118,12 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
         () => {},
       ),
   );
-  all.net = new Connectivity(watched, { log: all.log, probeMinMs: opts.probeMinMs, probeMaxMs: opts.probeMaxMs });
-  all.api = all.net.wrap(watched);
+  all.connectivity = new Connectivity(watched, {
+    log: all.log,
+    probeMinMs: opts.probeMinMs,
+    probeMaxMs: opts.probeMaxMs,
+  });
+  all.api = all.connectivity.wrap(watched);
   const api = all.api;
   const dirTtl = opts.dirCacheTimeMs ?? 10_000;
   all.attrs = new AttrShaper(
@@ -127,38 +131,38 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
     opts.gid ?? process.getgid?.() ?? 0,
     opts.umask ?? 0o022,
   );
-  // listings and libraries seen, kept on disk: a mount started offline shows them (listing-store.ts)
+  // listings and libraries seen, kept on disk: a mount started offline shows them (listings/listing-disk-store.ts)
   all.listings = new ListingStore(join(opts.cacheDir, 'listings'), all.log);
   all.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (l) => all.locks.requireOpen(l), all.listings);
-  all.meta = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
-  all.meta.setStore(all.listings);
+  all.listingCache = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
+  all.listingCache.setStore(all.listings);
   all.quota = new Quota(api, all.libraries, (s) => {
     const where = s.remotePath;
-    return where ? (all.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
+    return where ? (all.listingCache.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
   });
-  all.times = new LocalMtimes(join(opts.cacheDir, 'mtimes'), { log: all.log, durable: opts.durableJournal });
-  all.meta.setAdjust((repo, dir, entries, at) => all.times.adjust(repo, dir, entries, at));
+  all.mtimes = new LocalMtimes(join(opts.cacheDir, 'mtimes'), { log: all.log, durable: opts.durableJournal });
+  all.listingCache.setAdjust((repo, dir, entries, at) => all.mtimes.adjust(repo, dir, entries, at));
   const chunk = opts.reader?.chunkSize ?? 128 * 1024;
   const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
-  all.disk =
+  all.chunkCache =
     diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes, opts.diskQueueBytes) : null;
   all.reader = new RemoteReader(
     api,
     { ...opts.reader, chunkSize: chunk },
-    all.disk,
+    all.chunkCache,
     (f) => {
       all.log(`${f.path} changed on the server; refreshing its folder`);
-      all.meta.invalidate(f.repo, parentOf(f.path));
+      all.listingCache.invalidate(f.repo, parentOf(f.path));
     },
     async (repo) => (await all.libraries.byId(repo))?.encrypted === false,
   );
   all.pins = new Pins({
     api,
-    disk: all.disk,
+    disk: all.chunkCache,
     reuse: all.reader.reuse,
     cacheDir: opts.cacheDir,
     log: all.log,
-    meta: all.meta,
+    meta: all.listingCache,
     maxBytes: diskBytes,
     resolve: (p) => host.resolve(p),
     lookup: (r, p) => host.lookup(r, p),
@@ -166,7 +170,7 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
     durable: opts.durableJournal,
   });
   const journal = new Journal(join(opts.cacheDir, 'journal'), opts.durableJournal ?? true);
-  all.wb = new WriteBack(
+  all.writeBack = new WriteBack(
     api,
     journal,
     join(opts.cacheDir, 'dirty'),
@@ -176,8 +180,8 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
         all.hiddenDirs.changed(repo);
         if (s.deleted) return;
         all.pins.touched(repo, path);
-        all.times.uploaded(repo, path, res.id, res.setTime ?? null);
-        all.meta.upsert(repo, parentOf(path), {
+        all.mtimes.uploaded(repo, path, res.id, res.setTime ?? null);
+        all.listingCache.upsert(repo, parentOf(path), {
           type: 'file',
           name: baseOf(path),
           id: res.id,
@@ -185,46 +189,46 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
           mtime: Math.floor(s.mtime / 1000),
         });
       },
-      offline: () => !all.net.online,
+      offline: () => !all.connectivity.online,
       // the server's version keeps the name: list the folder afresh to show it (and the copy)
       onConflict: (repo, path, copy) => {
         all.xattrs.noteConflict(repo, path, copy);
-        all.meta.invalidate(repo, parentOf(path));
+        all.listingCache.invalidate(repo, parentOf(path));
       },
       folderCreated: (repo) => all.hiddenDirs.changed(repo),
       folderRecreated: (repo, dir) => {
-        all.meta.invalidate(repo, parentOf(dir));
-        all.meta.invalidateTree(repo, dir);
+        all.listingCache.invalidate(repo, parentOf(dir));
+        all.listingCache.invalidateTree(repo, dir);
       },
     },
     opts.writeBack,
   );
-  all.meta.setLocalFolders(all.wb.folders);
+  all.listingCache.setLocalFolders(all.writeBack.folders);
   all.xattrs = new Xattrs({
     api,
     resolve: (p) => host.resolve(p),
     lookup: (repo, path) => host.lookup(repo, path),
-    folderChanged: (repo, path) => all.meta.changedSinceParentListed(repo, path),
-    relist: async (repo, dir) => void (await all.meta.list(repo, dir, true)),
+    folderChanged: (repo, path) => all.listingCache.changedSinceParentListed(repo, path),
+    relist: async (repo, dir) => void (await all.listingCache.list(repo, dir, true)),
     library: (repo) => all.libraries.byId(repo),
-    state: (repo, path) => all.wb.get(repo, path),
-    under: (repo, dir) => all.wb.under(repo, dir),
-    streamed: (s) => all.wb.streamedBytes(s),
+    state: (repo, path) => all.writeBack.get(repo, path),
+    under: (repo, dir) => all.writeBack.under(repo, dir),
+    streamed: (s) => all.writeBack.streamedBytes(s),
     setLock: (p, on) => host.setLock(p, on),
     locksSupported: () => locksSupported(api),
     serverUrl: opts.serverUrl,
     pins: all.pins,
   });
   // back online: what waited for the server goes now
-  all.net.onBack = () => {
-    all.wb.retryNow();
+  all.connectivity.onBack = () => {
+    all.writeBack.retryNow();
     all.pins.retryNow();
   };
   all.renamer = new Renamer({
     api,
-    meta: all.meta,
-    wb: all.wb,
-    times: all.times,
+    meta: all.listingCache,
+    wb: all.writeBack,
+    times: all.mtimes,
     resolve: (p, change) => all.libraries.resolve(p, change),
     lookup: (repo, path) => host.lookup(repo, path),
     dir: (repo, dir) => host.dir(repo, dir),
@@ -241,7 +245,8 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
     resolve: (p) => host.resolve(p),
     lookup: (repo, path) => host.lookup(repo, path),
     names: async (repo, dir) => [...(await host.dir(repo, dir)).entries.keys()],
-    invalidate: (repo, dir, tree) => (tree ? all.meta.invalidateTree(repo, dir) : all.meta.invalidate(repo, dir)),
+    invalidate: (repo, dir, tree) =>
+      tree ? all.listingCache.invalidateTree(repo, dir) : all.listingCache.invalidate(repo, dir),
     rename: (src, dst) => all.renamer.rename(src, dst),
   });
   return all;

@@ -2,9 +2,9 @@
 // user.seafile.lock attribute). Only Seafile Pro has them; on any other
 // server every way in fails with ENOTSUP and one clear message, never a
 // server error (the client learns once whether the server has them).
-import { isApiError } from '../client/errors.js';
-import type { SeafileApi } from '../client/types.js';
-import { VfsError } from './errors.js';
+import { isApiError } from '../../client/errors.js';
+import type { SeafileApi } from '../../client/types.js';
+import { VfsError } from '../errors.js';
 
 export const NO_FILE_LOCKS = 'this server does not support file locks';
 

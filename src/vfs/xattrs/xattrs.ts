@@ -9,14 +9,14 @@
 // (1/0 locks or unlocks) and readable but not listed, so that copying a file
 // with its attributes (cp -a, rsync -X) never locks the copy. A server
 // without locks (Community Edition) answers ENOTSUP for both lock names.
-import type { DirEntry, Library, SeafileApi } from '../client/types.js';
-import { unreachable } from './connectivity.js';
-import { VfsError } from './errors.js';
-import { NO_FILE_LOCKS } from './file-locks.js';
-import type { Loc } from './libraries.js';
-import { baseOf, parentOf } from './paths.js';
+import type { DirEntry, Library, SeafileApi } from '../../client/types.js';
+import { unreachable } from '../shared/connectivity.js';
+import { VfsError } from '../errors.js';
+import { NO_FILE_LOCKS } from '../control/server-locks.js';
+import type { Loc } from '../libraries/library-paths.js';
+import { baseOf, parentOf } from '../shared/paths.js';
 import { ShareLinks } from './share-links.js';
-import type { FileState } from './write/file-state.js';
+import type { FileState } from '../write/file-state.js';
 
 export const XATTR = {
   id: 'user.seafile.id',

@@ -6,10 +6,10 @@
 // to the shown one changes nothing (a second rsync -a sends nothing), and
 // folders keep the server's times. `mtimeMs` under 10 s: UTIME_NOW or
 // UTIME_OMIT as libfuse 2 passes them, which leave the time as it is.
-import { VfsError } from './errors.js';
-import { writable } from './libraries.js';
-import { localCopy, refuseLocked } from './local-copy.js';
-import type { VfsParts } from './parts.js';
+import { VfsError } from '../errors.js';
+import { writable } from '../libraries/library-paths.js';
+import { localCopy, refuseLocked } from '../copies/editable-copy.js';
+import type { VfsComponents } from '../components.js';
 
 /** whole seconds, as the server keeps them */
 const seconds = (ms: number) => Math.floor(ms / 1000) * 1000;
@@ -18,21 +18,21 @@ const seconds = (ms: number) => Math.floor(ms / 1000) * 1000;
  * utimens of a file with local data (tar x sets the time of each file it
  * has just closed), done at once; false: utimens must run.
  */
-export function setMtimeNow(c: Pick<VfsParts, 'libraries' | 'wb'>, p: string, mtimeMs: number): boolean {
+export function setMtimeNow(c: Pick<VfsComponents, 'libraries' | 'writeBack'>, p: string, mtimeMs: number): boolean {
   const loc = c.libraries.resolveNow(p);
   if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
-  const s = c.wb.get(loc.repo, loc.path);
+  const s = c.writeBack.get(loc.repo, loc.path);
   if (!s) return false;
   const ms = seconds(mtimeMs);
   if (ms < 10_000 || seconds(s.mtime) === ms) return true;
   if (loc.readOnly) return false;
-  c.wb.setTime(s, ms);
-  if (s.writers === 0) c.wb.scheduleAfterClose(s);
+  c.writeBack.setTime(s, ms);
+  if (s.writers === 0) c.writeBack.scheduleAfterClose(s);
   return true;
 }
 
 export async function setMtime(
-  c: Pick<VfsParts, 'libraries' | 'hiddenDirs' | 'wb' | 'reader' | 'unlinked' | 'host'>,
+  c: Pick<VfsComponents, 'libraries' | 'hiddenDirs' | 'writeBack' | 'reader' | 'unlinked' | 'host'>,
   p: string,
   mtimeMs: number,
 ): Promise<void> {
@@ -41,12 +41,12 @@ export async function setMtime(
   await c.hiddenDirs.refuse(loc);
   const { repo, path } = loc;
   const ms = seconds(mtimeMs);
-  const s = c.wb.get(repo, path);
+  const s = c.writeBack.get(repo, path);
   if (s) {
     if (ms < 10_000 || seconds(s.mtime) === ms) return;
     writable(loc);
-    c.wb.setTime(s, ms);
-    if (s.writers === 0) c.wb.scheduleAfterClose(s);
+    c.writeBack.setTime(s, ms);
+    if (s.writers === 0) c.writeBack.scheduleAfterClose(s);
     return;
   }
   if (c.unlinked.has(repo, path)) return;
@@ -56,6 +56,6 @@ export async function setMtime(
   writable(loc);
   refuseLocked(p, e);
   const st = await localCopy(c, repo, path, e, false);
-  c.wb.setTime(st, ms);
-  if (st.writers === 0) c.wb.scheduleAfterClose(st);
+  c.writeBack.setTime(st, ms);
+  if (st.writers === 0) c.writeBack.scheduleAfterClose(st);
 }

@@ -4,9 +4,9 @@
 // turns a refused password into one clear error, and says once per library
 // that a library is locked (reads answer EACCES and uploads wait), instead of
 // a log line per refused call or upload retry.
-import { ApiError, isApiError } from '../client/errors.js';
-import type { Library, SeafileApi } from '../client/types.js';
-import { VfsError } from './errors.js';
+import { ApiError, isApiError } from '../../client/errors.js';
+import type { Library, SeafileApi } from '../../client/types.js';
+import { VfsError } from '../errors.js';
 
 /** The server refused the password of an encrypted library. */
 export class WrongLibraryPassword extends VfsError {
