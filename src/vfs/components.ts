@@ -15,7 +15,7 @@ import { ListingStore } from './listings/listing-disk-store.js';
 import { LocalMtimes } from './mtimes/kept-mtimes.js';
 import { MetaCache, type Listing } from './listings/listing-cache.js';
 import { baseOf, parentOf } from './shared/paths.js';
-import { BlockCache } from './read/block-cache.js';
+import { ChunkCache } from './read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type ReaderOptions } from './read/reader.js';
 import { Pins } from './pin/pins.js';
 import { Quota } from './libraries/quota.js';
@@ -89,7 +89,7 @@ export interface VfsComponents {
   listingCache: MetaCache;
   quota: Quota;
   mtimes: LocalMtimes;
-  chunkCache: BlockCache | null;
+  chunkCache: ChunkCache | null;
   reader: RemoteReader;
   pins: Pins;
   writeBack: WriteBack;
@@ -145,7 +145,7 @@ export function buildComponents(rawApi: SeafileApi, opts: VfsOptions, host: VfsH
   const chunk = opts.reader?.chunkSize ?? 128 * 1024;
   const diskBytes = opts.diskCacheBytes ?? 4 * 1024 ** 3;
   all.chunkCache =
-    diskBytes > 0 ? new BlockCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes, opts.diskQueueBytes) : null;
+    diskBytes > 0 ? new ChunkCache(join(opts.cacheDir, 'blocks'), chunk, diskBytes, opts.diskQueueBytes) : null;
   all.reader = new RemoteReader(
     api,
     { ...opts.reader, chunkSize: chunk },

@@ -30,7 +30,7 @@ import { LocalMtimes } from './mtimes/kept-mtimes.js';
 import { MetaCache, type Listing } from './listings/listing-cache.js';
 import { drainAll, pendingOf, statusOf, type Pending } from './control/drain-and-status.js';
 import { baseOf, checkChangeAt, checkName, parentOf } from './shared/paths.js';
-import { BlockCache } from './read/block-cache.js';
+import { ChunkCache } from './read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type RemoteFile } from './read/reader.js';
 import { Pins } from './pin/pins.js';
 import { buildComponents, type VfsOptions, type VfsComponents } from './components.js';
@@ -49,7 +49,7 @@ const NEW_PATTERN = () => ({ next: 0, window: 0 });
 export class Vfs {
   readonly listingCache: MetaCache;
   readonly reader: RemoteReader;
-  readonly chunkCache: BlockCache | null;
+  readonly chunkCache: ChunkCache | null;
   readonly writeBack: WriteBack;
   readonly stats = { ops: 0 };
   readonly libraries: Libraries;

@@ -8,7 +8,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { SeafileClient } from '../../src/client/client.js';
 import type { SeafileApi } from '../../src/client/types.js';
-import { BlockCache } from '../../src/vfs/read/block-cache.js';
+import { ChunkCache } from '../../src/vfs/read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type ReaderOptions, type ReadPattern, type RemoteFile } from '../../src/vfs/read/reader.js';
 import { mulberry32, seededBytes, StressServer, type Faults } from './reader-stress-server.js';
 
@@ -19,7 +19,7 @@ export interface StressReader {
   readonly stats: Record<string, number>;
 }
 
-export type MakeReader = (api: SeafileApi, opts: ReaderOptions, disk: BlockCache | null) => StressReader;
+export type MakeReader = (api: SeafileApi, opts: ReaderOptions, disk: ChunkCache | null) => StressReader;
 
 export interface StressResult {
   seed: number;
@@ -108,9 +108,9 @@ export async function runStress(
     download: (url: string, range?: { start: number; end?: number }) => client.download(url, range),
     streamGet: client.streamGet.bind(client),
   } as unknown as SeafileApi;
-  let disk: BlockCache | null = null;
+  let disk: ChunkCache | null = null;
   if (diskBytes > 0) {
-    disk = new BlockCache(path.join(dir, String(process.pid)), chunk, diskBytes);
+    disk = new ChunkCache(path.join(dir, String(process.pid)), chunk, diskBytes);
     await disk.init();
   }
   const make: MakeReader = opts.makeReader ?? ((a, o, d) => new RemoteReader(a, o, d));

@@ -9,7 +9,7 @@ import { constants as FC } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cacheName } from '../../src/vfs/read/block-cache.js';
+import { cacheName } from '../../src/vfs/read/chunk-cache/chunk-cache.js';
 import { apiError, FakeApi, makeVfs, readWhole } from '../helpers/fake-api.js';
 import { seededBytes } from './reader-stress-server.js';
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import type { SeafileApi } from '../../src/client/types.js';
-import { BlockCache } from '../../src/vfs/read/block-cache.js';
+import { ChunkCache } from '../../src/vfs/read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type ReadPattern, type RemoteFile } from '../../src/vfs/read/reader.js';
 import { FakeApi, makeVfs, readWhole } from '../helpers/fake-api.js';
 import { faultsOf, mulberry32, seededBytes, StressServer } from './reader-stress-server.js';
@@ -21,7 +21,7 @@ const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, k)
 /** a cache dir whose blocks hold every chunk of `data` except `holes` (what an earlier mount left) */
 async function partlyCached(data: Buffer, id: string, holes: Set<number>): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'seafs-unit-'));
-  const pre = new BlockCache(join(dir, 'blocks'), C, 1024 ** 3);
+  const pre = new ChunkCache(join(dir, 'blocks'), C, 1024 ** 3);
   await pre.init();
   await pre.open(id, data.length);
   for (let i = 0; i * C < data.length; i++) {
@@ -48,7 +48,7 @@ describe('re-reading a file from the disk cache', () => {
       download: (url: string, r?: { start: number; end?: number }) => client.download(url, r),
       streamGet: client.streamGet.bind(client),
     } as unknown as SeafileApi;
-    const disk = new BlockCache(join(dir, 'blocks'), C, 1024 ** 3);
+    const disk = new ChunkCache(join(dir, 'blocks'), C, 1024 ** 3);
     try {
       await disk.init();
       const reader = new RemoteReader(api, {}, disk);

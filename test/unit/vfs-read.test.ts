@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { StreamUnsupported } from '../../src/client/errors.js';
-import { BlockCache } from '../../src/vfs/read/block-cache.js';
+import { ChunkCache } from '../../src/vfs/read/chunk-cache/chunk-cache.js';
 import { apiError, FakeApi, makeVfs, readWhole, sleep } from '../helpers/fake-api.js';
 
 /** GETs of file content: ranged ones and streams */
@@ -176,7 +176,7 @@ describe('vfs disk cache across mounts', () => {
       api.putFile(repo, '/f.bin', data);
       const missing = new Set(holes);
       const cacheDir = await mkdtemp(join(tmpdir(), 'seafs-unit-'));
-      const pre = new BlockCache(join(cacheDir, 'blocks'), C, 1024 ** 3);
+      const pre = new ChunkCache(join(cacheDir, 'blocks'), C, 1024 ** 3);
       await pre.init();
       await pre.open(id, data.length);
       for (let i = 0; i < 193; i++) {

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import type { SeafileApi } from '../../src/client/types.js';
-import { BlockCache } from '../../src/vfs/read/block-cache.js';
+import { ChunkCache } from '../../src/vfs/read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type ReaderOptions, type ReadPattern } from '../../src/vfs/read/reader.js';
 import { faultsOf, mulberry32, seededBytes, StressServer, type Faults } from './reader-stress-server.js';
 
@@ -31,9 +31,9 @@ describe('read path recovery', () => {
       streamGet: client.streamGet.bind(client),
     } as unknown as SeafileApi;
     const dir = await mkdtemp(path.join(os.tmpdir(), 'seafs-rf-'));
-    let disk: BlockCache | null = null;
+    let disk: ChunkCache | null = null;
     if (diskBytes) {
-      disk = new BlockCache(path.join(dir, String(process.pid)), opts.chunkSize ?? 128 * KiB, diskBytes);
+      disk = new ChunkCache(path.join(dir, String(process.pid)), opts.chunkSize ?? 128 * KiB, diskBytes);
       await disk.init();
     }
     cleanups.push(async () => {
@@ -164,7 +164,7 @@ describe('read path recovery', () => {
 describe('disk block cache names', () => {
   it('keeps versions apart whose keys differ only in characters a file name cannot hold, or after 200 of them', async () => {
     const dir = await mkdtemp(path.join(os.tmpdir(), 'seafs-bc-'));
-    const disk = new BlockCache(path.join(dir, String(process.pid)), 4096, 1 * MiB);
+    const disk = new ChunkCache(path.join(dir, String(process.pid)), 4096, 1 * MiB);
     try {
       await disk.init();
       const long = 'r:' + '/x'.repeat(150);

@@ -14,7 +14,7 @@ import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { VfsError } from '../errors.js';
 import type { Loc } from '../libraries/library-paths.js';
 import { isWithin } from '../shared/paths.js';
-import { cacheName, wholeBytes, type BlockCache } from '../read/block-cache.js';
+import { cacheName, wholeBytes, type ChunkCache } from '../read/chunk-cache/chunk-cache.js';
 import type { BlockReuse } from '../read/block-reuse.js';
 import { PinDownloads } from './downloads.js';
 import { fmtSize, msgOf } from './log-format.js';
@@ -26,7 +26,7 @@ import { seedTree, treeOf, type ListingSeeds } from './tree.js';
 
 export interface PinDeps {
   api: SeafileApi;
-  disk: BlockCache | null;
+  disk: ChunkCache | null;
   /** blocks of other cached versions taken instead of downloaded (the reader's; null: off) */
   reuse?: BlockReuse | null;
   /** the account's cache folder (pins/ goes in it) */

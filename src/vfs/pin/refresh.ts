@@ -7,7 +7,7 @@ import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { unreachable } from '../shared/connectivity.js';
 import { isNotFound, VfsError } from '../errors.js';
 import { baseOf, isWithin, parentOf } from '../shared/paths.js';
-import { cacheName, wholeBytes } from '../read/block-cache.js';
+import { cacheName, wholeBytes } from '../read/chunk-cache/chunk-cache.js';
 import type { PinDownloads } from './downloads.js';
 import { fmtSize, msgOf } from './log-format.js';
 import { pinKey, type PinState } from './state.js';

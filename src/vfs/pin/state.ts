@@ -6,7 +6,7 @@
 // at most PIN_SHARE of --cache-max-size may be), and which files are whole
 // on disk.
 import { isWithin } from '../shared/paths.js';
-import { cacheName, wholeBytes } from '../read/block-cache.js';
+import { cacheName, wholeBytes } from '../read/chunk-cache/chunk-cache.js';
 import { msgOf } from './log-format.js';
 import type { LibraryPins, PinnedFile, PinStore } from './store.js';
 

@@ -24,7 +24,7 @@ import { Uploader } from './uploader.js';
 import { LandedCopies } from './landed-copies.js';
 import type { BlockProgress } from './blocks/block-sender.js';
 import { BLOCK_SIZE, BlockUploads } from './blocks/block-uploads.js';
-import { Hasher } from './blocks/hasher.js';
+import { Hasher } from '../shared/block-hasher.js';
 import { VersionCheck } from './version-check.js';
 
 export { FileState } from './file-state.js';

@@ -9,7 +9,7 @@ import { parentOf } from '../../shared/paths.js';
 import type { FileState } from '../file-state.js';
 import type { BlockMap } from './block-map.js';
 import type { BlockSender } from './block-sender.js';
-import type { Hasher } from './hasher.js';
+import type { Hasher } from '../../shared/block-hasher.js';
 
 interface Pump {
   running: Promise<void> | null;

@@ -1,6 +1,6 @@
 // Uploads by blocks: a large file of an unencrypted library is cut into
 // fixed blocks (8 MiB, the cut of the server's own web and API uploads),
-// each named by its SHA-1 (hashed in worker threads, hasher.ts); the server
+// each named by its SHA-1 (hashed in worker threads, shared/block-hasher.ts); the server
 // is asked which of them it lacks (upload-blks-link with blklist), only those
 // are sent (several per request, a few requests at once), and the file is
 // committed from its list of ids with replace=1. So an edit of a big file
@@ -28,7 +28,7 @@ import { BlockMap } from './block-map.js';
 import { BlockPumps } from './block-pump.js';
 import { BlockSender, type BlockProgress, type BlockStats } from './block-sender.js';
 import { BlockSupport, NoBlocks } from './block-support.js';
-import type { Hasher } from './hasher.js';
+import type { Hasher } from '../../shared/block-hasher.js';
 
 export const BLOCK_SIZE = 8 * 1024 * 1024;
 

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, open, readdir, readlink, rm, utimes, writeFile } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { BlockCache } from '../../src/vfs/read/block-cache.js';
+import { ChunkCache } from '../../src/vfs/read/chunk-cache/chunk-cache.js';
 
 const C = 64 * 1024;
 const MiB = 1024 * 1024;
@@ -14,7 +14,7 @@ const fileName = (version: string) => createHash('sha256').update(version).diges
 
 describe('disk block cache', () => {
   const dirs: string[] = [];
-  const caches: BlockCache[] = [];
+  const caches: ChunkCache[] = [];
   afterEach(async () => {
     while (caches.length) await caches.pop()!.close();
     while (dirs.length) await rm(dirs.pop()!, { recursive: true, force: true });
@@ -25,12 +25,12 @@ describe('disk block cache', () => {
     return dir;
   }
   async function cacheIn(dir: string, maxBytes = 64 * MiB, maxQueued?: number, markDelayMs?: number) {
-    const c = new BlockCache(dir, C, maxBytes, maxQueued, markDelayMs);
+    const c = new ChunkCache(dir, C, maxBytes, maxQueued, markDelayMs);
     caches.push(c);
     await c.init();
     return c;
   }
-  async function idle(c: BlockCache) {
+  async function idle(c: ChunkCache) {
     while (c.pendingWrites > 0) await new Promise((r) => setTimeout(r, 5));
   }
 
@@ -104,7 +104,7 @@ describe('disk block cache', () => {
     expect(b.has(other, 0)).toBe(false);
     expect(await b.get(other, 0, C)).toBeNull();
     // the same id with another size or chunk size is a mismatch: the file is dropped, not served
-    const c = new BlockCache(dir, C / 2, 64 * MiB);
+    const c = new ChunkCache(dir, C / 2, 64 * MiB);
     caches.push(c);
     await c.init();
     await c.open(id, size);
@@ -133,7 +133,7 @@ describe('disk block cache', () => {
     const bootA = 'aaaaaaaa-0000-4000-8000-000000000001';
     const bootB = 'bbbbbbbb-0000-4000-8000-000000000002';
     const inBoot = async (boot: string, settleMs = 3_600_000) => {
-      const c = new BlockCache(dir, C, 64 * MiB, undefined, undefined, undefined, settleMs, boot);
+      const c = new ChunkCache(dir, C, 64 * MiB, undefined, undefined, undefined, settleMs, boot);
       caches.push(c);
       await c.init();
       await c.open(id, 4 * C);
@@ -171,7 +171,7 @@ describe('disk block cache', () => {
     const bootA = 'aaaaaaaa-0000-4000-8000-000000000003';
     const bootB = 'bbbbbbbb-0000-4000-8000-000000000004';
     const ids = [fileId('unmounted'), fileId('idle')];
-    const a = new BlockCache(dir, C, 64 * MiB, undefined, 10, undefined, 200, bootA);
+    const a = new ChunkCache(dir, C, 64 * MiB, undefined, 10, undefined, 200, bootA);
     caches.push(a);
     await a.init();
     for (const id of ids) {
@@ -183,7 +183,7 @@ describe('disk block cache', () => {
     // idle past settleMs: synced and marked for good, with no unmount (a kill -9 after it loses nothing)
     for (let t = 0; a.unsyncedVersions > 0 && t < 500; t++) await new Promise((r) => setTimeout(r, 20));
     expect(a.unsyncedVersions).toBe(0);
-    const b = new BlockCache(dir, C, 64 * MiB, undefined, undefined, undefined, undefined, bootB);
+    const b = new ChunkCache(dir, C, 64 * MiB, undefined, undefined, undefined, undefined, bootB);
     caches.push(b);
     await b.init();
     for (const id of ids) {
@@ -280,7 +280,7 @@ describe('disk block cache', () => {
 
   it('keeps a bounded number of versions open: the least recently used is closed, and read again from its markers later', async () => {
     const dir = await tempDir();
-    const cache = new BlockCache(dir, C, 64 * MiB, undefined, undefined, 2);
+    const cache = new ChunkCache(dir, C, 64 * MiB, undefined, undefined, 2);
     caches.push(cache);
     await cache.init();
     const ids = [fileId('a'), fileId('b'), fileId('c')];
