@@ -4,7 +4,7 @@
 // rather than refusing at once while it finishes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { processAlive } from '../vfs/shared/process-alive.js';
+import { processAlive } from '../vfs/vfs.js';
 import { controlAlive, queryStatus } from './mount-control.js';
 import { mountedTypeAt } from './mount-preflight.js';
 

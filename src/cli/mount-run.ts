@@ -12,17 +12,15 @@ import { ApiError } from '../client/errors.js';
 import { clearStaleMount, mountVfs, type FuseMount } from '../fuse/mount.js';
 import type { OpCounts } from '../fuse/ops.js';
 import { VfsError } from '../vfs/errors.js';
-import { Vfs } from '../vfs/vfs.js';
-import { DEFAULT_DELETE_GUARD } from '../vfs/remove/mass-delete-guard.js';
+import { DEFAULT_DELETE_GUARD, Vfs, WrongLibraryPassword } from '../vfs/vfs.js';
 import { shellWord } from './confirm-delete.js';
 import { controlAlive, listenControl } from './mount-control.js';
 import { waitForDetached, watchDetach } from './mount-detach.js';
 import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
 import { UnreachableError } from './mount-retry.js';
 import { pinControl } from './pin.js';
-import { fmtBytes, fmtDuration, type UploadQueueEntry } from './status-format.js';
+import { fmtBytes, fmtDuration } from './status-format.js';
 import { readLibraryPassword, type Secrets } from './mount-secrets.js';
-import { WrongLibraryPassword } from '../vfs/libraries/encrypted-unlock.js';
 import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './mount-options.js';
 import { TokenRefused, UserError } from './user-error.js';
@@ -308,9 +306,9 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     }
     throw explain(e, s.url, false);
   }
-  retryUploads = () => vfs.writeBack.retryNow();
+  retryUploads = () => vfs.retryUploads();
   // the passwords the client sends again by itself (on its timer, after a refusal): one line each
-  client.onUnlockAgain = unlockAgainLog((repo) => vfs.libraries.byId(repo), layerLog);
+  client.onUnlockAgain = unlockAgainLog((repo) => vfs.libraryById(repo), layerLog);
   const label = vfs.library?.name ?? 'all libraries';
   const opCounts: OpCounts = {};
   // detached from outside (umount, fusermount -u): upload what is pending and exit (mount-detach.ts; made
@@ -360,8 +358,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         library: label,
         startedAt,
         cacheDir,
-        cacheMaxBytes: vfs.chunkCache ? Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024) : 0,
-        queue: uploadQueue(vfs),
+        cacheMaxBytes: vfs.stats().diskCache ? Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024) : 0,
+        queue: vfs.uploadQueue(),
         ops: opCounts,
         readAheadKb: fuse.readAheadKb,
         ...vfs.status(),
@@ -373,8 +371,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       }),
     {
       // `seafs confirm-delete MOUNTPOINT [--cancel]` (src/vfs/remove/mass-delete-guard.ts)
-      'delete-guard': (arg) =>
-        JSON.stringify({ held: arg === 'cancel' ? vfs.deleteGuard.cancel() : vfs.deleteGuard.confirm() }),
+      'delete-guard': (arg) => JSON.stringify({ held: vfs.answerDeleteGuard(arg === 'cancel') }),
       'cache-clear': () => {
         const freed = vfs.clearCache();
         log(`cache cleared: ${freed} bytes of downloaded data dropped (files waiting for upload are kept)`);
@@ -423,7 +420,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       .slice(0, 5)
       .map((f) => f.path)
       .join(', ');
-    const done = vfs.writeBack.stats.uploadedBytes;
+    const done = vfs.stats().uploadedBytes;
     since ??= { at: Date.now(), bytes: done };
     const secs = (Date.now() - since.at) / 1000;
     const rate = secs >= 2 ? (done - since.bytes) / secs : 0;
@@ -438,11 +435,10 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     const b = new UnmountBound({
       waitMs: unmountWaitMs(),
       cacheDir,
-      sample: () => ({
-        landed: vfs.writeBack.stats.uploads,
-        failures: vfs.writeBack.stats.failures,
-        offline: !vfs.connectivity.online,
-      }),
+      sample: () => {
+        const st = vfs.stats();
+        return { landed: st.uploads, failures: st.failures, offline: !st.online };
+      },
     });
     bound = b;
     b.start();
@@ -456,17 +452,12 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       // writes that were still in flight when the mount detached
       const failed = (await bounded(vfs.drain(progress))) ?? [];
       // the disk cache's last writes and their markers, before `seafs unmount` returns and a next mount reads them
-      // (pinned files stop coming first: the next mount goes on with them)
-      vfs.pins.close();
-      await bounded(vfs.reader.closeDisk());
+      await bounded(vfs.shutdown());
       b.close();
       let code = 0;
       if (b.stopped !== null) {
         code = 1;
-        const left = [
-          ...vfs.pendingUploads(),
-          ...vfs.writeBack.folders.pending().map((f) => ({ path: f.path, size: 0 })),
-        ];
+        const left = vfs.leftBehind();
         say(
           b.stopped.includes('cache folder')
             ? `stopped waiting for uploads: ${b.stopped}; ${left.length} file(s) written here cannot be uploaded any more`
@@ -506,26 +497,6 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   watch.arm();
   void finished.then(() => watch.close());
   return { vfs, label, mountpoint: mnt, shutdown, giveUp, finished };
-}
-
-/** Each file not yet on the server, for `seafs status`: uploading, waiting or failed, and whether it is still written. */
-function uploadQueue(vfs: Vfs): UploadQueueEntry[] {
-  return vfs.writeBack.pending().map((f) => {
-    const state = f.running ? 'uploading' : f.lastError ? 'failed' : f.writers > 0 ? 'writing' : 'waiting';
-    const streaming = vfs.writeBack.streamedBytes(f);
-    const e: UploadQueueEntry = {
-      path: f.path,
-      size: f.size,
-      state: streaming === null ? state : 'uploading',
-      attempts: f.failures,
-    };
-    if (streaming !== null) e.sent = streaming;
-    const blocks = vfs.writeBack.blockProgress(f);
-    if (blocks) e.blocks = blocks;
-    if (f.writers > 0) e.writing = true;
-    if (f.lastError) e.error = f.lastError instanceof Error ? f.lastError.message : String(f.lastError);
-    return e;
-  });
 }
 
 /**

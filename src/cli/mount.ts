@@ -13,7 +13,7 @@ import { cacheRoot, loadLogin, saveLogin } from './offline-login.js';
 import { parseId, parseMountOptions, parseUmask, splitSource, unescapeOctal } from './mount-options.js';
 import { parseDuration, retryUnreachable, UnreachableError } from './mount-retry.js';
 import type { MountSettings } from './mount-run.js';
-import { DEFAULT_DELETE_GUARD } from '../vfs/remove/mass-delete-guard.js';
+import { DEFAULT_DELETE_GUARD } from '../vfs/vfs.js';
 import { readLibraryPassword, readSecrets } from './mount-secrets.js';
 import { TokenRefused, UserError } from './user-error.js';
 import { checkBinding } from './mount-binding.js';
@@ -175,7 +175,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
     if (lib?.encrypted) {
       libraryPassword = await readLibraryPassword(argv, lib.name);
       // a wrong password is told here, in one line, rather than by the child's log
-      const { LibraryLocks, WrongLibraryPassword } = await import('../vfs/libraries/encrypted-unlock.js');
+      const { LibraryLocks, WrongLibraryPassword } = await import('../vfs/vfs.js');
       await new LibraryLocks(client, () => {}, null).unlock(lib, libraryPassword).catch((e: unknown) => {
         throw e instanceof WrongLibraryPassword ? new UserError(e.message.replace(/^EACCES: /, '')) : e;
       });

@@ -17,8 +17,8 @@ export function pinControl(vfs: Vfs): (arg: string) => Promise<string> {
   return async (arg) => {
     const { path, on } = JSON.parse(arg) as { path: string; on: boolean };
     try {
-      if (on) return JSON.stringify(await vfs.pins.pin(path));
-      return JSON.stringify({ files: await vfs.pins.unpin(path) });
+      if (on) return JSON.stringify(await vfs.pin(path));
+      return JSON.stringify({ files: await vfs.unpin(path) });
     } catch (e) {
       throw new Error(e instanceof VfsError ? e.message.replace(/^[A-Z]+: /, '') : (e as Error).message);
     }

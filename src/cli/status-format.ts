@@ -1,27 +1,9 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
 // answer (see mount-run.ts) and, when measured, the upload rate.
-import type { DeleteGuardStatus } from '../vfs/remove/mass-delete-guard.js';
-import type { MtimeStatus } from '../vfs/mtimes/kept-mtimes.js';
-import type { PinStatus } from '../vfs/pin/status.js';
+import type { DeleteGuardStatus, MtimeStatus, PinStatus, UploadQueueEntry } from '../vfs/vfs.js';
 import { shellWord } from './confirm-delete.js';
 
-export interface UploadQueueEntry {
-  path: string;
-  size: number;
-  /**
-   * writing: still open for writing (a large one may already be streaming);
-   * failed: the last attempt failed (it is tried again unless the failure is permanent)
-   */
-  state: 'uploading' | 'writing' | 'waiting' | 'failed';
-  attempts: number;
-  /** bytes of it already sent (absent: the write path does not report it) */
-  sent?: number;
-  /** still open for writing: its size is not final */
-  writing?: boolean;
-  /** an upload by blocks: bytes of the blocks the server lacks, of those sent, blocks it holds already */
-  blocks?: { toSend: number; sent: number; onServer: number; blocks: number };
-  error?: string;
-}
+export type { UploadQueueEntry };
 
 /** The fields of a mount's status answer that `seafs status` shows. */
 export interface MountStatus {

@@ -4,8 +4,7 @@
 // mount (see shared/notes/fuse-native.md).
 import { constants as OS } from 'node:os';
 import { errnoOf, type ErrnoName } from '../vfs/errors.js';
-import { nfc } from '../vfs/shared/paths.js';
-import type { Vfs } from '../vfs/vfs.js';
+import { nfc, type Vfs } from '../vfs/vfs.js';
 
 /** a fuse-native operation or its callback */
 export type Cb = (...args: any[]) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -262,14 +261,14 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       return [];
     }),
     // extended attributes (src/vfs/xattrs/xattrs.ts); `value` lives in libfuse memory, so it is copied
-    getxattr: handler('getxattr', async (p: string, name: string) => [await vfs.xattrs.get(p, name)]),
-    listxattr: handler('listxattr', async (p: string) => [await vfs.xattrs.list(p)]),
+    getxattr: handler('getxattr', async (p: string, name: string) => [await vfs.getxattr(p, name)]),
+    listxattr: handler('listxattr', async (p: string) => [await vfs.listxattr(p)]),
     setxattr: handler('setxattr', async (p: string, name: string, value: Buffer) => {
-      await vfs.xattrs.set(p, name, Buffer.from(value));
+      await vfs.setxattr(p, name, Buffer.from(value));
       return [];
     }),
     removexattr: handler('removexattr', async (p: string, name: string) => {
-      await vfs.xattrs.remove(p, name);
+      await vfs.removexattr(p, name);
       return [];
     }),
   };

@@ -28,7 +28,14 @@ import { ListingStore } from './listings/listing-disk-store.js';
 import { lockedByOther, refuseLocked, remoteFileOf, truncatePath } from './copies/editable-copy.js';
 import { LocalMtimes } from './mtimes/kept-mtimes.js';
 import { MetaCache, type Listing } from './listings/listing-cache.js';
-import { drainAll, pendingOf, statusOf, type Pending } from './control/drain-and-status.js';
+import {
+  drainAll,
+  pendingOf,
+  statusOf,
+  uploadQueueOf,
+  type Pending,
+  type UploadQueueEntry,
+} from './control/drain-and-status.js';
 import { baseOf, checkChangeAt, checkName, parentOf } from './shared/paths.js';
 import { ChunkCache } from './read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type RemoteFile } from './read/reader.js';
@@ -41,8 +48,18 @@ import type { UnlinkedOpen } from './remove/unlinked-open.js';
 import { type FileState, WriteBack } from './write/write-back.js';
 import { Xattrs } from './xattrs/xattrs.js';
 
+// The vfs's face: this file and errors.ts are all that the CLI and the FUSE adapter
+// may import from src/vfs/ (an eslint rule keeps it so); what they need of its parts is
+// handed on here.
 export type { Attr, StatFs } from './shared/stat-attrs.js';
 export type { VfsOptions } from './components.js';
+export type { Pending, UploadQueueEntry } from './control/drain-and-status.js';
+export { DEFAULT_DELETE_GUARD, type DeleteGuardStatus } from './remove/mass-delete-guard.js';
+export { WrongLibraryPassword, LibraryLocks } from './libraries/encrypted-unlock.js';
+export type { MtimeStatus } from './mtimes/kept-mtimes.js';
+export type { PinStatus } from './pin/status.js';
+export { nfc } from './shared/paths.js';
+export { processAlive } from './shared/process-alive.js';
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
 
@@ -51,7 +68,6 @@ export class Vfs {
   readonly reader: RemoteReader;
   readonly chunkCache: ChunkCache | null;
   readonly writeBack: WriteBack;
-  readonly stats = { ops: 0 };
   readonly libraries: Libraries;
   private readonly handles = new HandleTable();
   private readonly attrs: AttrShaper;
@@ -492,9 +508,82 @@ export class Vfs {
     return pendingOf(this.writeBack);
   }
 
+  /** What an unmount that stopped waiting leaves in the journal: files, and folders made here (size 0). */
+  leftBehind(): Pending[] {
+    return [...this.pendingUploads(), ...this.writeBack.folders.pending().map((f) => ({ path: f.path, size: 0 }))];
+  }
+
   /** The state of the mount's engines, for the control socket's status answer. */
   status() {
     return statusOf(this.parts);
+  }
+
+  /** Each file not yet on the server, for `seafs status`. */
+  uploadQueue(): UploadQueueEntry[] {
+    return uploadQueueOf(this.writeBack);
+  }
+
+  /** The few figures an unmount watches while it waits for uploads. */
+  stats() {
+    return {
+      uploads: this.writeBack.stats.uploads,
+      uploadedBytes: this.writeBack.stats.uploadedBytes,
+      failures: this.writeBack.stats.failures,
+      online: this.connectivity.online,
+      diskCache: this.chunkCache !== null,
+    };
+  }
+
+  /** Pending uploads go now (a new login was taken). */
+  retryUploads(): void {
+    this.writeBack.retryNow();
+  }
+
+  /** The library with this id, as the mount names it. */
+  libraryById(repo: string): Promise<Library | undefined> {
+    return this.libraries.byId(repo);
+  }
+
+  /** `seafs confirm-delete [--cancel]`: the held mass delete goes on, or ends; whether one was held. */
+  answerDeleteGuard(cancel: boolean): boolean {
+    return cancel ? this.deleteGuard.cancel() : this.deleteGuard.confirm();
+  }
+
+  /** `seafs pin PATH` (src/vfs/pin/) */
+  pin(p: string) {
+    return this.pins.pin(p);
+  }
+
+  /** `seafs unpin PATH`: the files let go of */
+  unpin(p: string) {
+    return this.pins.unpin(p);
+  }
+
+  /** Extended attributes (xattrs/xattrs.ts), for the FUSE adapter. */
+  getxattr(p: string, name: string) {
+    return this.xattrs.get(p, name);
+  }
+
+  listxattr(p: string) {
+    return this.xattrs.list(p);
+  }
+
+  setxattr(p: string, name: string, value: Buffer) {
+    return this.xattrs.set(p, name, value);
+  }
+
+  removexattr(p: string, name: string) {
+    return this.xattrs.remove(p, name);
+  }
+
+  /**
+   * The unmount's last step before close(), once the uploads are drained:
+   * pinned files stop coming (the next mount goes on with them), and the disk
+   * cache's last writes and their markers land, so a next mount reads them.
+   */
+  async shutdown(): Promise<void> {
+    this.pins.close();
+    await this.reader.closeDisk();
   }
 
   /** `seafs lock` / `seafs unlock-file` (control/commands.ts) */

@@ -27,6 +27,45 @@ export async function drainAll(
   ];
 }
 
+/** A file not yet on the server, as `seafs status` lists it. */
+export interface UploadQueueEntry {
+  path: string;
+  size: number;
+  /**
+   * writing: still open for writing (a large one may already be streaming);
+   * failed: the last attempt failed (it is tried again unless the failure is permanent)
+   */
+  state: 'uploading' | 'writing' | 'waiting' | 'failed';
+  attempts: number;
+  /** bytes of it already sent (absent: the write path does not report it) */
+  sent?: number;
+  /** still open for writing: its size is not final */
+  writing?: boolean;
+  /** an upload by blocks: bytes of the blocks the server lacks, of those sent, blocks it holds already */
+  blocks?: { toSend: number; sent: number; onServer: number; blocks: number };
+  error?: string;
+}
+
+/** Each file not yet on the server: uploading, waiting or failed, and whether it is still written. */
+export function uploadQueueOf(wb: VfsComponents['writeBack']): UploadQueueEntry[] {
+  return wb.pending().map((f) => {
+    const state = f.running ? 'uploading' : f.lastError ? 'failed' : f.writers > 0 ? 'writing' : 'waiting';
+    const streaming = wb.streamedBytes(f);
+    const e: UploadQueueEntry = {
+      path: f.path,
+      size: f.size,
+      state: streaming === null ? state : 'uploading',
+      attempts: f.failures,
+    };
+    if (streaming !== null) e.sent = streaming;
+    const blocks = wb.blockProgress(f);
+    if (blocks) e.blocks = blocks;
+    if (f.writers > 0) e.writing = true;
+    if (f.lastError) e.error = f.lastError instanceof Error ? f.lastError.message : String(f.lastError);
+    return e;
+  });
+}
+
 export function pendingOf(wb: VfsComponents['writeBack']): Pending[] {
   return wb.pending().map((s) => ({ path: s.path, size: s.size }));
 }
