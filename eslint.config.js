@@ -56,7 +56,7 @@ export default tseslint.config(
   },
   {
     files: ['src/cli/**/*.ts', 'src/fuse/**/*.ts'],
-    ignores: ['src/cli/serve.ts', 'src/cli/mount-demo.ts'],
+    ignores: ['src/cli/serve.ts', 'src/cli/mount/demo.ts'],
     rules: {
       'no-restricted-imports': [
         'error',
@@ -73,7 +73,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/cli/serve.ts', 'src/cli/mount-demo.ts'],
+    files: ['src/cli/serve.ts', 'src/cli/mount/demo.ts'],
     rules: {
       'no-restricted-imports': [
         'error',

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { controlPaths } from '../../src/cli/mount-control.js';
+import { controlPaths } from '../../src/cli/control/control-socket.js';
 import { SeafileClient } from '../../src/client/client.js';
 import { expectRemoteFile, remoteBytes, waitRemoteFile } from '../helpers/api-check.js';
 import {
@@ -255,7 +255,7 @@ describe('a mount whose output goes nowhere', () => {
     const big = path.join(ctx.src, 'logged-big.bin');
     await writeRandom(big, 12 * 1024 * 1024);
     const small = await fileOps(mnt, 'l', big);
-    // the background process runs with the mount's memory settings (src/cli/mount-tuning.ts)
+    // the background process runs with the mount's memory settings (src/cli/mount/v8-tuning.ts)
     expect(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')).toContain('MALLOC_ARENA_MAX=2');
     const st = await run(process.execPath, [CLI, 'status', '--json', mnt], { env: testEnv() });
     const newSpace = (JSON.parse(st.out) as { newSpaceBytes?: number }[])[0].newSpaceBytes;

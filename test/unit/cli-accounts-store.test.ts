@@ -1,13 +1,13 @@
-// The saved accounts' store (src/cli/accounts-store.ts) and the mount's
-// account sources (src/cli/account-source.ts): file and folder modes, atomic
+// The saved accounts' store (src/cli/accounts/store.ts) and the mount's
+// account sources (src/cli/accounts/account-source.ts): file and folder modes, atomic
 // writes under a lock, clear messages for a broken or open file.
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { AccountStore, checkName, configDir, type Account } from '../../src/cli/accounts-store.js';
-import { parseAccountSource, refusedLine, useAccount } from '../../src/cli/account-source.js';
-import { defaultName } from '../../src/cli/accounts.js';
+import { AccountStore, checkName, configDir, type Account } from '../../src/cli/accounts/store.js';
+import { parseAccountSource, refusedLine, useAccount } from '../../src/cli/accounts/account-source.js';
+import { defaultName } from '../../src/cli/accounts/commands.js';
 
 const account = (over: Partial<Account> = {}): Account => ({
   url: 'https://cloud.example.com',

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { cacheTimes } from '../../src/cli/cache-times.js';
+import { cacheTimes } from '../../src/cli/mount/cache-times.js';
 
 describe('the lag allowed by --dir-cache-time, split between the listings and the kernel', () => {
   it('by default the kernel keeps attributes for half of the 10 s and listings answer for the other half', () => {

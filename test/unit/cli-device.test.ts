@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loginDevice } from '../../src/cli/device.js';
+import { loginDevice } from '../../src/cli/accounts/device.js';
 
 const dirs: string[] = [];
 const scratch = () => {

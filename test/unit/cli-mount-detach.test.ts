@@ -1,4 +1,4 @@
-// The detach watch and the wait for a detached predecessor (src/cli/mount-detach.ts), with stand-ins for
+// The detach watch and the wait for a detached predecessor (src/cli/mount/detach-watch.ts), with stand-ins for
 // findmnt (small shell scripts), the mount table and the control socket; test/e2e/lifecycle.test.ts runs the
 // real thing (umount, then a new mount at once).
 import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { processAlive } from '../../src/vfs/shared/process-alive.js';
-import { waitForDetached, watchDetach, type DetachWatch } from '../../src/cli/mount-detach.js';
+import { waitForDetached, watchDetach, type DetachWatch } from '../../src/cli/mount/detach-watch.js';
 
 const HOUR = 3_600_000;
 const dirs: string[] = [];

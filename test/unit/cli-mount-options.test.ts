@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { CLI } from '../helpers/server.js';
-import { parseMountOptions, parseUmask, splitSource, unescapeOctal } from '../../src/cli/mount-options.js';
-import { parseDuration, retryUnreachable, UnreachableError } from '../../src/cli/mount-retry.js';
+import { parseMountOptions, parseUmask, splitSource, unescapeOctal } from '../../src/cli/mount/fstab-options.js';
+import { parseDuration, retryUnreachable, UnreachableError } from '../../src/cli/mount/retry-login.js';
 import { UserError } from '../../src/cli/user-error.js';
 
 describe('mount sources and -o options', () => {

@@ -1,4 +1,4 @@
-// The checks before a mount (src/cli/mount-preflight.ts), as pure functions of
+// The checks before a mount (src/cli/mount/preflight.ts), as pure functions of
 // the system's facts: each problem an ordinary user can meet gets its message,
 // saying what was seen and what to do.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -17,7 +17,7 @@ import {
   systemProblem,
   type MountpointFacts,
   type SystemFacts,
-} from '../../src/cli/mount-preflight.js';
+} from '../../src/cli/mount/preflight.js';
 
 const OK: SystemFacts = {
   uid: 1000,

@@ -1,10 +1,10 @@
-// The mount process's V8 flags (src/cli/mount-tuning.ts) are set at run
+// The mount process's V8 flags (src/cli/mount/v8-tuning.ts) are set at run
 // time, after the heap exists: these tests check, in a fresh node process,
 // that each one still takes effect that way (the young generation's size
 // itself would not), and that a process without them behaves otherwise.
 import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
-import { mountNodeFlags, mountProcessEnv, mountReadyV8Flags, mountV8Flags } from '../../src/cli/mount-tuning.js';
+import { mountNodeFlags, mountProcessEnv, mountReadyV8Flags, mountV8Flags } from '../../src/cli/mount/v8-tuning.js';
 
 /**
  * runs in a fresh node: sets the given flags at run time, runs a start-up's worth of hot code, sets the flags of a

@@ -2,7 +2,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadLogin, saveLogin } from '../../src/cli/offline-login.js';
+import { loadLogin, saveLogin } from '../../src/cli/mount/offline-login.js';
 
 const roots: string[] = [];
 afterEach(async () => {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { runtimeDir } from '../../src/cli/mount-control.js';
+import { runtimeDir } from '../../src/cli/control/control-socket.js';
 
 describe('the control sockets dir', () => {
   afterEach(() => {

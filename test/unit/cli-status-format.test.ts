@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatStatus, progressBytes, type MountStatus } from '../../src/cli/status-format.js';
+import { formatStatus, progressBytes, type MountStatus } from '../../src/cli/control/status-format.js';
 
 const MiB = 1024 * 1024;
 

@@ -1,4 +1,4 @@
-// A running mount whose token the server refuses (src/cli/token-watch.ts):
+// A running mount whose token the server refuses (src/cli/mount/token-watch.ts):
 // said once, every call held as unreachable (the vfs's offline mode keeps
 // writes in the journal), a new saved login or the token taken again lets
 // calls through once more.
@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { ApiError } from '../../src/client/errors.js';
 import { json, tinyServer } from '../helpers/client-fixture.js';
-import { TokenWatch, type TokenHolder } from '../../src/cli/token-watch.js';
+import { TokenWatch, type TokenHolder } from '../../src/cli/mount/token-watch.js';
 
 function holder(token: string, pingOk = false) {
   const h = {

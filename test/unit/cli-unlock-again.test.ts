@@ -2,7 +2,7 @@
 // the log lines (one per unlock the server made necessary, the timed ones at
 // debug level, failures as warnings), naming the library, never the password.
 import { describe, expect, it } from 'vitest';
-import { unlockAgainLog, unlockRefreshMs } from '../../src/cli/unlock-again.js';
+import { unlockAgainLog, unlockRefreshMs } from '../../src/cli/mount/password-resend.js';
 import type { Library } from '../../src/client/types.js';
 
 describe('SEAFS_UNLOCK_REFRESH_SEC', () => {

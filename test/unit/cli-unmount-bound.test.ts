@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { UnmountBound, unmountWaitMs, type UploadProgress } from '../../src/cli/unmount-bound.js';
+import { UnmountBound, unmountWaitMs, type UploadProgress } from '../../src/cli/mount/unmount-wait.js';
 
 describe('how long an unmount waits for its uploads', () => {
   const dirs: string[] = [];

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { bindingWarning, fuseBinding, isFixedBinary, rebuildHint, versionText } from '../../src/fuse/binding.js';
-import { checkBinding } from '../../src/cli/mount-binding.js';
+import { checkBinding } from '../../src/cli/mount/binding-check.js';
 import { wantsVersion } from '../../src/cli/version.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');

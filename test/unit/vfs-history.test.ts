@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { constants as FC } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { parseTime } from '../../src/cli/file-restore.js';
+import { parseTime } from '../../src/cli/control/file-restore.js';
 import { stamp, timeNames } from '../../src/vfs/hidden/names.js';
 import { FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 

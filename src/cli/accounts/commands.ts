@@ -2,19 +2,19 @@
 // rclone keeps named remotes. A login asks for the password (and the
 // two-factor code when the server wants one), gets a token of this machine's
 // own (platform, device_id, device_name: listed under the account's devices in
-// the web interface, revocable there) and keeps it in accounts-store.ts's
+// the web interface, revocable there) and keeps it in accounts/store.ts's
 // file; never the password. `seafs mount NAME:Library DIR` then mounts with it
-// (account-source.ts). Logout deletes the token on the server
+// (accounts/account-source.ts). Logout deletes the token on the server
 // (POST /api2/logout-device/, what seahub's desktop client calls) and here.
 // The client is loaded by the command that uses it (`--help` and `serve` stay light).
 import path from 'node:path';
 import type { CommandModule } from 'yargs';
-import type { SeafileClient } from '../client/client.js';
-import { ApiError } from '../client/errors.js';
-import { AccountStore, checkName, configDir, type Account } from './accounts-store.js';
-import { exitAfterOutput, printErr, printOut } from './log.js';
-import { firstLine, promptHidden } from './mount-secrets.js';
-import { UserError } from './user-error.js';
+import type { SeafileClient } from '../../client/client.js';
+import { ApiError } from '../../client/errors.js';
+import { AccountStore, checkName, configDir, type Account } from './store.js';
+import { exitAfterOutput, printErr, printOut } from '../log.js';
+import { firstLine, promptHidden } from '../mount/secrets.js';
+import { UserError } from '../user-error.js';
 
 interface ConfigArgv {
   config?: string;
@@ -136,9 +136,9 @@ async function login(argv: LoginArgv): Promise<void> {
   if (!password)
     throw new UserError('no password given (type it at the prompt, or pipe it to stdin, or set SEAFS_PASSWORD)');
 
-  // the device id of the password mounts (device.ts): one device per machine and account
+  // the device id of the password mounts (accounts/device.ts): one device per machine and account
   const [{ SeafileClient }, { loginDevice }] = await Promise.all([
-    import('../client/client.js'),
+    import('../../client/client.js'),
     import('./device.js'),
   ]);
   const device = loginDevice(url, user);
@@ -229,7 +229,7 @@ interface LogoutArgv extends ConfigArgv {
 
 /** Deletes the account's token on the server; what happened, in a few words. */
 async function revoke(a: Account): Promise<string> {
-  const { SeafileClient } = await import('../client/client.js');
+  const { SeafileClient } = await import('../../client/client.js');
   const client = new SeafileClient({ baseUrl: a.url, token: a.token, timeoutMs: 15_000 });
   try {
     await client.logoutDevice();

@@ -3,8 +3,8 @@
 // seafs option maps to one command-line flag; the generic mount options are
 // passed to the kernel mount (the few libfuse 2 knows) or ignored, as FUSE
 // file systems do; anything else is one clear error.
-import { parseDuration } from './mount-retry.js';
-import { UserError } from './user-error.js';
+import { parseDuration } from './retry-login.js';
+import { UserError } from '../user-error.js';
 
 /** The command-line flags (camelCase, as yargs names them) that -o can set. */
 export interface OptionSettings {

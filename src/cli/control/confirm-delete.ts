@@ -4,8 +4,8 @@
 // refused files stay.
 import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { exitAfterOutput } from './log.js';
-import { queryControl } from './mount-control.js';
+import { exitAfterOutput } from '../log.js';
+import { queryControl } from './control-socket.js';
 
 interface ConfirmArgv {
   mountpoint: string;

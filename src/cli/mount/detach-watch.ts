@@ -4,9 +4,9 @@
 // rather than refusing at once while it finishes.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
-import { processAlive } from '../vfs/vfs.js';
-import { controlAlive, queryStatus } from './mount-control.js';
-import { mountedTypeAt } from './mount-preflight.js';
+import { processAlive } from '../../vfs/vfs.js';
+import { controlAlive, queryStatus } from '../control/control-socket.js';
+import { mountedTypeAt } from './preflight.js';
 
 /** whether `mnt` is a mount point now, from /proc/mounts (true when it cannot be read: nothing is known) */
 async function isMounted(mnt: string): Promise<boolean> {

@@ -1,6 +1,6 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
-// answer (see mount-run.ts) and, when measured, the upload rate.
-import type { DeleteGuardStatus, MtimeStatus, PinStatus, UploadQueueEntry } from '../vfs/vfs.js';
+// answer (see mount/run.ts) and, when measured, the upload rate.
+import type { DeleteGuardStatus, MtimeStatus, PinStatus, UploadQueueEntry } from '../../vfs/vfs.js';
 import { shellWord } from './confirm-delete.js';
 
 export type { UploadQueueEntry };
@@ -25,7 +25,7 @@ export interface MountStatus {
   disk?: { hits: number } | null;
   /** null or absent: online */
   offline?: { offlineSince: string; cause: string } | null;
-  /** the server refuses the mount's token (token-watch.ts); null or absent: it is fine */
+  /** the server refuses the mount's token (mount/token-watch.ts); null or absent: it is fine */
   tokenRefused?: { since: string; hint: string } | null;
   rssBytes?: number;
   /** the folder listings the mount holds in memory */

@@ -13,13 +13,13 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import type { LoginDevice } from '../client/types.js';
-import { configDir } from './accounts-store.js';
+import type { LoginDevice } from '../../client/types.js';
+import { configDir } from './store.js';
 
-/** seafs's version, from its package.json (src/cli and dist/cli are both two levels down) */
+/** seafs's version, from its package.json (src/cli/accounts and dist/cli/accounts are both three levels down) */
 function clientVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
+    const pkg = JSON.parse(readFileSync(new URL('../../../package.json', import.meta.url), 'utf8')) as {
       version?: string;
     };
     return `seafs ${pkg.version ?? ''}`.trim();

@@ -1,9 +1,9 @@
 // The mount and the passwords of its encrypted libraries: how often the
 // client sends each again (servers forget one an hour after it was given),
 // and the log lines when it did so by itself.
-import type { UnlockEvent } from '../client/library-passwords.js';
-import type { Library } from '../client/types.js';
-import type { LogLevel } from './log.js';
+import type { UnlockEvent } from '../../client/library-passwords.js';
+import type { Library } from '../../client/types.js';
+import type { LogLevel } from '../log.js';
 
 /**
  * SEAFS_UNLOCK_REFRESH_SEC: seconds between two sends of a library password

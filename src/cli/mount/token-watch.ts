@@ -8,7 +8,7 @@
 // 30 s whether the server takes the token again (a proxy's passing 401); then
 // it lets calls through again and says so, and the vfs's probe finds the
 // server back and uploads what waited.
-import { ApiError } from '../client/errors.js';
+import { ApiError } from '../../client/errors.js';
 
 export interface TokenHolder {
   readonly token: string | undefined;

@@ -5,11 +5,11 @@
 // its control socket (as `seafs lock` does); the same as
 // `setfattr -n user.seafile.pinned -v 1|0 PATH`, with a message instead of an errno.
 import type { CommandModule } from 'yargs';
-import type { Vfs } from '../vfs/vfs.js';
-import { VfsError } from '../vfs/errors.js';
+import type { Vfs } from '../../vfs/vfs.js';
+import { VfsError } from '../../vfs/errors.js';
 import { inMount } from './file-lock.js';
-import { exitAfterOutput } from './log.js';
-import { queryControl } from './mount-control.js';
+import { exitAfterOutput } from '../log.js';
+import { queryControl } from './control-socket.js';
 import { fmtBytes } from './status-format.js';
 
 /** The mount's side: `pin {"path":..,"on":true|false}` answered with JSON, or a thrown message. */

@@ -1,32 +1,32 @@
 // The mount process: log in, resolve the library, mount, serve the control
 // socket, and on unmount/SIGINT/SIGTERM upload everything pending before
 // detaching. Shared by `seafs mount` and `seafs demo`.
-import { loginDevice } from './device.js';
+import { loginDevice } from '../accounts/device.js';
 import { createHash } from 'node:crypto';
 import { chmod, mkdir } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
-import { SeafileClient, type ClientOptions } from '../client/client.js';
-import { ApiError } from '../client/errors.js';
-import { clearStaleMount, mountVfs, type FuseMount } from '../fuse/mount.js';
-import type { OpCounts } from '../fuse/ops.js';
-import { VfsError } from '../vfs/errors.js';
-import { DEFAULT_DELETE_GUARD, Vfs, WrongLibraryPassword } from '../vfs/vfs.js';
-import { shellWord } from './confirm-delete.js';
-import { controlAlive, listenControl } from './mount-control.js';
-import { waitForDetached, watchDetach } from './mount-detach.js';
-import { guessLevel, logger, unexpectedErrorHandler } from './log.js';
-import { UnreachableError } from './mount-retry.js';
-import { pinControl } from './pin.js';
-import { fmtBytes, fmtDuration } from './status-format.js';
-import { readLibraryPassword, type Secrets } from './mount-secrets.js';
+import { SeafileClient, type ClientOptions } from '../../client/client.js';
+import { ApiError } from '../../client/errors.js';
+import { clearStaleMount, mountVfs, type FuseMount } from '../../fuse/mount.js';
+import type { OpCounts } from '../../fuse/ops.js';
+import { VfsError } from '../../vfs/errors.js';
+import { DEFAULT_DELETE_GUARD, Vfs, WrongLibraryPassword } from '../../vfs/vfs.js';
+import { shellWord } from '../control/confirm-delete.js';
+import { controlAlive, listenControl } from '../control/control-socket.js';
+import { waitForDetached, watchDetach } from './detach-watch.js';
+import { guessLevel, logger, unexpectedErrorHandler } from '../log.js';
+import { UnreachableError } from './retry-login.js';
+import { pinControl } from '../control/pin.js';
+import { fmtBytes, fmtDuration } from '../control/status-format.js';
+import { readLibraryPassword, type Secrets } from './secrets.js';
 import { cacheTimes } from './cache-times.js';
-import { parseUmask } from './mount-options.js';
-import { TokenRefused, UserError } from './user-error.js';
-import { loginAgain, savedToken } from './account-source.js';
+import { parseUmask } from './fstab-options.js';
+import { TokenRefused, UserError } from '../user-error.js';
+import { loginAgain, savedToken } from '../accounts/account-source.js';
 import { TokenWatch } from './token-watch.js';
-import { mountIsUp } from './mount-tuning.js';
+import { mountIsUp } from './v8-tuning.js';
 import {
   foreignMountProblem,
   mountedProblem,
@@ -34,9 +34,9 @@ import {
   mountpointProblem,
   readProcMounts,
   staleProblem,
-} from './mount-preflight.js';
-import { unlockAgainLog, unlockRefreshMs } from './unlock-again.js';
-import { UnmountBound, unmountWaitMs } from './unmount-bound.js';
+} from './preflight.js';
+import { unlockAgainLog, unlockRefreshMs } from './password-resend.js';
+import { UnmountBound, unmountWaitMs } from './unmount-wait.js';
 
 const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
 
@@ -201,9 +201,9 @@ export async function connect(
   }
 }
 
-/** Check the mount point; clear a stale mount left by a dead seafs (mount-preflight.ts says what else is wrong). */
+/** Check the mount point; clear a stale mount left by a dead seafs (mount/preflight.ts says what else is wrong). */
 async function prepareMountpoint(mnt: string, nonempty: boolean): Promise<void> {
-  // one detached from outside and still uploading is waited for a few seconds (mount-detach.ts)
+  // one detached from outside and still uploading is waited for a few seconds (mount/detach-watch.ts)
   const busy = await waitForDetached(mnt, log);
   if (busy) throw new UserError(busy);
   if (await controlAlive(mnt))
@@ -254,7 +254,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   const times = cacheTimes(s.dirCacheTime, s.attrTimeout);
   let vfs: Vfs;
   let retryUploads = () => {};
-  // a token refused while mounted: said once (log, status); a saved account's new login is taken (token-watch.ts)
+  // a token refused while mounted: said once (log, status); a saved account's new login is taken (mount/token-watch.ts)
   const tokenWatch = new TokenWatch(client, {
     hint: s.account
       ? `log in again: ${loginAgain(s.account, s.config)} (the mount then takes the new login)`
@@ -311,7 +311,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   client.onUnlockAgain = unlockAgainLog((repo) => vfs.libraryById(repo), layerLog);
   const label = vfs.library?.name ?? 'all libraries';
   const opCounts: OpCounts = {};
-  // detached from outside (umount, fusermount -u): upload what is pending and exit (mount-detach.ts; made
+  // detached from outside (umount, fusermount -u): upload what is pending and exit (mount/detach-watch.ts; made
   // before the mount, armed once it is up)
   const watch = watchDetach(mnt, () => {
     if (!stopping) void shutdown('the mount was detached');
@@ -339,7 +339,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
     vfs.close();
     throw new UserError(`cannot mount at ${mnt}: ${(e as Error).message}`);
   }
-  // start-up is over: the V8 flags that wait for it, if any (SEAFS_TURBOFAN=mounted; mount-tuning.ts)
+  // start-up is over: the V8 flags that wait for it, if any (SEAFS_TURBOFAN=mounted; mount/v8-tuning.ts)
   mountIsUp();
 
   const startedAt = Date.now();
@@ -366,7 +366,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         tokenRefused: tokenWatch.state(),
         rssBytes: process.memoryUsage().rss,
         memory: process.memoryUsage(),
-        // the young generation's size now (src/cli/mount-tuning.ts keeps it small)
+        // the young generation's size now (src/cli/mount/v8-tuning.ts keeps it small)
         newSpaceBytes: v8.getHeapSpaceStatistics().find((sp) => sp.space_name === 'new_space')?.space_size,
       }),
     {
@@ -384,14 +384,14 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         log(`${path} ${on ? 'locked' : 'unlocked'} on the server`);
         return 'ok';
       },
-      // `seafs pin PATH` / `seafs unpin PATH` (pin.ts)
+      // `seafs pin PATH` / `seafs unpin PATH` (control/pin.ts)
       pin: pinControl(vfs),
       // `seafs restore FILE --at TIME`: the path inside the mount and the time (ms), as JSON
       'file-restore': async (arg) => {
         const { path, at } = JSON.parse(arg) as { path: string; at: number };
         const r = await vfs.restoreVersion(path, at);
         if (!r.current) log(`${path} restored to its version "${r.name}"`);
-        // how long the kernel may still show the file's old size and time (see file-restore.ts)
+        // how long the kernel may still show the file's old size and time (see control/file-restore.ts)
         return JSON.stringify({ ...r, kernelMs: Math.ceil(times.kernelSec * 1000) });
       },
     },
@@ -431,7 +431,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   let bound: UnmountBound | null = null;
   function shutdown(reason: string): Promise<number> {
     if (stopping) return stopping;
-    // the wait for uploads ends when the server stays away (see unmount-bound.ts): what is left stays in the journal
+    // the wait for uploads ends when the server stays away (see mount/unmount-wait.ts): what is left stays in the journal
     const b = new UnmountBound({
       waitMs: unmountWaitMs(),
       cacheDir,

@@ -5,25 +5,25 @@ import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { CommandModule, Options } from 'yargs';
-import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from './log.js';
-import { controlPaths, requestUnmount, runtimeDir } from './mount-control.js';
-import { waitForDetached } from './mount-detach.js';
-import { mountNodeFlags, mountProcessEnv } from './mount-tuning.js';
+import { LOG_LEVELS, logger, printErr, printOut, type LogLevel } from '../log.js';
+import { controlPaths, requestUnmount, runtimeDir } from '../control/control-socket.js';
+import { waitForDetached } from './detach-watch.js';
+import { mountNodeFlags, mountProcessEnv } from './v8-tuning.js';
 import { cacheRoot, loadLogin, saveLogin } from './offline-login.js';
-import { parseId, parseMountOptions, parseUmask, splitSource, unescapeOctal } from './mount-options.js';
-import { parseDuration, retryUnreachable, UnreachableError } from './mount-retry.js';
-import type { MountSettings } from './mount-run.js';
-import { DEFAULT_DELETE_GUARD } from '../vfs/vfs.js';
-import { readLibraryPassword, readSecrets } from './mount-secrets.js';
-import { TokenRefused, UserError } from './user-error.js';
-import { checkBinding } from './mount-binding.js';
-import { preflight } from './mount-preflight.js';
-import { parseAccountSource, refusedLine, useAccount } from './account-source.js';
-import type { SeafileClient } from '../client/client.js';
+import { parseId, parseMountOptions, parseUmask, splitSource, unescapeOctal } from './fstab-options.js';
+import { parseDuration, retryUnreachable, UnreachableError } from './retry-login.js';
+import type { MountSettings } from './run.js';
+import { DEFAULT_DELETE_GUARD } from '../../vfs/vfs.js';
+import { readLibraryPassword, readSecrets } from './secrets.js';
+import { TokenRefused, UserError } from '../user-error.js';
+import { checkBinding } from './binding-check.js';
+import { preflight } from './preflight.js';
+import { parseAccountSource, refusedLine, useAccount } from '../accounts/account-source.js';
+import type { SeafileClient } from '../../client/client.js';
 
 // The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
 // by the command that needs it, so `seafs serve` and `--help` stay light.
-const mountRun = () => import('./mount-run.js');
+const mountRun = () => import('./run.js');
 
 /** what a --daemon mount process runs (beside this file once built) */
 const CHILD_ENTRY = fileURLToPath(new URL('./mount-child.js', import.meta.url));
@@ -73,7 +73,7 @@ interface MountArgv extends MountSettings, LogArgv {
 
 /** Folds the source's `#Library` and the -o options into the flags they stand for. */
 function applyMountOptions(argv: MountArgv): void {
-  // `NAME:Library` (a saved account: account-source.ts) or `URL#Library`
+  // `NAME:Library` (a saved account: accounts/account-source.ts) or `URL#Library`
   const account = parseAccountSource(unescapeOctal(argv.url));
   const src = account ? { url: argv.url, library: account.library } : splitSource(argv.url);
   const { settings, kernel } = parseMountOptions(argv.options ?? []);
@@ -107,7 +107,7 @@ async function pickDefaultLibrary(argv: MountArgv, client: SeafileClient): Promi
 
 /**
  * Log in; with --retry-for, wait for a server that is not reachable yet. Still unreachable: the login an
- * earlier mount kept here (offline-login.ts), and `offline` set; the mount then starts from what it kept.
+ * earlier mount kept here (mount/offline-login.ts), and `offline` set; the mount then starts from what it kept.
  */
 async function connectWithRetry(argv: MountArgv, secrets: Awaited<ReturnType<typeof readSecrets>>) {
   const { connect, log, offlineClient } = await mountRun();
@@ -175,7 +175,7 @@ async function daemonize(argv: MountArgv): Promise<never> {
     if (lib?.encrypted) {
       libraryPassword = await readLibraryPassword(argv, lib.name);
       // a wrong password is told here, in one line, rather than by the child's log
-      const { LibraryLocks, WrongLibraryPassword } = await import('../vfs/vfs.js');
+      const { LibraryLocks, WrongLibraryPassword } = await import('../../vfs/vfs.js');
       await new LibraryLocks(client, () => {}, null).unlock(lib, libraryPassword).catch((e: unknown) => {
         throw e instanceof WrongLibraryPassword ? new UserError(e.message.replace(/^EACCES: /, '')) : e;
       });
@@ -378,7 +378,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
   },
 };
 
-/** The --daemon child (mount-child.ts): mounts with the settings its parent parsed. */
+/** The --daemon child (mount/mount-child.ts): mounts with the settings its parent parsed. */
 export async function mountChild(): Promise<void> {
   try {
     const raw = process.env.SEAFS_MOUNT_ARGV;
@@ -437,10 +437,10 @@ export const unmountCommand: CommandModule<object, { mountpoint: string; force?:
       fail(
         new UserError(`unmounting ${mnt} did not complete: some files are not on the server (kept for the next mount)`),
       );
-    const { clearStaleMount, isMounted } = await import('../fuse/mount.js');
+    const { clearStaleMount, isMounted } = await import('../../fuse/mount.js');
     if (await isMounted(mnt)) {
       // another user's mount: its socket is not in this user's runtime dir, and it is not stale
-      const { foreignMountProblem, readProcMounts, staleProblem } = await import('./mount-preflight.js');
+      const { foreignMountProblem, readProcMounts, staleProblem } = await import('./preflight.js');
       const foreign = foreignMountProblem(mnt, process.getuid?.() ?? 0, readProcMounts());
       if (foreign) fail(new UserError(foreign));
       await clearStaleMount(mnt).catch((e: unknown) =>
@@ -460,7 +460,7 @@ export const demoCommand: CommandModule<object, { mountpoint: string } & LogArgv
   handler: async (argv) => {
     try {
       setupLog(argv);
-      const { runDemo } = await import('./mount-demo.js');
+      const { runDemo } = await import('./demo.js');
       process.exit(await runDemo(argv.mountpoint));
     } catch (e) {
       fail(e);

@@ -1,7 +1,7 @@
 // Where the mount's secrets come from: never argv. A token from SEAFS_TOKEN or
 // a file, or a password from SEAFS_PASSWORD, a file, or a prompt without echo.
 import { readFile } from 'node:fs/promises';
-import { UserError } from './user-error.js';
+import { UserError } from '../user-error.js';
 
 export interface Secrets {
   token?: string;

@@ -4,8 +4,8 @@
 // (it still finishes its uploads once the kernel lets go). Works for the user
 // who mounted it (fusermount) and for root. fuse-native is not loaded.
 import { execFile } from 'node:child_process';
-import { foreignMountProblem, mountedTypeAt, readProcMounts as procMounts } from './mount-preflight.js';
-import { UserError } from './user-error.js';
+import { foreignMountProblem, mountedTypeAt, readProcMounts as procMounts } from './preflight.js';
+import { UserError } from '../user-error.js';
 
 function exec(file: string, args: string[]): Promise<string | null> {
   return new Promise((resolve) =>

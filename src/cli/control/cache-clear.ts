@@ -5,8 +5,8 @@
 // only running mounts have one to clear.
 import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { exitAfterOutput } from './log.js';
-import { queryControl } from './mount-control.js';
+import { exitAfterOutput } from '../log.js';
+import { queryControl } from './control-socket.js';
 import { fmtBytes } from './status-format.js';
 import { seafsMounts } from './status.js';
 

@@ -4,10 +4,10 @@
 // prompt, never from argv; the mount keeps it in memory only.
 import { resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { printErr, printOut } from './log.js';
-import { requestUnlock } from './mount-control.js';
-import { readLibraryPassword } from './mount-secrets.js';
-import { UserError } from './user-error.js';
+import { printErr, printOut } from '../log.js';
+import { requestUnlock } from './control-socket.js';
+import { readLibraryPassword } from '../mount/secrets.js';
+import { UserError } from '../user-error.js';
 
 interface UnlockArgv {
   mountpoint: string;

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { UserError } from './user-error.js';
+import { UserError } from '../user-error.js';
 
 export interface Account {
   /** the server's URL, without a trailing slash */

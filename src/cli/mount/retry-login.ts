@@ -2,7 +2,7 @@
 // starts, so the first login is tried again with backoff for a while instead
 // of giving up at the first "cannot reach the server". Anything else (a wrong
 // password, an unknown library) still fails at once.
-import { UserError } from './user-error.js';
+import { UserError } from '../user-error.js';
 
 /** The server could not be reached (or answered only 5xx): worth waiting for. */
 export class UnreachableError extends UserError {

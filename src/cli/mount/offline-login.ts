@@ -10,8 +10,8 @@
 import { createCipheriv, createDecipheriv, createHash, randomBytes, scrypt } from 'node:crypto';
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Secrets } from './mount-secrets.js';
-import { UserError } from './user-error.js';
+import type { Secrets } from './secrets.js';
+import { UserError } from '../user-error.js';
 
 export interface SavedLogin {
   email: string;

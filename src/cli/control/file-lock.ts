@@ -4,7 +4,7 @@
 import { realpathSync } from 'node:fs';
 import { relative, resolve, sep } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { queryControl } from './mount-control.js';
+import { queryControl } from './control-socket.js';
 import { seafsMounts } from './status.js';
 
 interface LockArgv {

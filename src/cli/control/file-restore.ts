@@ -7,8 +7,8 @@
 import { execFile, execFileSync } from 'node:child_process';
 import type { CommandModule } from 'yargs';
 import { inMount } from './file-lock.js';
-import { exitAfterOutput } from './log.js';
-import { queryControl } from './mount-control.js';
+import { exitAfterOutput } from '../log.js';
+import { queryControl } from './control-socket.js';
 
 interface RestoreArgv {
   path: string;

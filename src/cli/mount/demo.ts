@@ -4,10 +4,10 @@ import { mkdir, mkdtemp, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { deflateSync } from 'node:zlib';
-import { SeafileClient } from '../client/client.js';
-import { startServer } from '../server/index.js';
-import { logger, printOut } from './log.js';
-import { handleSignals, startMount, uploadSwitches } from './mount-run.js';
+import { SeafileClient } from '../../client/client.js';
+import { startServer } from '../../server/index.js';
+import { logger, printOut } from '../log.js';
+import { handleSignals, startMount, uploadSwitches } from './run.js';
 
 const CRC_TABLE = (() => {
   const t = new Uint32Array(256);

@@ -5,8 +5,8 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { CommandModule } from 'yargs';
-import { exitAfterOutput } from './log.js';
-import { queryStatus } from './mount-control.js';
+import { exitAfterOutput } from '../log.js';
+import { queryStatus } from './control-socket.js';
 import { formatStatus, progressBytes, type MountStatus } from './status-format.js';
 
 interface StatusArgv {

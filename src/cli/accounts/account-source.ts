@@ -4,8 +4,8 @@
 // its folder is --config / -o config= (default: the config folder of the user
 // the mount runs as, so a mount at boot by root reads root's unless told).
 import path from 'node:path';
-import { AccountStore, ACCOUNT_NAME, configDir } from './accounts-store.js';
-import { UserError } from './user-error.js';
+import { AccountStore, ACCOUNT_NAME, configDir } from './store.js';
+import { UserError } from '../user-error.js';
 
 export interface AccountSource {
   name: string;
