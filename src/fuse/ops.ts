@@ -281,7 +281,7 @@ const HANDLE_OPS = new Set(['init', 'read', 'write']);
 
 /**
  * Every path the kernel gives in NFC, the form the server stores names in
- * (vfs/shared/paths.ts nfc; README "Unicode names"); rename's target too. Paths that
+ * (vfs/common/paths.ts nfc; README "Unicode names"); rename's target too. Paths that
  * are plain ASCII pass through unchanged.
  */
 function nfcPaths(ops: Record<string, Cb>): Record<string, Cb> {

@@ -4,8 +4,8 @@
 // methods the parts need (path resolution, lookups) come in as `host`.
 import { join } from 'node:path';
 import type { DirEntry, Library, SeafileApi } from '../client/types.js';
-import { AttrShaper } from './shared/stat-attrs.js';
-import { Connectivity } from './shared/connectivity.js';
+import { AttrShaper } from './common/stat-attrs.js';
+import { Connectivity } from './common/connectivity.js';
 import { DEFAULT_DELETE_GUARD, DeleteGuard, type DeleteGuardOptions } from './remove/mass-delete-guard.js';
 import { locksSupported } from './control/server-locks.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
@@ -14,7 +14,7 @@ import { LibraryLocks, watchLocked } from './libraries/encrypted-unlock.js';
 import { ListingStore } from './listings/listing-disk-store.js';
 import { LocalMtimes } from './mtimes/kept-mtimes.js';
 import { MetaCache, type Listing } from './listings/listing-cache.js';
-import { baseOf, parentOf } from './shared/paths.js';
+import { baseOf, parentOf } from './common/paths.js';
 import { ChunkCache } from './read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type ReaderOptions } from './read/reader.js';
 import { Pins } from './pin/pins.js';

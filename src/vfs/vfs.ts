@@ -13,8 +13,8 @@
 import { constants as C } from 'node:fs';
 import { type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
-import { AttrShaper, type Attr, type StatFs } from './shared/stat-attrs.js';
-import { Connectivity, unreachable } from './shared/connectivity.js';
+import { AttrShaper, type Attr, type StatFs } from './common/stat-attrs.js';
+import { Connectivity, unreachable } from './common/connectivity.js';
 import { restoreFileVersion, setFileLock, unlockByName } from './control/commands.js';
 import type { DeleteGuard } from './remove/mass-delete-guard.js';
 import { VfsError } from './errors.js';
@@ -36,7 +36,7 @@ import {
   type Pending,
   type UploadQueueEntry,
 } from './control/drain-and-status.js';
-import { baseOf, checkChangeAt, checkName, parentOf } from './shared/paths.js';
+import { baseOf, checkChangeAt, checkName, parentOf } from './common/paths.js';
 import { ChunkCache } from './read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type RemoteFile } from './read/reader.js';
 import { Pins } from './pin/pins.js';
@@ -51,15 +51,15 @@ import { Xattrs } from './xattrs/xattrs.js';
 // The vfs's face: this file and errors.ts are all that the CLI and the FUSE adapter
 // may import from src/vfs/ (an eslint rule keeps it so); what they need of its parts is
 // handed on here.
-export type { Attr, StatFs } from './shared/stat-attrs.js';
+export type { Attr, StatFs } from './common/stat-attrs.js';
 export type { VfsOptions } from './components.js';
 export type { Pending, UploadQueueEntry } from './control/drain-and-status.js';
 export { DEFAULT_DELETE_GUARD, type DeleteGuardStatus } from './remove/mass-delete-guard.js';
 export { WrongLibraryPassword, LibraryLocks } from './libraries/encrypted-unlock.js';
 export type { MtimeStatus } from './mtimes/kept-mtimes.js';
 export type { PinStatus } from './pin/status.js';
-export { nfc } from './shared/paths.js';
-export { processAlive } from './shared/process-alive.js';
+export { nfc } from './common/paths.js';
+export { processAlive } from './common/process-alive.js';
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
 

@@ -5,7 +5,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { processAlive } from '../../src/vfs/shared/process-alive.js';
+import { processAlive } from '../../src/vfs/common/process-alive.js';
 import { waitForDetached, watchDetach, type DetachWatch } from '../../src/cli/mount/detach-watch.js';
 
 const HOUR = 3_600_000;

@@ -4,7 +4,7 @@
 import { constants as C } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { AttrShaper } from '../../src/vfs/shared/stat-attrs.js';
+import { AttrShaper } from '../../src/vfs/common/stat-attrs.js';
 import type { VfsError } from '../../src/vfs/errors.js';
 import { FakeApi, makeVfs } from '../helpers/fake-api.js';
 

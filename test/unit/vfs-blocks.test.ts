@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { ApiError } from '../../src/client/errors.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { FakeApi, gate, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
-import type { Hasher } from '../../src/vfs/shared/block-hasher.js';
+import type { Hasher } from '../../src/vfs/common/block-hasher.js';
 import type { Vfs } from '../../src/vfs/vfs.js';
 
 const B = 64 * 1024;

@@ -1,4 +1,4 @@
-// The hash workers' buffer pool (src/vfs/shared/block-hasher.ts): kept bytes
+// The hash workers' buffer pool (src/vfs/common/block-hasher.ts): kept bytes
 // are read into shared block-sized buffers given back once sent, so a long
 // upload reuses a few buffers instead of making one per block, and bytes
 // not given back are never written over.
@@ -7,7 +7,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Hasher } from '../../src/vfs/shared/block-hasher.js';
+import { Hasher } from '../../src/vfs/common/block-hasher.js';
 
 const B = 64 * 1024;
 const sha1 = (b: Buffer) => createHash('sha1').update(b).digest('hex');

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { ApiError } from '../../src/client/errors.js';
 import type { SeafileApi } from '../../src/client/types.js';
-import { Connectivity, unreachable } from '../../src/vfs/shared/connectivity.js';
+import { Connectivity, unreachable } from '../../src/vfs/common/connectivity.js';
 import { errnoOf } from '../../src/vfs/errors.js';
 import { FakeApi, makeVfs, readWhole, sleep, writeWhole } from '../helpers/fake-api.js';
 

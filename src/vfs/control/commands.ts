@@ -8,7 +8,7 @@ import { setServerLock } from './server-locks.js';
 import { writable } from '../libraries/library-paths.js';
 import { refuseLocked } from '../copies/editable-copy.js';
 import type { VfsComponents } from '../components.js';
-import { parentOf } from '../shared/paths.js';
+import { parentOf } from '../common/paths.js';
 
 /**
  * All-libraries mode: unlock the library shown as `name` at the root (or

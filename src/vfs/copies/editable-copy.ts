@@ -6,7 +6,7 @@ import { ZERO_ID, type DirEntry } from '../../client/types.js';
 import { VfsError } from '../errors.js';
 import { writable } from '../libraries/library-paths.js';
 import type { VfsComponents } from '../components.js';
-import { checkChangeAt } from '../shared/paths.js';
+import { checkChangeAt } from '../common/paths.js';
 import type { RemoteFile } from '../read/reader.js';
 import type { FileState } from '../write/write-back.js';
 

@@ -6,7 +6,7 @@ import { knownFilesUnder } from '../remove/mass-delete-guard.js';
 import { VfsError } from '../errors.js';
 import { writable } from '../libraries/library-paths.js';
 import type { VfsComponents } from '../components.js';
-import { baseOf, checkFolderName, checkName, parentOf, serverMayRefuseName } from '../shared/paths.js';
+import { baseOf, checkFolderName, checkName, parentOf, serverMayRefuseName } from '../common/paths.js';
 
 export async function makeFolder(
   c: Pick<VfsComponents, 'libraries' | 'hiddenDirs' | 'writeBack' | 'listingCache' | 'host'>,

@@ -22,7 +22,7 @@
 import type { TrashEntry } from '../../client/types.js';
 import { isNotFound, VfsError } from '../errors.js';
 import type { Loc } from '../libraries/library-paths.js';
-import { joinPath, parentOf, splitPath } from '../shared/paths.js';
+import { joinPath, parentOf, splitPath } from '../common/paths.js';
 import { flatPath, timeNames } from './names.js';
 import type { HiddenDeps, HiddenNode } from './types.js';
 

@@ -3,10 +3,10 @@
 // account reaches, named so that no two clash (a library shared twice is shown
 // once; equal names get the owner, then the id, added).
 import type { Library, SeafileApi } from '../../client/types.js';
-import { unreachable } from '../shared/connectivity.js';
+import { unreachable } from '../common/connectivity.js';
 import { VfsError } from '../errors.js';
 import type { ListingStore } from '../listings/listing-disk-store.js';
-import { checkChangeAt, nfc, splitPath } from '../shared/paths.js';
+import { checkChangeAt, nfc, splitPath } from '../common/paths.js';
 
 export interface Loc {
   /** null: the virtual root listing the libraries */
@@ -144,7 +144,7 @@ function rootNames(list: Library[]): Map<string, Library> {
   for (const l of list) {
     if (seen.has(l.id)) continue; // a library reachable twice (owned and shared to a group)
     seen.add(l.id);
-    // NFC like every path the mount is given (shared/paths.ts nfc): a library named in NFD stays reachable
+    // NFC like every path the mount is given (common/paths.ts nfc): a library named in NFD stays reachable
     let name = nfc(l.name.replace(/\//g, '_'));
     if ((count.get(l.name) ?? 0) > 1 && l.type !== 'repo') name = `${name} (${l.owner || l.id.slice(0, 8)})`;
     if (byName.has(name)) name = `${name} [${l.id.slice(0, 8)}]`;

@@ -8,8 +8,8 @@
 // at the next fsync or close, the data kept and retried), and statfs there
 // shows that library's size as used with no limit, the owner's being unknown.
 import type { AccountInfo, Library, SeafileApi } from '../../client/types.js';
-import { statfsOf, type StatFs } from '../shared/stat-attrs.js';
-import { unreachable } from '../shared/connectivity.js';
+import { statfsOf, type StatFs } from '../common/stat-attrs.js';
+import { unreachable } from '../common/connectivity.js';
 import { VfsError } from '../errors.js';
 import type { Libraries } from './library-paths.js';
 import type { FileState } from '../write/write-back.js';

@@ -8,10 +8,10 @@
 // as 100,000).
 import { LRUCache } from 'lru-cache';
 import { ZERO_ID, type DirEntry, type DirListing, type SeafileApi } from '../../client/types.js';
-import { unreachable } from '../shared/connectivity.js';
+import { unreachable } from '../common/connectivity.js';
 import { isNotFound, VfsError } from '../errors.js';
 import type { ListingStore } from './listing-disk-store.js';
-import { baseOf, isWithin, parentOf } from '../shared/paths.js';
+import { baseOf, isWithin, parentOf } from '../common/paths.js';
 
 export interface Listing {
   /** the folder's object id as last seen on the server; null when unknown or locally changed */

@@ -27,8 +27,8 @@ import { mkdir, open } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import type { DirEntry, SeafileApi } from '../../client/types.js';
-import { baseOf, isWithin, joinPath, parentOf } from '../shared/paths.js';
-import { processAlive } from '../shared/process-alive.js';
+import { baseOf, isWithin, joinPath, parentOf } from '../common/paths.js';
+import { processAlive } from '../common/process-alive.js';
 
 /** where modification times live: 'server' keeps them, 'local' (this machine) when it ignores them */
 export type MtimeMode = 'server' | 'local' | 'unknown';

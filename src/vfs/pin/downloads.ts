@@ -3,7 +3,7 @@
 // once it is, and noting the ones that failed (the server unreachable: until
 // it answers again; else: until the next refresh).
 import type { SeafileApi } from '../../client/types.js';
-import { unreachable } from '../shared/connectivity.js';
+import { unreachable } from '../common/connectivity.js';
 import type { ChunkCache } from '../read/chunk-cache/chunk-cache.js';
 import type { BlockReuse } from '../read/block-reuse.js';
 import { DownloadLinks } from '../read/download-links.js';

@@ -11,7 +11,7 @@ import type { BlockReuse } from '../read/block-reuse.js';
 import { ChunkAssembler } from '../read/chunk-assembler.js';
 import type { DownloadLinks } from '../read/download-links.js';
 import type { RemoteFile } from '../read/types.js';
-import { unreachable } from '../shared/connectivity.js';
+import { unreachable } from '../common/connectivity.js';
 import { retryable, VfsError } from '../errors.js';
 
 const MARK_EVERY = 2 * 1024 * 1024;

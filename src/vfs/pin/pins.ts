@@ -13,7 +13,7 @@
 import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { VfsError } from '../errors.js';
 import type { Loc } from '../libraries/library-paths.js';
-import { isWithin } from '../shared/paths.js';
+import { isWithin } from '../common/paths.js';
 import { cacheName, wholeBytes, type ChunkCache } from '../read/chunk-cache/chunk-cache.js';
 import type { BlockReuse } from '../read/block-reuse.js';
 import { PinDownloads } from './downloads.js';

@@ -3,7 +3,7 @@
 // cached, partly cached, or cloud-only) and the totals `seafs status` shows.
 import type { DirEntry } from '../../client/types.js';
 import { ZERO_ID } from '../../client/types.js';
-import { isWithin } from '../shared/paths.js';
+import { isWithin } from '../common/paths.js';
 import type { ChunkCache } from '../read/chunk-cache/chunk-cache.js';
 import { pinKey, splitKey, type PinState } from './state.js';
 

@@ -3,7 +3,7 @@
 // offline.
 import type { DirEntry } from '../../client/types.js';
 import { ZERO_ID } from '../../client/types.js';
-import { isWithin, joinPath } from '../shared/paths.js';
+import { isWithin, joinPath } from '../common/paths.js';
 
 /** the listing cache's side that takes listings fetched elsewhere (listings/listing-cache.ts seed) */
 export interface ListingSeeds {

@@ -24,7 +24,7 @@
 //   it (the file's size minus theirs). So one changed block anywhere in a
 //   fixed-cut file leaves all the others placed, and a list of other
 //   boundaries never puts bytes in the wrong place.
-import { Hasher } from '../shared/block-hasher.js';
+import { Hasher } from '../common/block-hasher.js';
 import type { SeafileApi } from '../../client/types.js';
 import type { ChunkCache } from './chunk-cache/chunk-cache.js';
 import { BlockIndex } from './block-index.js';

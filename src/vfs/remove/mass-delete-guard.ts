@@ -15,7 +15,7 @@
 // never had them), so build and temp-file churn does not trip the guard.
 import type { DirEntry } from '../../client/types.js';
 import { VfsError } from '../errors.js';
-import { joinPath } from '../shared/paths.js';
+import { joinPath } from '../common/paths.js';
 
 export const DEFAULT_DELETE_GUARD = 1000;
 export const DELETE_WINDOW_MS = 60_000;

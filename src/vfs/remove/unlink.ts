@@ -6,7 +6,7 @@ import type { DirEntry } from '../../client/types.js';
 import { VfsError } from '../errors.js';
 import { writable } from '../libraries/library-paths.js';
 import type { VfsComponents } from '../components.js';
-import { baseOf, parentOf } from '../shared/paths.js';
+import { baseOf, parentOf } from '../common/paths.js';
 import type { FileState } from '../write/write-back.js';
 
 type Deps = Pick<VfsComponents, 'api' | 'writeBack' | 'mtimes' | 'listingCache' | 'hiddenDirs'>;

@@ -3,7 +3,7 @@
 // waited for, the move itself (rename/renamer.ts), and pinned files following it.
 import { errnoOf, VfsError } from '../errors.js';
 import type { VfsComponents } from '../components.js';
-import { parentOf } from '../shared/paths.js';
+import { parentOf } from '../common/paths.js';
 
 export async function renamePath(
   c: Pick<VfsComponents, 'hiddenDirs' | 'writeBack' | 'renamer' | 'pins' | 'libraries'>,

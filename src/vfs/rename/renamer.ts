@@ -9,7 +9,7 @@ import { VfsError } from '../errors.js';
 import { writable, type Loc } from '../libraries/library-paths.js';
 import type { LocalMtimes } from '../mtimes/kept-mtimes.js';
 import type { Listing, MetaCache } from '../listings/listing-cache.js';
-import { baseOf, checkFolderName, checkName, isWithin, joinPath, parentOf } from '../shared/paths.js';
+import { baseOf, checkFolderName, checkName, isWithin, joinPath, parentOf } from '../common/paths.js';
 import { runStep } from './retried-move.js';
 import type { FileState, WriteBack } from '../write/write-back.js';
 

@@ -15,7 +15,7 @@
 // outcome unknown, and the failure is reported as before.
 import { ApiError } from '../../client/errors.js';
 import type { SeafileApi } from '../../client/types.js';
-import { unreachable } from '../shared/connectivity.js';
+import { unreachable } from '../common/connectivity.js';
 import { retryable } from '../errors.js';
 
 /** What a step changes on the server: `name` of (repo, dir) becomes `as` in (toRepo, toDir). */

@@ -29,7 +29,7 @@ import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/pro
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { stateKey, type FileState } from './file-state.js';
-import { processAlive } from '../shared/process-alive.js';
+import { processAlive } from '../common/process-alive.js';
 
 export interface JournalEntry {
   id: string;

@@ -12,7 +12,7 @@ import { ApiError, refusesChunked } from '../../client/errors.js';
 import type { FileUploadStream, StartUploadStream } from '../../client/types.js';
 import type { TransferLinks } from './transfer-links.js';
 import { mayHaveLanded } from '../errors.js';
-import { baseOf, parentOf } from '../shared/paths.js';
+import { baseOf, parentOf } from '../common/paths.js';
 import type { FileState } from './file-state.js';
 import { setTimeOf, uploadsUnderTempName, type UploadResult, type WriteStats } from './types.js';
 

@@ -9,7 +9,7 @@ import { ApiError } from '../../client/errors.js';
 import { mayHaveLanded } from '../errors.js';
 import { lockedLibrary } from '../libraries/encrypted-unlock.js';
 import type { BatchFile, DirEntry, SeafileApi } from '../../client/types.js';
-import { baseOf, joinPath, nfc, parentOf } from '../shared/paths.js';
+import { baseOf, joinPath, nfc, parentOf } from '../common/paths.js';
 import type { TransferLinks } from './transfer-links.js';
 import type { BlockUploads } from './blocks/block-uploads.js';
 import type { FileState } from './file-state.js';

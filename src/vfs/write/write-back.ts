@@ -11,7 +11,7 @@ import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { SeafileApi } from '../../client/types.js';
 import { errnoOf, VfsError } from '../errors.js';
-import { baseOf, isWithin, parentOf } from '../shared/paths.js';
+import { baseOf, isWithin, parentOf } from '../common/paths.js';
 import { TransferLinks } from './transfer-links.js';
 import { FileState, stateKey } from './file-state.js';
 import { FileJournal, type Journal } from './journal.js';
@@ -24,7 +24,7 @@ import { Uploader } from './uploader.js';
 import { LandedCopies } from './landed-copies.js';
 import type { BlockProgress } from './blocks/block-sender.js';
 import { BLOCK_SIZE, BlockUploads } from './blocks/block-uploads.js';
-import { Hasher } from '../shared/block-hasher.js';
+import { Hasher } from '../common/block-hasher.js';
 import { VersionCheck } from './version-check.js';
 
 export { FileState } from './file-state.js';

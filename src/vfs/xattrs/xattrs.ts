@@ -10,11 +10,11 @@
 // with its attributes (cp -a, rsync -X) never locks the copy. A server
 // without locks (Community Edition) answers ENOTSUP for both lock names.
 import type { DirEntry, Library, SeafileApi } from '../../client/types.js';
-import { unreachable } from '../shared/connectivity.js';
+import { unreachable } from '../common/connectivity.js';
 import { VfsError } from '../errors.js';
 import { NO_FILE_LOCKS } from '../control/server-locks.js';
 import type { Loc } from '../libraries/library-paths.js';
-import { baseOf, parentOf } from '../shared/paths.js';
+import { baseOf, parentOf } from '../common/paths.js';
 import { ShareLinks } from './share-links.js';
 import type { FileState } from '../write/file-state.js';
 

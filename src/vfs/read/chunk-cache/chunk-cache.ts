@@ -21,7 +21,7 @@
 // again by a later read.
 import { mkdir, open, readdir, rm, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
-import { processAlive } from '../../shared/process-alive.js';
+import { processAlive } from '../../common/process-alive.js';
 import {
   cacheName,
   chunkLen,
