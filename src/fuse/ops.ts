@@ -1,7 +1,7 @@
 // The fuse-native operations table over a Vfs. Every handler is wrapped:
 // whatever happens (a throw, a rejected promise) it calls back exactly once
 // with an integer, since anything else kills the process and leaves a dead
-// mount (see shared/notes/fuse-native.md).
+// mount (fuse-native calls into JavaScript with no guard of its own).
 import { constants as OS } from 'node:os';
 import { errnoOf, type ErrnoName } from '../vfs/errors.js';
 import { nfc, type Vfs } from '../vfs/vfs.js';

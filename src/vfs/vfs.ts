@@ -1,15 +1,13 @@
 // The filesystem core: path-based operations as plain async functions, no
-// FUSE. It combines the listing cache (metadata), the remote reader (clean
-// files) and the write-back (dirty files in temp files) and speaks errno
-// names through VfsError. The FUSE adapter is a thin layer over this.
-// This file (~520 lines) is the one place each of the ~30 FUSE operations is
-// dispatched; it holds path lookups, attributes (getattr and its synchronous
-// forms), open/create/read/write/flush/release of handles, and delegates the
-// rest to a module each: copies/editable-copy.ts (truncate, locked files), mtimes/set-mtime.ts,
-// remove/unlink.ts (unlink, .fuse_hidden), folders/mkdir-rmdir.ts (mkdir, rmdir),
-// rename/rename-path.ts, control/commands.ts (seafs unlock/lock/restore) and
-// control/drain-and-status.ts (drain, status). The parts it is made of are built and
-// wired in components.ts.
+// FUSE, speaking errno names through VfsError. Vfs is the vfs's face: the one
+// place each FUSE operation is dispatched, and what the CLI asks of a mount
+// (drain, shutdown, stats, status, pins, locks, restore). It holds path
+// lookups, attributes (getattr and its synchronous forms) and the handles'
+// open/create/read/write/flush/release; every other operation is a module of
+// its own (rename/, remove/, folders/, copies/, mtimes/, xattrs/, control/),
+// and the parts it is made of are built in components.ts. Longer than the
+// other modules because it is the face: each method is a few lines of
+// dispatch, and splitting it would spread the one table of operations.
 import { constants as C } from 'node:fs';
 import { type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';

@@ -6,11 +6,9 @@
 // The worker is a script of its own given as source (eval), so it runs the
 // same under the compiled build and under the tests' TypeScript loader.
 // Kept bytes are read into block-sized shared buffers that come back here
-// once sent (release): a fresh 8 MiB buffer per block, or one transferred
-// back and forth, made V8 count 1 GiB of new external memory per GiB
-// uploaded, and it answered with a full collection every ~10 MiB (102
-// mark-compacts, 1.4 of the 6.3 CPU-s per GiB). Shared memory is never
-// handed over, so it is counted once.
+// once sent (release): shared memory is never handed over, so V8 counts it
+// once, where a fresh buffer per block made it collect garbage all the time
+// (docs/design/block-hasher.md has the figures).
 import { Worker } from 'node:worker_threads';
 
 const WORKER_SOURCE = `

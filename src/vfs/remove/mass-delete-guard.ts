@@ -1,4 +1,4 @@
-// The mass-delete guard (issue 31): `rm -rf` of a large part of a library is
+// The mass-delete guard: `rm -rf` of a large part of a library is
 // the costliest mistake on a drive. When more than `max` files the server
 // holds are deleted through the mount within `windowMs` (a sliding window,
 // default 60 s), the delete that would pass the limit and every delete after

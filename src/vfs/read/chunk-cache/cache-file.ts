@@ -1,13 +1,7 @@
-// The chunk cache's file of one file version, on disk and in memory.
-//
-// One file per version, named by the sha256 of its file id. Seafile's file
-// ids are content hashes, so a file that changes gets a new id and is never
-// served from old chunks, and two processes writing the same chunk write the
-// same bytes. A file holds a 128-byte header (magic, chunk size, file size,
-// file id, boot id), one marker byte per chunk, then the chunks at fixed
-// offsets (sparse). A marker is set only after its chunk's data was written:
-// 2 once the write returned, 1 once a datasync followed; a 2 is trusted only
-// under the boot the header names (marker-writer.ts says why).
+// The chunk cache's file of one file version, on disk and in memory: one
+// file per version (named by the sha256 of its file id), a header, a marker
+// byte per chunk, then the chunks at fixed offsets. A chunk is served only
+// when its marker is trusted. docs/design/chunk-cache.md describes the format.
 import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { link, open, unlink, type FileHandle } from 'node:fs/promises';

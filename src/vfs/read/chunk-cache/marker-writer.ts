@@ -1,15 +1,8 @@
-// When the chunk cache's markers reach the disk. A process that dies
-// (kill -9) leaves its writes in the page cache, so a marker of 2 (written,
-// not synced) is good for as long as the machine runs: the header names the
-// boot (/proc/sys/kernel/random/boot_id) whose 2s they are, and a later boot
-// (a power loss may have lost the data behind them) trusts only the 1s.
-// Before a file gets new 2s under a new boot id, the old boot's 2s are zeroed
-// and that is synced, so none of them can pass for the new boot's. A
-// version's 2s become 1s (one datasync) once it has had no write for a while
-// and at unmount: a sync per batch of a stream would cost CPU and disk on the
-// read path. Without a boot id (not Linux) every marker waits for its
-// datasync. So a crash leaves at worst chunks without (trusted) markers,
-// which are never served.
+// When the chunk cache's markers reach the disk: 2 once a chunk's write
+// returned (trusted under this boot only), 1 once a datasync followed (for
+// good), an earlier boot's 2s zeroed and synced before new ones are written.
+// So a crash leaves at worst chunks without trusted markers, never wrong
+// ones. docs/design/chunk-cache.md says why.
 import { BOOT_LEN, FIXED, setMarkers, type CachedVersion } from './cache-file.js';
 
 export class MarkerWriter {
