@@ -26,7 +26,7 @@ import { parseUmask } from './fstab-options.js';
 import { TokenRefused, UserError } from '../user-error.js';
 import { loginAgain, savedToken } from '../accounts/account-source.js';
 import { TokenWatch } from './token-watch.js';
-import { mountIsUp } from './v8-tuning.js';
+import { appliedV8Flags, mountIsUp } from './v8-tuning.js';
 import {
   foreignMountProblem,
   mountedProblem,
@@ -366,7 +366,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         tokenRefused: tokenWatch.state(),
         rssBytes: process.memoryUsage().rss,
         memory: process.memoryUsage(),
-        // the young generation's size now (src/cli/mount/v8-tuning.ts keeps it small)
+        // the V8 flags the process set (src/cli/mount/v8-tuning.ts), and the young generation's size now
+        v8Flags: appliedV8Flags(),
         newSpaceBytes: v8.getHeapSpaceStatistics().find((sp) => sp.space_name === 'new_space')?.space_size,
       }),
     {

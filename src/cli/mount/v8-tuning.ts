@@ -59,9 +59,22 @@ export function mountReadyV8Flags(env: NodeJS.ProcessEnv = process.env): string[
   return env.SEAFS_TURBOFAN === 'mounted' ? ['--turbofan'] : [];
 }
 
+/** the V8 flags this process has set, in order (`seafs status --json` shows them as v8Flags) */
+const applied: string[] = [];
+
+function setFlag(f: string): void {
+  v8.setFlagsFromString(f);
+  applied.push(f);
+}
+
+/** The V8 flags this process set at run time (V8 offers no way to read a flag back). */
+export function appliedV8Flags(): string[] {
+  return [...applied];
+}
+
 /** Sets mountReadyV8Flags (the mount calls it when its FUSE mount is up). */
 export function mountIsUp(): void {
-  for (const f of mountReadyV8Flags()) v8.setFlagsFromString(f);
+  for (const f of mountReadyV8Flags()) setFlag(f);
 }
 
 /** node command-line flags for a mount process started by this one (--daemon). */
@@ -75,4 +88,4 @@ export function mountProcessEnv(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
   return { MALLOC_ARENA_MAX: '2', ...env };
 }
 
-if (process.argv[2] === 'mount') for (const f of mountV8Flags()) v8.setFlagsFromString(f);
+if (process.argv[2] === 'mount') for (const f of mountV8Flags()) setFlag(f);
