@@ -3,6 +3,12 @@ import js from '@eslint/js';
 import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
+// outside src/vfs/, only the vfs's face may be imported
+const vfsFace = {
+  group: ['**/vfs/**', '!**/vfs/vfs.js', '!**/vfs/errors.js'],
+  message: "only the vfs's face (vfs/vfs.ts, vfs/errors.ts) is seen from outside src/vfs/",
+};
+
 export default tseslint.config(
   { ignores: ['dist/', 'node_modules/', 'coverage/', 'bench-results/'] },
   js.configs.recommended,
@@ -62,10 +68,7 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            {
-              group: ['**/vfs/**', '!**/vfs/vfs.js', '!**/vfs/errors.js'],
-              message: "only the vfs's face (vfs/vfs.ts, vfs/errors.ts) is seen from outside src/vfs/",
-            },
+            vfsFace,
             { group: ['**/server/**'], message: 'only cli/serve.ts and the demo start the local server' },
           ],
         },
@@ -78,12 +81,7 @@ export default tseslint.config(
       'no-restricted-imports': [
         'error',
         {
-          patterns: [
-            {
-              group: ['**/vfs/**', '!**/vfs/vfs.js', '!**/vfs/errors.js'],
-              message: "only the vfs's face (vfs/vfs.ts, vfs/errors.ts) is seen from outside src/vfs/",
-            },
-          ],
+          patterns: [vfsFace],
         },
       ],
     },

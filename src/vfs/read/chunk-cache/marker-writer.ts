@@ -23,12 +23,10 @@ export class MarkerWriter {
 
   /** New chunks were written: their markers follow within markDelayMs. */
   schedule(): void {
-    if (this.marksTimer) return;
-    this.marksTimer = setTimeout(() => {
+    this.marksTimer ??= later(this.markDelayMs, () => {
       this.marksTimer = null;
       void this.write();
-    }, this.markDelayMs);
-    this.marksTimer.unref();
+    });
   }
 
   /** The markers waiting for their timer are written now. */
@@ -104,10 +102,16 @@ export class MarkerWriter {
     let pending = false;
     for (const e of this.versions()) if (e.unsynced.length && !e.dead) pending = true;
     if (!pending) return;
-    this.settleTimer = setTimeout(() => {
+    this.settleTimer = later(this.settleMs, () => {
       this.settleTimer = null;
       void this.write();
-    }, this.settleMs);
-    this.settleTimer.unref();
+    });
   }
+}
+
+/** `fn` after `ms`, without keeping the process alive for it */
+function later(ms: number, fn: () => void): NodeJS.Timeout {
+  const t = setTimeout(fn, ms);
+  t.unref();
+  return t;
 }
