@@ -9,7 +9,11 @@
 //   access time twice and never the new modification time;
 // - it does not set libfuse's flag_utime_omit_ok, so libfuse 2.9 drops every
 //   time change that leaves one of the two times alone (UTIME_OMIT): tar x
-//   sets only the modification time, and nothing reached the handler.
+//   sets only the modification time, and nothing reached the handler;
+// - with that flag set, libfuse hands UTIME_NOW and UTIME_OMIT through, and
+//   the conversion to milliseconds turns both into the same 1073 ms (touch
+//   FILE then set no time): they now reach JS as two values no real time
+//   takes (src/fuse/utime.ts reads them).
 // And three about extended attributes (seafs's user.seafile.* attributes):
 // - once getxattr is implemented, the kernel asks it for security.capability
 //   on every write() (file_remove_privs): names outside user.* are answered
@@ -61,7 +65,9 @@ if (!existsSync(src)) {
 }
 
 // the marker src/fuse/binding.ts looks for in the loaded binary
-const MARKER = 'seafs-fuse-native-fixes: utimens-mtime utime-omit-ok xattr-guards';
+const MARKER = 'seafs-fuse-native-fixes: utimens-mtime utime-omit-ok utime-special xattr-guards';
+// what builds before utime-special carried: replaced, so the source is rebuilt
+const OLD_MARKERS = ['seafs-fuse-native-fixes: utimens-mtime utime-omit-ok xattr-guards'];
 
 let c = readFileSync(src, 'utf8');
 const before = c;
@@ -75,6 +81,28 @@ c = c.replace(
   'if (implemented[op_utimens]) { ops.utimens = fuse_native_utimens; ops.flag_utime_omit_ok = 1; }',
 );
 if (!c.includes('FUSE_UINT64_TO_INTS_ARGV(l->mtime, 5)') || !c.includes('ops.flag_utime_omit_ok = 1;')) fail('utimens');
+
+// UTIME_NOW and UTIME_OMIT as 2^53 - 2 and 2^53 - 1 ms: exact in a JS number, far past any real time
+const specialAnchor = 'FUSE_METHOD_VOID(utimens,';
+const special = `// seafs: UTIME_NOW and UTIME_OMIT kept apart (scripts/fix-fuse-native.mjs)
+#ifndef UTIME_NOW
+#define UTIME_NOW ((1l << 30) - 1l)
+#define UTIME_OMIT ((1l << 30) - 2l)
+#endif
+static uint64_t seafs_utime_ms (const struct timespec* ts) {
+  if (ts->tv_nsec == UTIME_OMIT) return 9007199254740991ULL;
+  if (ts->tv_nsec == UTIME_NOW) return 9007199254740990ULL;
+  return timespec_to_uint64(ts);
+}
+
+`;
+if (!c.includes('seafs_utime_ms')) {
+  const conv = ['l->atime = timespec_to_uint64(&tv[0]);', 'l->mtime = timespec_to_uint64(&tv[1]);'];
+  if (!c.includes(specialAnchor) || !conv.every((x) => c.includes(x))) fail('utime-special');
+  c = c.replace(specialAnchor, special + specialAnchor);
+  for (const x of conv) c = c.replace(x, x.replace('timespec_to_uint64', 'seafs_utime_ms'));
+}
+if (!c.includes('l->mtime = seafs_utime_ms(&tv[1]);')) fail('utime-special');
 
 // the xattr guards: C functions before the operations table, which then names them
 const anchor = 'FUSE_METHOD_VOID(flush, 2, 0,';
@@ -133,6 +161,7 @@ if (!c.includes('seafs_getxattr')) {
   }
 }
 if (!c.includes('ops.getxattr = seafs_getxattr')) fail('xattr');
+for (const old of OLD_MARKERS) c = c.replace(old, MARKER);
 if (!c.includes(MARKER)) {
   if (!c.includes(anchor)) fail('marker');
   // "used": kept in the binary although nothing reads it

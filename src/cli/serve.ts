@@ -21,6 +21,8 @@ interface ServeArgs {
   'login-fail-window': number;
   'server-version'?: string;
   'refuse-emoji-names': boolean;
+  notifications: boolean;
+  'block-grace': number;
   verbose: boolean;
   'log-level'?: LogLevel;
   'log-file'?: string;
@@ -93,6 +95,20 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         describe:
           'Refuse emoji in mkdir, create, rename and library names (400), as the newest seahub does; uploads take them',
       })
+      .option('notifications', {
+        type: 'boolean',
+        default: true,
+        describe:
+          'Offer the notification server (a websocket at /notification that tells subscribed clients of every ' +
+          'commit and lock change); --no-notifications turns it off, as on servers without one',
+      })
+      .option('block-grace', {
+        type: 'number',
+        default: 3600,
+        describe:
+          'Seconds a block sent by upload-raw-blks-api waits for a commit that uses it; then it is removed ' +
+          '(until then it counts against the quota)',
+      })
       .option('verbose', {
         type: 'boolean',
         default: false,
@@ -109,6 +125,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
     const { parseServerVersion } = await import('../server/context.js');
     if (version !== undefined && !parseServerVersion(version))
       throw new Error(`--server-version must look like 12.0.4 (got "${version}")`);
+    if (!(argv['block-grace'] > 0)) throw new Error(`--block-grace must be a number of seconds above 0`);
     const password = argv['admin-password-file']
       ? await firstLine(argv['admin-password-file'], 'password')
       : process.env.SEAFS_ADMIN_PASSWORD;
@@ -143,6 +160,8 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       edition: argv.edition,
       serverVersion: version,
       refuseEmojiNames: argv['refuse-emoji-names'],
+      notifications: argv.notifications,
+      blockGraceSec: argv['block-grace'],
     });
     printOut(`listening on ${server.url}\n`);
     let stopping = false;

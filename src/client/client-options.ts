@@ -3,6 +3,7 @@
 import type { HttpOptions } from './http.js';
 import type { UnlockEvent } from './library-passwords.js';
 import { USER_AGENT } from './raw/request-head.js';
+import { TlsTrust, type TlsFiles } from './tls.js';
 
 export interface ClientOptions {
   baseUrl: string;
@@ -31,6 +32,12 @@ export interface ClientOptions {
   userAgent?: string;
   /** offer the streaming upload capability (startUploadStream); default true */
   streamUploads?: boolean;
+  /**
+   * follow changes through the server's notification server (default on); false: never. The
+   * numbers are for tests: how often a server without one is asked again, the first wait
+   * before reconnecting, and how long a silent socket lives (ms)
+   */
+  notifications?: false | { recheckMs?: number; retryMinMs?: number; deadMs?: number };
   /** multi-file uploads to a plain-http link over a bare socket (raw-post.ts) rather than undici; default true */
   rawUploads?: boolean;
   /** streamGet reads plain-http download URLs over a bare socket (raw-get.ts); default true. Off: it refuses, and readers use download() */
@@ -42,6 +49,8 @@ export interface ClientOptions {
   unlockRefreshMs?: number;
   /** told when the client sent a library password again by itself (timer or refusal), and whether that failed */
   onUnlockAgain?: (ev: UnlockEvent) => void;
+  /** https: a CA file trusted besides Node's and the system's CAs, and a client certificate (tls.ts) */
+  tls?: TlsFiles;
 }
 
 export function httpOptionsOf(opts: ClientOptions): HttpOptions {
@@ -54,6 +63,7 @@ export function httpOptionsOf(opts: ClientOptions): HttpOptions {
     connections: opts.connections ?? 32,
     userAgent: opts.userAgent ?? USER_AGENT,
     onAttempt: opts.onAttempt,
+    tls: new TlsTrust(opts.tls),
     backoff: {
       baseMs: opts.retryBaseMs ?? 250,
       maxMs: opts.retryMaxMs ?? 8_000,

@@ -17,6 +17,8 @@ import { rawGet } from './raw-get.js';
 import { relockingStream } from './relock.js';
 import { streamUploadFor } from './stream-upload.js';
 import { uploadManyFor } from './upload-many.js';
+import { NotificationFeed, notificationUrl, type ClientOptionsOfWs } from './notification-feed.js';
+import { notificationPing, notificationToken } from './endpoints/notifications.js';
 import { batchDelete, batchTransfer, type BatchState } from './endpoints/batch.js';
 import * as downloads from './endpoints/downloads.js';
 import * as files from './endpoints/files.js';
@@ -30,6 +32,8 @@ import * as uploads from './endpoints/uploads.js';
 import * as blocks from './endpoints/blocks.js';
 import type {
   AccountInfo,
+  ChangeFeed,
+  ChangeFeedHooks,
   BlockPiece,
   BlocksCommit,
   BlocksLink,
@@ -66,6 +70,7 @@ export class SeafileClient implements SeafileApi {
   readonly http: HttpCore;
   readonly uploadBatch: UploadBatch;
   readonly startUploadStream?: StartUploadStream;
+  readonly watchChanges?: (repos: string[], hooks: ChangeFeedHooks) => ChangeFeed;
   private readonly rawStreams: boolean;
   private readonly locks: FileLocks;
   private readonly batch: BatchState = { missing: new Set() };
@@ -87,7 +92,27 @@ export class SeafileClient implements SeafileApi {
     );
     this.http.relock = (repo, since) => this.libraryPasswords.again(repo, since);
     this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
-    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor();
+    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this.http.tls);
+    const notify = opts.notifications;
+    if (notify !== false) {
+      this.watchChanges = (repos, hooks) =>
+        new NotificationFeed(
+          {
+            url: notificationUrl(opts.baseUrl),
+            repos,
+            ping: () => notificationPing(this.http),
+            token: (repo) => notificationToken(this.http, repo),
+            // the same trust as every other connection of this client (tls.ts)
+            wsOptions: () =>
+              // ws hands its options to tls.connect, which takes a secure context
+              (opts.baseUrl.startsWith('https:')
+                ? { secureContext: this.http.tls.context() }
+                : {}) as ClientOptionsOfWs,
+            ...notify,
+          },
+          hooks,
+        );
+    }
   }
 
   /** Stops re-sending a library's password. */

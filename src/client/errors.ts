@@ -17,6 +17,7 @@ export type ApiErrorKind =
   | 'server' // 5xx
   | 'timeout' // request timed out
   | 'network' // connection refused/reset, DNS
+  | 'certificate' // the TLS handshake failed: a certificate not trusted, expired or for another name; a client certificate refused
   | 'protocol'; // unparseable success body
 
 export class ApiError extends Error {

@@ -8,6 +8,9 @@ import type { Readable } from 'node:stream';
 import { ApiError, type ApiErrorKind } from './errors.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor, type CallContext } from './status-map.js';
+import { TlsFileError, TlsTrust } from './tls.js';
+import { tlsProblem } from './tls-errors.js';
+import { tlsConnector } from './tls-connect.js';
 import {
   backoffDelay,
   decide,
@@ -33,6 +36,8 @@ export interface HttpOptions {
   connections: number;
   userAgent: string;
   backoff: BackoffOptions;
+  /** whom https connections trust and the client certificate they show (default: Node's and the system's CAs) */
+  tls?: TlsTrust;
   /** told of every attempt: the operation, its method, the HTTP status (or the failure's kind) and its time (no URL: links hold tokens) */
   onAttempt?: (op: string, method: string, outcome: number | string, ms: number) => void;
 }
@@ -104,12 +109,22 @@ function lowCode(e: unknown): string | undefined {
   return typeof top === 'string' ? top : undefined;
 }
 
-/** Any thrown thing from undici or the body stream as an ApiError (timeout or network). */
-export function transportError(e: unknown, op: string): ApiError {
+/**
+ * Any thrown thing from undici or the body stream as an ApiError (timeout,
+ * network, or a failed TLS handshake, whose message says why in words: `host`
+ * names the server in it).
+ */
+export function transportError(e: unknown, op: string, host?: string): ApiError {
   if (e instanceof ApiError) return e;
   let code = lowCode(e);
   // the whole-exchange deadline (AbortSignal.timeout) rejects with a TimeoutError
   if ((e as { name?: unknown } | null)?.name === 'TimeoutError') code = 'ETIMEDOUT';
+  const problem = e instanceof TlsFileError ? e.message : tlsProblem(code, host ?? 'the server');
+  if (problem) {
+    const err = new ApiError({ kind: 'certificate', status: 0, operation: op, serverMessage: problem, cause: e });
+    (err as ApiError & { code?: string }).code = code;
+    return err;
+  }
   const kind: ApiErrorKind = code && TIMEOUT_CODES.has(code) ? 'timeout' : 'network';
   const msg = e instanceof Error ? e.message : String(e);
   const err = new ApiError({ kind, status: 0, operation: op, serverMessage: code ? `${code}: ${msg}` : msg, cause: e });
@@ -139,6 +154,8 @@ function encodeForm(f: Form): string {
 
 export class HttpCore {
   readonly agent: Agent;
+  /** the TLS settings of every https connection, the client's other sockets (stream uploads) included */
+  readonly tls: TlsTrust;
   readonly base: URL;
   token: string | undefined;
   /**
@@ -152,6 +169,7 @@ export class HttpCore {
   hold: ((op: string) => ApiError | null) | undefined;
 
   constructor(readonly opts: HttpOptions) {
+    this.tls = opts.tls ?? new TlsTrust();
     this.base = new URL(opts.baseUrl.endsWith('/') ? opts.baseUrl : `${opts.baseUrl}/`);
     this.token = opts.token;
     this.agent = new Agent({
@@ -161,7 +179,7 @@ export class HttpCore {
       keepAliveMaxTimeout: 10 * 60_000,
       headersTimeout: opts.timeoutMs,
       bodyTimeout: opts.timeoutMs,
-      connect: { timeout: Math.min(opts.timeoutMs, 30_000) },
+      connect: tlsConnector(Math.min(opts.timeoutMs, 30_000), this.tls),
     });
   }
 
@@ -237,7 +255,7 @@ export class HttpCore {
         }
         failure = await this.failureOf(call, status, res);
       } catch (e) {
-        failure = transportError(e, call.op);
+        failure = transportError(e, call.op, url.host);
         code = (failure as ApiError & { code?: string }).code;
         this.opts.onAttempt?.(call.op, call.method, failure.kind, Date.now() - t0);
       }
@@ -258,7 +276,8 @@ export class HttpCore {
           continue;
         }
       }
-      if (failure.kind === 'quota' || failure.kind === 'otp_required') throw failure; // asking again cannot help
+      // asking again cannot help
+      if (failure.kind === 'quota' || failure.kind === 'otp_required' || failure.kind === 'certificate') throw failure;
       const delayMs = backoffDelay(attempt, failure.retryAfterMs, this.opts.backoff);
       const next = decide(
         call.retry,

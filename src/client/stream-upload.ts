@@ -12,6 +12,8 @@ import { closingBoundary, fieldParts, filePartHead, formDataType, newBoundary } 
 import { requestHead, uploadTarget } from './raw/request-head.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
+import { transportError } from './http.js';
+import { TlsTrust } from './tls.js';
 import type { StartUploadStream } from './types.js';
 import { parseUploadAnswer } from './upload-answer.js';
 
@@ -38,15 +40,21 @@ export async function openUploadStream(
   url: string,
   leading: [string, string][],
   filename: string,
-  opts: { idleMs?: number; field?: string } = {},
+  opts: { idleMs?: number; field?: string; tls?: TlsTrust } = {},
 ): Promise<UploadStream> {
   const u = new URL(url);
   const secure = u.protocol === 'https:';
   if (!secure && u.protocol !== 'http:') throw new Error(`stream upload: unsupported protocol ${u.protocol}`);
   const port = Number(u.port || (secure ? 443 : 80));
   const host = u.hostname.replace(/^\[|\]$/g, '');
+  let secureContext;
+  try {
+    secureContext = secure ? (opts.tls ?? new TlsTrust()).context() : undefined;
+  } catch (e) {
+    throw transportError(e, 'upload', u.host);
+  }
   const sock: net.Socket = secure
-    ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host })
+    ? tls.connect({ host, port, servername: net.isIP(host) ? undefined : host, secureContext })
     : net.connect({ host, port });
   sock.setNoDelay(true);
   const answer: Buffer[] = [];
@@ -55,7 +63,12 @@ export async function openUploadStream(
   const closedP = new Promise<void>((resolve) => {
     sock.on('data', (d: Buffer) => answer.push(d));
     sock.on('error', (e) => {
-      failed ??= new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: e.message, cause: e });
+      // a certificate refused after the handshake (TLS 1.3 checks the client's late) is told as such
+      const tlsFailure = transportError(e, 'upload', u.host);
+      failed ??=
+        tlsFailure.kind === 'certificate'
+          ? tlsFailure
+          : new ApiError({ kind: 'network', status: 0, operation: 'upload', serverMessage: e.message, cause: e });
       resolve();
     });
     sock.on('close', () => {
@@ -107,13 +120,8 @@ export async function openUploadStream(
     sock.once('error', reject);
   }).catch((e) => {
     sock.destroy();
-    throw new ApiError({
-      kind: 'network',
-      status: 0,
-      operation: 'upload',
-      serverMessage: (e as Error).message,
-      cause: e,
-    });
+    // a failed handshake in words (tls-errors.ts), anything else as a network failure
+    throw transportError(e, 'upload', u.host);
   });
 
   const boundary = newBoundary();
@@ -174,9 +182,9 @@ export async function openUploadStream(
 }
 
 /** The client's startUploadStream capability (the answer parsed as the client's uploads are). */
-export function streamUploadFor(): StartUploadStream {
+export function streamUploadFor(trust?: TlsTrust): StartUploadStream {
   return async (link, leading, filename) => {
-    const up = await openUploadStream(link, leading, filename);
+    const up = await openUploadStream(link, leading, filename, { tls: trust });
     return {
       write: (b) => up.write(b),
       abort: () => up.abort(),

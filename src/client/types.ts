@@ -347,6 +347,10 @@ export interface SeafileApi {
   /** a chunked upload that runs while a large file is written */
   readonly startUploadStream?: StartUploadStream;
 
+  // --- optional capability: changes pushed by the server's notification server (notification-feed.ts) ---
+  /** follows changes to `repos` (by notification where the server has them; `mode` says which) */
+  watchChanges?(repos: string[], hooks: ChangeFeedHooks): ChangeFeed;
+
   // --- optional capability: uploads by blocks (endpoints/blocks.ts; the write path's blocks/ modules) ---
   /** POST upload-blks-link: which of `ids` the server lacks, and the links for blocks and the commit */
   blocksLink?(repoId: string, dir: string, ids: string[]): Promise<BlocksLink>;
@@ -454,4 +458,34 @@ export interface StreamControl {
   resume(): void;
   /** ends the transfer; the sink's end(null) follows */
   destroy(): void;
+}
+
+/** A change the notification server told of. */
+export interface ServerChange {
+  repo: string;
+  kind: 'repo-update' | 'file-lock-changed' | 'folder-perm-changed';
+  /** repo-update: the library's new head */
+  commitId?: string;
+  /** file-lock-changed and folder-perm-changed: the path concerned */
+  path?: string;
+  /** file-lock-changed: 'locked' or 'unlocked' */
+  changeEvent?: string;
+  /** file-lock-changed: who holds the lock now ('' when unlocked) */
+  lockUser?: string;
+}
+
+/** how changes made elsewhere reach the mount: pushed by the notification server, or found by revalidating */
+export type ChangeMode = 'notification' | 'polling';
+
+export interface ChangeFeedHooks {
+  onChange(c: ServerChange): void;
+  /** subscribed again after a break: changes made meanwhile were not told */
+  onResubscribed(): void;
+  onMode(mode: ChangeMode): void;
+  log(line: string): void;
+}
+
+export interface ChangeFeed {
+  readonly mode: ChangeMode;
+  close(): void;
 }

@@ -8,7 +8,7 @@
 // finds it. The types are the index's. Should a later undici move these files,
 // the whole package is loaded instead.
 import { createRequire } from 'node:module';
-import type { Agent as AgentClass, Dispatcher as DispatcherClass } from 'undici';
+import type { Agent as AgentClass, buildConnector as buildConnectorFn, Dispatcher as DispatcherClass } from 'undici';
 
 const require = createRequire(import.meta.url);
 
@@ -25,3 +25,14 @@ function loadAgent(): typeof AgentClass {
 
 export const Agent = loadAgent();
 export type Agent = AgentClass;
+
+/** undici's socket opener (net or tls), which the Agent's clients load anyway. */
+function loadConnector(): typeof buildConnectorFn {
+  try {
+    return require('undici/lib/core/connect.js') as typeof buildConnectorFn;
+  } catch {
+    return (require('undici') as { buildConnector: typeof buildConnectorFn }).buildConnector;
+  }
+}
+
+export const buildConnector = loadConnector();

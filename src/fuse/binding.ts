@@ -12,10 +12,15 @@ import { fileURLToPath } from 'node:url';
 const MARKER = 'seafs-fuse-native-fixes:';
 /** a guard's symbol: builds made before the marker existed carry it (not stripped) */
 const OLD_MARKER = 'seafs_getxattr';
+/** the newest fix's name in the marker: UTIME_NOW and UTIME_OMIT passed apart */
+const NEWEST_FIX = 'utime-special';
 
 export interface BindingInfo {
-  /** fixed: rebuilt with seafs's fixes; prebuilt: without them; missing: fuse-native not found */
-  kind: 'fixed' | 'prebuilt' | 'missing';
+  /**
+   * fixed: rebuilt with seafs's fixes; outdated: with the fixes of an earlier
+   * seafs (touch FILE sets no time); prebuilt: without them; missing: not found
+   */
+  kind: 'fixed' | 'outdated' | 'prebuilt' | 'missing';
   /** the .node file node-gyp-build loads */
   file: string | null;
   /** fuse-native's version */
@@ -28,6 +33,14 @@ export const PACKAGE_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', 
 /** Tells a fixed binary from a prebuilt one by the marker it carries. */
 export function isFixedBinary(bytes: Buffer): boolean {
   return bytes.includes(MARKER) || bytes.includes(OLD_MARKER);
+}
+
+/** A fixed binary with every fix of this seafs (an earlier one's lacks the newest). */
+export function isCurrentBinary(bytes: Buffer): boolean {
+  const at = bytes.indexOf(MARKER);
+  if (at < 0) return false;
+  const end = bytes.indexOf(0, at);
+  return bytes.subarray(at, end < 0 ? undefined : end).includes(NEWEST_FIX);
 }
 
 /** The binding fuse-native resolved from `root` would load. */
@@ -49,7 +62,9 @@ export function fuseBinding(root = PACKAGE_ROOT): BindingInfo {
     // no binary for this platform
   }
   if (!file || !existsSync(file)) return { kind: 'missing', file: null, version };
-  return { kind: isFixedBinary(readFileSync(file)) ? 'fixed' : 'prebuilt', file, version };
+  const bytes = readFileSync(file);
+  const kind = !isFixedBinary(bytes) ? 'prebuilt' : isCurrentBinary(bytes) ? 'fixed' : 'outdated';
+  return { kind, file, version };
 }
 
 /** How to rebuild: the checkout's setup, or the installed package's script. */
@@ -60,6 +75,13 @@ export function rebuildHint(root = PACKAGE_ROOT): string {
 
 /** The one warning `seafs mount` gives when the binding lacks the fixes (null: nothing to say). */
 export function bindingWarning(info: BindingInfo, hint: string): string | null {
+  if (info.kind === 'outdated') {
+    return (
+      `warning: the fuse-native binding in use (${info.file}) was rebuilt by an earlier seafs: ` +
+      'touch FILE (and other changes of a time to "now") leaves the modification time as it is. ' +
+      `To fix it, run: ${hint}`
+    );
+  }
   if (info.kind !== 'prebuilt') return null;
   return (
     `warning: the fuse-native binding in use (${info.file}) lacks seafs's fixes: ` +
@@ -74,7 +96,9 @@ export function versionText(version: string, info: BindingInfo): string {
   const build =
     info.kind === 'fixed'
       ? "fixed (rebuilt with seafs's fixes)"
-      : "prebuilt (without seafs's fixes: modification times are not kept)";
+      : info.kind === 'outdated'
+        ? "outdated (rebuilt with an earlier seafs's fixes: touch sets no time)"
+        : "prebuilt (without seafs's fixes: modification times are not kept)";
   const b =
     info.kind === 'missing' ? 'fuse-native: not found' : `fuse-native ${info.version ?? '?'}: ${build}, ${info.file}`;
   return `seafs ${version}\n${b}`;

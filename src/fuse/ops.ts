@@ -5,6 +5,7 @@
 import { constants as OS } from 'node:os';
 import { errnoOf, type ErrnoName } from '../vfs/errors.js';
 import { nfc, type Vfs } from '../vfs/vfs.js';
+import { requestedMtime } from './utime.js';
 
 /** a fuse-native operation or its callback */
 export type Cb = (...args: any[]) => void; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -241,14 +242,16 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       await vfs.rename(src, dst);
       return [];
     }),
-    utimens: (p: string, atime: number, mtime: number, cb: Cb) => {
-      let now = false;
+    utimens: (p: string, atime: number, rawMtime: number, cb: Cb) => {
+      // null: UTIME_OMIT, nothing to change (access times are not kept)
+      const mtime = requestedMtime(rawMtime);
+      let now = mtime === null;
       try {
-        now = vfs.utimensNow(p, mtime);
+        if (mtime !== null) now = vfs.utimensNow(p, mtime);
       } catch {
         // utimens below reports it
       }
-      if (!now) return utimensWait(p, atime, mtime, cb);
+      if (!now && mtime !== null) return utimensWait(p, atime, mtime, cb);
       opCounts.utimens = (opCounts.utimens ?? 0) + 1;
       answer('utimens', cb, 0);
     },

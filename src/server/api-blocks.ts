@@ -43,7 +43,7 @@ async function folderFor(ctx: Ctx, r: Req, need: 'r' | 'rw'): Promise<{ repo: Re
   const folder = await lookup(ctx.store, await headRoot(ctx, repo.id), comps);
   if (folder?.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
   if (need === 'rw' && perm !== 'rw') throw new HttpError(403, 'You do not have permission to access this folder.');
-  if ((await ctx.quotaLeft(repo)) <= 0) throw new HttpError(443, 'Out of quota.');
+  if ((await ctx.quotaLeft(repo, { waiting: false })) <= 0) throw new HttpError(443, 'Out of quota.');
   return { repo, dir: '/' + comps.join('/') };
 }
 

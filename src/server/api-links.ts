@@ -13,7 +13,7 @@ async function issue(ctx: Ctx, r: Req, kind: 'upload' | 'update'): Promise<void>
   const comps = splitPath(r.query.get('p') || '/');
   const folder = await lookup(ctx.store, await headRoot(ctx, repo.id), comps);
   if (folder?.type !== 'dir') throw new HttpError(404, 'Folder not found.');
-  if ((await ctx.quotaLeft(repo)) <= 0) throw new HttpError(443, 'Out of quota.');
+  if ((await ctx.quotaLeft(repo, { waiting: false })) <= 0) throw new HttpError(443, 'Out of quota.');
   ctx.sweepTokens();
   const token = ctx.newToken();
   ctx.uploads.set(token, {

@@ -220,7 +220,8 @@ export const repoRoutes: Route[] = [
   },
   { method: 'GET', path: '/api2/repos/:repo', auth: 'user', handler: repoInfo },
   {
-    // what a sync client needs to start syncing; this server has no sync protocol, so no sync token
+    // what a sync client needs to start syncing; this server has no sync protocol: its sync token serves
+    // only the fileserver's jwt-token (the notification server's)
     method: 'GET',
     path: '/api2/repos/:repo/download-info',
     auth: 'user',
@@ -239,7 +240,7 @@ export const repoRoutes: Route[] = [
         relay_addr: new URL(r.base).hostname,
         relay_port: new URL(r.base).port,
         email: r.user!.email,
-        token: '',
+        token: ctx.syncToken(repo.id, r.user!.email),
         applet_root: `${r.base}/seafhttp`,
       });
     },

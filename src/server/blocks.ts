@@ -16,7 +16,11 @@
 //                           {block_ids, size, block_sizes};
 //   repo-blocks/<repo>/<id> a hard link per block a library holds: which blocks a library
 //                           "has" (real servers keep blocks per library, and the blocks API
-//                           must not reveal or lend another account's blocks by their hash).
+//                           must not reveal or lend another account's blocks by their hash);
+//   pending-blocks/<repo>/<id>  a block sent raw to a library that no commit of it used yet: a
+//                           symlink to its size, made when it came (its mtime). Such blocks count
+//                           against the owner's quota and are removed after a grace period
+//                           (sweep), unless something else holds them.
 // Identical blocks are kept once: an upload whose blocks are all known keeps
 // no content, and a block is placed where it was first seen. Stores written
 // before blocks hold a file's whole content as objects/<sha1 of the content>,
@@ -28,8 +32,10 @@ import {
   existsSync,
   linkSync,
   lstatSync,
+  lutimesSync,
   mkdirSync,
   promises as fsp,
+  readdirSync,
   readlinkSync,
   renameSync,
   rmSync,
@@ -93,9 +99,15 @@ export class BlockStore {
   readonly filesDir: string;
   readonly contentsDir: string;
   readonly presenceDir: string;
+  readonly pendingDir: string;
   private records = new LRUCache<string, FileRecord>({ max: 4096 });
   private places = new LRUCache<string, Place>({ max: 8192 });
   private presenceMade = new Set<string>();
+  private pendingMade = new Set<string>();
+  /** per library, the blocks sent raw that no commit used yet: size and when they came (ms) */
+  private pending = new Map<string, Map<string, { size: number; at: number }>>();
+  /** `repo\nid` of those taken by commits under way: how many, and whether one of them or another use took it */
+  private committing = new Map<string, { size: number; at: number; count: number; used: boolean }>();
 
   constructor(
     dataDir: string,
@@ -105,10 +117,25 @@ export class BlockStore {
     this.filesDir = path.join(dataDir, 'files');
     this.contentsDir = path.join(dataDir, 'contents');
     this.presenceDir = path.join(dataDir, 'repo-blocks');
+    this.pendingDir = path.join(dataDir, 'pending-blocks');
   }
 
   async init(): Promise<void> {
     await fsp.mkdir(this.presenceDir, { recursive: true, mode: 0o700 });
+    await fsp.mkdir(this.pendingDir, { recursive: true, mode: 0o700 });
+    for (const repoId of await fsp.readdir(this.pendingDir)) {
+      const marks = new Map<string, { size: number; at: number }>();
+      for (const id of await fsp.readdir(path.join(this.pendingDir, repoId))) {
+        const at = path.join(this.pendingDir, repoId, id);
+        try {
+          const st = await fsp.lstat(at);
+          marks.set(id, { size: Number(await fsp.readlink(at)) || 0, at: st.mtimeMs });
+        } catch {
+          await fsp.rm(at, { force: true }); // not a mark of ours
+        }
+      }
+      if (marks.size) this.pending.set(repoId, marks);
+    }
     for (const dir of [this.blocksDir, this.filesDir, this.contentsDir]) {
       await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
       await Promise.all(
@@ -172,7 +199,7 @@ export class BlockStore {
     }
   }
 
-  private markHeld(repoId: string, id: string): void {
+  private hold(repoId: string, id: string): void {
     this.markHeldDir(repoId);
     try {
       // link(2) does not follow a symlink: the library's entry is the block's own
@@ -180,6 +207,135 @@ export class BlockStore {
     } catch (e) {
       if (errno(e) !== 'EEXIST') throw e;
     }
+  }
+
+  /** `repoId` holds block `id` for a file of its own (no longer a block waiting for a commit) */
+  private markHeld(repoId: string, id: string): void {
+    this.hold(repoId, id);
+    this.clearPending(repoId, id);
+    const c = this.committing.get(`${repoId}\n${id}`);
+    if (c) c.used = true;
+  }
+
+  private setPending(repoId: string, id: string, size: number, when = Date.now()): void {
+    if (!this.pendingMade.has(repoId)) {
+      mkdirSync(path.join(this.pendingDir, repoId), { recursive: true, mode: 0o700 });
+      this.pendingMade.add(repoId);
+    }
+    const at = path.join(this.pendingDir, repoId, id);
+    rmSync(at, { force: true }); // a block sent again starts its grace period again
+    symlinkSync(String(size), at);
+    lutimesSync(at, when / 1000, when / 1000);
+    let marks = this.pending.get(repoId);
+    if (!marks) this.pending.set(repoId, (marks = new Map()));
+    marks.set(id, { size, at: when });
+  }
+
+  private clearPending(repoId: string, id: string): void {
+    const marks = this.pending.get(repoId);
+    if (!marks?.has(id)) return;
+    rmSync(path.join(this.pendingDir, repoId, id), { force: true });
+    marks.delete(id);
+    if (marks.size === 0) this.pending.delete(repoId);
+  }
+
+  /** Bytes of the blocks sent raw to `repoId` that no commit used yet. */
+  pendingBytes(repoId: string): number {
+    let n = 0;
+    for (const m of this.pending.get(repoId)?.values() ?? []) n += m.size;
+    return n;
+  }
+
+  /** Of those, the bytes of the distinct `ids`. */
+  pendingOf(repoId: string, ids: string[]): number {
+    const marks = this.pending.get(repoId);
+    if (!marks) return 0;
+    let n = 0;
+    for (const id of new Set(ids)) n += marks.get(id)?.size ?? 0;
+    return n;
+  }
+
+  /** Whether `repoId` holds block `id` for a file of its own, not only as sent raw. */
+  usesBlock(repoId: string, id: string): boolean {
+    return !this.pending.get(repoId)?.has(id) && this.heldSize(repoId, id) !== null;
+  }
+
+  /**
+   * Takes blocks `ids` for a commit of `repoId`, checked again and at once (a sweep cannot come
+   * between): their sizes, or null when the library lacks one. Those sent raw stop waiting (and
+   * counting) while the commit runs; `done(false)`, for a commit that failed, makes them wait again
+   * unless another use of them came meanwhile. A crash meanwhile forgets them (kept, not collected).
+   */
+  takeForCommit(repoId: string, ids: string[]): { sizes: number[]; done: (ok: boolean) => void } | null {
+    const sizes: number[] = [];
+    for (const id of ids) {
+      const s = this.heldSize(repoId, id);
+      if (s === null) return null;
+      sizes.push(s);
+    }
+    const taken: string[] = [];
+    for (const id of new Set(ids)) {
+      const key = `${repoId}\n${id}`;
+      const running = this.committing.get(key);
+      const m = this.pending.get(repoId)?.get(id);
+      if (running) running.count++;
+      else if (m) {
+        this.clearPending(repoId, id);
+        this.committing.set(key, { ...m, count: 1, used: false });
+      } else continue;
+      taken.push(id);
+    }
+    const done = (ok: boolean) => {
+      for (const id of taken) {
+        const key = `${repoId}\n${id}`;
+        const c = this.committing.get(key)!;
+        c.used ||= ok;
+        if (--c.count > 0) continue;
+        this.committing.delete(key);
+        if (!c.used && this.heldSize(repoId, id) !== null) this.setPending(repoId, id, c.size, c.at);
+      }
+    };
+    return { sizes, done };
+  }
+
+  /**
+   * Removes the blocks sent raw that waited longer than `graceMs` for a commit: the library stops
+   * holding them, and a block stored on its own that no other library holds is deleted. Synchronous
+   * per block, so no commit takes one half-removed.
+   */
+  sweep(graceMs: number): number {
+    const cutoff = Date.now() - graceMs;
+    let holders: string[] | null = null;
+    let removed = 0;
+    for (const [repoId, marks] of this.pending) {
+      for (const [id, m] of marks) {
+        if (m.at > cutoff) continue;
+        this.clearPending(repoId, id);
+        rmSync(this.presencePath(repoId, id), { force: true });
+        holders ??= readdirSync(this.presenceDir);
+        const elsewhere = holders.some((r) => {
+          if (r === repoId) return false;
+          try {
+            lstatSync(this.presencePath(r, id));
+            return true;
+          } catch {
+            return false;
+          }
+        });
+        if (elsewhere) continue;
+        const at = this.blockPath(id);
+        try {
+          // a symlink places the block in a content or an object, which a file uses: only a file of its own goes
+          if (!lstatSync(at).isFile()) continue;
+        } catch {
+          continue;
+        }
+        rmSync(at, { force: true });
+        this.places.delete(id);
+        removed++;
+      }
+    }
+    return removed;
   }
 
   /**
@@ -212,11 +368,21 @@ export class BlockStore {
     );
   }
 
-  /** Takes a block received on its own (`tmpPath`, fsync'd) into the store for `repoId`. */
-  adoptBlock(repoId: string, tmpPath: string, id: string): void {
-    renameSync(tmpPath, this.blockPath(id));
-    this.places.delete(id);
-    this.markHeld(repoId, id);
+  /**
+   * Takes a block received on its own (`tmpPath`, fsync'd, `size` bytes) into the store for
+   * `repoId`, where it waits for a commit (counted, and removed by `sweep` if none comes). A block
+   * the store has already is not written again; one a file of the library uses stays as it is.
+   */
+  adoptBlock(repoId: string, tmpPath: string, id: string, size: number): void {
+    if (this.usesBlock(repoId, id) || this.resolve(id)) {
+      rmSync(tmpPath, { force: true });
+      if (this.usesBlock(repoId, id)) return;
+    } else {
+      renameSync(tmpPath, this.blockPath(id));
+      this.places.delete(id);
+    }
+    this.hold(repoId, id);
+    this.setPending(repoId, id, size);
   }
 
   /**

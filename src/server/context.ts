@@ -9,6 +9,7 @@ import { HttpError, type Form } from './http.js';
 import { LoginGuard } from './login-guard.js';
 import { KeyedMutex } from './mutex.js';
 import { ObjectStore } from './objects.js';
+import { NotificationHub } from './notifications.js';
 import { BlockStore } from './blocks.js';
 
 export interface ServerOptions {
@@ -43,6 +44,13 @@ export interface ServerOptions {
   serverVersion?: string;
   /** refuse emoji (U+1F300-U+1FAD6) in mkdir, create, rename and library names with 400, as the newest seahub does */
   refuseEmojiNames?: boolean;
+  /** offer the notification server (websocket /notification, JWT endpoints); default on */
+  notifications?: boolean;
+  /** test knobs of the notification server: token lifetime (s), expiry check and ping periods (ms) */
+  notificationTokenTtlSec?: number;
+  notificationExpiryCheckMs?: number;
+  /** seconds a block sent raw waits for a commit that uses it before it is removed; default 3600 */
+  blockGraceSec?: number;
 }
 
 /** what server-info reports by default: the newest version whose behaviour this server has */
@@ -79,6 +87,8 @@ export interface UploadToken {
   dir: string; // normalised '/a/b'
   user: string;
   expires: number;
+  /** handed out by an upload link (to anyone holding it): its uploads and commits go into `dir` only */
+  link?: boolean;
 }
 
 export interface Req {
@@ -107,6 +117,10 @@ export class Ctx {
   private unlocks = new Map<string, number>(); // `${user}\n${repo}` -> expiry ms
   private quotaMutex = new KeyedMutex();
   readonly loginGuard: LoginGuard;
+  /** the notification server; null when turned off */
+  readonly notifications: NotificationHub | null;
+  /** sync tokens handed out by download-info: token -> library and user (kept until a restart) */
+  readonly syncTokens = new Map<string, { repo: string; user: string }>();
 
   constructor(readonly opts: ServerOptions) {
     this.db = new Db(opts.dataDir);
@@ -118,6 +132,32 @@ export class Ctx {
       failLimit: opts.loginFailLimit ?? 10,
       windowMs: (opts.loginFailWindowSec ?? 300) * 1000,
     });
+    this.notifications =
+      opts.notifications === false
+        ? null
+        : new NotificationHub({
+            tokenTtlSec: opts.notificationTokenTtlSec,
+            expiryCheckMs: opts.notificationExpiryCheckMs,
+          });
+    const hub = this.notifications;
+    if (hub) {
+      this.heads.onMove = (repo, commitId) => hub.repoUpdate(repo, commitId);
+      this.db.onLockChange = (repo, p, owner) => hub.fileLockChanged(repo, p, owner ? 'locked' : 'unlocked', owner);
+    }
+  }
+
+  /** the sync token of `user` on `repo` (download-info's token), made at first need */
+  syncToken(repo: string, user: string): string {
+    for (const [t, v] of this.syncTokens) if (v.repo === repo && v.user === user) return t;
+    const t = randomBytes(20).toString('hex');
+    this.syncTokens.set(t, { repo, user });
+    return t;
+  }
+
+  /** seafile-server X.Y.Z or later */
+  versionAtLeast(a: number, b: number, c: number): boolean {
+    const [x, y, z] = parseServerVersion(this.serverVersion) ?? [99, 0, 0];
+    return x * 1e8 + y * 1e4 + z >= a * 1e8 + b * 1e4 + c;
   }
 
   /** Seafile Pro (file locks) rather than Community Edition */
@@ -149,6 +189,9 @@ export class Ctx {
   }
   get linkTtlMs(): number {
     return (this.opts.linkTtlSec ?? 3600) * 1000;
+  }
+  get blockGraceMs(): number {
+    return (this.opts.blockGraceSec ?? 3600) * 1000;
   }
 
   log(line: string): void {
@@ -203,11 +246,17 @@ export class Ctx {
     return total;
   }
 
-  /** Bytes the owner of `repo` may still add; Infinity when unlimited. */
-  async quotaLeft(repo: RepoMeta): Promise<number> {
+  /**
+   * Bytes the owner of `repo` may still add; Infinity when unlimited. Blocks sent raw to the
+   * owner's libraries that no commit used yet count as used, unless `waiting` is false (the link
+   * views: a link may be wanted to commit those very blocks).
+   */
+  async quotaLeft(repo: RepoMeta, { waiting = true } = {}): Promise<number> {
     const owner = this.db.user(repo.owner);
     if (!owner || owner.quota < 0) return Infinity;
-    return owner.quota - (await this.usage(owner.email));
+    let sent = 0;
+    if (waiting) for (const r of this.db.reposOwnedBy(owner.email)) sent += this.blocks.pendingBytes(r.id);
+    return owner.quota - (await this.usage(owner.email)) - sent;
   }
 
   newToken(): string {

@@ -73,6 +73,8 @@ export class Db {
   private uploadLinks: UploadLinkRec[] = [];
   private starred: Star[] = [];
   private locks = new Map<string, LockRec>();
+  /** told of a lock taken (owner) or released ('') through setLock and removeLock */
+  onLockChange: ((repoId: string, p: string, owner: string) => void) | null = null;
   /** groups, their members and the libraries shared to them */
   readonly groups = new Groups();
   /** per-device tokens (logins that name their device) */
@@ -361,10 +363,13 @@ export class Db {
 
   setLock(repoId: string, p: string, owner: string): void {
     this.locks.set(lockKey(repoId, p), { owner, time: Math.floor(Date.now() / 1000) });
+    this.onLockChange?.(repoId, p, owner);
   }
 
   removeLock(repoId: string, p: string): void {
+    const had = this.locks.get(lockKey(repoId, p));
     this.locks.delete(lockKey(repoId, p));
+    if (had) this.onLockChange?.(repoId, p, '');
   }
 
   /** Locks on `p` or anything below it, with their paths. */

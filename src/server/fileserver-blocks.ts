@@ -13,10 +13,11 @@ import { pipeline } from 'node:stream/promises';
 import { BLOCK_ID } from './blocks.js';
 import type { Ctx, Req, UploadToken } from './context.js';
 import type { RepoMeta, User } from './db.js';
-import { discard, lastModify } from './fileserver.js';
+import { discard, lastModify, unlockedFor } from './fileserver.js';
 import { drainBody, HttpError } from './http.js';
+import { isFileOfLibrary } from './library-files.js';
 import { parseMultipart } from './multipart.js';
-import { canonicalDir, isValidName } from './names.js';
+import { canonicalDir, isValidName, nfcName } from './names.js';
 import { sha1, ZERO_ID } from './objects.js';
 import { putFiles } from './ops.js';
 import { lookup, splitPath } from './tree.js';
@@ -70,33 +71,56 @@ function tokenFor(ctx: Ctx, r: Req, urlOp: string): { t: UploadToken; user: User
   return { t, user, repo };
 }
 
-async function receive(ctx: Ctx, r: Req, blockSize?: number) {
+/**
+ * The text fields of a commit: its `blockids` holds 43 bytes per block (a quoted id and a comma),
+ * 8 MiB of fields takes some 195,000 blocks (1.5 TiB in 8 MiB blocks); a raw upload's need little.
+ */
+const COMMIT_FORM_BYTES = 8 << 20;
+
+async function receive(ctx: Ctx, r: Req, o: { blockSize?: number; quotaLeft?: number; maxFormBytes?: number } = {}) {
   const max = ctx.opts.maxUploadBytes ?? Infinity;
+  const left = o.quotaLeft ?? Infinity;
   return parseMultipart(r.raw, r.raw.headers['content-type'] ?? '', {
     tmpDir: ctx.tmpDir,
-    blockSize,
+    blockSize: o.blockSize,
+    maxFormBytes: o.maxFormBytes,
     onBytes: (n) => {
       if (n > max) throw new BlkError(442, 'File size is too large.\n');
+      if (n > left) throw outOfQuota();
     },
   });
 }
 
-/** POST upload-raw-blks-api: stores each `file` part as a block once its sha1 matches its filename. */
+/**
+ * POST upload-raw-blks-api: stores each `file` part as a block once its sha1 matches its filename.
+ * Unlike real servers (only max_upload_size on the sum of the parts), the blocks the library did not
+ * hold count against the owner's quota from now until a commit uses them or they are removed.
+ */
 export function uploadRawBlocks(ctx: Ctx, r: Req): Promise<void> {
   return answering(r, async () => {
     const { repo } = tokenFor(ctx, r, 'upload-raw-blks-api');
-    // no quota check here (the commit checks it), only max_upload_size on the sum of the parts
-    const { files } = await receive(ctx, r, Infinity);
+    // while the body comes, a bound (blocks sent again that still wait for a commit count once: exact below)
+    const bound = (await ctx.quotaLeft(repo)) + ctx.blocks.pendingBytes(repo.id);
+    const { files } = await receive(ctx, r, { blockSize: Infinity, quotaLeft: bound });
     try {
       const parts = files.filter((f) => f.field === 'file');
       if (parts.length === 0) throw internal();
-      // in order, as the C server: blocks before a mismatch stay stored
-      for (const p of parts) {
-        const got = p.blocks[0]?.id ?? sha1('');
-        if (p.filename.toLowerCase() !== got) throw internal(); // "Block id ... doesn't match content."
-        ctx.blocks.adoptBlock(repo.id, p.tmpPath, got);
-        p.tmpPath = '';
-      }
+      await ctx.underQuota(repo.owner, async () => {
+        const added = new Map<string, number>();
+        for (const p of parts) {
+          const id = p.filename.toLowerCase();
+          if (!ctx.blocks.usesBlock(repo.id, id)) added.set(id, p.size);
+        }
+        const bytes = [...added.values()].reduce((a, b) => a + b, 0) - ctx.blocks.pendingOf(repo.id, [...added.keys()]);
+        if (bytes > 0 && bytes > (await ctx.quotaLeft(repo))) throw outOfQuota();
+        // in order, as the C server: blocks before a mismatch stay stored
+        for (const p of parts) {
+          const got = p.blocks[0]?.id ?? sha1('');
+          if (p.filename.toLowerCase() !== got) throw internal(); // "Block id ... doesn't match content."
+          ctx.blocks.adoptBlock(repo.id, p.tmpPath, got, p.size);
+          p.tmpPath = '';
+        }
+      });
       return '"OK"';
     } finally {
       await discard(files);
@@ -108,6 +132,14 @@ export function uploadRawBlocks(ctx: Ctx, r: Req): Promise<void> {
 function cInt(v: string): number {
   const m = /^\s*([+-]?\d+)/.exec(v);
   return m ? Number(m[1]) : 0;
+}
+
+/** file_size: C atoll's reading, -1 when missing; 400 past what a byte count can be (a value C would overflow) */
+function fileSize(v: string | undefined): number {
+  if (v === undefined) return -1;
+  const n = cInt(v);
+  if (!Number.isSafeInteger(n)) throw new BlkError(400, 'Invalid argument file_size.\n');
+  return n;
 }
 
 /**
@@ -143,18 +175,32 @@ async function commitBlocks(
     sizes.push(s);
   }
   const total = sizes.reduce((a, b) => a + b, 0);
-  if (total > 0 && total > (await ctx.quotaLeft(repo))) throw outOfQuota();
-  const id = ctx.blocks.putRecord(list, sizes, size);
-  if (repo.encrypted) ctx.blocks.markUndecryptable(repo.id, id, true);
-  await putFiles(
-    ctx,
-    user,
-    repo.id,
-    '/' + splitPath(canonicalDir(parentDir)).join('/'),
-    [{ name, id, size, mtime: lastModify(ctx, fields) }],
-    { replace },
-  );
-  return id;
+  // Real servers store any file_size, which then is the file's size in every listing and in the
+  // usage: the bytes of the blocks are what is stored (an encrypted library's blocks are a
+  // client's ciphertext, up to 16 bytes of padding per block larger than the file).
+  const slack = repo.encrypted ? 16 * list.length : 0;
+  if (size > total || size < total - slack) throw new BlkError(400, 'Invalid file size.\n');
+  // the blocks sent raw for this file counted already; now they are the file
+  if (total > 0 && total > (await ctx.quotaLeft(repo)) + ctx.blocks.pendingOf(repo.id, list)) throw outOfQuota();
+  const taken = ctx.blocks.takeForCommit(repo.id, list);
+  if (!taken) throw outOfQuota(); // removed meanwhile
+  let ok = false;
+  try {
+    const id = ctx.blocks.putRecord(list, taken.sizes, size);
+    if (repo.encrypted) ctx.blocks.markUndecryptable(repo.id, id, true);
+    await putFiles(
+      ctx,
+      user,
+      repo.id,
+      '/' + splitPath(canonicalDir(parentDir)).join('/'),
+      [{ name, id, size, mtime: lastModify(ctx, fields) }],
+      { replace },
+    );
+    ok = true;
+    return id;
+  } finally {
+    taken.done(ok);
+  }
 }
 
 /** check_parent_dir: 400 "Parent dir doesn't exist." unless the folder is there */
@@ -169,11 +215,16 @@ async function requireParent(ctx: Ctx, repo: RepoMeta, parentDir: string): Promi
   if ((await lookup(ctx.store, root, comps))?.type !== 'dir') throw new BlkError(400, "Parent dir doesn't exist.\n");
 }
 
+/** the folder `parentDir` names, as '/a/b' (NFC, as both fileservers normalise it) */
+function folderOf(parentDir: string): string {
+  return '/' + splitPath(canonicalDir(parentDir)).map(nfcName).join('/');
+}
+
 /** POST upload-blks-api?commitonly=true: parent_dir, file_name, file_size, blockids (JSON), replace, last_modify */
 export function commitUploadBlocks(ctx: Ctx, r: Req): Promise<void> {
   return answering(r, async () => {
-    const { user, repo } = tokenFor(ctx, r, 'upload-blks-api');
-    const { fields, files } = await receive(ctx, r);
+    const { t, user, repo } = tokenFor(ctx, r, 'upload-blks-api');
+    const { fields, files } = await receive(ctx, r, { maxFormBytes: COMMIT_FORM_BYTES });
     await discard(files); // a commit takes no file parts
     const field = (k: string) => fields.get(k)?.[0];
     let replace = 0;
@@ -183,13 +234,16 @@ export function commitUploadBlocks(ctx: Ctx, r: Req): Promise<void> {
     }
     const parentDir = field('parent_dir');
     const name = field('file_name');
-    const sizeStr = field('file_size');
-    const size = sizeStr === undefined ? -1 : cInt(sizeStr);
-    if (parentDir === undefined || name === undefined || sizeStr === undefined || size < 0)
+    const size = fileSize(field('file_size'));
+    if (parentDir === undefined || name === undefined || size < 0)
       throw new BlkError(400, 'No parent dir or file name.\n');
     // the message's spelling is the server's
     if (!r.query.has('commitonly')) throw new BlkError(400, 'Only commit suppported.\n');
     await requireParent(ctx, repo, parentDir);
+    // Real servers take an upload link's token here too and commit anywhere in the library (they
+    // check parent_dir against the token's folder only in upload-api): here, as in upload-api, a
+    // link's token commits into its folder only.
+    if (t.link && folderOf(parentDir) !== folderOf(t.dir)) throw new BlkError(403, 'Permission denied.\n');
     const blockids = field('blockids');
     if (blockids === undefined) throw new BlkError(400, 'No blockids.\n');
     const id = await commitBlocks(ctx, user, repo, fields, parentDir, name, blockids, size, replace === 1);
@@ -201,13 +255,12 @@ export function commitUploadBlocks(ctx: Ctx, r: Req): Promise<void> {
 export function commitUpdateBlocks(ctx: Ctx, r: Req): Promise<void> {
   return answering(r, async () => {
     const { user, repo } = tokenFor(ctx, r, 'update-blks-api');
-    const { fields, files } = await receive(ctx, r);
+    const { fields, files } = await receive(ctx, r, { maxFormBytes: COMMIT_FORM_BYTES });
     await discard(files);
     const field = (k: string) => fields.get(k)?.[0];
     const target = field('target_file');
-    const sizeStr = field('file_size');
-    const size = sizeStr === undefined ? -1 : cInt(sizeStr);
-    if (target === undefined || sizeStr === undefined || size < 0) throw new BlkError(400, 'No target file.\n');
+    const size = fileSize(field('file_size'));
+    if (target === undefined || size < 0) throw new BlkError(400, 'No target file.\n');
     if (!r.query.has('commitonly')) throw new BlkError(400, 'Only commit supported.\n');
     // g_path_get_dirname / g_path_get_basename
     const t = target.replace(/\/+$/, '') || '/';
@@ -221,7 +274,12 @@ export function commitUpdateBlocks(ctx: Ctx, r: Req): Promise<void> {
   });
 }
 
-/** GET blks/<token>/<block id>: one block of the token's file, as stored */
+/**
+ * GET blks/<token>/<block id>: one block of the token's file, as stored. The file must be one of
+ * the library's, now or in its history (real servers: an object of the library's own store), and
+ * the block one of its blocks. Real servers serve an encrypted library's blocks as stored, which is
+ * ciphertext there; the blocks here are plaintext, refused as a download is until the password.
+ */
 export async function downloadBlock(ctx: Ctx, r: Req): Promise<void> {
   const text = (status: number, body: string) => {
     r.res.writeHead(status, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(body) });
@@ -232,9 +290,11 @@ export async function downloadBlock(ctx: Ctx, r: Req): Promise<void> {
   const t = ctx.downloads.get(r.params[0]);
   if (!t || t.op !== 'downloadblks' || t.expires <= Date.now()) return text(403, 'Access token not found\n');
   ctx.downloads.delete(r.params[0]); // one-time
+  if (t.encrypted && !unlockedFor(ctx, t.user, t.repoId))
+    return text(400, 'Repo is encrypted. Please provide password to view it.\n');
   let ids: string[];
   if (t.fileId === ZERO_ID) ids = [];
-  else if ((await ctx.blocks.record(t.fileId)) || (await ctx.store.has(t.fileId)))
+  else if (await isFileOfLibrary(ctx, t.repoId, t.fileId))
     ids = (await ctx.blocks.blocksOf(t.repoId, t.fileId)).block_ids;
   else return text(400, 'Invalid file id\n\n');
   if (!BLOCK_ID.test(blockId) || !ids.includes(blockId)) {

@@ -83,7 +83,7 @@ function fsError(status: number, msg: string): HttpError {
 }
 
 /** Whether `user` gave the password of encrypted library `repoId` (and the server still holds it). */
-function unlockedFor(ctx: Ctx, user: string | null, repoId: string): boolean {
+export function unlockedFor(ctx: Ctx, user: string | null, repoId: string): boolean {
   const repo = ctx.db.repo(repoId);
   return !repo || (user !== null && ctx.isUnlocked(user, repo));
 }

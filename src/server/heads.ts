@@ -51,6 +51,8 @@ export class Heads {
   private dir: string;
   private cache = new Map<string, Head>();
   readonly mutex = new KeyedMutex();
+  /** told of every move of a library's head (the notification server's repo-update) */
+  onMove: ((repoId: string, commitId: string) => void) | null = null;
 
   constructor(
     dataDir: string,
@@ -108,6 +110,7 @@ export class Heads {
     await this.store.flush();
     await writeFileAtomic(path.join(this.dir, `${repoId}.json`), JSON.stringify(head));
     this.cache.set(repoId, head);
+    this.onMove?.(repoId, head.commit_id);
   }
 
   async create(repoId: string, creator: string): Promise<Head> {

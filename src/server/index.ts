@@ -22,6 +22,7 @@ import { taskRoutes } from './api-tasks.js';
 import { webRoutes } from './api-web.js';
 import { linkHtmlRoutes } from './link-html.js';
 import { linkPageRoutes } from './link-pages.js';
+import { notificationRoutes } from './api-notifications.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './db.js';
 import { download, update, upload } from './fileserver.js';
@@ -157,6 +158,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     ...linksWebRoutes,
     ...sharingWebRoutes,
     ...folderShareRoutes,
+    ...notificationRoutes,
   ]);
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
@@ -194,7 +196,8 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       path: url.pathname,
       query: url.searchParams,
       params: [],
-      base: req.headers.host ? `http://${req.headers.host}` : boundUrl,
+      // links name the scheme the client used: an https front (nginx, a test's TLS proxy) says so in X-Forwarded-Proto
+      base: req.headers.host ? `${forwardedProto(req)}://${req.headers.host}` : boundUrl,
       user: null,
       form: (o) => parseBody(req, { json: o?.json ?? false }),
     };
@@ -267,6 +270,11 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
     inflight.add(p);
     void p.finally(() => inflight.delete(p));
   });
+  server.on('upgrade', (req, socket, head) => {
+    if (!ctx.notifications?.upgrade(req, socket, head)) {
+      socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    }
+  });
   // Uploads of large files may take long: no whole-request timeout, but a body
   // that stops arriving is dropped after bodyIdleSec (bodyIdleTimeout).
   server.requestTimeout = 0;
@@ -284,18 +292,40 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const shownHost = host.includes(':') ? `[${host}]` : host;
   boundUrl = `http://${shownHost}:${port}`;
 
+  // blocks sent raw that no commit used within the grace period are removed (blocks.ts sweep)
+  const graceMs = ctx.blockGraceMs;
+  const sweeper = setInterval(
+    () => {
+      try {
+        ctx.blocks.sweep(graceMs);
+      } catch (e) {
+        ctx.log(`error: removing unused blocks: ${(e as Error).message}`);
+      }
+    },
+    Math.min(60_000, Math.max(1000, graceMs / 4)),
+  );
+  sweeper.unref();
+
   let closing: Promise<void> | null = null;
   const close = () =>
     (closing ??= (async () => {
+      clearInterval(sweeper);
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const timer = setTimeout(() => server.closeAllConnections(), SHUTDOWN_WAIT_MS);
       await Promise.race([Promise.allSettled([...inflight]), new Promise((r) => setTimeout(r, SHUTDOWN_WAIT_MS))]);
       server.closeIdleConnections();
+      ctx.notifications?.close();
       await closed;
       clearTimeout(timer);
       await ctx.db.save();
     })());
 
   return { url: boundUrl, port, close };
+}
+
+/** `https` when a TLS front in front of the server says the client came over https, else `http`. */
+function forwardedProto(req: http.IncomingMessage): 'http' | 'https' {
+  const p = req.headers['x-forwarded-proto'];
+  return (Array.isArray(p) ? p[0] : p)?.split(',')[0].trim().toLowerCase() === 'https' ? 'https' : 'http';
 }

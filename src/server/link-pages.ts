@@ -175,6 +175,7 @@ async function uploadThroughLink(ctx: Ctx, r: Req): Promise<void> {
     dir,
     user: creator.email,
     expires: Date.now() + ctx.linkTtlMs,
+    link: true,
   });
   sendJson(r.res, 200, { upload_link: `${r.base}/seafhttp/upload-api/${token}` });
 }

@@ -41,9 +41,11 @@ export interface MultipartOptions {
   onBytes?: (totalFileBytes: number) => void;
   /** block size to cut file parts into (default BLOCK_SIZE); Infinity keeps each part one block */
   blockSize?: number;
+  /** bound of the non-file parts together (default MAX_FORM_BYTES) */
+  maxFormBytes?: number;
 }
 
-/** All non-file parts (their headers and values) together; the upload fields are a few paths and flags. */
+/** All non-file parts (their headers and values) together, by default: an upload's fields are a few paths and flags. */
 export const MAX_FORM_BYTES = 16 << 10;
 /** Headers of all file parts together (a batch of many files has one header each). */
 const MAX_FILE_HEADERS_BYTES = 1 << 20;
@@ -102,6 +104,7 @@ export async function parseMultipart(
   const fields = new Map<string, string[]>();
   const files: UploadedPart[] = [];
   const blockSize = opts.blockSize ?? BLOCK_SIZE;
+  const maxFormBytes = opts.maxFormBytes ?? MAX_FORM_BYTES;
   let fileBytes = 0;
   let formBytes = 0;
   let fileHeaderBytes = 0;
@@ -147,7 +150,7 @@ export async function parseMultipart(
       cur = { kind: 'file', part, hash: createHash('sha1'), inBlock: 0, chunks: [], fh: null };
     } else {
       formBytes += headerText.length + 4;
-      if (formBytes > MAX_FORM_BYTES) throw tooMuchForm();
+      if (formBytes > maxFormBytes) throw tooMuchForm();
       cur = { kind: 'field', name, chunks: [], size: 0 };
     }
   };
@@ -157,7 +160,7 @@ export async function parseMultipart(
     if (cur.kind === 'field') {
       cur.size += data.length;
       formBytes += data.length;
-      if (formBytes > MAX_FORM_BYTES) throw tooMuchForm();
+      if (formBytes > maxFormBytes) throw tooMuchForm();
       cur.chunks.push(data);
     } else {
       const c = cur;

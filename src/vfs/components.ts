@@ -16,6 +16,7 @@ import { LocalMtimes } from './mtimes/kept-mtimes.js';
 import { MetaCache, type Listing } from './listings/listing-cache.js';
 import { baseOf, parentOf } from './common/paths.js';
 import { ChunkCache } from './read/chunk-cache/chunk-cache.js';
+import { LiveChanges, type LiveChangesOptions } from './listings/live-changes.js';
 import { RemoteReader, type ReaderOptions } from './read/reader.js';
 import { Pins } from './pin/pins.js';
 import { Quota } from './libraries/quota.js';
@@ -32,6 +33,8 @@ export interface VfsOptions {
   /** cache dir of this account (journal, temp files) */
   cacheDir: string;
   dirCacheTimeMs?: number;
+  /** follow changes the server's notification server pushes (default on where the client offers it) */
+  liveChanges?: LiveChangesOptions | false;
   /** owner and group shown for every entry (default: the mounting user's) */
   uid?: number;
   gid?: number;
@@ -87,6 +90,8 @@ export interface VfsComponents {
   listings: ListingStore;
   libraries: Libraries;
   listingCache: MetaCache;
+  /** changes pushed by the server (listings/live-changes.ts) */
+  live: LiveChanges;
   quota: Quota;
   mtimes: LocalMtimes;
   chunkCache: ChunkCache | null;
@@ -136,6 +141,14 @@ export function buildComponents(rawApi: SeafileApi, opts: VfsOptions, host: VfsH
   all.libraries = new Libraries(api, dirTtl, !!opts.readOnly, (l) => all.locks.requireOpen(l), all.listings);
   all.listingCache = new MetaCache(api, dirTtl, 20_000, opts.prefetchDirs ?? 16);
   all.listingCache.setStore(all.listings);
+  // the feed keeps its own connection: the raw client, not the offline-aware one
+  all.live = new LiveChanges(
+    opts.liveChanges === false ? {} : rawApi,
+    all.listingCache,
+    all.log,
+    dirTtl,
+    opts.liveChanges || {},
+  );
   all.quota = new Quota(api, all.libraries, (s) => {
     const where = s.remotePath;
     return where ? (all.listingCache.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;

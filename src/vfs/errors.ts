@@ -50,6 +50,7 @@ const BY_KIND: Record<ApiErrorKind, ErrnoName> = {
   server: 'EIO',
   timeout: 'ETIMEDOUT',
   network: 'EIO',
+  certificate: 'EIO',
   protocol: 'EIO',
 };
 

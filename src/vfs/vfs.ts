@@ -55,6 +55,7 @@ export type { Pending, UploadQueueEntry } from './control/drain-and-status.js';
 export { DEFAULT_DELETE_GUARD, type DeleteGuardStatus } from './remove/mass-delete-guard.js';
 export { WrongLibraryPassword, LibraryLocks } from './libraries/encrypted-unlock.js';
 export type { MtimeStatus } from './mtimes/kept-mtimes.js';
+export type { LiveStatus } from './listings/live-changes.js';
 export type { PinStatus } from './pin/status.js';
 export { nfc } from './common/paths.js';
 export { processAlive } from './common/process-alive.js';
@@ -138,6 +139,7 @@ export class Vfs {
     await v.pins.init((repo) => !lib || repo === lib.id, !lib);
     const recovered = await v.writeBack.recover((repo) => (lib ? repo === lib.id : true));
     if (recovered) v.log(`recovered ${recovered} file(s) left by an earlier mount; uploading them`);
+    v.followChanges(lib);
     return v;
   }
 
@@ -599,7 +601,19 @@ export class Vfs {
     return this.chunkCache?.clear() ?? 0;
   }
 
+  /** the mounted library's changes, or every library's the account has at the start */
+  private followChanges(lib: Library | null): void {
+    if (!this.parts.live.available) return;
+    if (lib) return this.parts.live.start([lib.id]);
+    // asked directly: the mount's own list of libraries keeps its cache time from its first real use
+    this.parts.api.listLibraries().then(
+      (all) => this.parts.live.start([...new Set(all.map((l) => l.id))]),
+      () => this.log('notifications: the library list is unavailable; changes made elsewhere are polled'),
+    );
+  }
+
   close(): void {
+    this.parts.live.close();
     this.pins.close();
     this.connectivity.close();
     this.listings.close();

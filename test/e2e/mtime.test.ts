@@ -23,6 +23,17 @@ async function remoteMtime(dir: string, name: string, want: number): Promise<num
   return got;
 }
 
+/** polls the server's mtime (seconds) of `name` in `dir` until `ok` holds or 30 s pass */
+async function remoteMtimeWhere(dir: string, name: string, ok: (s: number) => boolean): Promise<number | undefined> {
+  let got: number | undefined;
+  for (const end = Date.now() + 30_000; Date.now() < end;) {
+    got = (await remoteEntries(ctx.api, ctx.repos.Times, dir)).find((e) => e.name === name)?.mtime;
+    if (got !== undefined && ok(got)) break;
+    await sleep(250);
+  }
+  return got;
+}
+
 const T1 = Date.UTC(2001, 1, 3, 4, 5, 6) / 1000;
 const T2 = Date.UTC(2010, 6, 7, 8, 9, 10) / 1000;
 
@@ -78,5 +89,41 @@ describe('modification times', () => {
     // after the mount is gone, the server still holds every time
     expect(await remoteMtime('/', 'touched.txt', T2)).toBe(T2);
     expect(await remoteMtime('/', 'kept.bin', T1)).toBe(T1);
+  });
+
+  it('touch FILE and touch -m set the time to now, touch -a leaves it, touch DIR succeeds; all kept across a remount', async () => {
+    let m = await mountLibrary(ctx.server, { library: 'Times', attrTimeout: 0 });
+    const stamp = async (p: string) => Number((await run('stat', ['-c', '%Y', p])).out.trim());
+    const names = ['plain.txt', 'minus-m.txt', 'minus-a.txt'];
+    await sh(`cd ${q(m.mnt)} && mkdir dir && for f in ${names.join(' ')}; do echo $f > $f; touch -d @${T1} $f; done`);
+    for (const n of names) expect(await remoteMtime('/', n, T1), n).toBe(T1);
+
+    const before = Math.floor(Date.now() / 1000);
+    const touched = await sh(
+      `cd ${q(m.mnt)} && touch plain.txt && touch -m minus-m.txt && touch -a minus-a.txt && touch dir`,
+    );
+    expect(touched.code).toBe(0);
+    const after = Math.ceil(Date.now() / 1000);
+    const isNow = (s: number) => s >= before && s <= after;
+    // shown at once
+    expect(isNow(await stamp(`${m.mnt}/plain.txt`)), 'touch FILE').toBe(true);
+    expect(isNow(await stamp(`${m.mnt}/minus-m.txt`)), 'touch -m FILE').toBe(true);
+    expect(await stamp(`${m.mnt}/minus-a.txt`), 'touch -a FILE').toBe(T1);
+    // and on the server, content unchanged
+    for (const n of ['plain.txt', 'minus-m.txt']) {
+      const t = await remoteMtimeWhere('/', n, isNow);
+      expect(isNow(t ?? 0), `${n} on the server: ${t}, wanted ${before}..${after}`).toBe(true);
+    }
+    expect(await remoteMtime('/', 'minus-a.txt', T1)).toBe(T1);
+    for (const n of names) await expectRemoteFile(ctx.api, ctx.repos.Times, `/${n}`, Buffer.from(`${n}\n`));
+
+    // a remount (new cache) shows the same times
+    const shown = await Promise.all(names.map((n) => stamp(`${m.mnt}/${n}`)));
+    expect((await m.unmount()).code).toBe(0);
+    m = await mountLibrary(ctx.server, { library: 'Times', attrTimeout: 0 });
+    expect(await Promise.all(names.map((n) => stamp(`${m.mnt}/${n}`)))).toEqual(shown);
+    // touch DIR again on a folder the new mount only knows from the server
+    expect((await sh(`touch ${q(m.mnt)}/dir`)).code).toBe(0);
+    expect((await m.unmount()).code).toBe(0);
   });
 });

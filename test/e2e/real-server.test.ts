@@ -8,7 +8,7 @@
 // server's API. The file ends with a table of each workload's result and time
 // on both servers. SEAFS_SKIP_REAL_SERVER=1 leaves the real server out, loudly.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -27,6 +27,7 @@ import { writeRandom } from '../helpers/e2e-fixture.js';
 import { CLI, cleanupMounts, mountLibrary, q, run, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
 import { realServerSkipped, startServerOfKind, type ServerKind } from '../helpers/real-server.js';
 import { apiAs, getToken, uploadTo, type TestServer } from '../helpers/server.js';
+import { makeTestPki, startTlsFront, userTlsEnv } from '../helpers/tls-front.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KINDS: ServerKind[] = realServerSkipped() ? ['serve'] : ['real', 'serve'];
@@ -202,6 +203,38 @@ for (const kind of KINDS) {
         expect((await git(dl, 'rev-parse', 'HEAD')).out.trim()).toBe(head);
       },
     );
+
+    work('make, touch one source, make again: exactly that object is rebuilt, after a remount too', async () => {
+      // a remount mounts elsewhere: the folder is found anew each time
+      const d = () => M('build');
+      mkdirSync(d());
+      for (const i of [1, 2, 3]) writeFileSync(path.join(d(), `f${i}.c`), `int f${i}(void) { return ${i}; }\n`);
+      writeFileSync(path.join(d(), 'Makefile'), 'all: f1.o f2.o f3.o\n%.o: %.c\n\tcc -c -o $@ $<\n');
+      /** the objects `make` compiled */
+      const make = async () =>
+        (await run('make', ['-C', d()])).out
+          .split('\n')
+          .filter((l) => l.startsWith('cc '))
+          .map((l) => l.split(' ')[3]);
+      expect(await make()).toEqual(['f1.o', 'f2.o', 'f3.o']);
+      expect(await make()).toEqual([]);
+      // times are whole seconds: a touch within the build's own second would equal the objects' time
+      await sleep(1100);
+      await run('touch', [path.join(d(), 'f3.c')]);
+      expect(await make()).toEqual(['f3.o']);
+      const un = await m.unmount();
+      expect(un.code, un.out + un.err).toBe(0);
+      m = await mountLibrary(server, { library: 'Work', dirCacheTime: 2, attrTimeout: 1, cacheDir: m.cacheDir });
+      expect(await make(), 'make after a remount').toEqual([]);
+      await sleep(1100);
+      await run('touch', ['-m', path.join(d(), 'f1.c')]);
+      await run('touch', ['-a', path.join(d(), 'f2.c')]);
+      expect(await make()).toEqual(['f1.o']);
+      // the objects on the server are the ones on the mount
+      for (const o of ['f1.o', 'f2.o', 'f3.o']) {
+        await waitRemoteFile(api, repo, `/build/${o}`, readFileSync(path.join(d(), o)));
+      }
+    });
 
     work('mv of files and folders (a folder named a:b), rm and rm -r', async () => {
       await sh(
@@ -440,6 +473,51 @@ for (const kind of KINDS) {
       const after = (await web('GET', '/api2/devices/')).json as { device_id: string }[];
       expect(after.map((d) => d.device_id)).not.toContain(saved.deviceId);
       expect((await apiAs(server.url, saved.token)('GET', '/api2/auth/ping/')).status).toBe(401);
+    });
+
+    work('https with a private CA (--ca-file) behind a TLS front; untrusted: one line', async () => {
+      // the front forwards to the web API; the real server's fileserver links name its own (http) address
+      const pki = await makeTestPki();
+      const front = await startTlsFront(server.url, pki);
+      try {
+        const refused = await run(
+          process.execPath,
+          [
+            CLI,
+            'login',
+            front.url,
+            '--user',
+            server.adminEmail,
+            '--name',
+            'tls',
+            '--config',
+            path.join(src, 'tls-cfg'),
+          ],
+          {
+            env: { ...process.env, ...userTlsEnv() },
+            input: `${server.adminPassword}\n`,
+            allowFail: true,
+            timeoutMs: 30_000,
+          },
+        );
+        expect(refused.code).toBe(1);
+        expect(refused.err.trim()).toMatch(
+          /^seafs: the certificate of localhost:\d+ is issued by a CA this machine does not trust \(UNABLE_TO_VERIFY_LEAF_SIGNATURE\): .*--ca-file FILE$/,
+        );
+        const t = await mountLibrary(
+          { ...server, url: front.url },
+          { library: 'Work', extraArgs: ['--ca-file', pki.caCert], env: userTlsEnv() },
+        );
+        const body = Buffer.from(`over https to the ${kind} server\n`);
+        // async: the front answers in this process, so a blocking write through the mount would wait for itself
+        await writeFile(path.join(t.mnt, 'https.txt'), body);
+        await waitRemoteFile(api, repo, '/https.txt', body);
+        expect((await t.unmount()).code).toBe(0);
+        expect(front.requests).toBeGreaterThan(2);
+      } finally {
+        await front.close();
+        pki.remove();
+      }
     });
 
     work('unmount with nothing lost', async () => {

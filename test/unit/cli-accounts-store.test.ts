@@ -122,6 +122,10 @@ describe('account store', () => {
     ['{"version": 1}', 'no "accounts" object'],
     ['{"version": 1, "accounts": {"a:b": {}}}', 'the account name "a:b" is not valid'],
     ['{"version": 1, "accounts": {"work": {"url": "https://x"}}}', 'account "work" has no user'],
+    [
+      JSON.stringify({ version: 1, accounts: { work: { ...account(), tls: { caFile: 'ca.pem' } } } }),
+      'account "work" has tls files that are not absolute paths',
+    ],
   ])('a broken file (%s) is one clear message naming it', async (text, why) => {
     const dir = path.join(tmp, 'seafs');
     mkdirSync(dir, { mode: 0o700 });
@@ -182,5 +186,33 @@ describe('account sources of seafs mount', () => {
     await expect(useAccount({ url: 'work:', account: 'work', config: dir, user: 'x@y' })).rejects.toThrow(
       "work: is a saved account: it needs no --user (or mount with the server's URL)",
     );
+  });
+
+  it('a mount of a saved account takes the https files saved with it, each unless given: the CA alone, the client pair as a pair', async () => {
+    const dir = path.join(tmp, 'seafs');
+    const tls = { caFile: '/etc/seafs/ca.pem', clientCert: '/etc/seafs/me.crt', clientKey: '/etc/seafs/me.key' };
+    await new AccountStore(dir).update((a) => {
+      a.work = account({ tls });
+    });
+    const plain: Parameters<typeof useAccount>[0] = { url: 'work:', account: 'work', config: dir };
+    await useAccount(plain);
+    expect(plain).toMatchObject(tls);
+    const ca: Parameters<typeof useAccount>[0] = {
+      url: 'work:',
+      account: 'work',
+      config: dir,
+      caFile: '/tmp/other.pem',
+    };
+    await useAccount(ca);
+    expect(ca).toMatchObject({ ...tls, caFile: '/tmp/other.pem' });
+    const pair: Parameters<typeof useAccount>[0] = {
+      url: 'work:',
+      account: 'work',
+      config: dir,
+      clientCert: '/tmp/c.crt',
+      clientKey: '/tmp/c.key',
+    };
+    await useAccount(pair);
+    expect(pair).toMatchObject({ caFile: tls.caFile, clientCert: '/tmp/c.crt', clientKey: '/tmp/c.key' });
   });
 });

@@ -89,6 +89,14 @@ describe('mount sources and -o options', () => {
 });
 
 describe('--retry-for', () => {
+  it('maps ca_file=, client_cert= and client_key= (dashes too) to the https files', () => {
+    expect(
+      parseMountOptions(['ca_file=/etc/ssl/company-ca.pem,client-cert=/etc/seafs/me.crt,client_key=/etc/seafs/me.key'])
+        .settings,
+    ).toEqual({ caFile: '/etc/ssl/company-ca.pem', clientCert: '/etc/seafs/me.crt', clientKey: '/etc/seafs/me.key' });
+    expect(() => parseMountOptions(['ca_file'])).toThrow('-o ca_file needs a value');
+  });
+
   it('maps library_password_file= to the encrypted library password file', () => {
     expect(parseMountOptions(['library=Vault,library-password-file=/etc/seafs/vault.pw']).settings).toEqual({
       library: 'Vault',

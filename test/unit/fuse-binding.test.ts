@@ -45,7 +45,12 @@ describe('fuse-native binding', () => {
     expect(pre.kind).toBe('prebuilt');
     expect(pre.file).toMatch(/prebuilds\/.*node\.napi\.node$/);
     expect(pre.version).toBe('2.2.6');
-    expect(fuseBinding(fakeRoot('ELF seafs-fuse-native-fixes: all')).kind).toBe('fixed');
+    expect(fuseBinding(fakeRoot('ELF seafs-fuse-native-fixes: utime-omit-ok utime-special\0')).kind).toBe('fixed');
+    // an earlier seafs's build: UTIME_NOW and UTIME_OMIT arrive alike, so touch FILE sets no time
+    const older = fuseBinding(
+      fakeRoot('ELF seafs-fuse-native-fixes: utimens-mtime utime-omit-ok xattr-guards\0utime-special'),
+    );
+    expect(older.kind).toBe('outdated');
     // a build from the unfixed source (fuse-native's own install script) is no better than the prebuilt one
     const unfixed = fuseBinding(fakeRoot('ELF plain build'));
     expect(unfixed.kind).toBe('prebuilt');
@@ -62,7 +67,10 @@ describe('fuse-native binding', () => {
     expect(w).toContain('modification times set by touch -d, cp -p, rsync -a or tar x are not kept');
     expect(w).toContain('extended attributes are off');
     expect(w).toMatch(/then run: node \/opt\/seafs\/scripts\/fix-fuse-native\.mjs$/);
-    expect(bindingWarning(fuseBinding(fakeRoot('seafs-fuse-native-fixes:')), 'x')).toBeNull();
+    expect(bindingWarning(fuseBinding(fakeRoot('seafs-fuse-native-fixes: utime-special')), 'x')).toBeNull();
+    const outdated = bindingWarning(fuseBinding(fakeRoot('seafs-fuse-native-fixes: xattr-guards')), 'bash setup')!;
+    expect(outdated).toContain('touch FILE');
+    expect(outdated).toMatch(/run: bash setup$/);
     // a checkout is fixed by its setup, an installed package by its script
     expect(rebuildHint(ROOT)).toBe(`bash ${ROOT}/scripts/setup`);
     const installed = fakeRoot();
@@ -74,8 +82,12 @@ describe('fuse-native binding', () => {
     expect(checkBinding(s, fuseBinding(fakeRoot()))).toContain("lacks seafs's fixes");
     expect(s.xattrs).toBe(false);
     const t: { xattrs?: boolean } = { xattrs: true };
-    expect(checkBinding(t, fuseBinding(fakeRoot('seafs-fuse-native-fixes:')))).toBeNull();
+    expect(checkBinding(t, fuseBinding(fakeRoot('seafs-fuse-native-fixes: utime-special')))).toBeNull();
     expect(t.xattrs).toBe(true);
+    // an earlier fixed build keeps them (its buffers are fixed) and says what it lacks
+    const u: { xattrs?: boolean } = { xattrs: true };
+    expect(checkBinding(u, fuseBinding(fakeRoot('seafs-fuse-native-fixes: xattr-guards')))).toContain('earlier seafs');
+    expect(u.xattrs).toBe(true);
   });
 
   it('--version prints the version and the build in use', () => {

@@ -13,7 +13,7 @@ import { describe, expect, it } from 'vitest';
 import type { DirEntry } from '../../src/client/types.js';
 import { ignoresLastModify, LocalMtimes } from '../../src/vfs/mtimes/kept-mtimes.js';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
+import { FakeApi, makeVfs, sleep, writeWhole } from '../helpers/fake-api.js';
 
 const A = '0000000a-0000-4000-8000-000000000000';
 const B = '0000000b-0000-4000-8000-000000000000';
@@ -314,6 +314,20 @@ describe('times set through the mount on a server that ignores last_modify', () 
     expect(second.vfs.status().mtimes!.files).toBe(0);
   });
 
+  it("a file written here shows the second it was written, not its later upload's, after a remount too", async () => {
+    const { api, mount, remote } = await setup();
+    api.uploadGate = async () => void (await sleep(1100)); // the upload lands in a later second than the write
+    const first = await mount();
+    await writeWhole(first.vfs, '/obj.o', 'built');
+    const written = Math.floor((await mtimeOf(first.vfs, '/obj.o')) / 1000) * 1000;
+    expect(await first.vfs.drain()).toEqual([]);
+    expect(remote('/obj.o')!.mtime * 1000).toBeGreaterThan(written);
+    expect(await mtimeOf(first.vfs, '/obj.o')).toBe(written);
+    first.close();
+    const second = await mount();
+    expect(await mtimeOf(second.vfs, '/obj.o')).toBe(written);
+  });
+
   it('a file given its time by a mount that died before the upload keeps it: the next mount uploads and keeps it', async () => {
     const { api, mount, remote } = await setup();
     api.uploadGate = () => new Promise<void>(() => {}); // the first mount never gets an upload through
@@ -321,14 +335,15 @@ describe('times set through the mount on a server that ignores last_modify', () 
     await writeWhole(first.vfs, '/set.txt', 'set before the crash');
     await first.vfs.utimens('/set.txt', T1);
     await writeWhole(first.vfs, '/plain.txt', 'no time of its own');
+    const plainWritten = Math.floor((await mtimeOf(first.vfs, '/plain.txt')) / 1000) * 1000;
     first.close();
     api.uploadGate = null;
     const second = await mount();
     expect(await second.vfs.drain()).toEqual([]);
     expect(remote('/set.txt')!.mtime).toBeGreaterThan(T1 / 1000);
     expect(await mtimeOf(second.vfs, '/set.txt')).toBe(T1);
-    expect(await mtimeOf(second.vfs, '/plain.txt')).toBe(remote('/plain.txt')!.mtime * 1000);
-    expect(second.vfs.status().mtimes!.files).toBe(1);
+    // a file without a time of its own shows the second it was written, whenever it was uploaded
+    expect(await mtimeOf(second.vfs, '/plain.txt')).toBe(plainWritten);
   });
 
   it('a rename of a folder through the mount carries its files’ times', async () => {

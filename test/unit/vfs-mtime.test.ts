@@ -1,8 +1,8 @@
 // Modification times set through the mount (utimens): a written file keeps the
 // time set after its writes and is uploaded with it; a file already on the
-// server is sent again with its new time; an equal time, UTIME_NOW/OMIT (under
-// 10 s as libfuse 2 passes them) and folders change nothing; a write after
-// the time was set makes the time the write's again.
+// server is sent again with its new time; an equal time and folders change
+// nothing; a write after the time was set makes the time the write's again;
+// new files uploaded together keep each the second it was written in.
 import { constants as FC } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -46,9 +46,8 @@ describe('modification times', () => {
     expect(api.updateTimes).toEqual([T2]);
     expect(remoteMtime('/old.txt')).toBe(T2 / 1000);
     expect(api.content(repo, '/old.txt')!.toString()).toBe('same bytes');
-    // the same time again, UTIME_NOW/OMIT and a folder: nothing is sent
+    // the same time again and a folder: nothing is sent
     await vfs.utimens('/old.txt', T2);
-    await vfs.utimens('/old.txt', 1073);
     await vfs.mkdir('/d', 0o755);
     await vfs.utimens('/d', T1);
     expect(await vfs.drain()).toEqual([]);
@@ -133,5 +132,28 @@ describe('modification times', () => {
   it('utimens of a missing file is ENOENT', async () => {
     const { vfs } = await setup();
     await expect(vfs.utimens('/nope', T1)).rejects.toMatchObject({ code: 'ENOENT' });
+  });
+
+  it("new files of a folder uploaded together keep each the second it was written, not the upload's", async () => {
+    const api = new FakeApi().offerUploadBatch();
+    const repo = api.addLibrary('lib');
+    // the files wait, so that both seconds go in one pass of the folder
+    const m = await makeVfs(api, { library: 'lib', writeBack: { retryBaseMs: 10, newFileDelayMs: 10_000 } });
+    cleanups.push(m.cleanup);
+    const shown = async (p: string) => Math.floor((await m.vfs.getattr(p)).mtime.getTime() / 1000);
+    await writeWhole(m.vfs, '/a.c', 'int a;');
+    const ta = await shown('/a.c');
+    await sleep(1100);
+    await writeWhole(m.vfs, '/a.o', 'object a');
+    await writeWhole(m.vfs, '/b.o', 'object b');
+    const to = await shown('/a.o');
+    expect(to).toBeGreaterThan(ta);
+    await sleep(1100);
+    expect(await m.vfs.drain()).toEqual([]);
+    const remote = (p: string) => (api.nodeAt(repo, p) as { mtime: number } | undefined)?.mtime;
+    expect([remote('/a.c'), remote('/a.o'), remote('/b.o')]).toEqual([ta, to, to]);
+    expect([await shown('/a.c'), await shown('/a.o')]).toEqual([ta, to]);
+    // one request per second written, not one per file
+    expect(api.calls.uploadMany).toBe(2);
   });
 });

@@ -6,6 +6,7 @@
 import path from 'node:path';
 import { AccountStore, ACCOUNT_NAME, configDir } from './store.js';
 import { UserError } from '../user-error.js';
+import { tlsFilesOf, withSaved } from '../tls-options.js';
 
 export interface AccountSource {
   name: string;
@@ -48,6 +49,10 @@ export interface AccountArgv {
   config?: string;
   /** its token, for this process only (never passed on in argv or settings) */
   accountToken?: string;
+  /** https files: those given, else the ones saved with the account */
+  caFile?: string;
+  clientCert?: string;
+  clientKey?: string;
 }
 
 /** Fills in the account's URL and token; an account source with other credentials is refused. */
@@ -68,6 +73,7 @@ export async function useAccount(argv: AccountArgv): Promise<void> {
   const a = await store.get(name);
   argv.url = a.url;
   argv.accountToken = a.token;
+  Object.assign(argv, withSaved(tlsFilesOf(argv), a.tls));
 }
 
 /** The saved token of `name` now (a running mount looks again after a refusal: the user may have logged in again). */

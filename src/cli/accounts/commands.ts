@@ -15,6 +15,7 @@ import { AccountStore, checkName, configDir, type Account } from './store.js';
 import { exitAfterOutput, printErr, printOut } from '../log.js';
 import { firstLine, promptHidden } from '../mount/secrets.js';
 import { UserError } from '../user-error.js';
+import { certificateError, checkTls, TLS_OPTIONS, tlsFilesOf, withSaved, type TlsArgv } from '../tls-options.js';
 
 interface ConfigArgv {
   config?: string;
@@ -55,7 +56,7 @@ async function stdinLines(): Promise<string[]> {
   return Buffer.concat(chunks).toString('utf8').split(/\r?\n/);
 }
 
-interface LoginArgv extends ConfigArgv {
+interface LoginArgv extends ConfigArgv, TlsArgv {
   source: string;
   user?: string;
   name?: string;
@@ -70,6 +71,8 @@ function loginError(e: unknown, url: string, withOtp: boolean): Error {
     case 'network':
     case 'timeout':
       return new UserError(`cannot reach the server at ${url}: ${e.message}`);
+    case 'certificate':
+      return certificateError(e);
     case 'otp_required':
       return new UserError(
         withOtp
@@ -91,6 +94,7 @@ async function login(argv: LoginArgv): Promise<void> {
   let url: string;
   let user = argv.user;
   let name = argv.name;
+  let tls = tlsFilesOf(argv);
   if (/^https?:\/\//i.test(argv.source)) {
     url = argv.source.replace(/\/+$/, '');
     if (!user) throw new UserError('name the account to log in with: --user EMAIL');
@@ -108,7 +112,9 @@ async function login(argv: LoginArgv): Promise<void> {
     name = argv.source.replace(/:$/, '');
     url = saved.url;
     user = saved.user;
+    tls = withSaved(tls, saved.tls);
   }
+  checkTls(tls, (l) => printErr(`seafs: ${l}\n`));
   checkName(name);
   // the same name or the same account saved differently: one clear line before the password is asked
   const before = await store.read();
@@ -142,7 +148,7 @@ async function login(argv: LoginArgv): Promise<void> {
     import('./device.js'),
   ]);
   const device = loginDevice(url, user);
-  const opts = { baseUrl: url, timeoutMs: Math.round(argv.timeout * 1000), loginRetryMs: 0 };
+  const opts = { baseUrl: url, timeoutMs: Math.round(argv.timeout * 1000), loginRetryMs: 0, tls };
   let otp = argv.otp;
   let client: SeafileClient;
   let token: string;
@@ -177,6 +183,7 @@ async function login(argv: LoginArgv): Promise<void> {
     deviceId: device.deviceId,
     deviceName: device.deviceName,
     savedAt: new Date().toISOString(),
+    ...(tls ? { tls } : {}),
   };
   await store.update((accounts) => {
     clash(accounts);
@@ -211,6 +218,7 @@ export const loginCommand: CommandModule<object, LoginArgv> = {
       })
       .option('otp', { type: 'string', describe: 'the current two-factor code (else asked when the server wants one)' })
       .option('timeout', { type: 'number', default: 30, describe: 'seconds the server may take to answer' })
+      .options(TLS_OPTIONS)
       .options(CONFIG_OPTION) as never,
   handler: async (argv) => {
     try {
@@ -230,7 +238,7 @@ interface LogoutArgv extends ConfigArgv {
 /** Deletes the account's token on the server; what happened, in a few words. */
 async function revoke(a: Account): Promise<string> {
   const { SeafileClient } = await import('../../client/client.js');
-  const client = new SeafileClient({ baseUrl: a.url, token: a.token, timeoutMs: 15_000 });
+  const client = new SeafileClient({ baseUrl: a.url, token: a.token, timeoutMs: 15_000, tls: a.tls });
   try {
     await client.logoutDevice();
     return 'its token is deleted on the server';

@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { chmod, mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
+import type { TlsFiles } from '../../client/tls.js';
 import { UserError } from '../user-error.js';
 
 export interface Account {
@@ -25,6 +26,8 @@ export interface Account {
   deviceName: string;
   /** ISO time of the login */
   savedAt: string;
+  /** https files given at login (absolute paths), used by the account's mounts unless others are given */
+  tls?: TlsFiles;
 }
 
 export type Accounts = Record<string, Account>;
@@ -102,6 +105,12 @@ export class AccountStore {
           throw bad(`account "${name}" has no ${k}`);
       if (!/^https?:\/\//.test(a.url)) throw bad(`account "${name}" has a url that is not http(s): ${a.url}`);
       if (!a.token) throw bad(`account "${name}" has an empty token`);
+      const t = (a as { tls?: unknown }).tls;
+      if (
+        t !== undefined &&
+        (!t || typeof t !== 'object' || Object.values(t).some((v) => typeof v !== 'string' || !path.isAbsolute(v)))
+      )
+        throw bad(`account "${name}" has tls files that are not absolute paths`);
     }
     return f.accounts;
   }

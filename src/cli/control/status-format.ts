@@ -1,6 +1,6 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
 // answer (see mount/run.ts) and, when measured, the upload rate.
-import type { DeleteGuardStatus, MtimeStatus, PinStatus, UploadQueueEntry } from '../../vfs/vfs.js';
+import type { DeleteGuardStatus, LiveStatus, MtimeStatus, PinStatus, UploadQueueEntry } from '../../vfs/vfs.js';
 import { shellWord } from './confirm-delete.js';
 
 export type { UploadQueueEntry };
@@ -32,6 +32,8 @@ export interface MountStatus {
   metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
   /** where modification times set through the mount are kept (src/vfs/mtimes/kept-mtimes.ts) */
   mtimes?: MtimeStatus;
+  /** how changes made elsewhere arrive (src/vfs/listings/live-changes.ts) */
+  changes?: LiveStatus;
   /** files kept on this machine (src/vfs/pin/) */
   pins?: PinStatus;
   /** the mass-delete guard (src/vfs/remove/mass-delete-guard.ts) */
@@ -57,6 +59,14 @@ export function pinLines(p: PinStatus): string[] {
 }
 
 /** The status line on modification times: kept by the server, or by this machine for a server that ignores them. */
+export function changesLine(c: LiveStatus): string {
+  if (c.mode === 'notification')
+    return `changes made elsewhere: pushed by the server's notification server (${c.events} so far)`;
+  if (c.mode === 'polling')
+    return 'changes made elsewhere: found by revalidating listings (notification server not connected)';
+  return 'changes made elsewhere: found by revalidating listings';
+}
+
 export function mtimesLine(m: MtimeStatus): string {
   const guess =
     m.basis === 'version'
@@ -204,6 +214,7 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
   }
   if (st.pins) lines.push(...pinLines(st.pins));
   if (st.mtimes) lines.push(`  ${mtimesLine(st.mtimes)}`);
+  if (st.changes) lines.push(`  ${changesLine(st.changes)}`);
   if (st.rssBytes !== undefined) lines.push(`  memory: ${fmtBytes(st.rssBytes)} resident`);
   return lines.join('\n');
 }

@@ -20,6 +20,7 @@ import { checkBinding } from './binding-check.js';
 import { preflight } from './preflight.js';
 import { parseAccountSource, refusedLine, useAccount } from '../accounts/account-source.js';
 import type { SeafileClient } from '../../client/client.js';
+import { checkTls, TLS_OPTIONS, tlsFilesOf } from '../tls-options.js';
 
 // The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
 // by the command that needs it, so `seafs serve` and `--help` stay light.
@@ -113,7 +114,8 @@ async function connectWithRetry(argv: MountArgv, secrets: Awaited<ReturnType<typ
   const { connect, log, offlineClient } = await mountRun();
   const root = cacheRoot(argv.cacheDir ? resolve(argv.cacheDir) : undefined, homedir());
   try {
-    const c = await retryUnreachable(() => connect(argv.url, argv.user, secrets, argv.otp, argv.timeout), {
+    const tls = tlsFilesOf(argv);
+    const c = await retryUnreachable(() => connect(argv.url, argv.user, secrets, argv.otp, argv.timeout, tls), {
       forMs: argv.retryForMs ?? 0,
       log,
     });
@@ -130,7 +132,7 @@ async function connectWithRetry(argv: MountArgv, secrets: Awaited<ReturnType<typ
     if (!saved)
       throw new UnreachableError(`${e.message} (no earlier mount of this account here to start offline from)`);
     log(`${e.message}; mounting from what earlier mounts kept`);
-    return { client: offlineClient(argv.url, saved.token, argv.timeout), ...saved, offline: true };
+    return { client: offlineClient(argv.url, saved.token, argv.timeout, tlsFilesOf(argv)), ...saved, offline: true };
   }
 }
 
@@ -343,6 +345,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         describe: 'keep trying to reach the server this long before giving up (e.g. 60s, 5m; for mounts at boot)',
       })
       .option('debug', { type: 'boolean', default: false, hidden: true })
+      .options(TLS_OPTIONS)
       .options(LOG_OPTIONS)
       .check((a) => {
         for (const k of ['attr-timeout', 'dir-cache-time', 'cache-max-size', 'read-ahead', 'delete-guard'] as const) {
@@ -366,6 +369,9 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       const warning = checkBinding(argv);
       if (warning) printErr(`seafs: ${warning}\n`);
       if (argv.account) await useAccount(argv);
+      // absolute for the --daemon child; a file that cannot be used fails here, in one line
+      Object.assign(argv, tlsFilesOf(argv));
+      checkTls(tlsFilesOf(argv), (l) => printErr(`seafs: ${l}\n`));
       // a seafs detached from this mount point and still uploading: waited for here, where the user sees it
       const busy = await waitForDetached(resolve(argv.mountpoint), (l) => printErr(`seafs: ${l}\n`));
       if (busy) throw new UserError(busy);

@@ -33,6 +33,9 @@ export interface OptionSettings {
   /** the folder of saved accounts (`NAME:Library` sources) */
   config?: string;
   deleteGuard?: number;
+  caFile?: string;
+  clientCert?: string;
+  clientKey?: string;
 }
 
 type Kind = 'string' | 'number' | 'duration' | 'id' | 'octal';
@@ -59,6 +62,9 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
   uid: { key: 'uid', kind: 'id' },
   gid: { key: 'gid', kind: 'id' },
   umask: { key: 'umask', kind: 'octal' },
+  ca_file: { key: 'caFile', kind: 'string' },
+  client_cert: { key: 'clientCert', kind: 'string' },
+  client_key: { key: 'clientKey', kind: 'string' },
 };
 
 /** -o name -> boolean flag set to true */

@@ -21,6 +21,8 @@ import { UnreachableError } from './retry-login.js';
 import { pinControl } from '../control/pin.js';
 import { fmtBytes, fmtDuration } from '../control/status-format.js';
 import { readLibraryPassword, type Secrets } from './secrets.js';
+import type { TlsFiles } from '../../client/tls.js';
+import { certificateError } from '../tls-options.js';
 import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './fstab-options.js';
 import { TokenRefused, UserError } from '../user-error.js';
@@ -88,6 +90,10 @@ export interface MountSettings {
   /** the saved account mounted (`seafs mount NAME:...`), and the folder of saved accounts */
   account?: string;
   config?: string;
+  /** https: a CA file to trust, a client certificate and its key (absolute paths; tls-options.ts) */
+  caFile?: string;
+  clientCert?: string;
+  clientKey?: string;
 }
 
 /** A failure to explain in one line, without a stack. */
@@ -114,6 +120,8 @@ function explain(e: unknown, url: string, usingToken: boolean): Error {
         return new UserError(
           'the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)',
         );
+      case 'certificate':
+        return certificateError(e);
       case 'unauthorized':
       case 'bad_request':
         return usingToken
@@ -135,9 +143,10 @@ export function uploadSwitches(): Pick<ClientOptions, 'streamUploads' | 'rawUplo
   return { streamUploads: process.env.SEAFS_STREAM_UPLOAD !== '0', rawUploads: process.env.SEAFS_RAW_UPLOAD !== '0' };
 }
 
-function clientOptions(baseUrl: string, timeoutSec?: number) {
+function clientOptions(baseUrl: string, timeoutSec?: number, tls?: TlsFiles) {
   return {
     baseUrl,
+    tls,
     timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
     unlockRefreshMs: unlockRefreshMs(),
     // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
@@ -149,8 +158,8 @@ function clientOptions(baseUrl: string, timeoutSec?: number) {
 }
 
 /** A client with a token kept by an earlier mount, made without asking the server (a start offline). */
-export function offlineClient(url: string, token: string, timeoutSec?: number): SeafileClient {
-  return new SeafileClient({ ...clientOptions(url.replace(/\/+$/, ''), timeoutSec), token, ...uploadSwitches() });
+export function offlineClient(url: string, token: string, timeoutSec?: number, tls?: TlsFiles): SeafileClient {
+  return new SeafileClient({ ...clientOptions(url.replace(/\/+$/, ''), timeoutSec, tls), token, ...uploadSwitches() });
 }
 
 /** Log in (or check the token); returns a client holding a token and the account's e-mail. */
@@ -160,6 +169,7 @@ export async function connect(
   secrets: Secrets,
   otp?: string,
   timeoutSec?: number,
+  tls?: TlsFiles,
 ): Promise<{ client: SeafileClient; token: string; email: string }> {
   const baseUrl = url.replace(/\/+$/, '');
   if (!/^https?:\/\//.test(baseUrl))
@@ -168,7 +178,7 @@ export async function connect(
     );
   let client: SeafileClient;
   let token: string;
-  const opts = clientOptions(baseUrl, timeoutSec);
+  const opts = clientOptions(baseUrl, timeoutSec, tls);
   try {
     if (secrets.token) {
       token = secrets.token;

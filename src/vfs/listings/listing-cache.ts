@@ -119,7 +119,7 @@ export class MetaCache {
 
   constructor(
     private readonly api: SeafileApi,
-    private readonly ttlMs: number,
+    private ttlMs: number,
     maxDirs = 20_000,
     /** sub-folder listings fetched ahead at once (0: none) */
     private readonly prefetch = 8,
@@ -517,6 +517,46 @@ export class MetaCache {
       if (c.at >= before) break;
       this.changed.delete(ck);
     }
+  }
+
+  /** A listing's lifetime from now on (longer while the server pushes changes: live-changes.ts). */
+  setTtl(ms: number): void {
+    this.ttlMs = ms;
+  }
+
+  /**
+   * The server told of a change in `repo`: its listings are stale from now
+   * (each revalidated by folder id when next used), except those changed here
+   * within `ownChangeMs`, which the change most likely is: they live at most
+   * `spareTtlMs` more (a change of someone else's at the same time shows then).
+   * Returns the stale folders, most recently used first.
+   */
+  staleLibrary(repo: string, ownChangeMs: number, spareTtlMs: number): string[] {
+    const prefix = `${repo}\u0000`;
+    const now = Date.now();
+    const out: string[] = [];
+    for (const [k, l] of this.lru.entries()) {
+      if (!k.startsWith(prefix)) continue;
+      const own = this.changed.get(k);
+      if (own && now - own.at < ownChangeMs) {
+        l.fetchedAt = Math.min(l.fetchedAt, now - this.ttlMs + spareTtlMs);
+        continue;
+      }
+      l.fetchedAt = 0;
+      out.push(k.slice(prefix.length));
+    }
+    return out;
+  }
+
+  /**
+   * A change the folder's id does not show (a lock taken or released): its
+   * listing is fetched whole when next used. Not a change made here.
+   */
+  refetch(repo: string, dir: string): void {
+    const l = this.lru.peek(key(repo, dir));
+    if (!l) return;
+    l.oid = null;
+    l.fetchedAt = 0;
   }
 
   invalidate(repo: string, dir: string): void {

@@ -4,8 +4,8 @@
 // file is uploaded (again) with it as last_modify: a clean file is fetched
 // and sent back unchanged (the server keeps its blocks once). A time equal
 // to the shown one changes nothing (a second rsync -a sends nothing), and
-// folders keep the server's times. `mtimeMs` under 10 s: UTIME_NOW or
-// UTIME_OMIT as libfuse 2 passes them, which leave the time as it is.
+// folders keep the server's times. UTIME_NOW arrives here as the current
+// time and UTIME_OMIT never does (src/fuse/utime.ts).
 import { VfsError } from '../errors.js';
 import { writable } from '../libraries/library-paths.js';
 import { localCopy, refuseLocked } from '../copies/editable-copy.js';
@@ -24,7 +24,7 @@ export function setMtimeNow(c: Pick<VfsComponents, 'libraries' | 'writeBack'>, p
   const s = c.writeBack.get(loc.repo, loc.path);
   if (!s) return false;
   const ms = seconds(mtimeMs);
-  if (ms < 10_000 || seconds(s.mtime) === ms) return true;
+  if (seconds(s.mtime) === ms) return true;
   if (loc.readOnly) return false;
   c.writeBack.setTime(s, ms);
   if (s.writers === 0) c.writeBack.scheduleAfterClose(s);
@@ -43,7 +43,7 @@ export async function setMtime(
   const ms = seconds(mtimeMs);
   const s = c.writeBack.get(repo, path);
   if (s) {
-    if (ms < 10_000 || seconds(s.mtime) === ms) return;
+    if (seconds(s.mtime) === ms) return;
     writable(loc);
     c.writeBack.setTime(s, ms);
     if (s.writers === 0) c.writeBack.scheduleAfterClose(s);
@@ -52,7 +52,7 @@ export async function setMtime(
   if (c.unlinked.has(repo, path)) return;
   const e = await c.host.lookup(repo, path);
   if (!e) throw new VfsError('ENOENT', p);
-  if (e.type === 'dir' || ms < 10_000 || (e.mtime || 0) * 1000 === ms) return;
+  if (e.type === 'dir' || (e.mtime || 0) * 1000 === ms) return;
   writable(loc);
   refuseLocked(p, e);
   const st = await localCopy(c, repo, path, e, false);

@@ -250,7 +250,7 @@ export class Streams {
       const mtime = new Date(Math.floor(s.mtime / 1000) * 1000).toISOString();
       // an update keeps the server's time unless the file has one of its own (utimens while it was written)
       const trailing: [string, string][] = kind === 'upload' || s.timeSet ? [['last_modify', mtime]] : [];
-      const time = setTimeOf(s, true);
+      const time = setTimeOf(s, trailing.length > 0);
       const res = { ...(await st.finish(trailing)), ...time };
       this.stats.streamed++;
       this.log(`${path}: uploaded while it was written (${res.size} bytes, one streamed request)`);

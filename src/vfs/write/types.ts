@@ -21,13 +21,17 @@ export interface UploadResult {
   size: number;
   /** the path the upload landed at when not the file's own (a conflict copy) */
   landed?: string;
-  /** the version sent had a time set by utimens (ms): that time, and whether last_modify carried it */
+  /**
+   * the modification time of the version sent (ms: its last write's, or one set by utimens), and
+   * whether last_modify carried it; a server that ignores last_modify shows the upload's time
+   * instead, so the mount keeps this one (mtimes/kept-mtimes.ts)
+   */
   setTime?: { mtimeMs: number; sent: boolean };
 }
 
 /** UploadResult.setTime of the version of `s` about to be sent (taken before the upload: a write may follow) */
 export function setTimeOf(s: FileState, sent: boolean): Pick<UploadResult, 'setTime'> {
-  return s.timeSet ? { setTime: { mtimeMs: Math.floor(s.mtime / 1000) * 1000, sent } } : {};
+  return { setTime: { mtimeMs: Math.floor(s.mtime / 1000) * 1000, sent } };
 }
 
 export interface WriteBackHooks {

@@ -250,18 +250,17 @@ export class Uploader {
         rest.push(...ok.splice(0));
       }
       if (ok.length === 0) return;
-      // one last_modify per POST: files with a time of their own (utimens: tar x, cp -p) go with
-      // the others of the same second; the rest take the server's time
+      // one last_modify per POST, so files go in groups of one second: each keeps the time it was
+      // written (or set) where the server keeps last_modify, instead of showing the upload's time
+      // afterwards (a source would then look newer than the object built from it, and make rebuilds)
       const groups = new Map<number, FileState[]>();
       for (const s of ok) {
-        const t = s.timeSet ? Math.floor(s.mtime / 1000) * 1000 : 0;
+        const t = Math.floor(s.mtime / 1000) * 1000;
         const g = groups.get(t);
         if (g) g.push(s);
         else groups.set(t, [s]);
       }
-      for (const [t, group] of groups) {
-        // a file alone carries its own time, as a single upload does
-        const lastModify = t || (group.length === 1 ? group[0].mtime : undefined);
+      for (const [lastModify, group] of groups) {
         rest.push(...(await this.post(uploadBatch, repo, dir, group, lastModify, checkedAt)));
       }
     });
