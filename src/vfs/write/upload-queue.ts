@@ -11,7 +11,7 @@ import { mayHaveLanded, permanentUploadFailure } from '../errors.js';
 import { lockedLibrary } from '../libraries/encrypted-unlock.js';
 import { baseOf, parentOf } from '../common/paths.js';
 import { stateKey, type FileState } from './file-state.js';
-import type { FileJournal } from './journal.js';
+import type { FileJournal } from './file-journal.js';
 import { uploadsUnderTempName, type WriteStats } from './types.js';
 import type { Uploader } from './uploader.js';
 
