@@ -1,6 +1,8 @@
 // The mount process: log in, resolve the library, mount, serve the control
 // socket, and on unmount/SIGINT/SIGTERM upload everything pending before
-// detaching. Shared by `seafs mount` and `seafs demo`.
+// detaching. Shared by `seafs mount` and `seafs demo`. Longer than most
+// modules: startMount's steps share the mount's state (the vfs, the FUSE
+// mount, the control socket, the unmount's bound) through one closure.
 import { loginDevice } from '../accounts/device.js';
 import { createHash } from 'node:crypto';
 import { chmod, mkdir } from 'node:fs/promises';

@@ -5,7 +5,9 @@
 // Memory stays bounded by entries, not only by folders: a listing is kept
 // with the fields the mount uses, and the least recently used listings go
 // once the entries held pass the budget (one folder of 100,000 files counts
-// as 100,000).
+// as 100,000). Longer than most modules: the listings, their revalidation,
+// the prefetch of sub-folders and the pushed changes all work on one LRU and
+// its budget, so they stay in one class.
 import { LRUCache } from 'lru-cache';
 import { ZERO_ID, type DirEntry, type DirListing, type SeafileApi } from '../../client/types.js';
 import { unreachable } from '../common/connectivity.js';

@@ -6,7 +6,9 @@
 // the server (journal.ts). This file holds the table of files with local
 // data, their reads and writes, and the moves (rename, unlink, folder rename)
 // that must not interleave with an upload: each runs under the file's lock,
-// so a pending upload never lands at a path the file has left.
+// so a pending upload never lands at a path the file has left. Longer than
+// most modules for that reason: the table and the moves under its locks stay
+// together.
 import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { SeafileApi } from '../../client/types.js';
