@@ -39,7 +39,7 @@ import { ChunkCache } from './read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type RemoteFile } from './read/reader.js';
 import { Pins } from './pin/pins.js';
 import { buildComponents, type VfsOptions, type VfsComponents } from './components.js';
-import { Quota } from './libraries/quota.js';
+import { Quota } from './write/quota.js';
 import { renamePath } from './rename/rename-path.js';
 import { setMtime, setMtimeNow } from './mtimes/set-mtime.js';
 import type { UnlinkedOpen } from './remove/unlinked-open.js';
@@ -72,7 +72,7 @@ export class Vfs {
   private readonly attrs: AttrShaper;
   /** .seafile-history and .seafile-trash (src/vfs/hidden/) */
   private readonly hiddenDirs: HiddenFolders;
-  /** statfs and ENOSPC at close (libraries/quota.ts) */
+  /** statfs and ENOSPC at close (write/quota.ts) */
   private readonly quota: Quota;
   private readonly log: (msg: string) => void;
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
@@ -260,7 +260,7 @@ export class Vfs {
     if (mode & C.W_OK && (attr.mode & 0o222) === 0) throw new VfsError('EACCES', `${p} is locked`);
   }
 
-  /** statfs: the account's quota (libraries/quota.ts; in a library shared with the account, that library) */
+  /** statfs: the account's quota (write/quota.ts; in a library shared with the account, that library) */
   async statfs(p: string): Promise<StatFs> {
     const loc = await this.resolve(p).catch(() => null);
     return this.quota.statfs(loc?.repo ?? null);

@@ -4,7 +4,7 @@
 // `seafs restore FILE --at TIME`.
 import type { Library } from '../../client/types.js';
 import { VfsError } from '../errors.js';
-import { setServerLock } from './server-locks.js';
+import { setServerLock } from '../common/file-locks.js';
 import { writable } from '../libraries/library-paths.js';
 import { refuseLocked } from '../copies/editable-copy.js';
 import type { VfsComponents } from '../components.js';

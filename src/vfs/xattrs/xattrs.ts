@@ -12,7 +12,7 @@
 import type { DirEntry, Library, SeafileApi } from '../../client/types.js';
 import { unreachable } from '../common/connectivity.js';
 import { VfsError } from '../errors.js';
-import { NO_FILE_LOCKS } from '../control/server-locks.js';
+import { NO_FILE_LOCKS } from '../common/file-locks.js';
 import type { Loc } from '../libraries/library-paths.js';
 import { baseOf, parentOf } from '../common/paths.js';
 import { ShareLinks } from './share-links.js';

@@ -11,8 +11,8 @@ import type { AccountInfo, Library, SeafileApi } from '../../client/types.js';
 import { statfsOf, type StatFs } from '../common/stat-attrs.js';
 import { unreachable } from '../common/connectivity.js';
 import { VfsError } from '../errors.js';
-import type { Libraries } from './library-paths.js';
-import type { FileState } from '../write/write-back.js';
+import type { Libraries } from '../libraries/library-paths.js';
+import type { FileState } from './write-back.js';
 
 const FRESH_MS = 30_000;
 
