@@ -3,7 +3,7 @@
 // this module (yargs lists the commands), and a mount never needs the server.
 import type { CommandModule } from 'yargs';
 import { LOG_LEVELS, logger, printOut, type LogLevel } from './log.js';
-import { firstLine } from './mount-secrets.js';
+import { firstLine } from './mount/secrets.js';
 
 interface ServeArgs {
   data: string;

@@ -293,7 +293,11 @@ export interface SeafileApi {
     path: string,
     opts?: { oid?: string; type?: 'f' | 'd'; recursive?: boolean },
   ): Promise<DirListing>;
-  /** creates the folder; returns the path actually created (the server may auto-rename) */
+  /**
+   * Creates the folder and returns nothing. Without `createParents` a name
+   * taken is auto-renamed by the server; with it, what is missing above is
+   * made too and a folder that exists is no error.
+   */
   mkdir(repoId: string, path: string, opts?: { createParents?: boolean }): Promise<void>;
   renameDir(repoId: string, path: string, newName: string): Promise<void>;
   deleteDir(repoId: string, path: string): Promise<void>;

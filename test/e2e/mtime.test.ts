@@ -6,28 +6,28 @@
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isApiError } from '../../src/client/errors.js';
+import { ApiError } from '../../src/client/errors.js';
 import { expectRemoteFile, remoteEntries } from '../helpers/api-check.js';
 import { mountLibrary, q, run, sh, sleep } from '../helpers/mount.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
 
 const ctx = setupE2E(['Times']);
 
-/** `dir`'s entries on the server; none while the folder is not there yet (a mkdir on the mount lands later) */
-async function listedOrNone(dir: string) {
+/** the mtime (seconds) of `name` in `dir`'s listing on the server, polled until it equals `want` or 30 s pass */
+/** the server's listing of `dir`; none yet while the folder's creation (made in the background after mkdir) is on its way */
+async function entriesOnceThere(dir: string) {
   try {
     return await remoteEntries(ctx.api, ctx.repos.Times, dir);
   } catch (e) {
-    if (isApiError(e) && e.status === 404) return [];
+    if (e instanceof ApiError && e.status === 404) return [];
     throw e;
   }
 }
 
-/** the mtime (seconds) of `name` in `dir`'s listing on the server, polled until it equals `want` or 30 s pass */
 async function remoteMtime(dir: string, name: string, want: number): Promise<number | undefined> {
   let got: number | undefined;
   for (const end = Date.now() + 30_000; Date.now() < end;) {
-    got = (await listedOrNone(dir)).find((e) => e.name === name)?.mtime;
+    got = (await entriesOnceThere(dir)).find((e) => e.name === name)?.mtime;
     if (got === want) break;
     await sleep(250);
   }
@@ -38,7 +38,7 @@ async function remoteMtime(dir: string, name: string, want: number): Promise<num
 async function remoteMtimeWhere(dir: string, name: string, ok: (s: number) => boolean): Promise<number | undefined> {
   let got: number | undefined;
   for (const end = Date.now() + 30_000; Date.now() < end;) {
-    got = (await listedOrNone(dir)).find((e) => e.name === name)?.mtime;
+    got = (await entriesOnceThere(dir)).find((e) => e.name === name)?.mtime;
     if (got !== undefined && ok(got)) break;
     await sleep(250);
   }
