@@ -3,14 +3,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import path from 'node:path';
-import { Db, type RepoMeta, type User } from './db.js';
-import { Heads } from './heads.js';
+import { Db, type RepoMeta, type User } from './store/db.js';
+import { Heads } from './store/heads.js';
 import { HttpError, type Form } from './http.js';
-import { LoginGuard } from './login-guard.js';
-import { KeyedMutex } from './mutex.js';
-import { ObjectStore } from './objects.js';
-import { NotificationHub } from './notifications.js';
-import { BlockStore } from './blocks.js';
+import { LoginGuard } from './auth/login-guard.js';
+import { KeyedMutex } from './store/mutex.js';
+import { ObjectStore } from './store/objects.js';
+import { NotificationHub } from './notifications/hub.js';
+import { BlockStore } from './store/block-store.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -72,7 +72,7 @@ export interface DownloadToken {
   encrypted: boolean;
   /** who asked for the link: an encrypted library's content needs that account's unlock (null: a share link's) */
   user: string | null;
-  /** a block download token (fileserver-blocks.ts), which the file URL does not take */
+  /** a block download token (fileserver/blocks.ts), which the file URL does not take */
   op?: 'downloadblks';
 }
 
@@ -243,7 +243,7 @@ export class Ctx {
    * A web API call that needs the password (a copy or move between two
    * libraries, a revert) is refused (400) until it was given. Listings, file
    * details, history and links never ask for it on real servers: the file
-   * server refuses the content instead (fileserver.ts).
+   * server refuses the content instead (fileserver/files.ts).
    */
   requireUnlocked(user: User, repo: RepoMeta): void {
     if (!this.isUnlocked(user.email, repo))

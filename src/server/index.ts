@@ -4,32 +4,32 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { promises as fsp } from 'node:fs';
-import { accountRoutes } from './api-account.js';
-import { dirRoutes } from './api-dir.js';
-import { extraRoutes } from './api-extra.js';
-import { fileRoutes } from './api-file.js';
-import { historyRoutes } from './api-history.js';
-import { linkRoutes } from './api-links.js';
-import { blockRoutes } from './api-blocks.js';
-import { repoRoutes } from './api-repos.js';
-import { shareRoutes } from './api-shares.js';
-import { groupRoutes } from './api-groups.js';
-import { folderShareRoutes } from './api-folder-shares.js';
-import { historyWebRoutes, revertOpRoutes } from './api-history-web.js';
-import { linksWebRoutes } from './api-links-web.js';
-import { sharingWebRoutes } from './api-sharing-web.js';
-import { taskRoutes } from './api-tasks.js';
-import { webRoutes } from './api-web.js';
-import { linkHtmlRoutes } from './link-html.js';
-import { linkPageRoutes } from './link-pages.js';
-import { notificationRoutes } from './api-notifications.js';
+import { accountRoutes } from './web-api/account.js';
+import { dirRoutes } from './web-api/dirs.js';
+import { extraRoutes } from './web-api/starred-search-links.js';
+import { fileRoutes } from './web-api/files.js';
+import { historyRoutes } from './web-api/history.js';
+import { linkRoutes } from './web-api/links.js';
+import { blockRoutes } from './web-api/block-links.js';
+import { repoRoutes } from './web-api/repos.js';
+import { shareRoutes } from './web-api/shares.js';
+import { groupRoutes } from './web-api/groups.js';
+import { folderShareRoutes } from './web-api/folder-shares.js';
+import { historyWebRoutes, revertOpRoutes } from './web-api/history-web.js';
+import { linksWebRoutes } from './web-api/links-web.js';
+import { sharingWebRoutes } from './web-api/sharing-web.js';
+import { taskRoutes } from './web-api/tasks.js';
+import { webRoutes } from './web-api/web-ui.js';
+import { linkHtmlRoutes } from './links/html-pages.js';
+import { linkPageRoutes } from './links/visitor-api.js';
+import { notificationRoutes } from './notifications/routes.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
-import { checkPassword, hashPassword } from './db.js';
-import { download, update, upload } from './fileserver.js';
-import { commitUpdateBlocks, commitUploadBlocks, downloadBlock, uploadRawBlocks } from './fileserver-blocks.js';
+import { checkPassword, hashPassword } from './store/db.js';
+import { download, update, upload } from './fileserver/files.js';
+import { commitUpdateBlocks, commitUploadBlocks, downloadBlock, uploadRawBlocks } from './fileserver/blocks.js';
 import { drainBody, FileServerError, HttpError, parseBody, sendFileServerError, sendJson } from './http.js';
 import { Router } from './router.js';
-import { SecretBox } from './secret-box.js';
+import { SecretBox } from './auth/secret-box.js';
 import path from 'node:path';
 
 export type { ServerOptions } from './context.js';
@@ -292,7 +292,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const shownHost = host.includes(':') ? `[${host}]` : host;
   boundUrl = `http://${shownHost}:${port}`;
 
-  // blocks sent raw that no commit used within the grace period are removed (blocks.ts sweep)
+  // blocks sent raw that no commit used within the grace period are removed (store/block-store.ts sweep)
   const graceMs = ctx.blockGraceMs;
   const sweeper = setInterval(
     () => {

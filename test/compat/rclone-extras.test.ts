@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { totpAt } from '../../src/server/totp.js';
+import { totpAt } from '../../src/server/auth/totp.js';
 import { adminToken, createUser, startTestServer } from '../helpers/server.js';
 import { obscure, Rclone } from '../helpers/rclone.js';
 import { writeSeeded } from '../helpers/tree.js';

@@ -5,8 +5,8 @@ import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashPassword } from '../../src/server/db.js';
-import { totpAt } from '../../src/server/totp.js';
+import { hashPassword } from '../../src/server/store/db.js';
+import { totpAt } from '../../src/server/auth/totp.js';
 import {
   apiAs,
   createUser,

@@ -1,6 +1,6 @@
 // Who may call the endpoints of seahub's web interface that `seafs serve`
-// added for seafile-js (api-web.ts, api-history-web.ts, api-tasks.ts,
-// api-links-web.ts, api-sharing-web.ts): another account gets nothing of a
+// added for seafile-js (server/web-api/web-ui.ts, server/web-api/history-web.ts, server/web-api/tasks.ts,
+// server/web-api/links-web.ts, server/web-api/sharing-web.ts): another account gets nothing of a
 // library, link or group that is not its own. What each call answers is
 // checked by test/compat/seafile-js.test.ts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

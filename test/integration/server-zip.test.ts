@@ -9,7 +9,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MAX_ZIP_DOWNLOADS } from '../../src/server/api-tasks.js';
+import { MAX_ZIP_DOWNLOADS } from '../../src/server/web-api/tasks.js';
 import { apiAs, newLibrary, startServerWithUsers, uploadTo, type TestServer } from '../helpers/server.js';
 
 let server: TestServer;

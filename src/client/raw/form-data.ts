@@ -1,6 +1,6 @@
 // The multipart/form-data encoder of every upload body: text fields, the
 // header of a file part, and the closing boundary, with parameter values
-// quoted one way. The bodies built from it are multipart.ts (one local
+// quoted one way. The bodies built from it are server/fileserver/multipart.ts (one local
 // file, through undici), upload-batch.ts (several files) and
 // stream-upload.ts (a file still being written, chunked).
 import { randomBytes } from 'node:crypto';

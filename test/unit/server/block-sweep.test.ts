@@ -5,8 +5,8 @@ import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { BlockStore } from '../../../src/server/blocks.js';
-import { ObjectStore } from '../../../src/server/objects.js';
+import { BlockStore } from '../../../src/server/store/block-store.js';
+import { ObjectStore } from '../../../src/server/store/objects.js';
 import { sha1hex } from '../../helpers/seafile-ids.js';
 
 let dir: string;

@@ -9,7 +9,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { PassThrough, Readable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { zipLength, zipStream, type ZipEntry } from '../../../src/server/zip.js';
+import { zipLength, zipStream, type ZipEntry } from '../../../src/server/fileserver/zip.js';
 
 const dir = mkdtempSync(path.join(os.tmpdir(), 'seafs-zip-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
