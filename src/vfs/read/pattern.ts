@@ -4,7 +4,8 @@
 // order; a host that pages out idle page cache makes a sequential reader skip
 // ahead (the kernel asks only for what it lost). Both must still count as
 // sequential, or a 1 GiB read turns into one ranged GET per read and a
-// whole-file fill.
+// whole-file fill. A handle's first short read at the start opens no window:
+// a file manager reading the head of each file fetches a chunk of each.
 
 /** the reader's settings the classifier depends on */
 export interface PatternParams {
@@ -50,7 +51,13 @@ export function classifyRead(
   const near =
     Math.abs(offset - pat.next) <= Math.max(p.chunk * 8, pat.window) || (forward && offset - pat.next <= p.jumpAhead);
   let window = pat.window;
-  if (offset === pat.next || (offset === 0 && pat.window === 0) || (near && pat.window > 0)) {
+  // a handle's first read at the start, shorter than a chunk: most likely a sniff of the file's type (file
+  // managers read the head of every file of a folder they show). Only its chunk is fetched; a next read
+  // where this one ended opens the window then.
+  const sniff = pat.started !== true && offset === 0 && end < p.chunk && end < size;
+  if (sniff) {
+    window = 0;
+  } else if (offset === pat.next || (offset === 0 && pat.window === 0) || (near && pat.window > 0)) {
     window = pat.window ? Math.min(p.maxWindow, pat.window * 2) : p.initialWindow;
   } else if (forward) {
     // a long jump ahead by a sequential reader: the kernel asks only for what its page cache

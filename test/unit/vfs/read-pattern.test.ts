@@ -20,6 +20,22 @@ interface Row {
 
 const rows: Row[] = [
   {
+    what: "a fresh handle's short first read at the start (a file type sniff) opens no window",
+    pat: { next: 0, window: 0 },
+    offset: 0,
+    len: 16 * KiB,
+    size: 4 * MiB,
+    want: { window: 0, next: 16 * KiB, random: false },
+  },
+  {
+    what: 'the read after a sniff, where it ended, opens the initial window',
+    pat: { next: 16 * KiB, window: 0, started: true },
+    offset: 16 * KiB,
+    len: 64 * KiB,
+    size: 4 * MiB,
+    want: { window: 512 * KiB, next: 80 * KiB, random: false },
+  },
+  {
     what: 'a fresh handle reading from the start opens the initial window',
     pat: { next: 0, window: 0 },
     offset: 0,

@@ -31,6 +31,34 @@ describe('vfs read path', () => {
     return { api, repo, data, ...m };
   }
 
+  it("a file manager's sniff of each file's head fetches one chunk of each; reading on opens the window", async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    const files = [1, 2, 3, 4, 5].map((i) => ({ name: `/f${i}.bin`, data: pattern(4 * 1024 * 1024 + i) }));
+    for (const f of files) api.putFile(repo, f.name, f.data);
+    const m = await makeVfs(api, { library: 'lib' });
+    cleanups.push(m.cleanup);
+    for (const f of files) {
+      const fh = await m.vfs.open(f.name, FC.O_RDONLY);
+      const buf = Buffer.alloc(16 * 1024); // GIO reads 4 KiB; the kernel asks for its readahead's 16 KiB
+      expect(await m.vfs.read(f.name, fh, buf, buf.length, 0)).toBe(buf.length);
+      expect(buf.equals(f.data.subarray(0, buf.length))).toBe(true);
+      await m.vfs.release(f.name, fh);
+    }
+    await sleep(50);
+    expect(api.bytesServed / files.length).toBeLessThanOrEqual(128 * 1024);
+    // a reader that goes on reads ahead again: the next read in order opens the window
+    const f = files[0];
+    const fh = await m.vfs.open(f.name, FC.O_RDONLY);
+    const buf = Buffer.alloc(16 * 1024);
+    await m.vfs.read(f.name, fh, buf, buf.length, 0);
+    const before = api.bytesServed;
+    await m.vfs.read(f.name, fh, buf, buf.length, buf.length);
+    await sleep(50);
+    expect(api.bytesServed - before).toBeGreaterThanOrEqual(512 * 1024);
+    await m.vfs.release(f.name, fh);
+  });
+
   it('a small read of a big file fetches one chunk, not the file', async () => {
     const { api, data, vfs } = await setup(16 * 1024 * 1024);
     const fh = await vfs.open('/big.bin', FC.O_RDONLY);
