@@ -35,6 +35,8 @@ export interface VfsOptions {
   dirCacheTimeMs?: number;
   /** follow changes the server's notification server pushes (default on where the client offers it) */
   liveChanges?: LiveChangesOptions | false;
+  /** lock a document on the server while an Office program's lock file for it exists (default on) */
+  officeLocks?: boolean;
   /** owner and group shown for every entry (default: the mounting user's) */
   uid?: number;
   gid?: number;

@@ -17,6 +17,7 @@ import { restoreFileVersion, setFileLock, unlockByName } from './control/command
 import type { DeleteGuard } from './remove/mass-delete-guard.js';
 import { VfsError } from './errors.js';
 import { hideOpenFile, removeFile, unlinkFile } from './remove/unlink.js';
+import { OfficeLockFiles } from './locks/office-lock-files.js';
 import { ensureEmpty, makeFolder, removeFolder } from './folders/mkdir-rmdir.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
@@ -126,6 +127,25 @@ export class Vfs {
     this.xattrs = p.xattrs;
     this.hiddenDirs = p.hiddenDirs;
     this.unlinked = p.unlinked;
+    this.officeLocks =
+      opts.officeLocks === false
+        ? null
+        : new OfficeLockFiles({
+            api: p.api,
+            // listed afresh: who holds a lock now is not in a cached listing
+            entries: async (repo, dir) => (await this.listingCache.list(repo, dir, true)).entries.values(),
+            log: p.log,
+          });
+  }
+
+  /** Office programs' lock files lock their documents on the server (locks/office-lock-files.ts); null: off */
+  private readonly officeLocks: OfficeLockFiles | null;
+
+  /** tells the Office lock files of a namespace change at `p` (never fails the operation) */
+  private async officeChange(p: string, how: 'created' | 'removed'): Promise<void> {
+    if (!this.officeLocks) return;
+    const loc = await this.resolve(p).catch(() => null);
+    if (loc?.repo) await this.officeLocks[how](loc.repo, loc.path);
   }
 
   /** Resolve the library (when named), prepare the cache dir, take over orphaned dirty files. */
@@ -341,6 +361,7 @@ export class Vfs {
       s = await this.writeBack.createNew(repo, loc.path);
     }
     s.opened(true);
+    void this.officeChange(p, 'created');
     return this.handles.add({ kind: 'local', repo, path: loc.path, state: s, write: true });
   }
 
@@ -361,6 +382,7 @@ export class Vfs {
     const s = this.writeBack.createInMemory(loc.repo, loc.path);
     if (!s) return null;
     s.opened(true);
+    if (this.officeLocks) void this.officeLocks.created(loc.repo, loc.path);
     return this.handles.add({ kind: 'local', repo: loc.repo, path: loc.path, state: s, write: true });
   }
 
@@ -479,8 +501,9 @@ export class Vfs {
   // ---- namespace changes ----
 
   /** unlink(2) (remove/unlink.ts) */
-  unlink(p: string): Promise<void> {
-    return unlinkFile(this.parts, p);
+  async unlink(p: string): Promise<void> {
+    await unlinkFile(this.parts, p);
+    void this.officeChange(p, 'removed');
   }
 
   /** mkdir(2), rmdir(2): folders/mkdir-rmdir.ts */
@@ -493,8 +516,9 @@ export class Vfs {
   }
 
   /** rename(2): rename/rename-path.ts, moves in rename/renamer.ts */
-  rename(src: string, dst: string): Promise<void> {
-    return renamePath(this.parts, src, dst);
+  async rename(src: string, dst: string): Promise<void> {
+    await renamePath(this.parts, src, dst);
+    void this.officeChange(src, 'removed').then(() => this.officeChange(dst, 'created'));
   }
 
   // ---- lifecycle ----

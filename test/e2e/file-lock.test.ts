@@ -40,4 +40,28 @@ describe('file locks from the drive', () => {
     expect(off.code).toBe(1);
     expect(off.err.trim()).toBe('seafs: /etc/hostname is not on a seafs mount');
   });
+
+  it("an Office program's lock file locks its document on the server until it is deleted", async () => {
+    const m = await mountLibrary(ctx.server, { library: 'Locks', attrTimeout: 1, dirCacheTime: 1 });
+    await sh(`printf 'doc' > ${q(m.mnt)}/minutes.odt && printf 'word' > ${q(m.mnt)}/Document.docx`);
+    await waitFor(async () => (await lockState('Document.docx')) !== undefined);
+    // as LibreOffice and Word make them: created, one line written
+    await sh(`printf 'me,host\n' > ${q(m.mnt)}/'.~lock.minutes.odt#' && printf 'me' > ${q(m.mnt)}/'~$cument.docx'`);
+    await waitFor(async () => (await lockState('minutes.odt'))?.is_locked === true);
+    await waitFor(async () => (await lockState('Document.docx'))?.is_locked === true);
+    expect(await lockState('minutes.odt')).toMatchObject({ is_locked: true, locked_by_me: true });
+    await sh(`rm ${q(m.mnt)}/'.~lock.minutes.odt#' ${q(m.mnt)}/'~$cument.docx'`);
+    await waitFor(async () => !(await lockState('minutes.odt'))?.is_locked);
+    await waitFor(async () => !(await lockState('Document.docx'))?.is_locked);
+    expect((await m.unmount()).code).toBe(0);
+  });
 });
+
+/** polls `ok` every 200 ms for up to 20 s; fails with the last state */
+async function waitFor(ok: () => Promise<boolean>): Promise<void> {
+  for (const end = Date.now() + 20_000; Date.now() < end;) {
+    if (await ok()) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  expect(await ok(), 'the state waited for').toBe(true);
+}

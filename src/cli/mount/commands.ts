@@ -309,6 +309,12 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         describe:
           'keep what a front-to-back read downloads in the disk cache, whatever the file size (default: files up to 256 MiB; --no-cache-streams: none)',
       })
+      .option('office-locks', {
+        type: 'boolean',
+        default: true,
+        describe:
+          "while LibreOffice's .~lock.NAME# or Word's ~$NAME exists, lock NAME on the server so that others see it read-only (servers with locks; --no-office-locks: never)",
+      })
       .option('read-ahead', {
         type: 'number',
         default: 512,

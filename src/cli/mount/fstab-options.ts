@@ -30,6 +30,7 @@ export interface OptionSettings {
   umask?: string;
   xattrs?: boolean;
   cacheStreams?: boolean;
+  officeLocks?: boolean;
   /** the folder of saved accounts (`NAME:Library` sources) */
   config?: string;
   deleteGuard?: number;
@@ -78,6 +79,7 @@ const SWITCHES: Record<string, keyof OptionSettings> = {
 const OFF_SWITCHES: Record<string, keyof OptionSettings> = {
   noxattr: 'xattrs',
   nocache_streams: 'cacheStreams',
+  nooffice_locks: 'officeLocks',
 };
 
 /** generic options libfuse 2 passes on to the kernel mount */

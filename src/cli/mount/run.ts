@@ -78,6 +78,8 @@ export interface MountSettings {
   cacheMaxSize?: number;
   /** a front-to-back read is kept in the disk cache too: true any size, false never, unset up to 256 MiB */
   cacheStreams?: boolean;
+  /** lock a document on the server while an Office program's lock file for it exists (default true) */
+  officeLocks?: boolean;
   /** kernel readahead, KiB (0: the kernel's default) */
   readAhead?: number;
   /** seconds a server request may wait for an answer (the client's timeoutMs) */
@@ -284,6 +286,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       umask: s.umask !== undefined ? parseUmask(s.umask, '--umask') : undefined,
       cacheDir,
       dirCacheTimeMs: times.listingMs,
+      officeLocks: s.officeLocks,
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
       reader: {
         cacheStreamsUpTo: s.cacheStreams === undefined ? undefined : s.cacheStreams ? Infinity : 0,
