@@ -105,6 +105,7 @@ export async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   if (op === 'create') {
     const { repo } = ctx.repoFor(user, r.params[0], 'rw');
     const name = ctx.checkDirentName(checkName(comps[comps.length - 1]));
+    await ctx.checkFileCount(repo.id);
     const [made] = await putFiles(ctx, user, repo.id, parent, [{ name, id: ZERO_ID, size: 0 }], {
       replace: false,
       desc: `Added "${name}"`,
