@@ -3,6 +3,7 @@
 import type { DeleteGuardStatus } from '../vfs/delete-guard.js';
 import type { LiveStatus } from '../vfs/live-changes.js';
 import type { MtimeStatus } from '../vfs/local-mtimes.js';
+import type { ServerRulesStatus } from '../vfs/server-rules.js';
 import type { PinStatus } from '../vfs/pin/status.js';
 import { shellWord } from './confirm-delete.js';
 
@@ -51,6 +52,8 @@ export interface MountStatus {
   metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
   /** where modification times set through the mount are kept (src/vfs/local-mtimes.ts) */
   mtimes?: MtimeStatus;
+  /** the server's version and what the mount adapts to it (src/vfs/server-rules.ts) */
+  serverRules?: ServerRulesStatus;
   /** how changes made elsewhere arrive (src/vfs/live-changes.ts) */
   changes?: LiveStatus;
   /** files kept on this machine (src/vfs/pin/) */
@@ -75,6 +78,15 @@ export function pinLines(p: PinStatus): string[] {
       `    ${p.unfit.files} file(s) (${fmtBytes(p.unfit.bytes)}) under pinned folders do not fit: pinned files may take ${fmtBytes(p.limitBytes)} of the cache (--cache-max-size)`,
     );
   return lines;
+}
+
+/** One line: the server's version and which of its versions' behaviours the mount uses. */
+export function serverRulesLine(r: ServerRulesStatus): string {
+  const uses = [
+    r.virtualIds ? 'users compared by the virtual account id (11.0+)' : 'users compared by the account id',
+    r.strictNames ? 'names refused by 13.0 answered EINVAL' : null,
+  ].filter(Boolean);
+  return `server: Seafile ${r.version ?? 'version not known yet'}; ${uses.join(', ')}`;
 }
 
 /** The status line on modification times: kept by the server, or by this machine for a server that ignores them. */
@@ -232,6 +244,7 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
     );
   }
   if (st.pins) lines.push(...pinLines(st.pins));
+  if (st.serverRules) lines.push(`  ${serverRulesLine(st.serverRules)}`);
   if (st.mtimes) lines.push(`  ${mtimesLine(st.mtimes)}`);
   if (st.changes) lines.push(`  ${changesLine(st.changes)}`);
   if (st.rssBytes !== undefined) lines.push(`  memory: ${fmtBytes(st.rssBytes)} resident`);

@@ -9,7 +9,7 @@ import type { VfsParts } from './parts.js';
 import { baseOf, checkFolderName, checkName, parentOf, serverMayRefuseName } from './paths.js';
 
 export async function makeFolder(
-  c: Pick<VfsParts, 'libraries' | 'hiddenDirs' | 'wb' | 'meta' | 'host'>,
+  c: Pick<VfsParts, 'libraries' | 'hiddenDirs' | 'wb' | 'meta' | 'host'> & Partial<Pick<VfsParts, 'rules'>>,
   p: string,
 ): Promise<void> {
   const loc = await c.libraries.repoOf(p, true);
@@ -19,6 +19,7 @@ export async function makeFolder(
   const name = baseOf(loc.path);
   checkName(name);
   checkFolderName(name);
+  c.rules?.checkName(name);
   const dir = parentOf(loc.path);
   const l = await c.host.dir(loc.repo, dir);
   if (l.entries.has(name) || c.wb.get(loc.repo, loc.path)) throw new VfsError('EEXIST', p);

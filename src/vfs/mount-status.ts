@@ -42,6 +42,7 @@ export function statusOf(p: VfsParts) {
     offline: p.net.state(),
     outages: p.net.outages,
     mtimes: p.times.status(),
+    serverRules: p.rules.status(),
     changes: p.live.status(),
     pins: p.pins.status(),
     deleteGuard: p.deleteGuard.status(),

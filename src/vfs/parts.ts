@@ -14,6 +14,7 @@ import { LibraryLocks, watchLocked } from './library-unlock.js';
 import { ListingStore } from './listing-store.js';
 import { LiveChanges, type LiveChangesOptions } from './live-changes.js';
 import { LocalMtimes } from './local-mtimes.js';
+import { ServerRules } from './server-rules.js';
 import { MetaCache, type Listing } from './meta-cache.js';
 import { baseOf, parentOf } from './paths.js';
 import { BlockCache } from './read/block-cache.js';
@@ -94,6 +95,8 @@ export interface VfsParts {
   live: LiveChanges;
   quota: Quota;
   times: LocalMtimes;
+  /** the server's version and the account's id, and what they change (server-rules.ts) */
+  rules: ServerRules;
   disk: BlockCache | null;
   reader: RemoteReader;
   pins: Pins;
@@ -149,6 +152,8 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
     const where = s.remotePath;
     return where ? (all.meta.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
   });
+  all.rules = new ServerRules();
+  all.rules.learn(api);
   all.times = new LocalMtimes(join(opts.cacheDir, 'mtimes'), { log: all.log, durable: opts.durableJournal });
   all.meta.setAdjust((repo, dir, entries, at) => all.times.adjust(repo, dir, entries, at));
   const chunk = opts.reader?.chunkSize ?? 128 * 1024;
@@ -238,6 +243,7 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
     meta: all.meta,
     wb: all.wb,
     times: all.times,
+    checkName: (name) => all.rules.checkName(name),
     resolve: (p, change) => all.libraries.resolve(p, change),
     lookup: (repo, path) => host.lookup(repo, path),
     dir: (repo, dir) => host.dir(repo, dir),

@@ -317,6 +317,7 @@ export class Vfs {
     if (loc.path === '/') throw new VfsError('EISDIR');
     await this.hiddenDirs.refuse(loc);
     checkName(baseOf(loc.path));
+    this.parts.rules.checkName(baseOf(loc.path));
     const repo = loc.repo;
     let s = this.wb.get(repo, loc.path);
     if (!s) {
@@ -339,6 +340,7 @@ export class Vfs {
     if (!loc || loc.readOnly || !this.absentNow(p)) return null;
     try {
       checkName(baseOf(loc.path));
+      this.parts.rules.checkName(baseOf(loc.path));
       checkChangeAt(loc.path);
     } catch {
       return null;

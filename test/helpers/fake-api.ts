@@ -73,6 +73,8 @@ export class FakeApi implements SeafileApi {
   ignoreLastModify = false;
   /** what serverInfo() reports */
   serverVersion = '12.0.4';
+  /** the account's id accountInfo() reports as `email` (Seafile 11+: a virtual `<hex>@auth.local`) */
+  accountEmail = 'me@example.com';
   /** errors thrown by the next calls of a method */
   readonly failNext = new Map<string, ApiError[]>();
   bytesServed = 0;
@@ -451,7 +453,7 @@ export class FakeApi implements SeafileApi {
   // ---- SeafileApi ----
   async accountInfo(): Promise<AccountInfo> {
     this.hit('accountInfo');
-    return { usage: this.usage(), total: this.quotaTotal, email: 'me@example.com' };
+    return { usage: this.usage(), total: this.quotaTotal, email: this.accountEmail };
   }
 
   async listLibraries(_type?: LibraryType): Promise<Library[]> {

@@ -1,0 +1,79 @@
+// The mount's adaptation to the server's version and account (src/vfs/server-rules.ts):
+// Seafile 13 names refused at once with EINVAL, the virtual account id of 11+ used where
+// users are compared (quota of the libraries the account owns), and the status line.
+import { describe, expect, it } from 'vitest';
+import { cleanupAfterEach } from '../helpers/cleanup.js';
+import { expectErrno, FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
+import { serverRulesLine } from '../../src/cli/status-format.js';
+import { strictNameProblem } from '../../src/vfs/server-rules.js';
+
+const VIRTUAL = '0123456789abcdef0123456789abcdef@auth.local';
+const REFUSED = ['a..b.txt', 'back\\slash.txt', 'smile \u{1F600}.txt', `${'é'.repeat(127)}x.txt`];
+
+async function until(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 200 && !cond(); i++) await new Promise((r) => setTimeout(r, 5));
+  expect(cond()).toBe(true);
+}
+
+describe('names Seafile 13 refuses', () => {
+  const cleanups = cleanupAfterEach();
+
+  it('knows each rule', () => {
+    for (const n of REFUSED) expect(strictNameProblem(n), n).not.toBeNull();
+    for (const n of ['a.b.txt', '.hidden', 'é.txt', 'x'.repeat(255)]) expect(strictNameProblem(n), n).toBeNull();
+  });
+
+  it('answers EINVAL at once in create, mkdir and rename on 13.0, with no call to the server and a reason', async () => {
+    const api = new FakeApi();
+    api.serverVersion = '13.0.25';
+    const repo = api.addLibrary('lib');
+    api.putFile(repo, '/ok.txt', 'x');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    cleanups.push(cleanup);
+    await until(() => vfs.status().serverRules.version === '13.0.25');
+    const before = { ...api.calls };
+    for (const name of REFUSED) {
+      if (Buffer.byteLength(name) > 255) continue; // ENAMETOOLONG already, on every server
+      await expectErrno(vfs.create(`/${name}`, 0o644), 'EINVAL');
+      await expectErrno(vfs.mkdir(`/${name}`, 0o755), 'EINVAL');
+      await expectErrno(vfs.rename('/ok.txt', `/${name}`), 'EINVAL');
+    }
+    await expect(vfs.create('/a..b.txt', 0o644)).rejects.toThrow(/refused by Seafile 13\.0\.25 \(it holds "\.\."\)/);
+    const changes = Object.keys(api.calls).filter((k) => (api.calls[k] ?? 0) !== (before[k] ?? 0));
+    expect(changes.filter((k) => !/^(listDir|serverInfo|accountInfo|getLibrary|listLibraries)$/.test(k))).toEqual([]);
+    expect(api.names(repo, '/')).toEqual(['ok.txt']);
+  });
+
+  it('takes them on 12.0', async () => {
+    const api = new FakeApi();
+    api.serverVersion = '12.0.14';
+    const repo = api.addLibrary('lib');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    cleanups.push(cleanup);
+    await until(() => vfs.status().serverRules.version === '12.0.14');
+    await writeWhole(vfs, '/a..b.txt', 'two dots');
+    await until(() => api.names(repo, '/').includes('a..b.txt'));
+  });
+});
+
+describe('the account id of Seafile 11+', () => {
+  const cleanups = cleanupAfterEach();
+
+  it('charges the quota of a library whose owner is the virtual id, and says so in status', async () => {
+    const api = new FakeApi();
+    api.serverVersion = '11.0.13';
+    api.accountEmail = VIRTUAL;
+    const repo = api.addLibrary('lib', { owner: VIRTUAL });
+    api.putFile(repo, '/big', Buffer.alloc(900));
+    api.quotaTotal = 1000;
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    cleanups.push(cleanup);
+    const s = await vfs.statfs('/');
+    expect(s.bfree).toBe(0); // 100 bytes left: less than one 1 MiB block, counted as this account's
+    expect(s.blocks).toBe(0);
+    await until(() => vfs.status().serverRules.virtualIds);
+    expect(serverRulesLine(vfs.status().serverRules)).toBe(
+      'server: Seafile 11.0.13; users compared by the virtual account id (11.0+)',
+    );
+  });
+});
