@@ -7,6 +7,7 @@ import { VfsError } from './errors.js';
 import { writable } from './libraries.js';
 import type { VfsParts } from './parts.js';
 import { baseOf, checkFolderName, checkName, parentOf, serverMayRefuseName } from './paths.js';
+import { strictNameProblem } from './server-rules.js';
 
 export async function makeFolder(
   c: Pick<VfsParts, 'libraries' | 'hiddenDirs' | 'wb' | 'meta' | 'host'> & Partial<Pick<VfsParts, 'rules'>>,
@@ -24,8 +25,9 @@ export async function makeFolder(
   const l = await c.host.dir(loc.repo, dir);
   if (l.entries.has(name) || c.wb.get(loc.repo, loc.path)) throw new VfsError('EEXIST', p);
   // answered now, created on the server in the background (write/pending-folders.ts)
-  if (!(serverMayRefuseName(name) && (await c.wb.folders.createNow(loc.repo, loc.path))))
-    c.wb.folders.add(loc.repo, loc.path);
+  // a name a newer server refuses is created before mkdir answers, so a refusal is an EINVAL, never a retry
+  const mayBeRefused = serverMayRefuseName(name) || strictNameProblem(name) !== null;
+  if (!(mayBeRefused && (await c.wb.folders.createNow(loc.repo, loc.path)))) c.wb.folders.add(loc.repo, loc.path);
   c.meta.upsert(loc.repo, dir, { type: 'dir', name, id: ZERO_ID, mtime: Math.floor(Date.now() / 1000) });
   c.meta.setEmpty(loc.repo, loc.path);
 }

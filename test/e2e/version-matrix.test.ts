@@ -127,6 +127,7 @@ describe.each(PROFILES)('core workload against Seafile $name', (p) => {
     if (p.strictNames) {
       expect(odd.code).not.toBe(0);
       expect(odd.err).toMatch(/Invalid argument/);
+      expect(m.output()).toMatch(/refused by Seafile 13\.0\.25 \(it holds "\.\."\)/);
     } else {
       expect(odd.code, odd.err).toBe(0);
       await sh(`sync ${q(mnt)}/'two..dots.txt'`);

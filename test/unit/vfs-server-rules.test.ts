@@ -3,7 +3,7 @@
 // users are compared (quota of the libraries the account owns), and the status line.
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { expectErrno, FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
+import { apiError, expectErrno, FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
 import { serverRulesLine } from '../../src/cli/status-format.js';
 import { strictNameProblem } from '../../src/vfs/server-rules.js';
 
@@ -42,6 +42,19 @@ describe('names Seafile 13 refuses', () => {
     const changes = Object.keys(api.calls).filter((k) => (api.calls[k] ?? 0) !== (before[k] ?? 0));
     expect(changes.filter((k) => !/^(listDir|serverInfo|accountInfo|getLibrary|listLibraries)$/.test(k))).toEqual([]);
     expect(api.names(repo, '/')).toEqual(['ok.txt']);
+  });
+
+  it('a mkdir of such a name before the version is known goes to the server at once: its refusal is EINVAL, not retried', async () => {
+    const api = new FakeApi();
+    api.refuseMkdirNames = /\.\./;
+    api.failNext.set('serverInfo', [apiError('network', 0, 'server info')]);
+    api.addLibrary('lib');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib' });
+    cleanups.push(cleanup);
+    expect(vfs.status().serverRules.version).toBeNull();
+    await expectErrno(vfs.mkdir('/a..b', 0o755), 'EINVAL');
+    await new Promise((r) => setTimeout(r, 300));
+    expect(api.calls.mkdir).toBe(1);
   });
 
   it('takes them on 12.0', async () => {
