@@ -95,9 +95,10 @@ function authenticate(ctx: Ctx, req: http.IncomingMessage) {
   const h = req.headers.authorization;
   if (!h) throw new HttpError(403, '', { detail: 'Authentication credentials were not provided.' });
   const m = /^(Token|Bearer)\s+(\S+)\s*$/i.exec(h);
-  // "Bearer" from 11.0 on
-  const taken = m && (ctx.behaviour.bearer || m[1].toLowerCase() === 'token');
-  const user = taken ? ctx.db.userByToken(m[2]) : undefined;
+  // "Bearer" from 11.0 on; before, DRF's TokenAuthentication passes over it as if no credentials came
+  if (m && !ctx.behaviour.bearer && m[1].toLowerCase() === 'bearer')
+    throw new HttpError(403, '', { detail: 'Authentication credentials were not provided.' });
+  const user = m ? ctx.db.userByToken(m[2]) : undefined;
   if (!user) throw new HttpError(401, '', { detail: 'Invalid token' }, { 'WWW-Authenticate': 'Token' });
   if (!user.isActive)
     throw new HttpError(401, '', { detail: 'User inactive or deleted.' }, { 'WWW-Authenticate': 'Token' });
