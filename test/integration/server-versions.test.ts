@@ -114,6 +114,15 @@ describe('12.0: too many files, direct download', () => {
     expect(await part.text()).toBe('bytes');
     expect((await fetch(url)).status).toBe(400); // no token
     expect((await fetch(url, { headers: { Authorization: 'Token nope' } })).status).toBe(403);
+    // an encrypted library (unlocked for its owner): Range is not honoured, the whole file comes
+    const enc = await newLibrary(v12.bob, 'Secret', { 's.txt': 'secret bytes' }, 'pw-123456');
+    const encUrl = `${v12.server.url}/seafhttp/repos/${enc}/files/s.txt?op=download`;
+    const encPart = await fetch(encUrl, { headers: { ...auth, Range: 'bytes=0-1' } });
+    expect(encPart.status).toBe(200);
+    expect(await encPart.text()).toBe('secret bytes');
+    // another account's library: refused
+    const admin = await getToken(v12.server.url, v12.server.adminEmail, v12.server.adminPassword);
+    expect((await fetch(url, { headers: { Authorization: `Token ${admin}` } })).status).toBe(403);
     // 11.0 has no such URL
     const old = await newLibrary(v11.bob, 'Old', { 'a.txt': 'x' });
     const oldToken = await getToken(v11.server.url, BOB.email, BOB.password);
