@@ -1,6 +1,7 @@
 // The mount's adaptation to the server's version and account (src/vfs/server-rules.ts):
 // Seafile 13 names refused at once with EINVAL, the virtual account id of 11+ used where
 // users are compared (quota of the libraries the account owns), and the status line.
+import { constants as FC } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
 import { apiError, expectErrno, FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
@@ -72,7 +73,7 @@ describe('names Seafile 13 refuses', () => {
 describe('the account id of Seafile 11+', () => {
   const cleanups = cleanupAfterEach();
 
-  it('charges the quota of a library whose owner is the virtual id, and says so in status', async () => {
+  it('charges the quota of a library whose owner is the virtual id, names conflict copies after it, says so in status', async () => {
     const api = new FakeApi();
     api.serverVersion = '11.0.13';
     api.accountEmail = VIRTUAL;
@@ -85,6 +86,15 @@ describe('the account id of Seafile 11+', () => {
     expect(s.bfree).toBe(0); // 100 bytes left: less than one 1 MiB block, counted as this account's
     expect(s.blocks).toBe(0);
     await until(() => vfs.status().serverRules.virtualIds);
+    // a conflict copy is named after the account's id too
+    api.putFile(repo, '/conf.txt', 'base\n');
+    const fh = await vfs.open('/conf.txt', FC.O_WRONLY | FC.O_TRUNC);
+    await vfs.write('/conf.txt', fh, Buffer.from('local\n'), 6, 0);
+    api.putFile(repo, '/conf.txt', 'theirs\n');
+    await vfs.release('/conf.txt', fh);
+    expect(await vfs.drain()).toEqual([]);
+    const copy = new RegExp(`^conf \\(SFConflict ${VIRTUAL.replace(/\./g, '\\.')} \\d{4}(-\\d\\d){5}\\)\\.txt$`);
+    expect(api.names(repo, '/').filter((n) => copy.test(n))).toHaveLength(1);
     expect(serverRulesLine(vfs.status().serverRules)).toBe(
       'server: Seafile 11.0.13; users compared by the virtual account id (11.0+)',
     );
