@@ -84,6 +84,7 @@ export function pinLines(p: PinStatus): string[] {
 export function serverRulesLine(r: ServerRulesStatus): string {
   const uses = [
     r.virtualIds ? 'users compared by the virtual account id (11.0+)' : 'users compared by the account id',
+    r.directDownload ? 'direct downloads (12.0+)' : null,
     r.strictNames ? 'names refused by 13.0 answered EINVAL' : null,
   ].filter(Boolean);
   return `server: Seafile ${r.version ?? 'version not known yet'}; ${uses.join(', ')}`;

@@ -42,7 +42,7 @@ export function statusOf(p: VfsParts) {
     offline: p.net.state(),
     outages: p.net.outages,
     mtimes: p.times.status(),
-    serverRules: p.rules.status(),
+    serverRules: { ...p.rules.status(), directDownload: p.rules.directDownload && p.reader.directDownloads },
     changes: p.live.status(),
     pins: p.pins.status(),
     deleteGuard: p.deleteGuard.status(),

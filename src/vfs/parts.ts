@@ -170,6 +170,12 @@ export function buildParts(rawApi: SeafileApi, opts: VfsOptions, host: VfsHost):
     },
     async (repo) => (await all.libraries.byId(repo))?.encrypted === false,
   );
+  // Seafile 12.0+: files of unencrypted libraries are read through the file server's direct URL
+  all.reader.useDirectUrls(async (f) => {
+    if (!all.rules.directDownload || !rawApi.directDownloadUrl) return null;
+    if ((await all.libraries.byId(f.repo))?.encrypted !== false) return null;
+    return rawApi.directDownloadUrl(f.repo, f.path);
+  }, all.log);
   all.pins = new Pins({
     api,
     disk: all.disk,

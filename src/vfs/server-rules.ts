@@ -5,7 +5,8 @@
 // compared with that id, never the login name. From 13.0, create and rename
 // refuse names holding "..", a backslash, an emoji or over 255 bytes: the
 // mount answers EINVAL at once (and logs why) instead of a change the server
-// would refuse.
+// would refuse. From 12.0 files of unencrypted libraries are read through the
+// file server's direct URL (read/download-links.ts).
 import type { SeafileApi } from '../client/types.js';
 import { RefusedName } from './paths.js';
 
@@ -15,6 +16,8 @@ export interface ServerRulesStatus {
   virtualIds: boolean;
   /** names are checked as 13.0 does */
   strictNames: boolean;
+  /** files are read through the file server's direct URL (12.0+) */
+  directDownload?: boolean;
 }
 
 /** [major, minor, patch] of server-info's version; null when it is not one */
@@ -58,6 +61,11 @@ export class ServerRules {
     return this.atLeast(13);
   }
 
+  /** the file server's direct download (12.0+) */
+  get directDownload(): boolean {
+    return this.atLeast(12);
+  }
+
   get virtualIds(): boolean {
     return this.accountId?.endsWith('@auth.local') ?? false;
   }
@@ -71,6 +79,11 @@ export class ServerRules {
   }
 
   status(): ServerRulesStatus {
-    return { version: this.version, virtualIds: this.virtualIds, strictNames: this.strictNames };
+    return {
+      version: this.version,
+      virtualIds: this.virtualIds,
+      strictNames: this.strictNames,
+      directDownload: this.directDownload,
+    };
   }
 }

@@ -15,17 +15,53 @@ import { startTestServer, type TestServer } from '../helpers/server.js';
 const MiB = 1024 * 1024;
 const T1 = 1_400_000_000; // 2014-05-13
 
-const PROFILES: { name: string; args: string[]; keepsTimes: boolean; virtualIds: boolean; strictNames: boolean }[] = [
-  { name: '10.0.1', args: ['--server-version', '10.0.1'], keepsTimes: false, virtualIds: false, strictNames: false },
-  { name: '11.0.13', args: ['--server-version', '11.0.13'], keepsTimes: false, virtualIds: true, strictNames: false },
-  { name: '12.0.14', args: ['--server-version', '12.0.14'], keepsTimes: true, virtualIds: true, strictNames: false },
-  { name: '13.0.25', args: ['--server-version', '13.0.25'], keepsTimes: true, virtualIds: true, strictNames: true },
+const PROFILES: {
+  name: string;
+  args: string[];
+  keepsTimes: boolean;
+  virtualIds: boolean;
+  strictNames: boolean;
+  directDownload: boolean;
+}[] = [
+  {
+    name: '10.0.1',
+    args: ['--server-version', '10.0.1'],
+    keepsTimes: false,
+    virtualIds: false,
+    strictNames: false,
+    directDownload: false,
+  },
+  {
+    name: '11.0.13',
+    args: ['--server-version', '11.0.13'],
+    keepsTimes: false,
+    virtualIds: true,
+    strictNames: false,
+    directDownload: false,
+  },
+  {
+    name: '12.0.14',
+    args: ['--server-version', '12.0.14'],
+    keepsTimes: true,
+    virtualIds: true,
+    strictNames: false,
+    directDownload: true,
+  },
+  {
+    name: '13.0.25',
+    args: ['--server-version', '13.0.25'],
+    keepsTimes: true,
+    virtualIds: true,
+    strictNames: true,
+    directDownload: true,
+  },
   {
     name: '13.0.25 --fileserver go',
     args: ['--server-version', '13.0.25', '--fileserver', 'go'],
     keepsTimes: true,
     virtualIds: true,
     strictNames: true,
+    directDownload: true,
   },
 ];
 
@@ -137,6 +173,10 @@ describe.each(PROFILES)('core workload against Seafile $name', (p) => {
         (n) => !!n?.includes('two..dots.txt'),
       );
     }
+
+    // reading back through the mount: from 12.0 through the file server's direct URL, no download link
+    await sh(`cmp ${q(big)} ${q(mnt)}/big.bin && grep -q 'while locked' ${q(mnt)}/renamed.txt`);
+    expect(/GET \/seafhttp\/repos\/[^ ]*\/files\//.test(server.log())).toBe(p.directDownload);
 
     // status names the server's version
     const st = await run(process.execPath, [CLI, 'status'], { env, allowFail: true });

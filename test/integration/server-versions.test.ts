@@ -1,7 +1,11 @@
 // `seafs serve --server-version` and `--fileserver go`: each client-visible
 // change of Seafile 11.0, 12.0 and 13.0, and the Go file server's answers.
 import { createHash } from 'node:crypto';
+import { rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SeafileClient } from '../../src/client/client.js';
 import {
   BOB,
   apiAs,
@@ -130,6 +134,47 @@ describe('12.0: too many files, direct download', () => {
       headers: { Authorization: `Token ${oldToken}` },
     });
     expect(none.status).toBe(404);
+  });
+});
+
+describe('the client and the direct download', () => {
+  it('learns the file server from a download link, then reads through the direct URL with its token (download and streamGet)', async () => {
+    const { server } = await serverAs(['--server-version', '12.0.14', '--verbose']);
+    const { client } = await SeafileClient.login({ baseUrl: server.url }, BOB.email, BOB.password);
+    try {
+      const repo = (await client.createLibrary('Client')).repo_id;
+      await client.createFile(repo, '/one.txt');
+      const local = path.join(os.tmpdir(), `seafs-direct-${process.pid}.txt`);
+      writeFileSync(local, 'streamed through the direct URL');
+      await client.uploadBatch(await client.uploadLink(repo, '/'), '/', [{ path: local, name: 'two.txt' }], {
+        replace: true,
+      });
+      expect(client.directDownloadUrl(repo, '/two.txt')).toBeNull();
+      await client.downloadLink(repo, '/one.txt');
+      const url = client.directDownloadUrl(repo, '/two.txt')!;
+      expect(url).toBe(`${server.url}/seafhttp/repos/${repo}/files/two.txt?op=download`);
+      const res = await client.download(url, { start: 9 });
+      const parts: Buffer[] = [];
+      for await (const c of res.body) parts.push(c as Buffer);
+      expect(Buffer.concat(parts).toString()).toBe('through the direct URL');
+      const id = (await client.listDir(repo, '/')) as { entries: { name: string; id: string }[] };
+      expect(res.etag).toBe(id.entries.find((e) => e.name === 'two.txt')!.id);
+      const streamed = await new Promise<{ etag?: string; body: string }>((resolve, reject) => {
+        const bufs: Buffer[] = [];
+        let etag: string | undefined;
+        let last = Buffer.alloc(0);
+        client.streamGet(url, 0, {
+          head: (_s, _start, _len, e) => void (etag = e),
+          space: () => (last = Buffer.alloc(4096)),
+          wrote: (n) => void bufs.push(last.subarray(0, n)),
+          end: (err) => (err ? reject(err) : resolve({ etag, body: Buffer.concat(bufs).toString() })),
+        });
+      });
+      expect(streamed).toEqual({ etag: res.etag, body: 'streamed through the direct URL' });
+      rmSync(local, { force: true });
+    } finally {
+      await client.close();
+    }
   });
 });
 

@@ -4,7 +4,7 @@
 import { constants as FC } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../helpers/cleanup.js';
-import { apiError, expectErrno, FakeApi, makeVfs, writeWhole } from '../helpers/fake-api.js';
+import { apiError, expectErrno, FakeApi, makeVfs, readWhole, writeWhole } from '../helpers/fake-api.js';
 import { serverRulesLine } from '../../src/cli/status-format.js';
 import { strictNameProblem } from '../../src/vfs/server-rules.js';
 
@@ -98,5 +98,66 @@ describe('the account id of Seafile 11+', () => {
     expect(serverRulesLine(vfs.status().serverRules)).toBe(
       'server: Seafile 11.0.13; users compared by the virtual account id (11.0+)',
     );
+  });
+});
+
+describe('the direct download of Seafile 12+', () => {
+  const cleanups = cleanupAfterEach();
+
+  async function setup(version: string) {
+    const api = new FakeApi();
+    api.serverVersion = version;
+    api.directDownloads = true;
+    const repo = api.addLibrary('lib');
+    api.putFile(repo, '/first.txt', 'the first file');
+    api.putFile(repo, '/a.txt', 'version one');
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib', diskCacheBytes: 0 });
+    cleanups.push(cleanup);
+    await until(() => vfs.status().serverRules.version === version);
+    // the file server's address comes with the first download link
+    expect((await readWhole(vfs, '/first.txt')).toString()).toBe('the first file');
+    return { api, repo, vfs };
+  }
+
+  it('reads files through the direct URL, with no download link, from 12.0', async () => {
+    const { api, vfs } = await setup('12.0.14');
+    const links = api.calls.downloadLink ?? 0;
+    expect((await readWhole(vfs, '/a.txt')).toString()).toBe('version one');
+    expect(api.calls.downloadLink ?? 0).toBe(links);
+    expect(api.calls.directDownload ?? 0).toBeGreaterThan(0);
+  });
+
+  it('a direct answer of another version than the listing said is read through a link instead: one version, never mixed', async () => {
+    const { api, repo, vfs } = await setup('12.0.14');
+    expect((await vfs.readdir('/')).sort()).toEqual(['a.txt', 'first.txt']);
+    api.putFile(repo, '/a.txt', 'version two!'); // the listing the mount holds still says version one
+    const links = api.calls.downloadLink ?? 0;
+    const got = (await readWhole(vfs, '/a.txt')).toString();
+    // the new version's bytes, up to the size the listing said (as with a download link alone)
+    expect(got).toBe('version two');
+    expect(api.calls.downloadLink ?? 0).toBe(links + 1);
+  });
+
+  it('a file server that does not route the direct URL (404) turns it off for the mount, with one log line', async () => {
+    const logs: string[] = [];
+    const api = new FakeApi();
+    api.serverVersion = '12.0.14';
+    api.directDownloads = true;
+    api.directMissing = true;
+    const repo = api.addLibrary('lib');
+    for (const n of ['first', 'b', 'c']) api.putFile(repo, `/${n}.txt`, `content of ${n}`);
+    const { vfs, cleanup } = await makeVfs(api, { library: 'lib', diskCacheBytes: 0, log: (l) => logs.push(l) });
+    cleanups.push(cleanup);
+    await until(() => vfs.status().serverRules.version === '12.0.14');
+    for (const n of ['first', 'b', 'c']) expect((await readWhole(vfs, `/${n}.txt`)).toString()).toBe(`content of ${n}`);
+    expect(api.calls.directDownload).toBe(1);
+    expect(logs.filter((l) => /does not serve direct downloads/.test(l))).toHaveLength(1);
+    expect(vfs.status().serverRules.directDownload).toBe(false);
+  });
+
+  it('is not used before 12.0', async () => {
+    const { api, vfs } = await setup('11.0.13');
+    expect((await readWhole(vfs, '/a.txt')).toString()).toBe('version one');
+    expect(api.calls.directDownload ?? 0).toBe(0);
   });
 });
