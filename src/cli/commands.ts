@@ -3,16 +3,16 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { guardStdio, printErr } from './log.js';
 import { serveCommand } from './serve.js';
-import { mountCommand, unmountCommand, demoCommand } from './mount.js';
-import { statusCommand } from './status.js';
-import { cacheCommand } from './cache.js';
-import { unlockCommand } from './unlock.js';
-import { lockFileCommand, unlockFileCommand } from './file-lock.js';
-import { restoreCommand } from './file-restore.js';
+import { mountCommand, unmountCommand, demoCommand } from './mount/commands.js';
+import { statusCommand } from './control/status.js';
+import { cacheCommand } from './control/cache-clear.js';
+import { unlockCommand } from './control/unlock-library.js';
+import { lockFileCommand, unlockFileCommand } from './control/file-lock.js';
+import { restoreCommand } from './control/file-restore.js';
 import { seafsVersion, wantsVersion } from './version.js';
-import { accountsCommand, loginCommand, logoutCommand } from './accounts.js';
-import { pinCommand, unpinCommand } from './pin.js';
-import { confirmDeleteCommand } from './confirm-delete.js';
+import { accountsCommand, loginCommand, logoutCommand } from './accounts/commands.js';
+import { pinCommand, unpinCommand } from './control/pin.js';
+import { confirmDeleteCommand } from './control/confirm-delete.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();

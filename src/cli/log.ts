@@ -7,7 +7,7 @@
 // nothing is retried in a loop. The 'error' event of a dead stderr is heard by
 // the sink's own listener (unheard, it was an uncaught exception that the
 // handler logged onto the same dead stream: a loop at full CPU).
-// Over 400 lines: the sinks' failure handling and the redaction rules are
+// Long on purpose: the sinks' failure handling and the redaction rules are
 // kept together, with the reason for each beside it.
 import { closeSync, fstatSync, openSync, renameSync, statSync, writeSync } from 'node:fs';
 

@@ -3,7 +3,7 @@
 // this module (yargs lists the commands), and a mount never needs the server.
 import type { CommandModule } from 'yargs';
 import { LOG_LEVELS, logger, printOut, type LogLevel } from './log.js';
-import { firstLine } from './mount-secrets.js';
+import { firstLine } from './mount/secrets.js';
 
 interface ServeArgs {
   data: string;
@@ -71,7 +71,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('body-idle-timeout', {
         type: 'number',
         default: 30,
-        describe: 'Seconds a request body may stall before the connection is closed',
+        describe: 'Seconds a request body (or a zip download) may stall before the connection is closed',
       })
       .option('login-fail-limit', {
         type: 'number',

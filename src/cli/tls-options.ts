@@ -7,7 +7,7 @@ import { resolve } from 'node:path';
 import type { Options } from 'yargs';
 import type { ApiError } from '../client/errors.js';
 import { checkTlsFiles, TlsFileError, type TlsFiles } from '../client/tls.js';
-import { UnreachableError } from './mount-retry.js';
+import { UnreachableError } from './mount/retry-login.js';
 import { UserError } from './user-error.js';
 
 export const TLS_OPTIONS = {

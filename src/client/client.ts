@@ -7,7 +7,7 @@
 // (token, library passwords, options) and delegates. The one exception is
 // streamGet, the reader's sequential stream, over a bare socket
 // (raw-get.ts) unless the rawStreams option is off.
-// Over 400 lines only by its one-line delegations (one per API operation).
+// Long only by its one-line delegations (one per API operation).
 import { StreamUnsupported } from './errors.js';
 import { httpOptionsOf, type ClientOptions } from './client-options.js';
 import { FileLocks } from './file-locks.js';

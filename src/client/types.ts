@@ -22,6 +22,7 @@ export interface Library {
 export interface LibraryInfo {
   id: string;
   name: string;
+  /** "self" or "share" (whose it is, from the caller's side), not an e-mail: the list's `owner` is the e-mail */
   owner: string;
   size: number;
   root?: string;
@@ -292,7 +293,11 @@ export interface SeafileApi {
     path: string,
     opts?: { oid?: string; type?: 'f' | 'd'; recursive?: boolean },
   ): Promise<DirListing>;
-  /** creates the folder; returns the path actually created (the server may auto-rename) */
+  /**
+   * Creates the folder and returns nothing. Without `createParents` a name
+   * taken is auto-renamed by the server; with it, what is missing above is
+   * made too and a folder that exists is no error.
+   */
   mkdir(repoId: string, path: string, opts?: { createParents?: boolean }): Promise<void>;
   renameDir(repoId: string, path: string, newName: string): Promise<void>;
   deleteDir(repoId: string, path: string): Promise<void>;

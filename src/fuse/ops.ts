@@ -1,11 +1,10 @@
 // The fuse-native operations table over a Vfs. Every handler is wrapped:
 // whatever happens (a throw, a rejected promise) it calls back exactly once
 // with an integer, since anything else kills the process and leaves a dead
-// mount (see shared/notes/fuse-native.md).
+// mount (fuse-native calls into JavaScript with no guard of its own).
 import { constants as OS } from 'node:os';
 import { errnoOf, type ErrnoName } from '../vfs/errors.js';
-import { nfc } from '../vfs/paths.js';
-import type { Vfs } from '../vfs/vfs.js';
+import { nfc, type Vfs } from '../vfs/vfs.js';
 import { requestedMtime } from './utime.js';
 
 /** a fuse-native operation or its callback */
@@ -264,15 +263,15 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       await vfs.chown(p, uid, gid);
       return [];
     }),
-    // extended attributes (src/vfs/xattrs.ts); `value` lives in libfuse memory, so it is copied
-    getxattr: handler('getxattr', async (p: string, name: string) => [await vfs.xattrs.get(p, name)]),
-    listxattr: handler('listxattr', async (p: string) => [await vfs.xattrs.list(p)]),
+    // extended attributes (src/vfs/xattrs/xattrs.ts); `value` lives in libfuse memory, so it is copied
+    getxattr: handler('getxattr', async (p: string, name: string) => [await vfs.getxattr(p, name)]),
+    listxattr: handler('listxattr', async (p: string) => [await vfs.listxattr(p)]),
     setxattr: handler('setxattr', async (p: string, name: string, value: Buffer) => {
-      await vfs.xattrs.set(p, name, Buffer.from(value));
+      await vfs.setxattr(p, name, Buffer.from(value));
       return [];
     }),
     removexattr: handler('removexattr', async (p: string, name: string) => {
-      await vfs.xattrs.remove(p, name);
+      await vfs.removexattr(p, name);
       return [];
     }),
   };
@@ -285,7 +284,7 @@ const HANDLE_OPS = new Set(['init', 'read', 'write']);
 
 /**
  * Every path the kernel gives in NFC, the form the server stores names in
- * (vfs/paths.ts nfc; README "Unicode names"); rename's target too. Paths that
+ * (vfs/common/paths.ts nfc; README "Unicode names"); rename's target too. Paths that
  * are plain ASCII pass through unchanged.
  */
 function nfcPaths(ops: Record<string, Cb>): Record<string, Cb> {

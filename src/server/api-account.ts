@@ -77,6 +77,10 @@ async function accountInfo(ctx: Ctx, r: Req): Promise<void> {
     is_staff: u.isStaff,
     avatar_url: `${r.base}/media/avatars/default.png`,
     space_usage: total > 0 ? `${((usage / total) * 100).toFixed(2)}%` : '0%',
+    // seahub's e-mail notice settings (this server sends no mail) and department (it has none)
+    department: '',
+    file_updates_email_interval: 0,
+    collaborate_email_interval: 0,
   });
 }
 
@@ -94,6 +98,11 @@ function accountDetail(ctx: Ctx, email: string, usage: number) {
     usage,
     total: u.quota < 0 ? -2 : u.quota,
     two_factor_auth_enabled: !!u.totpSecret,
+    // what seahub's account detail also names: this server has no departments, institutions or login ids
+    department: '',
+    institution: '',
+    login_id: '',
+    list_in_address_book: false,
   };
 }
 
@@ -115,7 +124,8 @@ async function putAccount(ctx: Ctx, r: Req): Promise<void> {
   const created = !user;
   if (!user) {
     const pw = form.get('password');
-    if (!pw) throw new HttpError(400, 'password required');
+    // as seahub's serializer words it
+    if (!pw) throw new HttpError(400, '', { error_msg: { password: ['This field is required.'] } });
     if (!/^[^@\s/]+@[^@\s/]+$/.test(email)) throw new HttpError(400, 'Email invalid.');
     user = ctx.db.createUser(email, pw, bool(form.get('is_staff')) ?? false);
   } else {
@@ -147,10 +157,12 @@ async function putAccount(ctx: Ctx, r: Req): Promise<void> {
     delete user.totpLastStep;
   }
   await ctx.db.save();
+  // seahub answers both with the account as it now is
+  const detail = accountDetail(ctx, email, await ctx.usage(email));
   if (created) {
-    sendJson(r.res, 201, 'success', { Location: `${r.base}/api2/accounts/${encodeURIComponent(email)}/` });
+    sendJson(r.res, 201, detail, { Location: `${r.base}/api2/accounts/${encodeURIComponent(email)}/` });
   } else {
-    sendJson(r.res, 200, 'success');
+    sendJson(r.res, 200, detail);
   }
 }
 
@@ -292,7 +304,7 @@ export const accountRoutes: Route[] = [
         await ctx.db.save();
         for (const id of gone) await ctx.heads.remove(id);
       }
-      sendJson(r.res, 200, 'success');
+      sendJson(r.res, 200, { success: true });
     },
   },
 ];

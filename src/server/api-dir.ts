@@ -29,7 +29,7 @@ export function listingEntry(ctx: Ctx, user: User, repoId: string, parentPath: s
     size: e.size,
     modifier_email: e.modifier,
     modifier_name: modifier?.name ?? e.modifier,
-    modifier_contact_email: e.modifier,
+    modifier_contact_email: ctx.contactOf(e.modifier),
     starred: ctx.db.isStarred(user.email, repoId, full),
   };
   // seahub lists the lock fields only `if is_pro_version()`
@@ -105,6 +105,26 @@ async function listV2(ctx: Ctx, r: Req): Promise<void> {
   sendJson(r.res, 200, await collect(ctx, user, repo.id, perm, rawP, folder.id, o), headers);
 }
 
+/**
+ * The parent folder's listing, as seahub's `reloaddir` answers a mkdir or a
+ * file create asked with `reloaddir=true` (200, the entries, its oid).
+ */
+export async function sendParentListing(ctx: Ctx, r: Req, user: User, repoId: string, made: string): Promise<void> {
+  const { perm } = ctx.repoFor(user, repoId);
+  const parent = '/' + splitPath(made).slice(0, -1).join('/');
+  const folder = await listFolder(ctx, await headRoot(ctx, repoId), splitPath(parent), parent);
+  const o: ListOpts = { t: null, recursive: false };
+  sendJson(r.res, 200, await collect(ctx, user, repoId, perm, parent, folder.id, o), {
+    oid: folder.id,
+    dir_perm: perm,
+  });
+}
+
+/** `reloaddir=true` in the query (seahub reads it case-blind) */
+export function wantsReload(r: Req): boolean {
+  return (r.query.get('reloaddir') ?? '').toLowerCase() === 'true';
+}
+
 async function listV21(ctx: Ctx, r: Req): Promise<void> {
   const user = r.user!;
   const { repo, perm } = ctx.repoFor(user, r.params[0]);
@@ -115,7 +135,8 @@ async function listV21(ctx: Ctx, r: Req): Promise<void> {
   const norm = '/' + splitPath(rawP).join('/');
   // V2.1 names the parent of every entry, recursive or not
   if (!o.recursive) for (const it of items) it.parent_dir = norm === '/' ? '/' : norm + '/';
-  sendJson(r.res, 200, { user_perm: perm, dir_id: folder.id, dirent_list: items }, { oid: folder.id });
+  // (the folder's id is in dir_id: seahub's V2.1 listing sends no oid header)
+  sendJson(r.res, 200, { user_perm: perm, dir_id: folder.id, dirent_list: items });
 }
 
 function dirInfoV21(repoId: string, p: string, e: DirEnt) {
@@ -138,6 +159,7 @@ export async function postDir(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
       const e = (await lookup(ctx.store, await headRoot(ctx, repo.id), splitPath(made)))!;
       return sendJson(r.res, 200, dirInfoV21(repo.id, made, e));
     }
+    if (wantsReload(r)) return sendParentListing(ctx, r, user, repo.id, made);
     return sendJson(r.res, 201, 'success', {
       Location: `${r.base}/api2/repos/${repo.id}/dir/?p=${encodeURIComponent(made)}`,
     });

@@ -127,6 +127,8 @@ export function uploadLinkShape(ctx: Ctx, r: Req, l: UploadLinkRec) {
 // ---- search ----
 
 async function search(ctx: Ctx, r: Req): Promise<void> {
+  // seahub's api2 Search: full-text search is a Pro feature, refused before the query is read
+  if (!ctx.pro) throw new HttpError(404, 'Search not supported.');
   const q = (r.query.get('q') ?? '').trim().toLowerCase();
   if (!q) throw new HttpError(400, 'q invalid.');
   const per = Math.max(1, Number(r.query.get('per_page') ?? 10) || 10);
@@ -245,7 +247,9 @@ export const extraRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const t = r.query.get('t');
-      ctx.db.removeShareLink(t ?? '', r.user!.email);
+      // seahub refuses a token it does not know
+      if (!t || !ctx.db.shareLink(t)) throw new HttpError(400, 'Invalid token');
+      ctx.db.removeShareLink(t, r.user!.email);
       await ctx.db.save();
       sendJson(r.res, 200, 'success');
     },
@@ -268,7 +272,9 @@ export const extraRoutes: Route[] = [
         const rec = await createShareLink(ctx, r, r.params[0], p, form.get('password'), expire);
         r.res.setHeader('Location', shareLinkShape(ctx, r, rec, false).link);
       }
-      sendJson(r.res, 201, 'success');
+      // seahub answers with the Location alone: no body, no Content-Type
+      r.res.writeHead(201, { 'Content-Length': '0' });
+      r.res.end();
     },
   },
   {

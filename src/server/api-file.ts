@@ -8,6 +8,7 @@ import { ZERO_ID } from './objects.js';
 import { deleteEntries, getEntry, putFiles, renameEntry, transfer, UnescapedMoveName } from './ops.js';
 import type { Route } from './router.js';
 import { fileBlockList } from './api-blocks.js';
+import { sendParentListing, wantsReload } from './api-dir.js';
 import { readDir, splitPath, type DirEnt } from './tree.js';
 
 export function requireP(r: Req, v?: string | null): string {
@@ -67,9 +68,10 @@ async function fileDetail(ctx: Ctx, r: Req): Promise<void> {
     last_modified: isoTime(e.mtime),
     last_modifier_email: e.modifier,
     last_modifier_name: ctx.db.user(e.modifier)?.name ?? e.modifier,
-    last_modifier_contact_email: e.modifier,
+    last_modifier_contact_email: ctx.contactOf(e.modifier),
     starred: ctx.db.isStarred(user.email, repo.id, full),
     can_edit: perm === 'rw',
+    comment_total: 0, // seahub's file comments: none here
     // seahub 10 CE's api2 file detail has no is_locked
     ...(ctx.pro ? { is_locked: !!ctx.db.lock(repo.id, full) } : {}),
   });
@@ -79,10 +81,16 @@ async function fileLink(ctx: Ctx, r: Req): Promise<void> {
   const user = r.user!;
   const { repo } = ctx.repoFor(user, r.params[0]);
   const p = requireP(r);
+  const reuse = r.query.get('reuse') ?? '0';
+  if (reuse !== '0' && reuse !== '1')
+    throw new HttpError(
+      400,
+      "If you want to reuse file server access token for download file, you should set 'reuse' argument as '1'.",
+    );
   const e = await fileAt(ctx, repo.id, p);
   if (r.query.get('op') === 'downloadblks') return fileBlockList(ctx, r, repo, e);
   // given for a locked encrypted library too: the file server refuses the download (fileserver.ts)
-  sendJson(r.res, 200, downloadUrl(ctx, r, repo, e, r.query.get('reuse') === '1'), { oid: e.id });
+  sendJson(r.res, 200, downloadUrl(ctx, r, repo, e, reuse === '1'), { oid: e.id });
 }
 
 function fileInfoV21(ctx: Ctx, repoId: string, p: string, e: DirEnt) {
@@ -112,6 +120,7 @@ export async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
     });
     const finalPath = (parent === '/' ? '' : parent) + '/' + made.name;
     if (v21) return sendJson(r.res, 200, fileInfoV21(ctx, repo.id, finalPath, await fileAt(ctx, repo.id, finalPath)));
+    if (wantsReload(r)) return sendParentListing(ctx, r, user, repo.id, finalPath);
     return sendJson(r.res, 201, 'success', {
       Location: `${r.base}/api2/repos/${repo.id}/file/?p=${encodeURIComponent(finalPath)}`,
     });
@@ -119,7 +128,12 @@ export async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   if (op === 'rename') {
     const { repo } = ctx.repoFor(user, r.params[0], 'rw');
     const newName = checkName(form.get('newname'));
-    const res = await renameEntry(ctx, user, repo.id, p, newName, 'file');
+    const res = await renameEntry(ctx, user, repo.id, p, newName, 'file').catch((e: unknown) => {
+      // seahub's api2 FileView asks the C server, whose failure is a 520 (V2.1 checks first: 404)
+      if (!v21 && e instanceof HttpError && e.status === 404 && e.message === 'File not found.')
+        throw new HttpError(520, 'Failed to rename file: file does not exist');
+      throw e;
+    });
     if (!res && !v21) throw new HttpError(409, 'The new name is the same to the old');
     const finalPath = (parent === '/' ? '' : parent) + '/' + (res ? res.name : name);
     if (v21) return sendJson(r.res, 200, fileInfoV21(ctx, repo.id, finalPath, await fileAt(ctx, repo.id, finalPath)));
@@ -141,7 +155,13 @@ export async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
     const finalPath = '/' + [...dstComps, moved.name].join('/');
     if (v21) return sendJson(r.res, 200, fileInfoV21(ctx, dst.id, finalPath, moved.entry));
     const loc = { Location: `${r.base}/api2/repos/${dst.id}/file/?p=${encodeURIComponent(finalPath)}` };
-    return sendJson(r.res, op === 'move' ? 301 : 200, 'success', loc);
+    // seahub names where the file landed (a clash in the destination is renamed)
+    const landed = {
+      repo_id: dst.id,
+      parent_dir: dstComps.length ? `/${dstComps.join('/')}/` : '/',
+      obj_name: moved.name,
+    };
+    return sendJson(r.res, op === 'move' ? 301 : 200, landed, loc);
   }
   throw new HttpError(400, 'operation invalid.');
 }
@@ -237,10 +257,15 @@ async function batch(ctx: Ctx, r: Req, op: 'copy' | 'move' | 'delete'): Promise<
   if (folder?.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
   const there = new Set((await readDir(ctx.store, folder.id)).map((e) => e.name));
   if (!names.every((n) => there.has(n))) throw new HttpError(400, 'file_names invalid.');
-  await transfer(ctx, user, op, repo.id, p, names, dst.id, dstDir).catch((e: unknown) => {
+  const done = await transfer(ctx, user, op, repo.id, p, names, dst.id, dstDir).catch((e: unknown) => {
     throw e instanceof UnescapedMoveName ? new HttpError(520, 'Failed to move file.') : e;
   });
-  sendJson(r.res, 200, 'success');
+  // as seahub's OpCopyView/OpMoveView: where each name landed (a clash is renamed)
+  sendJson(
+    r.res,
+    200,
+    done.map((m) => ({ repo_id: dst.id, parent_dir: dstDir, obj_name: m.name })),
+  );
 }
 
 /**
@@ -268,7 +293,7 @@ async function syncBatch(ctx: Ctx, r: Req, op: 'copy' | 'move'): Promise<void> {
     [srcRepo, srcDir],
     [dstRepo, dstDir],
   ]) {
-    if (!ctx.db.repo(id)) throw new HttpError(404, `Library ${id} not found.`);
+    if (!ctx.visibleRepo(user, id)) throw new HttpError(404, `Library ${id} not found.`);
     if ((await getEntry(ctx, id, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
   }
   const canSrc = permissionOf(ctx, user, srcRepo);
@@ -302,7 +327,7 @@ async function batchDeleteItems(ctx: Ctx, r: Req): Promise<void> {
   if (!dir) throw new HttpError(400, 'parent_dir invalid.');
   const names = form.getAll('dirents');
   if (names.length === 0) throw new HttpError(400, 'dirents invalid.');
-  if (!ctx.db.repo(repoId)) throw new HttpError(404, `Library ${repoId} not found.`);
+  if (!ctx.visibleRepo(user, repoId)) throw new HttpError(404, `Library ${repoId} not found.`);
   if ((await getEntry(ctx, repoId, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
   if (permissionOf(ctx, user, repoId) !== 'rw') throw new HttpError(403, 'Permission denied.');
   for (const n of names) {

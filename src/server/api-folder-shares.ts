@@ -15,17 +15,37 @@ export function subFolderOf(r: Req): string | null {
   return comps.length ? '/' + comps.join('/') : null;
 }
 
-function item(ctx: Ctx, s: FolderShare) {
+function item(ctx: Ctx, r: Req, s: FolderShare) {
   if (typeof s.to === 'number') {
     const g = ctx.db.groups.get(s.to);
     return { share_type: 'group', group_info: { id: s.to, name: g?.name ?? '' }, permission: s.permission };
   }
+  return userShareItem(ctx, r, s.to, s.permission);
+}
+
+/** A share to a user as seahub's shared_items lists it. */
+export function userShareItem(ctx: Ctx, r: Req, email: string, permission: string) {
   return {
     share_type: 'user',
-    user_info: { name: s.to, nickname: ctx.db.user(s.to)?.name ?? s.to, contact_email: s.to },
-    permission: s.permission,
+    user_info: {
+      name: email,
+      nickname: ctx.db.user(email)?.name ?? email,
+      contact_email: ctx.contactOf(email),
+      avatar_url: `${r.base}/media/avatars/default.png`,
+    },
+    permission,
     is_admin: false,
   };
+}
+
+/**
+ * Which shares a shared_items GET lists, as seahub reads `share_type`: a
+ * comma-separated list in which only `user` and `group` count; none: both.
+ */
+export function sharesWanted(raw: string | null): { user: boolean; group: boolean } {
+  if (!raw) return { user: true, group: true };
+  const types = raw.split(',').map((t) => t.trim());
+  return { user: types.includes('user'), group: types.includes('group') };
 }
 
 async function ownedFolder(ctx: Ctx, r: Req, path: string) {
@@ -47,12 +67,12 @@ export async function folderSharedItems(ctx: Ctx, r: Req, path: string): Promise
   const type = r.query.get('share_type');
   const all = ctx.db.folderShares.of(repo.id, path);
   if (r.method === 'GET') {
-    if (type && type !== 'user' && type !== 'group') throw new HttpError(400, 'share_type invalid.');
-    const wanted = all.filter((s) => !type || (type === 'group') === (typeof s.to === 'number'));
+    const want = sharesWanted(type);
+    const wanted = all.filter((s) => (typeof s.to === 'number' ? want.group : want.user));
     return sendJson(
       r.res,
       200,
-      wanted.map((s) => item(ctx, s)),
+      wanted.map((s) => item(ctx, r, s)),
     );
   }
   const form = await r.form({ json: true });
@@ -70,7 +90,7 @@ export async function folderSharedItems(ctx: Ctx, r: Req, path: string): Promise
         }
         const s: FolderShare = { repoId: repo.id, path, from: r.user!.email, to: g.id, permission };
         ctx.db.folderShares.set(s);
-        success.push(item(ctx, s));
+        success.push(item(ctx, r, s));
       }
     } else if (shareType === 'user') {
       const users = form.getAll('username').flatMap((v) => v.split(','));
@@ -82,7 +102,7 @@ export async function folderSharedItems(ctx: Ctx, r: Req, path: string): Promise
         }
         const s: FolderShare = { repoId: repo.id, path, from: r.user!.email, to: u.email, permission };
         ctx.db.folderShares.set(s);
-        success.push(item(ctx, s));
+        success.push(item(ctx, r, s));
       }
     } else throw new HttpError(400, 'share_type invalid.');
     await ctx.db.save();
@@ -125,7 +145,13 @@ export const folderShareRoutes: Route[] = [
           out.push({ ...base, share_type: 'group', group_id: s.to, group_name: ctx.db.groups.get(s.to)?.name ?? '' });
         } else {
           const name = ctx.db.user(s.to)?.name ?? s.to;
-          out.push({ ...base, share_type: 'personal', user_name: name, user_email: s.to, contact_email: s.to });
+          out.push({
+            ...base,
+            share_type: 'personal',
+            user_name: name,
+            user_email: s.to,
+            contact_email: ctx.contactOf(s.to),
+          });
         }
       }
       sendJson(r.res, 200, out);

@@ -1,6 +1,6 @@
 // Groups, V2 (/api2/groups/) and V2.1 (/api/v2.1/groups/): create, rename,
 // delete, members, and the libraries shared to a group. Sharing a library to
-// a group is in api-shares.ts. Only members see a group (others get 404);
+// a group is in api-shares.ts. Only members see a group (others get 403, as seahub);
 // admins manage members, the owner renames and deletes.
 import type { Ctx, Req } from './context.js';
 import type { Group, User } from './db.js';
@@ -10,7 +10,9 @@ import type { Route } from './router.js';
 export function groupParam(ctx: Ctx, r: Req): Group {
   if (!/^\d+$/.test(r.params[0])) throw new HttpError(400, 'group_id invalid.');
   const g = ctx.db.groups.get(Number(r.params[0]));
-  if (!g || !ctx.db.groups.isMember(g, r.user!.email)) throw new HttpError(404, 'Group not found.');
+  if (!g) throw new HttpError(404, 'Group not found.');
+  // seahub tells a group that does not exist (404) from one the caller is not in (403)
+  if (!ctx.db.groups.isMember(g, r.user!.email)) throw new HttpError(403, 'Permission denied.');
   return g;
 }
 
@@ -30,6 +32,9 @@ function groupV21(r: Req, g: Group) {
     created_at: isoTime(g.ctime),
     admins: g.members.filter((m) => m.isAdmin).map((m) => m.email),
     avatar_url: `${r.base}/media/avatars/groups/default.png`,
+    // seahub 10 names these for departments (groups here are never nested and have no quota)
+    parent_group_id: 0,
+    group_quota_usage: '',
   };
 }
 
@@ -41,7 +46,7 @@ export function member(ctx: Ctx, r: Req, g: Group, email: string) {
     role: email === g.owner ? 'Owner' : isAdmin ? 'Admin' : 'Member',
     email,
     name: ctx.db.user(email)?.name ?? email,
-    contact_email: email,
+    contact_email: ctx.contactOf(email),
     login_id: '',
     avatar_url: `${r.base}/media/avatars/default.png`,
     is_admin: isAdmin,
@@ -62,9 +67,11 @@ async function createGroup(ctx: Ctx, r: Req, name: string | undefined): Promise<
   return g;
 }
 
-async function addMember(ctx: Ctx, r: Req, g: Group, email: string | undefined): Promise<string> {
+/** `v21`: an unknown user is a 404 there (seahub's GroupMembers), a 400 in api2. */
+async function addMember(ctx: Ctx, r: Req, g: Group, email: string | undefined, v21 = false): Promise<string> {
   requireAdmin(ctx, g, r.user!);
   const u = email ? ctx.db.user(email) : undefined;
+  if (!u && v21) throw new HttpError(404, `User ${email ?? ''} not found.`);
   if (!u) throw new HttpError(400, `Email ${email ?? ''} invalid.`);
   if (!ctx.db.groups.addMember(g, u.email)) throw new HttpError(400, `User ${u.email} is already a group member.`);
   await ctx.db.save();
@@ -118,7 +125,7 @@ export const groupRoutes: Route[] = [
       if (g.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
       g.name = checkGroupName(ctx, form.get('newname'), g);
       await ctx.db.save();
-      sendJson(r.res, 200, { success: true });
+      sendJson(r.res, 200, 'success'); // seahub's api2 answer (the V2.1 one is {success: true})
     },
   },
   {
@@ -127,7 +134,7 @@ export const groupRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       await deleteGroup(ctx, r, groupParam(ctx, r));
-      sendJson(r.res, 200, { success: true });
+      sendJson(r.res, 200, 'success');
     },
   },
   {
@@ -167,7 +174,7 @@ export const groupRoutes: Route[] = [
     path: '/api/v2.1/groups',
     auth: 'user',
     handler: async (ctx, r) =>
-      sendJson(r.res, 200, groupV21(r, await createGroup(ctx, r, (await r.form({ json: true })).get('name')))),
+      sendJson(r.res, 201, groupV21(r, await createGroup(ctx, r, (await r.form({ json: true })).get('name')))),
   },
   {
     method: 'GET',
@@ -225,7 +232,7 @@ export const groupRoutes: Route[] = [
     auth: 'user',
     handler: async (ctx, r) => {
       const g = groupParam(ctx, r);
-      const email = await addMember(ctx, r, g, (await r.form({ json: true })).get('email'));
+      const email = await addMember(ctx, r, g, (await r.form({ json: true })).get('email'), true);
       sendJson(r.res, 201, member(ctx, r, g, email));
     },
   },

@@ -20,7 +20,7 @@ function author(ctx: Ctx, r: Req, email: string) {
     creator_avatar_url: avatar(r),
     creator_email: email,
     creator_name: ctx.db.user(email)?.name ?? email,
-    creator_contact_email: email,
+    creator_contact_email: ctx.contactOf(email),
   };
 }
 
@@ -103,7 +103,7 @@ async function commitDir(ctx: Ctx, r: Req): Promise<void> {
 
 /** POST /api/v2.1/repos/{id}/commits/{c}/revert/: the library becomes what it was at that commit, in a new commit. */
 async function revertRepo(ctx: Ctx, r: Req): Promise<void> {
-  const repo = ctx.db.repo(r.params[0]);
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
   if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
   const c = await commitOf(ctx, repo.id, r.params[1]).catch(() => {
     throw new HttpError(404, `Commit ${r.params[1]} not found.`);
@@ -135,7 +135,7 @@ async function revertDirents(ctx: Ctx, r: Req): Promise<void> {
   if (paths.length === 0) throw new HttpError(400, 'path invalid.');
   const commitId = form.get('commit_id');
   if (!commitId) throw new HttpError(400, 'commit_id invalid.');
-  const repo = ctx.db.repo(r.params[0]);
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
   if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
   if (ctx.permission(r.user!, repo) !== 'rw') throw new HttpError(403, 'Permission denied.');
   const success: { path: string; is_dir: boolean }[] = [];

@@ -24,7 +24,9 @@ export async function* commitsFrom(ctx: Ctx, id: string | null): AsyncGenerator<
 
 function publicCommit(c: Commit, extra: Record<string, unknown> = {}) {
   const { kind: _kind, ...rest } = c;
-  return { ...rest, rev_file_size: 0, rev_file_id: null, rev_renamed_old_path: null, ...extra };
+  // seahub's commit records also carry the desktop client's fields, null for web and API commits
+  const sync = { client_version: null, device_name: null, next_start_commit: null };
+  return { ...rest, rev_file_size: 0, rev_file_id: null, rev_renamed_old_path: null, ...sync, ...extra };
 }
 
 function paging(r: Req, defPer: number): { page: number; per: number } {
@@ -90,7 +92,7 @@ async function fileHistory(ctx: Ctx, r: Req): Promise<void> {
       user_info: {
         email: c.creator_name,
         name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,
-        contact_email: c.creator_name,
+        contact_email: ctx.contactOf(c.creator_name),
       },
     }),
   );
@@ -182,7 +184,13 @@ export async function trash(ctx: Ctx, r: Req): Promise<void> {
   const per = Math.max(1, Number(r.query.get('per_page') ?? 100) || 100);
   const scan = r.query.get('scan_stat');
   const head = await ctx.heads.get(repo.id);
-  const start = scan && scan !== 'null' ? scan : head.commit_id;
+  const resume = scan && scan !== 'null' ? scan : null;
+  // where the last page stopped: a commit of this library, never a path into the store
+  if (resume !== null) {
+    const c = /^[0-9a-f]{40}$/.test(resume) ? await ctx.heads.readCommit(resume).catch(() => null) : null;
+    if (c?.repo_id !== repo.id) throw new HttpError(400, 'scan_stat invalid.');
+  }
+  const start = resume ?? head.commit_id;
   const data: Record<string, unknown>[] = [];
   const seen = new Set<string>(); // as real servers: one entry per path in an answer, the latest deletion
   let next: string | null = null;
@@ -253,13 +261,14 @@ export const historyRoutes: Route[] = [
           // seahub 10 (repo_history.py) names the author by email, name and contact_email
           email: c.creator_name,
           name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,
-          contact_email: c.creator_name,
+          contact_email: ctx.contactOf(c.creator_name),
           creator: c.creator_name,
           creator_email: c.creator_name,
           creator_name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,
           client_version: null,
           device_name: null,
           second_parent_id: null,
+          tags: [], // snapshot labels: none here
         })),
         more,
       });

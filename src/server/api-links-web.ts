@@ -62,7 +62,8 @@ export const linksWebRoutes: Route[] = [
   {
     method: 'GET',
     path: '/api/v2.1/share-links/:token/dirents',
-    auth: 'user',
+    // as seahub's ShareLinkDirents: the link is the permission, no login needed
+    auth: 'none',
     handler: async (ctx, r) => {
       const found = ctx.db.shareLink(r.params[0]);
       if (!found) throw new HttpError(404, `Share link ${r.params[0]} not found.`);

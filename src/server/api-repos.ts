@@ -12,6 +12,8 @@ import type { Route } from './router.js';
 export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Permission, group?: Group) {
   const head = await ctx.heads.get(repo.id);
   const owner = ctx.db.user(repo.owner);
+  // the author of the library's last change, as seahub names it (commits are cached: a read each at most)
+  const modifier = (await ctx.heads.readCommit(head.commit_id)).creator_name;
   const item: Record<string, unknown> = {
     type: group ? 'grepo' : repo.owner === user.email ? 'repo' : 'srepo',
     id: repo.id,
@@ -19,7 +21,7 @@ export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Pe
     desc: repo.desc,
     owner: repo.owner,
     owner_name: owner?.name ?? repo.owner,
-    owner_contact_email: repo.owner,
+    owner_contact_email: ctx.contactOf(repo.owner),
     permission: perm,
     encrypted: repo.encrypted,
     mtime: head.mtime,
@@ -28,6 +30,9 @@ export async function libraryItem(ctx: Ctx, user: User, repo: RepoMeta, perm: Pe
     size_formatted: `${head.size} B`,
     root: head.root_id,
     head_commit_id: head.commit_id,
+    modifier_email: modifier,
+    modifier_contact_email: ctx.contactOf(modifier),
+    modifier_name: ctx.db.user(modifier)?.name ?? modifier,
     virtual: false,
     version: 1,
     salt: '',
@@ -111,52 +116,70 @@ async function createRepo(
   return repo;
 }
 
-function createdShape(repo: RepoMeta, user: User, head: { size: number; mtime: number }) {
+/**
+ * A library as seahub's repo_download_info gives it (the answer to a create
+ * and to download-info): `encrypted` is 1 or '' there, the relay fields name
+ * this server, and no sync token is issued.
+ */
+function downloadInfo(r: Req, repo: RepoMeta, user: User, head: { size: number; mtime: number; commit_id: string }) {
   return {
+    relay_id: '0'.repeat(40),
+    relay_addr: new URL(r.base).hostname,
+    relay_port: new URL(r.base).port,
+    email: user.email,
+    token: '',
     repo_id: repo.id,
     repo_name: repo.name,
     repo_desc: repo.desc,
-    email: user.email,
-    encrypted: repo.encrypted,
+    repo_size: head.size,
+    repo_size_formatted: `${head.size} B`,
+    mtime: head.mtime,
+    mtime_relative: isoTime(head.mtime),
+    encrypted: repo.encrypted ? 1 : '',
     enc_version: repo.encVersion,
+    salt: '',
     magic: repo.magic,
     random_key: repo.randomKey,
     repo_version: 1,
-    repo_size: head.size,
-    mtime: head.mtime,
+    head_commit_id: head.commit_id,
     permission: 'rw',
-    relay_id: '0'.repeat(40),
-    relay_addr: '127.0.0.1',
-    relay_port: '0',
-    token: '',
   };
 }
 
 async function repoInfo(ctx: Ctx, r: Req): Promise<void> {
-  const { repo, perm } = ctx.repoFor(r.user!, r.params[0]);
+  const user = r.user!;
+  const { repo, perm } = ctx.repoFor(user, r.params[0]);
   const head = await ctx.heads.get(repo.id);
+  const modifier = (await ctx.heads.readCommit(head.commit_id)).creator_name;
+  // as seahub's api2 Repo.get: `owner` says whose it is from the caller's side ("self" or "share"),
+  // `type` is always "repo"; desc, head_commit_id, enc_version and password_need are the spec's extras
   sendJson(r.res, 200, {
+    type: 'repo',
     id: repo.id,
     name: repo.name,
     desc: repo.desc,
-    owner: repo.owner,
+    owner: repo.owner === user.email ? 'self' : 'share',
     size: head.size,
     root: head.root_id,
     head_commit_id: head.commit_id,
-    type: repo.owner === r.user!.email ? 'repo' : 'srepo',
     encrypted: repo.encrypted,
     enc_version: repo.encVersion,
     mtime: head.mtime,
     permission: perm,
-    password_need: repo.encrypted ? !ctx.isUnlocked(r.user!.email, repo) : null,
-    ...(repo.encrypted ? { magic: repo.magic, random_key: repo.randomKey } : {}),
+    modifier_email: modifier,
+    modifier_contact_email: ctx.contactOf(modifier),
+    modifier_name: ctx.db.user(modifier)?.name ?? modifier,
+    password_need: repo.encrypted ? !ctx.isUnlocked(user.email, repo) : null,
+    // (a salt is made for enc_version 3 and later only: serve's libraries are version 2)
+    ...(repo.encrypted ? { magic: repo.magic, random_key: repo.randomKey, salt: '' } : {}),
   });
 }
 
 async function deleteRepo(ctx: Ctx, r: Req): Promise<void> {
-  const repo = ctx.db.repo(r.params[0]);
-  if (!repo) throw new HttpError(400, 'Library does not exist.');
-  if (repo.owner !== r.user!.email) throw new HttpError(403, 'Only library owner can perform this operation.');
+  // as seahub 10 (api2/views.py Repo.delete), a library the caller cannot see being as one that is not there
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
+  if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
+  if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
   ctx.db.deleteRepo(repo.id);
   await ctx.db.save();
   await ctx.heads.remove(repo.id);
@@ -198,7 +221,9 @@ export const repoRoutes: Route[] = [
           owner_email: repo.owner,
           owner_name: it.owner_name,
           last_modified: isoTime(it.mtime as number),
-          modifier_email: repo.owner,
+          modifier_email: it.modifier_email,
+          modifier_name: it.modifier_name,
+          modifier_contact_email: it.modifier_contact_email,
           size: it.size,
           encrypted: repo.encrypted,
           permission: perm,
@@ -215,7 +240,7 @@ export const repoRoutes: Route[] = [
     handler: async (ctx, r) => {
       const form = await r.form({ json: true });
       const repo = await createRepo(ctx, r, form.get('name'), form.get('desc'), form.get('passwd') || undefined);
-      sendJson(r.res, 200, createdShape(repo, r.user!, await ctx.heads.get(repo.id)));
+      sendJson(r.res, 200, downloadInfo(r, repo, r.user!, await ctx.heads.get(repo.id)));
     },
   },
   { method: 'GET', path: '/api2/repos/:repo', auth: 'user', handler: repoInfo },
@@ -226,21 +251,13 @@ export const repoRoutes: Route[] = [
     path: '/api2/repos/:repo/download-info',
     auth: 'user',
     handler: async (ctx, r) => {
-      const { repo } = ctx.repoFor(r.user!, r.params[0]);
+      const { repo, perm } = ctx.repoFor(r.user!, r.params[0]);
       sendJson(r.res, 200, {
-        repo_id: repo.id,
-        repo_name: repo.name,
-        repo_desc: repo.desc,
-        encrypted: repo.encrypted ? 1 : '',
-        enc_version: repo.encVersion,
-        magic: repo.magic,
-        random_key: repo.randomKey,
-        repo_version: 1,
-        relay_id: '0'.repeat(40),
-        relay_addr: new URL(r.base).hostname,
-        relay_port: new URL(r.base).port,
-        email: r.user!.email,
+        ...downloadInfo(r, repo, r.user!, await ctx.heads.get(repo.id)),
+        permission: perm,
+        // a sync token: it serves only the fileserver's jwt-token (the notification server's)
         token: ctx.syncToken(repo.id, r.user!.email),
+        // the spec's field: where the file server is
         applet_root: `${r.base}/seafhttp`,
       });
     },
@@ -261,7 +278,7 @@ export const repoRoutes: Route[] = [
     path: '/api2/repos/:repo/owner',
     auth: 'user',
     handler: async (ctx, r) => {
-      const repo = ctx.db.repo(r.params[0]);
+      const repo = r.user!.isStaff ? ctx.db.repo(r.params[0]) : ctx.visibleRepo(r.user!, r.params[0]);
       if (!repo) throw new HttpError(404, 'Library not found.');
       if (repo.owner !== r.user!.email && !r.user!.isStaff) throw new HttpError(403, 'Permission denied.');
       sendJson(r.res, 200, { owner: repo.owner });

@@ -6,7 +6,7 @@ import type { Ctx, Req } from './context.js';
 import type { Group, RepoMeta, User } from './db.js';
 import { HttpError, sendJson } from './http.js';
 import type { Route } from './router.js';
-import { folderSharedItems, subFolderOf } from './api-folder-shares.js';
+import { folderSharedItems, sharesWanted, subFolderOf, userShareItem } from './api-folder-shares.js';
 
 function shareRecord(repo: RepoMeta, s: { to: string; permission: string }, head: { mtime: number }) {
   return {
@@ -103,7 +103,61 @@ async function subFolder(ctx: Ctx, r: Req): Promise<boolean> {
   return sub !== null;
 }
 
+/**
+ * POST /api/v2.1/repos/batch/ with operation=share: several of the caller's
+ * libraries shared to one user or group, each library's failure reported
+ * alone, as seahub's ReposBatchView (permission defaults to rw there).
+ */
+async function batchShare(ctx: Ctx, r: Req): Promise<void> {
+  const me = r.user!;
+  const form = await r.form({ json: true });
+  if (form.get('operation') !== 'share') throw new HttpError(400, 'operation invalid.');
+  const shareType = form.get('share_type');
+  if (shareType !== 'user' && shareType !== 'group') throw new HttpError(400, 'share_type invalid.');
+  const permission = form.get('permission') ?? 'rw';
+  if (permission !== 'r' && permission !== 'rw') throw new HttpError(400, 'permission invalid.');
+  let to: User | undefined;
+  let group: Group | undefined;
+  if (shareType === 'user') {
+    const name = form.get('username');
+    if (!name) throw new HttpError(400, 'username invalid.');
+    to = ctx.db.user(name);
+    if (!to) throw new HttpError(404, `User ${name} not found.`);
+  } else {
+    const id = form.get('group_id') ?? '';
+    if (!/^\d+$/.test(id)) throw new HttpError(400, 'group_id invalid.');
+    group = ctx.db.groups.get(Number(id));
+    if (!group) throw new HttpError(404, `Group ${id} not found.`);
+  }
+  const failed: { repo_id: string; error_msg: string }[] = [];
+  const success: Record<string, unknown>[] = [];
+  for (const repoId of form.getAll('repo_id')) {
+    const repo = ctx.db.repo(repoId);
+    if (!repo) failed.push({ repo_id: repoId, error_msg: `Library ${repoId} not found.` });
+    else if (repo.owner !== me.email) failed.push({ repo_id: repoId, error_msg: 'Permission denied.' });
+    else if (to) {
+      if (to.email === repo.owner) failed.push({ repo_id: repoId, error_msg: 'Library can not be shared to owner.' });
+      else if (ctx.db.sharesOfRepo(repo.id).some((x) => x.to === to!.email))
+        failed.push({ repo_id: repoId, error_msg: `This item has been shared to ${to.email}.` });
+      else {
+        ctx.db.setShare(repo.id, me.email, to.email, permission);
+        success.push({ repo_id: repo.id, username: to.email, permission });
+      }
+    } else if (group) {
+      if (ctx.db.groups.sharesOfRepo(repo.id).some((x) => x.groupId === group!.id))
+        failed.push({ repo_id: repoId, error_msg: `This item has been shared to ${group.name}.` });
+      else {
+        ctx.db.groups.share(repo.id, group.id, me.email, permission);
+        success.push({ repo_id: repo.id, group_id: group.id, group_name: group.name, permission });
+      }
+    }
+  }
+  await ctx.db.save();
+  sendJson(r.res, 200, { failed, success });
+}
+
 export const shareRoutes: Route[] = [
+  { method: 'POST', path: '/api/v2.1/repos/batch', auth: 'user', handler: batchShare },
   {
     method: 'GET',
     path: '/api2/shared-repos',
@@ -202,16 +256,13 @@ export const shareRoutes: Route[] = [
       if (await subFolder(ctx, r)) return;
       const { repo } = ctx.repoFor(r.user!, r.params[0]);
       if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
-      const type = r.query.get('share_type');
-      if (type && type !== 'user' && type !== 'group') throw new HttpError(400, 'share_type invalid.');
-      const items =
-        type === 'group'
+      const want = sharesWanted(r.query.get('share_type'));
+      const items = [
+        ...(want.user ? ctx.db.sharesOfRepo(repo.id).map((s) => userShareItem(ctx, r, s.to, s.permission)) : []),
+        ...(want.group
           ? ctx.db.groups.sharesOfRepo(repo.id).map((s) => groupItem(ctx.db.groups.get(s.groupId)!, s.permission))
-          : ctx.db.sharesOfRepo(repo.id).map((s) => ({
-              share_type: 'user',
-              user_info: { name: s.to, nickname: ctx.db.user(s.to)?.name ?? s.to },
-              permission: s.permission,
-            }));
+          : []),
+      ];
       sendJson(r.res, 200, items);
     },
   },
@@ -234,11 +285,7 @@ export const shareRoutes: Route[] = [
       const { failed, success } = await shareWithUsers(ctx, r.user!, r.params[0], users, permission);
       sendJson(r.res, 200, {
         failed,
-        success: success.map((e) => ({
-          share_type: 'user',
-          user_info: { name: e, nickname: ctx.db.user(e)?.name ?? e },
-          permission,
-        })),
+        success: success.map((e) => userShareItem(ctx, r, e, permission)),
       });
     },
   },

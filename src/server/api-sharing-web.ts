@@ -13,7 +13,7 @@ import type { Route } from './router.js';
 import { randomUUID } from 'node:crypto';
 
 function ownRepo(ctx: Ctx, r: Req): RepoMeta {
-  const repo = ctx.db.repo(r.params[0]);
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
   if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
   if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
   return repo;
@@ -43,7 +43,7 @@ async function sharedReposV21(ctx: Ctx, r: Req): Promise<void> {
       share_permission_name: '',
       modifier_email: repo.owner,
       modifier_name: ctx.db.user(repo.owner)?.name ?? repo.owner,
-      modifier_contact_email: repo.owner,
+      modifier_contact_email: ctx.contactOf(repo.owner),
       last_modified: isoTime(head.mtime),
       is_admin: false,
     };
@@ -56,7 +56,7 @@ async function sharedReposV21(ctx: Ctx, r: Req): Promise<void> {
       share_type: 'personal',
       user_name: name,
       user_email: s.to,
-      contact_email: s.to,
+      contact_email: ctx.contactOf(s.to),
     });
   }
   for (const repo of ctx.db.reposOwnedBy(me)) {
@@ -150,7 +150,7 @@ async function createGroupLibrary(ctx: Ctx, r: Req): Promise<void> {
 /** DELETE /api/v2.1/groups/{id}/libraries/{repo}/: the group's share of it ends (group admin or owner). */
 async function unshareGroupLibrary(ctx: Ctx, r: Req): Promise<void> {
   const g = groupParam(ctx, r);
-  const repo = ctx.db.repo(r.params[1]);
+  const repo = ctx.visibleRepo(r.user!, r.params[1]);
   if (!repo) throw new HttpError(404, `Library ${r.params[1]} not found.`);
   if (!ctx.db.groups.sharesOfRepo(repo.id).some((s) => s.groupId === g.id))
     throw new HttpError(404, `Group library ${repo.id} not found.`);

@@ -5,18 +5,23 @@
 // then the file server's /seafhttp/zip/<token>). Answers as seahub 10 and the
 // C server give them: a task id, then {done, total, canceled, failed,
 // successful}; a zip token, then {zipped, total}.
-import { buffer } from 'node:stream/consumers';
+import { Readable } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
 import type { Ctx, Req } from './context.js';
 import type { User } from './db.js';
 import { HttpError, sendFileServerError, sendJson, sendText } from './http.js';
 import { getEntry, transfer } from './ops.js';
 import type { Route } from './router.js';
 import { readDir, splitPath, type DirEnt } from './tree.js';
-import { buildZip, type ZipEntry } from './zip.js';
+import { zipLength, zipStream, type ZipEntry } from './zip.js';
 
 /** seahub's MAX_DOWNLOAD_DIR_SIZE: larger folders are refused (400) */
 const MAX_ZIP_BYTES = 100 * 1000 * 1000;
 const TASK_TTL_MS = 3600_000;
+/** archives streamed at once; one more answers 503 with Retry-After and keeps its token */
+export const MAX_ZIP_DOWNLOADS = 4;
+/** archives being sent, per server */
+const zipsSending = new WeakMap<Ctx, number>();
 
 interface CopyTask {
   total: number;
@@ -68,7 +73,7 @@ async function asyncBatch(ctx: Ctx, r: Req, op: 'copy' | 'move'): Promise<void> 
     [src, srcDir],
     [dst, dstDir],
   ]) {
-    if (!ctx.db.repo(id)) throw new HttpError(404, `Library ${id} not found.`);
+    if (!ctx.visibleRepo(user, id)) throw new HttpError(404, `Library ${id} not found.`);
     if ((await getEntry(ctx, id, dir))?.type !== 'dir') throw new HttpError(404, `Folder ${dir} not found.`);
   }
   const srcRepo = ctx.db.repo(src)!;
@@ -111,17 +116,58 @@ async function addTree(ctx: Ctx, out: ZipItem[], prefix: string, e: DirEnt, budg
 }
 
 /**
- * The archive's entries with their bytes, read as the file server's download
- * reads a file object (fileserver.ts): the one place here that knows how
- * content is stored, to follow it when that changes (blocks).
+ * The archive's entries, each read when the archive reaches it as the file
+ * server's download reads a file object (fileserver.ts): the one place here
+ * that knows how content is stored, to follow it when that changes (blocks).
  */
-async function zipEntries(ctx: Ctx, items: ZipItem[]): Promise<ZipEntry[]> {
-  const out: ZipEntry[] = [];
-  for (const it of items) {
-    const data = it.id && it.size > 0 ? await buffer(await ctx.blocks.open(it.id, 0, it.size - 1)) : Buffer.alloc(0);
-    out.push({ name: it.name, data, mtime: it.mtime });
+function zipEntries(ctx: Ctx, items: ZipItem[]): ZipEntry[] {
+  return items.map((it) => ({
+    name: it.name,
+    size: it.id ? it.size : 0,
+    mtime: it.mtime,
+    open: () => ctx.blocks.open(it.id!, 0, it.size - 1),
+  }));
+}
+
+/**
+ * Sends the archive as it is made; a failure on the way cuts the answer (its
+ * length tells the client), and so does a client that takes nothing for the
+ * body idle timeout: it would hold one of the few places for good.
+ */
+async function sendZip(ctx: Ctx, r: Req, t: ZipTask): Promise<void> {
+  const entries = zipEntries(ctx, t.items);
+  r.res.writeHead(200, {
+    'Content-Type': 'application/zip',
+    'Content-Length': zipLength(entries),
+    'Content-Disposition': `attachment;filename*=UTF-8''${encodeURIComponent(t.name)}.zip`,
+  });
+  const idleMs = (ctx.opts.bodyIdleSec ?? 30) * 1000;
+  let moved = Date.now();
+  async function* watched() {
+    for await (const piece of zipStream(entries)) {
+      moved = Date.now();
+      yield piece;
+    }
   }
-  return out;
+  const stall =
+    idleMs > 0
+      ? setInterval(
+          () => {
+            if (Date.now() - moved >= idleMs) r.res.destroy();
+          },
+          Math.max(10, idleMs / 4),
+        ).unref()
+      : undefined;
+  zipsSending.set(ctx, (zipsSending.get(ctx) ?? 0) + 1);
+  try {
+    await pipeline(Readable.from(watched()), r.res);
+  } catch (e) {
+    if (!r.res.destroyed) ctx.log(`zip of ${t.repoId} cut short: ${(e as Error).message}`);
+    r.res.destroy();
+  } finally {
+    clearInterval(stall);
+    zipsSending.set(ctx, zipsSending.get(ctx)! - 1);
+  }
 }
 
 async function zipTask(ctx: Ctx, r: Req, user: User, dir: string | null | undefined, names: string[]) {
@@ -241,17 +287,16 @@ export const taskRoutes: Route[] = [
       const t = zipTasks.get(r.params[0]);
       // the C server's words (plain text) for a token it does not know or that was spent
       if (!t || t.expires <= Date.now()) return sendText(r.res, 403, 'Access token not found\n');
+      // a bound on the disk reads and sockets archives hold: the token stays good for a retry
+      if ((zipsSending.get(ctx) ?? 0) >= MAX_ZIP_DOWNLOADS)
+        return sendText(r.res, 503, 'Too many archives are being downloaded, try again later.\n', {
+          'Retry-After': '5',
+        });
       zipTasks.delete(r.params[0]);
       const repo = ctx.db.repo(t.repoId);
       if (repo && !ctx.isUnlocked(t.user, repo))
         return sendFileServerError(r.res, 400, 'Repo is encrypted. Please provide password to view it.');
-      const zip = buildZip(await zipEntries(ctx, t.items));
-      r.res.writeHead(200, {
-        'Content-Type': 'application/zip',
-        'Content-Length': zip.length,
-        'Content-Disposition': `attachment;filename*=UTF-8''${encodeURIComponent(t.name)}.zip`,
-      });
-      r.res.end(zip);
+      await sendZip(ctx, r, t);
     },
   },
 ];

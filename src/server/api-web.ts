@@ -19,26 +19,25 @@ function userInfo(ctx: Ctx, email: string) {
   return {
     email,
     name: u?.name ?? email,
-    contact_email: email,
+    contact_email: ctx.contactOf(email),
     telephone: '',
     login_id: '',
     list_in_address_book: false,
   };
 }
 
-/** The owner of a library: 404 when it does not exist, 403 for anyone else. */
+/** The owner of a library: 404 when the caller cannot see it, 403 for anyone else. */
 function ownedRepo(ctx: Ctx, r: Req): RepoMeta {
-  const repo = ctx.db.repo(r.params[0]);
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
   if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
   if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
   return repo;
 }
 
 async function repoV21(ctx: Ctx, r: Req): Promise<void> {
-  const repo = ctx.db.repo(r.params[0]);
-  const perm = repo ? ctx.permission(r.user!, repo) : null;
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
   if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
-  if (!perm) throw new HttpError(403, 'Permission denied.');
+  const perm = ctx.permission(r.user!, repo)!;
   const head = await ctx.heads.get(repo.id);
   let files = 0;
   await walkTree(ctx.store, head.root_id, [], (e) => {
@@ -50,7 +49,7 @@ async function repoV21(ctx: Ctx, r: Req): Promise<void> {
     repo_name: repo.name,
     owner_email: repo.owner,
     owner_name: owner?.name ?? repo.owner,
-    owner_contact_email: repo.owner,
+    owner_contact_email: ctx.contactOf(repo.owner),
     size: head.size,
     encrypted: repo.encrypted,
     file_count: files,
@@ -70,7 +69,7 @@ async function changePassword(ctx: Ctx, r: Req): Promise<void> {
   const form = await r.form({ json: true });
   const op = form.get('operation') ?? 'change-password';
   if (op !== 'change-password') throw new HttpError(400, 'operation invalid.');
-  const repo = ctx.db.repo(r.params[0]);
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
   if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
   if (!repo.encrypted) throw new HttpError(400, `Library ${repo.id} is not encrypted.`);
   if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
@@ -125,6 +124,15 @@ export const webRoutes: Route[] = [
   },
   {
     method: 'GET',
+    path: '/api2/avatars/group/:group/resized/:size',
+    auth: 'user',
+    handler: async (_c, r) => {
+      if (!/^\d+$/.test(r.params[1])) throw new HttpError(404, 'Not found.');
+      sendJson(r.res, 200, { url: `${r.base}/media/avatars/groups/default.png`, is_default: true, mtime: 0 });
+    },
+  },
+  {
+    method: 'GET',
     path: '/api2/search-user',
     auth: 'user',
     handler: async (ctx, r) => {
@@ -137,7 +145,12 @@ export const webRoutes: Route[] = [
         .filter((u) => self || u.email !== r.user!.email)
         .slice(0, 10);
       sendJson(r.res, 200, {
-        users: hits.map((u) => ({ email: u.email, avatar_url: avatar(r), name: u.name, contact_email: u.email })),
+        users: hits.map((u) => ({
+          email: u.email,
+          avatar_url: avatar(r),
+          name: u.name,
+          contact_email: u.contactEmail ?? u.email,
+        })),
       });
     },
   },
@@ -170,7 +183,7 @@ export const webRoutes: Route[] = [
     handler: async (ctx, r) => {
       const to = (await r.form({ json: true })).get('owner');
       if (!to) throw new HttpError(400, 'owner invalid.');
-      const repo = ctx.db.repo(r.params[0]);
+      const repo = ctx.visibleRepo(r.user!, r.params[0]);
       if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
       const u = ctx.db.user(to);
       if (!u) throw new HttpError(404, `User ${to} not found.`);
@@ -195,8 +208,8 @@ export const webRoutes: Route[] = [
     path: '/api/v2.1/repos/:repo',
     auth: 'user',
     handler: async (ctx, r) => {
-      const repo = ctx.db.repo(r.params[0]);
-      // seahub answers success for a library that is not there
+      const repo = ctx.visibleRepo(r.user!, r.params[0]);
+      // seahub answers success for a library that is not there (nor, here, for one the caller cannot see)
       if (repo) {
         if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
         ctx.db.deleteRepo(repo.id);
@@ -216,9 +229,8 @@ export const webRoutes: Route[] = [
       if (!repoId) throw new HttpError(400, 'repo_id invalid.');
       const q = (r.query.get('q') ?? '').toLowerCase();
       if (!q) throw new HttpError(400, 'q invalid.');
-      const repo = ctx.db.repo(repoId);
+      const repo = ctx.visibleRepo(r.user!, repoId);
       if (!repo) throw new HttpError(404, `Library ${repoId} not found.`);
-      if (!ctx.permission(r.user!, repo)) throw new HttpError(403, 'Permission denied.');
       const files: { path: string; size: number; mtime: number; type: string }[] = [];
       const folders: typeof files = [];
       await walkTree(ctx.store, await headRoot(ctx, repo.id), [], (e, parent) => {
@@ -245,13 +257,12 @@ export const webRoutes: Route[] = [
       const isDir = (r.query.get('is_dir') ?? '').toLowerCase();
       if (!isDir) throw new HttpError(400, 'is_dir invalid.');
       if (isDir !== 'true' && isDir !== 'false') throw new HttpError(400, "is_dir can only be 'true' or 'false'.");
-      const repo = ctx.db.repo(repoId);
+      const repo = ctx.visibleRepo(r.user!, repoId);
       if (!repo) throw new HttpError(404, `Library ${repoId} not found.`);
       const comps = splitPath(p);
       const e = await lookup(ctx.store, await headRoot(ctx, repo.id), comps);
       if (isDir === 'true' && e?.type !== 'dir') throw new HttpError(404, `Folder ${p} not found.`);
       if (isDir === 'false' && e?.type !== 'file') throw new HttpError(404, `File ${p} not found.`);
-      if (!ctx.permission(r.user!, repo)) throw new HttpError(403, 'Permission denied.');
       const name = comps.length ? comps[comps.length - 1] : '';
       const uuid = direntUuid(repo.id, '/' + comps.join('/'), isDir === 'true');
       sendJson(r.res, 200, { smart_link: `${r.base}/smart-link/${uuid}/`, smart_link_token: uuid, name });
@@ -319,9 +330,8 @@ function starredRoutes(): Route[] {
   const args = (ctx: Ctx, r: Req, repoId: string | null | undefined, p: string | null | undefined) => {
     if (!repoId) throw new HttpError(400, 'repo_id invalid.');
     if (!p) throw new HttpError(400, 'path invalid.');
-    const repo = ctx.db.repo(repoId);
+    const repo = ctx.visibleRepo(r.user!, repoId);
     if (!repo) throw new HttpError(404, `Library ${repoId} not found.`);
-    if (!ctx.permission(r.user!, repo)) throw new HttpError(403, 'Permission denied.');
     return { repo, path: '/' + splitPath(p).join('/') };
   };
   return [

@@ -30,7 +30,7 @@ export interface ServerOptions {
   throttlePerMin?: number;
   /** log one line per request through `log` (link tokens and passwords redacted) */
   logRequests?: boolean;
-  /** seconds a request body may stall before the connection is closed; default 30 */
+  /** seconds a request body (or a zip download) may stall before the connection is closed; default 30 */
   bodyIdleSec?: number;
   /** wrong logins per account in a window before 429 (an address gets 5 times as many); default 10 */
   loginFailLimit?: number;
@@ -212,6 +212,11 @@ export class Ctx {
       throw new HttpError(this.behaviour.tooManyFilesStatus, 'The number of files in library exceeds the limit');
   }
 
+  /** the e-mail of account `id`: from 11.0 its contact (login) e-mail, else the id itself */
+  contactOf(id: string): string {
+    return this.db.user(id)?.contactEmail ?? id;
+  }
+
   get unlockTtlMs(): number {
     return (this.opts.unlockTtlSec ?? 3600) * 1000;
   }
@@ -231,6 +236,16 @@ export class Ctx {
     const personal = this.db.shareOf(repo.id, user.email)?.permission ?? null;
     if (personal === 'rw') return 'rw';
     return this.db.groups.permissionVia(user.email, repo.id) ?? personal;
+  }
+
+  /**
+   * The library if `user` may see it, else undefined: a library of someone
+   * else's answers exactly as one that does not exist, so neither it nor the
+   * paths and commits in it can be probed by 403 versus 404.
+   */
+  visibleRepo(user: User, repoId: string): RepoMeta | undefined {
+    const repo = this.db.repo(repoId);
+    return repo && this.permission(user, repo) ? repo : undefined;
   }
 
   /** The library if `user` may access it with `need`; another user's library is invisible (404). */

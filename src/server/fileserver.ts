@@ -8,8 +8,9 @@ import { promises as fsp } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { Ctx, DownloadToken, Req } from './context.js';
 import type { RepoMeta, User } from './db.js';
+import { downloadContentType } from './content-types.js';
 import { fileServerFields } from './fileserver-go.js';
-import { FileServerError, type HttpError, sendJson, sendText } from './http.js';
+import { FileServerError, type HttpError, sendFileServerText, sendJson, sendText } from './http.js';
 import { parseMultipart, type UploadedPart } from './multipart.js';
 import { canonicalDir, isValidName, nfcName, uploadName } from './names.js';
 import { ZERO_ID } from './objects.js';
@@ -55,7 +56,7 @@ export async function sendContent(
 ): Promise<void> {
   const base: Record<string, string> = {
     ...extra,
-    'Content-Type': 'application/octet-stream',
+    'Content-Type': downloadContentType(t.name),
     'Accept-Ranges': 'bytes',
     ETag: t.fileId,
     'Content-Disposition': `attachment; filename*=UTF-8''${encodeURIComponent(t.name)}`,
@@ -136,10 +137,10 @@ function adopt(ctx: Ctx, repo: RepoMeta, f: UploadedPart): void {
 
 function uploadToken(ctx: Ctx, r: Req, kind: 'upload' | 'update') {
   const t = ctx.uploads.get(r.params[0]);
-  if (!t || t.kind !== kind || t.expires <= Date.now()) throw fsError(403, 'Access denied.');
+  if (!t || t.kind !== kind || t.expires <= Date.now()) throw fsError(403, 'Access token not found.');
   const user = ctx.db.user(t.user);
   const repo = ctx.db.repo(t.repoId);
-  if (!user || !repo || ctx.permission(user, repo) !== 'rw') throw fsError(403, 'Access denied.');
+  if (!user || !repo || ctx.permission(user, repo) !== 'rw') throw fsError(403, 'Permission denied.');
   return { t, user, repo };
 }
 
@@ -168,7 +169,7 @@ export async function upload(ctx: Ctx, r: Req): Promise<void> {
     seen: (fields) => void (retJson ||= ctx.goFileserver && fileServerFields(true, r, fields).has('ret-json')),
   });
   if (retJson) sendJson(r.res, 200, stored);
-  else sendText(r.res, 200, stored.map((s) => s.id).join('\t'));
+  else sendFileServerText(r.res, 200, stored.map((s) => s.id).join('\t'));
 }
 
 /**
@@ -194,7 +195,7 @@ export async function storeUpload(
     into.seen?.(fields);
     const field = fileServerFields(ctx.goFileserver, r, fields).get;
     const parentDir = field('parent_dir') ?? (into.impliedParent ? into.dir : undefined);
-    if (!parentDir) throw fsError(400, 'Invalid URL.');
+    if (!parentDir) throw fsError(400, 'Invalid parent dir.');
     let parent: string[];
     let rel: string[];
     try {
@@ -271,7 +272,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     if (id === null) throw fsError(441, 'File does not exist.');
     const retJson = ctx.goFileserver ? form.has('ret-json') : r.query.get('ret-json') === '1';
     if (retJson) sendJson(r.res, 200, [{ name: comps[comps.length - 1], id, size: part.size }]);
-    else sendText(r.res, 200, id);
+    else sendFileServerText(r.res, 200, id);
   } finally {
     await discard(files);
   }

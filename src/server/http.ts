@@ -49,9 +49,20 @@ export function sendText(
   res.end(text);
 }
 
-/** The file server's error shape: `{"error": "...\n"}` with a raw newline, as text/plain. */
+/**
+ * An upload answer of the file server as the C one sends it: the text as it
+ * is (an error `{"error": "...\n"}` with a raw newline, or tab-separated ids),
+ * labelled application/json whatever it holds.
+ */
+export function sendFileServerText(res: ServerResponse, status: number, text: string): void {
+  sendText(res, status, text, { 'Content-Type': 'application/json; charset=utf-8' });
+}
+
+/** The C fileserver's messages that it sends without the newline the others end with. */
+const NO_NEWLINE = new Set(['Permission denied.', 'Access token not found.', 'Invalid relative path.']);
+
 export function sendFileServerError(res: ServerResponse, status: number, msg: string): void {
-  sendText(res, status, `{"error": "${msg}\n"}`);
+  sendFileServerText(res, status, `{"error": "${msg}${NO_NEWLINE.has(msg) ? '' : '\n'}"}`);
 }
 
 /** Form fields (urlencoded, or a JSON object when allowed) with repeated values. */

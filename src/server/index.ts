@@ -81,10 +81,10 @@ export function redactUrl(url: string): string {
   const [p, q] = url.split(/\?(.*)/s, 2);
   const pathPart = p
     .replace(
-      /^(\/seafhttp\/(?:files|upload-api|update-api|upload-aj|repos|upload-raw-blks-api|upload-blks-api|update-blks-api|blks)\/)[^/]+/,
+      /^(\/seafhttp\/(?:files|upload-api|update-api|upload-aj|repos|upload-raw-blks-api|upload-blks-api|update-blks-api|blks|zip)\/)[^/]+/,
       '$1<token>',
     )
-    .replace(/^(\/(?:f|d|u\/d|api2\/d|api\/v2\.1\/(?:share|upload)-links)\/)[^/]+/, '$1<token>');
+    .replace(/^(\/(?:f|d|u\/d|api2\/d|api\/v2\.1\/(?:repos\/[^/]+\/)?(?:share|upload)-links)\/)[^/]+/, '$1<token>');
   if (q === undefined) return pathPart;
   const params = new URLSearchParams(q);
   for (const k of [...params.keys()]) if (/pass|token|secret|otp|key/i.test(k)) params.set(k, '<redacted>');

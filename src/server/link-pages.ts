@@ -106,7 +106,7 @@ async function linkAccess(ctx: Ctx, r: Req, isDir: boolean): Promise<{ l: ShareL
 // ---- what links serve ----
 
 function redirect(r: Req, location: string): void {
-  r.res.writeHead(302, { Location: location, 'Content-Length': '0' });
+  r.res.writeHead(302, { Location: location, 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': '0' }); // as Django's redirect
   r.res.end();
 }
 

@@ -56,13 +56,15 @@ export function sendLinks<L extends LinkRec>(r: Req, links: L[], shape: (l: L) =
   sendJson(r.res, 200, links.map(shape));
 }
 
-/** DELETE /api/v2.1/{kind}/:token: the caller's link of that token goes (another's or none: nothing, and success). */
+/** DELETE /api/v2.1/{kind}/:token: the caller's link of that token goes; none is a success, another's 403 (as seahub). */
 export function deleteLinkRoute<L extends LinkRec>(kind: LinkKind<L>): Route {
   return {
     method: 'DELETE',
     path: `/api/v2.1/${kind.segment}/:token`,
     auth: 'user',
     handler: async (ctx, r) => {
+      const l = kind.get(ctx, r.params[0]);
+      if (l && l.username !== r.user!.email) throw new HttpError(403, 'Permission denied.');
       kind.remove(ctx, r.params[0], r.user!.email);
       await ctx.db.save();
       sendJson(r.res, 200, { success: true });
@@ -111,7 +113,7 @@ export function oneLinkRoutes<L extends LinkRec>(
 
 /** A library's links are for its owner (seahub: the owner or a library admin). */
 function ownedRepoId(ctx: Ctx, r: Req): string {
-  const repo = ctx.db.repo(r.params[0]);
+  const repo = ctx.visibleRepo(r.user!, r.params[0]);
   if (!repo) throw new HttpError(404, `Library ${r.params[0]} not found.`);
   if (repo.owner !== r.user!.email) throw new HttpError(403, 'Permission denied.');
   return repo.id;

@@ -45,7 +45,24 @@ export interface MultipartOptions {
   maxFormBytes?: number;
 }
 
-/** All non-file parts (their headers and values) together, by default: an upload's fields are a few paths and flags. */
+/**
+ * The text fields of the upload forms. A part with one of these names is a
+ * field even when it comes with a filename, as some HTTP libraries send every
+ * part (the C fileserver takes only a part named `file` as a file).
+ */
+const TEXT_FIELDS = new Set([
+  'parent_dir',
+  'relative_path',
+  'replace',
+  'target_file',
+  'filename',
+  'last_modify',
+  'file_name',
+  'file_size',
+  'blockids',
+]);
+
+/** All non-file parts (their headers and values) together; the upload fields are a few paths and flags. */
 export const MAX_FORM_BYTES = 16 << 10;
 /** Headers of all file parts together (a batch of many files has one header each). */
 const MAX_FILE_HEADERS_BYTES = 1 << 20;
@@ -141,7 +158,7 @@ export async function parseMultipart(
 
   const openPart = async (headerText: string) => {
     const { name, filename } = parseDisposition(headerText);
-    if (filename !== null) {
+    if (filename !== null && !TEXT_FIELDS.has(name)) {
       fileHeaderBytes += headerText.length;
       if (fileHeaderBytes > MAX_FILE_HEADERS_BYTES) throw tooMuchForm();
       const tmpPath = path.join(opts.tmpDir, `up-${randomBytes(8).toString('hex')}`);

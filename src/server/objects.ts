@@ -42,6 +42,8 @@ export class ObjectStore {
   }
 
   pathOf(id: string): string {
+    // every id is a sha1: anything else (a name from a request) never becomes a path
+    if (!/^[0-9a-f]{40}$/.test(id)) throw new Error('not an object id');
     return path.join(this.dir, id.slice(0, 2), id.slice(2));
   }
 

@@ -1,63 +1,79 @@
 // The filesystem core: path-based operations as plain async functions, no
-// FUSE. It combines the listing cache (metadata), the remote reader (clean
-// files) and the write-back (dirty files in temp files) and speaks errno
-// names through VfsError. The FUSE adapter is a thin layer over this.
-// This file (~520 lines) is the one place each of the ~30 FUSE operations is
-// dispatched; it holds path lookups, attributes (getattr and its synchronous
-// forms), open/create/read/write/flush/release of handles, and delegates the
-// rest to a module each: local-copy.ts (truncate, locked files), set-mtime.ts,
-// file-remove.ts (unlink, .fuse_hidden), folder-ops.ts (mkdir, rmdir),
-// rename-op.ts, control-actions.ts (seafs unlock/lock/restore) and
-// mount-status.ts (drain, status). The parts it is made of are built and
-// wired in parts.ts.
+// FUSE, speaking errno names through VfsError. Vfs is the vfs's face: the one
+// place each FUSE operation is dispatched, and what the CLI asks of a mount
+// (drain, shutdown, stats, status, pins, locks, restore). It holds path
+// lookups, attributes (getattr and its synchronous forms) and the handles'
+// open/create/read/write/flush/release; every other operation is a module of
+// its own (rename/, remove/, folders/, copies/, mtimes/, xattrs/, control/),
+// and the parts it is made of are built in components.ts. Longer than the
+// other modules because it is the face: each method is a few lines of
+// dispatch, and splitting it would spread the one table of operations.
 import { constants as C } from 'node:fs';
 import { type DirEntry, type Library, type SeafileApi } from '../client/types.js';
 import { ApiError } from '../client/errors.js';
-import { AttrShaper, type Attr, type StatFs } from './attrs.js';
-import { Connectivity, unreachable } from './connectivity.js';
-import { restoreFileVersion, setFileLock, unlockByName } from './control-actions.js';
-import type { DeleteGuard } from './delete-guard.js';
+import { AttrShaper, type Attr, type StatFs } from './common/stat-attrs.js';
+import { Connectivity, unreachable } from './common/connectivity.js';
+import { restoreFileVersion, setFileLock, unlockByName } from './control/commands.js';
+import type { DeleteGuard } from './remove/mass-delete-guard.js';
 import { VfsError } from './errors.js';
-import { hideOpenFile, removeFile, unlinkFile } from './file-remove.js';
-import { ensureEmpty, makeFolder, removeFolder } from './folder-ops.js';
+import { hideOpenFile, removeFile, unlinkFile } from './remove/unlink.js';
+import { ensureEmpty, makeFolder, removeFolder } from './folders/mkdir-rmdir.js';
 import { HandleTable } from './handles.js';
 import { HiddenFolders } from './hidden/hidden-folders.js';
-import { Libraries, writable } from './libraries.js';
-import { LibraryLocks } from './library-unlock.js';
-import { ListingStore } from './listing-store.js';
-import { lockedByOther, refuseLocked, remoteFileOf, truncatePath } from './local-copy.js';
-import { LocalMtimes } from './local-mtimes.js';
-import { MetaCache, type Listing } from './meta-cache.js';
-import { drainAll, pendingOf, statusOf, type Pending } from './mount-status.js';
-import { baseOf, checkChangeAt, checkName, parentOf } from './paths.js';
-import { BlockCache } from './read/block-cache.js';
+import { Libraries, writable } from './libraries/library-paths.js';
+import { LibraryLocks } from './libraries/encrypted-unlock.js';
+import { ListingStore } from './listings/listing-disk-store.js';
+import { lockedByOther, refuseLocked, remoteFileOf, truncatePath } from './copies/editable-copy.js';
+import { LocalMtimes } from './mtimes/kept-mtimes.js';
+import { MetaCache, type Listing } from './listings/listing-cache.js';
+import {
+  drainAll,
+  pendingOf,
+  statusOf,
+  uploadQueueOf,
+  type Pending,
+  type UploadQueueEntry,
+} from './control/drain-and-status.js';
+import { baseOf, checkChangeAt, checkName, parentOf } from './common/paths.js';
+import { ChunkCache } from './read/chunk-cache/chunk-cache.js';
 import { RemoteReader, type RemoteFile } from './read/reader.js';
 import { Pins } from './pin/pins.js';
-import { buildParts, type VfsOptions, type VfsParts } from './parts.js';
-import { Quota } from './quota.js';
-import { renamePath } from './rename-op.js';
-import { setMtime, setMtimeNow } from './set-mtime.js';
-import type { UnlinkedOpen } from './unlinked-open.js';
+import { buildComponents, type VfsOptions, type VfsComponents } from './components.js';
+import { Quota } from './write/quota.js';
+import { renamePath } from './rename/rename-path.js';
+import { setMtime, setMtimeNow } from './mtimes/set-mtime.js';
+import type { UnlinkedOpen } from './remove/unlinked-open.js';
 import { type FileState, WriteBack } from './write/write-back.js';
-import { Xattrs } from './xattrs.js';
+import { Xattrs } from './xattrs/xattrs.js';
 
-export type { Attr, StatFs } from './attrs.js';
-export type { VfsOptions } from './parts.js';
+// The vfs's face: this file and errors.ts are all that the CLI and the FUSE adapter
+// may import from src/vfs/ (an eslint rule keeps it so); what they need of its parts is
+// handed on here.
+export type { Attr, StatFs } from './common/stat-attrs.js';
+export type { VfsOptions } from './components.js';
+export type { Pending, UploadQueueEntry } from './control/drain-and-status.js';
+export { DEFAULT_DELETE_GUARD, type DeleteGuardStatus } from './remove/mass-delete-guard.js';
+export { WrongLibraryPassword, LibraryLocks } from './libraries/encrypted-unlock.js';
+export type { MtimeStatus } from './mtimes/kept-mtimes.js';
+export type { ServerRulesStatus } from './common/server-rules.js';
+export type { LiveStatus } from './listings/live-changes.js';
+export type { PinStatus } from './pin/status.js';
+export { nfc } from './common/paths.js';
+export { processAlive } from './common/process-alive.js';
 
 const NEW_PATTERN = () => ({ next: 0, window: 0 });
 
 export class Vfs {
-  readonly meta: MetaCache;
+  readonly listingCache: MetaCache;
   readonly reader: RemoteReader;
-  readonly disk: BlockCache | null;
-  readonly wb: WriteBack;
-  readonly stats = { ops: 0 };
+  readonly chunkCache: ChunkCache | null;
+  readonly writeBack: WriteBack;
   readonly libraries: Libraries;
   private readonly handles = new HandleTable();
   private readonly attrs: AttrShaper;
   /** .seafile-history and .seafile-trash (src/vfs/hidden/) */
   private readonly hiddenDirs: HiddenFolders;
-  /** statfs and ENOSPC at close (quota.ts) */
+  /** statfs and ENOSPC at close (write/quota.ts) */
   private readonly quota: Quota;
   private readonly log: (msg: string) => void;
   /** files unlinked while open, renamed by libfuse to .fuse_hiddenNNN until their last close */
@@ -65,26 +81,26 @@ export class Vfs {
 
   /** the API as the rest of the vfs uses it: failing at once while offline */
   readonly api: SeafileApi;
-  readonly net: Connectivity;
+  readonly connectivity: Connectivity;
   readonly locks: LibraryLocks;
-  /** extended attributes (getfattr/setfattr), xattrs.ts */
+  /** extended attributes (getfattr/setfattr), xattrs/xattrs.ts */
   readonly xattrs: Xattrs;
-  /** the times set here that the server does not keep (local-mtimes.ts) */
-  readonly times: LocalMtimes;
-  /** the listings seen, kept on disk for a mount started offline (listing-store.ts) */
+  /** the times set here that the server does not keep (mtimes/kept-mtimes.ts) */
+  readonly mtimes: LocalMtimes;
+  /** the listings seen, kept on disk for a mount started offline (listings/listing-disk-store.ts) */
   readonly listings: ListingStore;
   /** files kept on this machine (seafs pin, user.seafile.pinned): src/vfs/pin/ */
   readonly pins: Pins;
-  /** mass deletes held until confirmed (delete-guard.ts) */
+  /** mass deletes held until confirmed (remove/mass-delete-guard.ts) */
   readonly deleteGuard: DeleteGuard;
-  /** all of the above, as parts.ts built them: what the operations' own modules take */
-  private readonly parts: VfsParts;
+  /** all of the above, as components.ts built them: what the operations' own modules take */
+  private readonly parts: VfsComponents;
 
   private constructor(
     rawApi: SeafileApi,
     readonly opts: VfsOptions,
   ) {
-    const p = (this.parts = buildParts(rawApi, opts, {
+    const p = (this.parts = buildComponents(rawApi, opts, {
       resolve: (x) => this.resolve(x),
       lookup: (repo, path) => this.lookup(repo, path),
       dir: (repo, dir) => this.dir(repo, dir),
@@ -96,18 +112,18 @@ export class Vfs {
     this.log = p.log;
     this.deleteGuard = p.deleteGuard;
     this.locks = p.locks;
-    this.net = p.net;
+    this.connectivity = p.connectivity;
     this.api = p.api;
     this.attrs = p.attrs;
     this.listings = p.listings;
     this.libraries = p.libraries;
-    this.meta = p.meta;
+    this.listingCache = p.listingCache;
     this.quota = p.quota;
-    this.times = p.times;
-    this.disk = p.disk;
+    this.mtimes = p.mtimes;
+    this.chunkCache = p.chunkCache;
     this.reader = p.reader;
     this.pins = p.pins;
-    this.wb = p.wb;
+    this.writeBack = p.writeBack;
     this.xattrs = p.xattrs;
     this.hiddenDirs = p.hiddenDirs;
     this.unlinked = p.unlinked;
@@ -118,17 +134,17 @@ export class Vfs {
     const v = new Vfs(api, opts);
     const lib = opts.library !== undefined ? await v.libraries.choose(opts.library) : null;
     if (lib?.encrypted && opts.libraryPassword) await v.locks.unlock(lib, await opts.libraryPassword(lib));
-    await v.wb.init();
-    await v.disk?.init();
-    await v.times.init(v.api);
+    await v.writeBack.init();
+    await v.chunkCache?.init();
+    await v.mtimes.init(v.api);
     await v.pins.init((repo) => !lib || repo === lib.id, !lib);
-    const recovered = await v.wb.recover((repo) => (lib ? repo === lib.id : true));
+    const recovered = await v.writeBack.recover((repo) => (lib ? repo === lib.id : true));
     if (recovered) v.log(`recovered ${recovered} file(s) left by an earlier mount; uploading them`);
     v.followChanges(lib);
     return v;
   }
 
-  /** `seafs unlock`: an encrypted library's password, in all-libraries mode (control-actions.ts) */
+  /** `seafs unlock`: an encrypted library's password, in all-libraries mode (control/commands.ts) */
   unlockLibrary(name: string, password: string): Promise<Library> {
     return unlockByName(this.parts, name, password);
   }
@@ -147,9 +163,9 @@ export class Vfs {
 
   /** The listing of a folder, checking that every ancestor is a folder. */
   private async dir(repo: string, dir: string): Promise<Listing> {
-    const cached = this.meta.peek(repo, dir);
-    if (cached && this.meta.fresh(cached)) {
-      this.meta.noteUse(repo, dir, cached);
+    const cached = this.listingCache.peek(repo, dir);
+    if (cached && this.listingCache.fresh(cached)) {
+      this.listingCache.noteUse(repo, dir, cached);
       return cached;
     }
     if (dir !== '/') {
@@ -157,7 +173,7 @@ export class Vfs {
       if (!e) throw new VfsError('ENOENT', dir);
       if (e.type !== 'dir') throw new VfsError('ENOTDIR', dir);
     }
-    return this.meta.list(repo, dir);
+    return this.listingCache.list(repo, dir);
   }
 
   /** The remote entry at a path, from its parent's listing; null when absent. */
@@ -177,13 +193,13 @@ export class Vfs {
   getattrNow(p: string): Attr | null {
     const loc = this.libraries.resolveNow(p);
     if (!loc || loc.path === '/') return null;
-    const s = this.wb.get(loc.repo, loc.path);
+    const s = this.writeBack.get(loc.repo, loc.path);
     if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
     if (this.unlinked.has(loc.repo, loc.path)) return null;
     const dir = parentOf(loc.path);
-    const l = this.meta.peek(loc.repo, dir);
-    if (!l || !this.meta.fresh(l)) return null;
-    this.meta.noteUse(loc.repo, dir, l);
+    const l = this.listingCache.peek(loc.repo, dir);
+    if (!l || !this.listingCache.fresh(l)) return null;
+    this.listingCache.noteUse(loc.repo, dir, l);
     const e = l.entries.get(baseOf(loc.path));
     if (!e) return null;
     if (e.type === 'dir') return this.attrs.dir(e.mtime, loc.readOnly);
@@ -198,9 +214,9 @@ export class Vfs {
   absentNow(p: string): boolean {
     const loc = this.libraries.resolveNow(p);
     if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
-    if (this.wb.get(loc.repo, loc.path) || this.unlinked.has(loc.repo, loc.path)) return false;
-    const l = this.meta.peek(loc.repo, parentOf(loc.path));
-    return !!l && this.meta.fresh(l) && !l.entries.has(baseOf(loc.path));
+    if (this.writeBack.get(loc.repo, loc.path) || this.unlinked.has(loc.repo, loc.path)) return false;
+    const l = this.listingCache.peek(loc.repo, parentOf(loc.path));
+    return !!l && this.listingCache.fresh(l) && !l.entries.has(baseOf(loc.path));
   }
 
   async getattr(p: string): Promise<Attr> {
@@ -212,7 +228,7 @@ export class Vfs {
     }
     const hid = await this.hiddenDirs.at(loc);
     if (hid) return hid.attr;
-    const s = this.wb.get(loc.repo, loc.path);
+    const s = this.writeBack.get(loc.repo, loc.path);
     // whole seconds, as the server keeps them: no change of mtime once the file is uploaded
     if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
     const gone = this.unlinked.get(loc.repo, loc.path);
@@ -232,7 +248,7 @@ export class Vfs {
     if (hid) throw new VfsError('ENOTDIR', p);
     const l = await this.dir(loc.repo, loc.path);
     const names = new Set(l.entries.keys());
-    for (const n of this.wb.childrenOf(loc.repo, loc.path)) names.add(n);
+    for (const n of this.writeBack.childrenOf(loc.repo, loc.path)) names.add(n);
     return [...names];
   }
 
@@ -245,7 +261,7 @@ export class Vfs {
     if (mode & C.W_OK && (attr.mode & 0o222) === 0) throw new VfsError('EACCES', `${p} is locked`);
   }
 
-  /** statfs: the account's quota (quota.ts; in a library shared with the account, that library) */
+  /** statfs: the account's quota (write/quota.ts; in a library shared with the account, that library) */
   async statfs(p: string): Promise<StatFs> {
     const loc = await this.resolve(p).catch(() => null);
     return this.quota.statfs(loc?.repo ?? null);
@@ -275,7 +291,7 @@ export class Vfs {
       writable(loc);
       checkChangeAt(path);
     }
-    let s = this.wb.get(repo, path);
+    let s = this.writeBack.get(repo, path);
     if (!wantWrite) {
       if (s) {
         s.opened(false);
@@ -298,7 +314,7 @@ export class Vfs {
       if (e.type === 'dir') throw new VfsError('EISDIR', p);
       refuseLocked(p, e);
       const remote = this.remoteOf(repo, path, e);
-      s = await this.wb.openExisting(
+      s = await this.writeBack.openExisting(
         repo,
         path,
         { size: remote.size, mtimeMs: e.mtime * 1000, id: e.id },
@@ -306,7 +322,7 @@ export class Vfs {
         (dest) => this.reader.downloadWhole(remote, dest),
       );
     }
-    if (trunc && s.size > 0) await this.wb.truncate(s, 0);
+    if (trunc && s.size > 0) await this.writeBack.truncate(s, 0);
     s.opened(acc !== C.O_RDONLY);
     return this.handles.add({ kind: 'local', repo, path, state: s, write: acc !== C.O_RDONLY });
   }
@@ -319,12 +335,12 @@ export class Vfs {
     checkName(baseOf(loc.path));
     this.parts.rules.checkName(baseOf(loc.path));
     const repo = loc.repo;
-    let s = this.wb.get(repo, loc.path);
+    let s = this.writeBack.get(repo, loc.path);
     if (!s) {
       const e = await this.lookup(repo, loc.path);
       if (e?.type === 'dir') throw new VfsError('EISDIR', p);
       if (e) return this.open(p, C.O_RDWR);
-      s = await this.wb.createNew(repo, loc.path);
+      s = await this.writeBack.createNew(repo, loc.path);
     }
     s.opened(true);
     return this.handles.add({ kind: 'local', repo, path: loc.path, state: s, write: true });
@@ -345,7 +361,7 @@ export class Vfs {
     } catch {
       return null;
     }
-    const s = this.wb.createInMemory(loc.repo, loc.path);
+    const s = this.writeBack.createInMemory(loc.repo, loc.path);
     if (!s) return null;
     s.opened(true);
     return this.handles.add({ kind: 'local', repo: loc.repo, path: loc.path, state: s, write: true });
@@ -354,10 +370,10 @@ export class Vfs {
   /** Synchronous (a number) when the data is in memory, a promise otherwise. */
   read(_p: string, fh: number, buf: Buffer, len: number, pos: number): number | Promise<number> {
     const h = this.handles.get(fh);
-    if (h.kind === 'local') return this.wb.read(h.state, buf, len, pos);
+    if (h.kind === 'local') return this.writeBack.read(h.state, buf, len, pos);
     // a clean file opened for reading that someone has since written to: read the local data
-    const s = this.wb.get(h.repo, h.path);
-    if (s && !s.deleted) return this.wb.read(s, buf, len, pos);
+    const s = this.writeBack.get(h.repo, h.path);
+    if (s && !s.deleted) return this.writeBack.read(s, buf, len, pos);
     return this.reader.read(h.remote, buf, len, pos, h.pattern);
   }
 
@@ -374,16 +390,16 @@ export class Vfs {
 
   /** write, synchronous (a number) when the data stays in memory; a failure may be thrown */
   writeNow(_p: string, fh: number, buf: Buffer, len: number, pos: number): number | Promise<number> {
-    return this.wb.write(this.writeState(fh), buf, len, pos);
+    return this.writeBack.write(this.writeState(fh), buf, len, pos);
   }
 
-  /** truncate(2) of a path (local-copy.ts) */
+  /** truncate(2) of a path (copies/editable-copy.ts) */
   truncate(p: string, size: number): Promise<void> {
     return truncatePath(this.parts, p, size);
   }
 
   async ftruncate(_p: string, fh: number, size: number): Promise<void> {
-    await this.wb.truncate(this.writeState(fh), size);
+    await this.writeBack.truncate(this.writeState(fh), size);
   }
 
   /** close(): record the dirty file in the journal so it survives a crash; report a failed upload. */
@@ -391,7 +407,7 @@ export class Vfs {
     const h = this.handles.get(fh);
     if (h.kind !== 'local' || !h.write) return;
     const s = h.state;
-    await this.wb.persist(s);
+    await this.writeBack.persist(s);
     if (s.dirty && !s.lastError) await this.quota.checkRoom(s);
     // offline: the data waits in the journal, nothing to report
     if (s.lastError && s.dirty && !unreachable(s.lastError)) {
@@ -412,14 +428,14 @@ export class Vfs {
     if (!h) return false;
     if (h.kind !== 'local' || !h.write) return true;
     const s = h.state;
-    if (!this.wb.persistNow(s) || s.lastError) return false;
+    if (!this.writeBack.persistNow(s) || s.lastError) return false;
     if (!s.dirty) return true;
     return this.quota.fitsNow(s) === true;
   }
 
   async fsync(_p: string, fh: number): Promise<void> {
     const h = this.handles.get(fh);
-    if (h.kind === 'local' && !h.state.deleted) await this.wb.sync(h.state);
+    if (h.kind === 'local' && !h.state.deleted) await this.writeBack.sync(h.state);
   }
 
   /** synchronous: nothing in it waits */
@@ -432,16 +448,16 @@ export class Vfs {
     }
     const s = h.state;
     s.closed(h.write);
-    if (s.dirty && s.writers === 0 && !s.deleted) this.wb.scheduleAfterClose(s);
-    else this.wb.maybeDispose(s);
+    if (s.dirty && s.writers === 0 && !s.deleted) this.writeBack.scheduleAfterClose(s);
+    else this.writeBack.maybeDispose(s);
   }
 
-  /** utimens of a file with local data, done at once; false: utimens must run (set-mtime.ts) */
+  /** utimens of a file with local data, done at once; false: utimens must run (mtimes/set-mtime.ts) */
   utimensNow(p: string, mtimeMs: number): boolean {
     return setMtimeNow(this.parts, p, mtimeMs);
   }
 
-  /** a new modification time, uploaded with the file's content (set-mtime.ts) */
+  /** a new modification time, uploaded with the file's content (mtimes/set-mtime.ts) */
   utimens(p: string, mtimeMs: number): Promise<void> {
     return setMtime(this.parts, p, mtimeMs);
   }
@@ -465,12 +481,12 @@ export class Vfs {
 
   // ---- namespace changes ----
 
-  /** unlink(2) (file-remove.ts) */
+  /** unlink(2) (remove/unlink.ts) */
   unlink(p: string): Promise<void> {
     return unlinkFile(this.parts, p);
   }
 
-  /** mkdir(2), rmdir(2): folder-ops.ts */
+  /** mkdir(2), rmdir(2): folders/mkdir-rmdir.ts */
   mkdir(p: string, _mode: number): Promise<void> {
     return makeFolder(this.parts, p);
   }
@@ -479,20 +495,25 @@ export class Vfs {
     return removeFolder(this.parts, p);
   }
 
-  /** rename(2): rename-op.ts, moves in rename.ts */
+  /** rename(2): rename/rename-path.ts, moves in rename/renamer.ts */
   rename(src: string, dst: string): Promise<void> {
     return renamePath(this.parts, src, dst);
   }
 
   // ---- lifecycle ----
 
-  /** Upload everything pending; returns the files that could not be uploaded (mount-status.ts). */
+  /** Upload everything pending; returns the files that could not be uploaded (control/drain-and-status.ts). */
   drain(onStatus: (pending: Pending[]) => void = () => {}, timeoutMs = 0) {
-    return drainAll(this.wb, onStatus, timeoutMs);
+    return drainAll(this.writeBack, onStatus, timeoutMs);
   }
 
   pendingUploads(): Pending[] {
-    return pendingOf(this.wb);
+    return pendingOf(this.writeBack);
+  }
+
+  /** What an unmount that stopped waiting leaves in the journal: files, and folders made here (size 0). */
+  leftBehind(): Pending[] {
+    return [...this.pendingUploads(), ...this.writeBack.folders.pending().map((f) => ({ path: f.path, size: 0 }))];
   }
 
   /** The state of the mount's engines, for the control socket's status answer. */
@@ -500,19 +521,87 @@ export class Vfs {
     return statusOf(this.parts);
   }
 
-  /** `seafs lock` / `seafs unlock-file` (control-actions.ts) */
+  /** Each file not yet on the server, for `seafs status`. */
+  uploadQueue(): UploadQueueEntry[] {
+    return uploadQueueOf(this.writeBack);
+  }
+
+  /** The few figures an unmount watches while it waits for uploads. */
+  stats() {
+    return {
+      uploads: this.writeBack.stats.uploads,
+      uploadedBytes: this.writeBack.stats.uploadedBytes,
+      failures: this.writeBack.stats.failures,
+      online: this.connectivity.online,
+      diskCache: this.chunkCache !== null,
+    };
+  }
+
+  /** Pending uploads go now (a new login was taken). */
+  retryUploads(): void {
+    this.writeBack.retryNow();
+  }
+
+  /** The library with this id, as the mount names it. */
+  libraryById(repo: string): Promise<Library | undefined> {
+    return this.libraries.byId(repo);
+  }
+
+  /** `seafs confirm-delete [--cancel]`: the held mass delete goes on, or ends; whether one was held. */
+  answerDeleteGuard(cancel: boolean): boolean {
+    return cancel ? this.deleteGuard.cancel() : this.deleteGuard.confirm();
+  }
+
+  /** `seafs pin PATH` (src/vfs/pin/) */
+  pin(p: string) {
+    return this.pins.pin(p);
+  }
+
+  /** `seafs unpin PATH`: the files let go of */
+  unpin(p: string) {
+    return this.pins.unpin(p);
+  }
+
+  /** Extended attributes (xattrs/xattrs.ts), for the FUSE adapter. */
+  getxattr(p: string, name: string) {
+    return this.xattrs.get(p, name);
+  }
+
+  listxattr(p: string) {
+    return this.xattrs.list(p);
+  }
+
+  setxattr(p: string, name: string, value: Buffer) {
+    return this.xattrs.set(p, name, value);
+  }
+
+  removexattr(p: string, name: string) {
+    return this.xattrs.remove(p, name);
+  }
+
+  /**
+   * The unmount's last step before close(), once the uploads are drained:
+   * pinned files stop coming (the next mount goes on with them), and the disk
+   * cache's last writes and their markers land, so a next mount reads them.
+   */
+  async shutdown(): Promise<void> {
+    this.pins.close();
+    await this.reader.closeDisk();
+  }
+
+  /** `seafs lock` / `seafs unlock-file` (control/commands.ts) */
   setLock(p: string, on: boolean): Promise<void> {
     return setFileLock(this.parts, p, on);
   }
 
-  /** `seafs restore FILE --at TIME` (control-actions.ts) */
+  /** `seafs restore FILE --at TIME` (control/commands.ts) */
   restoreVersion(p: string, atMs: number) {
     return restoreFileVersion(this.parts, p, atMs);
   }
 
   /** Drop the downloaded data kept on disk (never data waiting for upload); returns the bytes freed. */
   clearCache(): number {
-    return this.disk?.clear() ?? 0;
+    return this.chunkCache?.clear() ?? 0;
   }
 
   /** the mounted library's changes, or every library's the account has at the start */
@@ -529,10 +618,10 @@ export class Vfs {
   close(): void {
     this.parts.live.close();
     this.pins.close();
-    this.net.close();
+    this.connectivity.close();
     this.listings.close();
-    this.wb.close();
-    this.times.close();
+    this.writeBack.close();
+    this.mtimes.close();
     void this.reader.closeDisk();
   }
 }

@@ -8,7 +8,7 @@ import { mkdtempSync, readFileSync, statSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { controlPaths } from '../../src/cli/mount-control.js';
+import { controlPaths } from '../../src/cli/control/control-socket.js';
 import { SeafileClient } from '../../src/client/client.js';
 import { expectRemoteFile, remoteBytes, waitRemoteFile } from '../helpers/api-check.js';
 import {
@@ -225,7 +225,7 @@ describe('a mount whose output goes nowhere', () => {
     expect((await remoteBytes(ctx.api, repo, '/t/note.txt')).equals(small)).toBe(true);
   });
 
-  it('seafs mount --daemon --log-file F: the background mount writes timestamped lines to F (mode 0600, no password), runs with two malloc arenas and a 1 MiB semi-space, and seafs unmount ends it with the file on the server', async () => {
+  it('seafs mount --daemon --log-file F: the background mount writes timestamped lines to F (mode 0600, no password), runs with two malloc arenas and its V8 flags, and seafs unmount ends it with the file on the server', async () => {
     const repo = ctx.repos.Logged;
     const mnt = mkdtempSync(path.join(scratchDir(), 'logged-mnt-'));
     const cacheDir = mkdtempSync(path.join(scratchDir(), 'logged-cache-'));
@@ -255,12 +255,11 @@ describe('a mount whose output goes nowhere', () => {
     const big = path.join(ctx.src, 'logged-big.bin');
     await writeRandom(big, 12 * 1024 * 1024);
     const small = await fileOps(mnt, 'l', big);
-    // the background process runs with the mount's memory settings (src/cli/mount-tuning.ts)
+    // the background process runs with the mount's memory settings (src/cli/mount/v8-tuning.ts)
     expect(readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0')).toContain('MALLOC_ARENA_MAX=2');
     const st = await run(process.execPath, [CLI, 'status', '--json', mnt], { env: testEnv() });
-    const newSpace = (JSON.parse(st.out) as { newSpaceBytes?: number }[])[0].newSpaceBytes;
-    expect(newSpace).toBeGreaterThan(0);
-    expect(newSpace).toBeLessThanOrEqual(2 * 1024 * 1024);
+    const v8Flags = (JSON.parse(st.out) as { v8Flags?: string[] }[])[0].v8Flags;
+    expect(v8Flags).toContain('--semi-space-growth-factor=1');
     const un = await run(process.execPath, [CLI, 'unmount', mnt], { env: testEnv(), timeoutMs: 120_000 });
     expect(un.out).toContain('every upload is on the server');
     const t0 = Date.now();

@@ -6,6 +6,7 @@
 import { mkdirSync, utimesSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../src/client/errors.js';
 import { expectRemoteFile, remoteEntries } from '../helpers/api-check.js';
 import { mountLibrary, q, run, sh, sleep } from '../helpers/mount.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
@@ -13,10 +14,20 @@ import { setupE2E } from '../helpers/e2e-fixture.js';
 const ctx = setupE2E(['Times']);
 
 /** the mtime (seconds) of `name` in `dir`'s listing on the server, polled until it equals `want` or 30 s pass */
+/** the server's listing of `dir`; none yet while the folder's creation (made in the background after mkdir) is on its way */
+async function entriesOnceThere(dir: string) {
+  try {
+    return await remoteEntries(ctx.api, ctx.repos.Times, dir);
+  } catch (e) {
+    if (e instanceof ApiError && e.status === 404) return [];
+    throw e;
+  }
+}
+
 async function remoteMtime(dir: string, name: string, want: number): Promise<number | undefined> {
   let got: number | undefined;
   for (const end = Date.now() + 30_000; Date.now() < end;) {
-    got = (await remoteEntries(ctx.api, ctx.repos.Times, dir)).find((e) => e.name === name)?.mtime;
+    got = (await entriesOnceThere(dir)).find((e) => e.name === name)?.mtime;
     if (got === want) break;
     await sleep(250);
   }
@@ -27,7 +38,7 @@ async function remoteMtime(dir: string, name: string, want: number): Promise<num
 async function remoteMtimeWhere(dir: string, name: string, ok: (s: number) => boolean): Promise<number | undefined> {
   let got: number | undefined;
   for (const end = Date.now() + 30_000; Date.now() < end;) {
-    got = (await remoteEntries(ctx.api, ctx.repos.Times, dir)).find((e) => e.name === name)?.mtime;
+    got = (await entriesOnceThere(dir)).find((e) => e.name === name)?.mtime;
     if (got !== undefined && ok(got)) break;
     await sleep(250);
   }

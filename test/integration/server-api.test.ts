@@ -148,7 +148,7 @@ describe('session and auth', () => {
 describe('libraries', () => {
   it('lists, describes, renames and deletes', async () => {
     const c = await call('POST', '/api2/repos/', { form: { name: 'temp', desc: 'd' } });
-    expect(c.json).toMatchObject({ repo_name: 'temp', encrypted: false });
+    expect(c.json).toMatchObject({ repo_name: 'temp', encrypted: '' });
     const id = c.json.repo_id;
     expect(id).toMatch(/^[0-9a-f-]{36}$/);
     const mine = await call('GET', '/api2/repos/', { query: { type: 'mine' } });
@@ -484,7 +484,8 @@ describe('file operations', () => {
       query: { p: '/ops' },
       form: { file_names: 'a.txt:c.txt', dst_repo: repo, dst_dir: '/batch' },
     });
-    expect(cp.json).toBe('success');
+    // where each landed, as seahub's OpCopyView
+    expect(cp.json).toEqual(['a.txt', 'c.txt'].map((obj_name) => ({ repo_id: repo, parent_dir: '/batch', obj_name })));
     expect((await list('/batch')).map((e) => e.name)).toEqual(['a.txt', 'c.txt']);
     const del = await call('POST', `/api2/repos/${repo}/fileops/delete/`, {
       query: { p: '/batch' },
@@ -496,7 +497,7 @@ describe('file operations', () => {
       query: { p: '/ops' },
       form: { file_names: 'dst', dst_repo: repo, dst_dir: '/batch' },
     });
-    expect(mv.json).toBe('success');
+    expect(mv.json).toEqual([{ repo_id: repo, parent_dir: '/batch', obj_name: 'dst' }]);
     expect((await list('/batch/dst')).length).toBe(3);
     const into = await call('POST', `/api2/repos/${repo}/fileops/move/`, {
       query: { p: '/batch' },

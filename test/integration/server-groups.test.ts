@@ -33,7 +33,7 @@ afterAll(async () => {
 describe('groups', () => {
   it('a user creates a group (V2.1), adds a member, and both see it in the V2 and V2.1 lists; others do not', async () => {
     const g = await admin('POST', '/api/v2.1/groups/', { form: { name: 'team' } });
-    expect(g.status).toBe(200);
+    expect(g.status).toBe(201);
     expect(g.json).toMatchObject({ name: 'team', owner: server.adminEmail, admins: [server.adminEmail] });
     groupId = g.json.id;
     expect((await admin('POST', '/api/v2.1/groups/', { form: { name: 'team' } })).status).toBe(400);
@@ -48,7 +48,7 @@ describe('groups', () => {
     );
     expect(members.sort()).toEqual([server.adminEmail, 'bob@seafs.test'].sort());
     expect((await carol('GET', '/api/v2.1/groups/')).json).toEqual([]);
-    expect((await carol('GET', `/api/v2.1/groups/${groupId}/`)).status).toBe(404);
+    expect((await carol('GET', `/api/v2.1/groups/${groupId}/`)).status).toBe(403);
     // a plain member cannot add members
     expect(
       (await bob('POST', `/api/v2.1/groups/${groupId}/members/`, { form: { email: 'carol@seafs.test' } })).status,

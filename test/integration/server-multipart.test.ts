@@ -215,4 +215,34 @@ describe('multipart uploads', () => {
     );
     expect(names.filter((n: string) => /^c\d+\.bin$|^last\.bin$/.test(n))).toEqual([]);
   });
+
+  it('reads parent_dir, relative_path and replace sent as parts with a filename as fields (as the C fileserver does)', async () => {
+    const boundary = 'fieldsAsFiles';
+    const asFile = (name: string, value: string) =>
+      part(
+        boundary,
+        `Content-Disposition: form-data; name="${name}"; filename="blob"\r\nContent-Type: application/octet-stream`,
+        value,
+      );
+    const content = randomBytes(500);
+    const body = Buffer.concat([
+      asFile('parent_dir', '/'),
+      asFile('relative_path', 'as-files/sub'),
+      asFile('replace', '1'),
+      part(boundary, 'Content-Disposition: form-data; name="file"; filename="f.bin"', content),
+      Buffer.from(`--${boundary}--\r\n`),
+    ]);
+    const link = await uploadLink();
+    const up = () => post(`${link}?ret-json=1`, `multipart/form-data; boundary=${boundary}`, body, [4096]);
+    const r = await up();
+    expect(r.status, r.text).toBe(200);
+    expect(JSON.parse(r.text)).toEqual([{ name: 'f.bin', id: seafileFileId(content), size: 500 }]);
+    // replace=1 was read: the same upload again replaces, no "f (1).bin"
+    expect((await up()).status).toBe(200);
+    const names = (await call('GET', `/api2/repos/${repo}/dir/`, { query: { p: '/as-files/sub' } })).json.map(
+      (e: { name: string }) => e.name,
+    );
+    expect(names).toEqual(['f.bin']);
+    expect((await download('/as-files/sub/f.bin')).equals(content)).toBe(true);
+  });
 });

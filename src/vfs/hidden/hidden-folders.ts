@@ -7,7 +7,7 @@
 // and changed as usual, the virtual folder is then unreachable there (logged
 // once per library).
 import { VfsError } from '../errors.js';
-import type { Loc } from '../libraries.js';
+import type { Loc } from '../libraries/library-paths.js';
 import { HISTORY_DIR, HistoryView } from './history.js';
 import { TRASH_DIR, TrashView } from './trash.js';
 import type { HiddenDeps, HiddenNode } from './types.js';

@@ -9,7 +9,7 @@
 // mount's dir-cache-time.
 import { ZERO_ID, type CommitRecord } from '../../client/types.js';
 import { VfsError } from '../errors.js';
-import { joinPath, parentOf, splitPath } from '../paths.js';
+import { joinPath, parentOf, splitPath } from '../common/paths.js';
 import { timeNames } from './names.js';
 import type { HiddenDeps, HiddenNode } from './types.js';
 

@@ -21,8 +21,8 @@
 // former path is overwritten.
 import type { TrashEntry } from '../../client/types.js';
 import { isNotFound, VfsError } from '../errors.js';
-import type { Loc } from '../libraries.js';
-import { joinPath, parentOf, splitPath } from '../paths.js';
+import type { Loc } from '../libraries/library-paths.js';
+import { joinPath, parentOf, splitPath } from '../common/paths.js';
 import { flatPath, timeNames } from './names.js';
 import type { HiddenDeps, HiddenNode } from './types.js';
 

@@ -2,8 +2,8 @@
 // vfs, and what they answer for a path: a read-only folder with a listing, or
 // a read-only file read through the reader as an earlier version.
 import type { DirEntry, SeafileApi } from '../../client/types.js';
-import type { Attr, AttrShaper } from '../attrs.js';
-import type { Loc } from '../libraries.js';
+import type { Attr, AttrShaper } from '../common/stat-attrs.js';
+import type { Loc } from '../libraries/library-paths.js';
 import type { RemoteFile } from '../read/types.js';
 
 export interface HiddenDeps {

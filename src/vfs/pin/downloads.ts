@@ -3,8 +3,8 @@
 // once it is, and noting the ones that failed (the server unreachable: until
 // it answers again; else: until the next refresh).
 import type { SeafileApi } from '../../client/types.js';
-import { unreachable } from '../connectivity.js';
-import type { BlockCache } from '../read/block-cache.js';
+import { unreachable } from '../common/connectivity.js';
+import type { ChunkCache } from '../read/chunk-cache/chunk-cache.js';
 import type { BlockReuse } from '../read/block-reuse.js';
 import { DownloadLinks } from '../read/download-links.js';
 import { newReaderStats, type ReaderStats } from '../read/types.js';
@@ -15,7 +15,7 @@ import type { PinnedFile } from './store.js';
 
 export interface DownloadDeps {
   api: SeafileApi;
-  disk: BlockCache | null;
+  disk: ChunkCache | null;
   /** blocks of other cached versions taken instead of downloaded (the reader's; null: off) */
   reuse?: BlockReuse | null;
   log(msg: string): void;

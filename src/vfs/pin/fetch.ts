@@ -6,18 +6,18 @@
 // Blocks another cached version holds (the same Seafile block id) are copied
 // in first (block-reuse.ts), so a pinned file another client changed in one
 // block downloads about that block.
-import type { BlockCache } from '../read/block-cache.js';
+import type { ChunkCache } from '../read/chunk-cache/chunk-cache.js';
 import type { BlockReuse } from '../read/block-reuse.js';
 import { ChunkAssembler } from '../read/chunk-assembler.js';
 import type { DownloadLinks } from '../read/download-links.js';
 import type { RemoteFile } from '../read/types.js';
-import { unreachable } from '../connectivity.js';
+import { unreachable } from '../common/connectivity.js';
 import { retryable, VfsError } from '../errors.js';
 
 const MARK_EVERY = 2 * 1024 * 1024;
 
 /** runs of chunks [a, b] the cache does not hold */
-function missingRuns(disk: BlockCache, version: string, chunks: number): [number, number][] {
+function missingRuns(disk: ChunkCache, version: string, chunks: number): [number, number][] {
   const runs: [number, number][] = [];
   for (let i = 0; i < chunks; i++) {
     if (disk.stored(version, i)) continue;
@@ -44,7 +44,7 @@ export interface FetchControl {
  * cache could not write them.
  */
 export async function fetchWhole(
-  disk: BlockCache,
+  disk: ChunkCache,
   links: DownloadLinks,
   f: RemoteFile,
   ctl: FetchControl,

@@ -12,9 +12,9 @@
 // status.ts tells how much of it is here.
 import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { VfsError } from '../errors.js';
-import type { Loc } from '../libraries.js';
-import { isWithin } from '../paths.js';
-import { cacheName, wholeBytes, type BlockCache } from '../read/block-cache.js';
+import type { Loc } from '../libraries/library-paths.js';
+import { isWithin } from '../common/paths.js';
+import { cacheName, wholeBytes, type ChunkCache } from '../read/chunk-cache/chunk-cache.js';
 import type { BlockReuse } from '../read/block-reuse.js';
 import { PinDownloads } from './downloads.js';
 import { fmtSize, msgOf } from './log-format.js';
@@ -26,7 +26,7 @@ import { seedTree, treeOf, type ListingSeeds } from './tree.js';
 
 export interface PinDeps {
   api: SeafileApi;
-  disk: BlockCache | null;
+  disk: ChunkCache | null;
   /** blocks of other cached versions taken instead of downloaded (the reader's; null: off) */
   reuse?: BlockReuse | null;
   /** the account's cache folder (pins/ goes in it) */
@@ -34,7 +34,7 @@ export interface PinDeps {
   log(msg: string): void;
   resolve(p: string): Promise<Loc>;
   lookup(repo: string, path: string): Promise<DirEntry | null>;
-  /** the listing cache: a pinned tree's folders are put in it (meta-cache.ts seed) */
+  /** the listing cache: a pinned tree's folders are put in it (listings/listing-cache.ts seed) */
   meta: ListingSeeds;
   /** the disk cache's cap in bytes */
   maxBytes: number;
@@ -296,6 +296,11 @@ export class Pins {
   /** a file under `path` changed through this mount (uploaded): the pin that holds it looks again soon */
   touched(repo: string, path: string): void {
     if (this.s.rootOf(repo, path) !== null) this.refresher.schedule(1000);
+  }
+
+  /** the server told of a commit to `repo` (live-changes.ts): its pinned trees look again soon */
+  changedOnServer(repo: string): void {
+    if (this.s.hasPins(repo)) this.refresher.schedule(1000);
   }
 
   /** Asks the server about every pinned path (for tests: resolves when done). */

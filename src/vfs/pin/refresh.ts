@@ -4,10 +4,10 @@
 // fetched again, removed ones dropped, and a pinned path gone from the server
 // is unpinned. Failed downloads are tried again at each refresh.
 import type { DirEntry, SeafileApi } from '../../client/types.js';
-import { unreachable } from '../connectivity.js';
+import { unreachable } from '../common/connectivity.js';
 import { isNotFound, VfsError } from '../errors.js';
-import { baseOf, isWithin, parentOf } from '../paths.js';
-import { cacheName, wholeBytes } from '../read/block-cache.js';
+import { baseOf, isWithin, parentOf } from '../common/paths.js';
+import { cacheName, wholeBytes } from '../read/chunk-cache/chunk-cache.js';
 import type { PinDownloads } from './downloads.js';
 import { fmtSize, msgOf } from './log-format.js';
 import { pinKey, type PinState } from './state.js';

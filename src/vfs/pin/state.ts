@@ -5,8 +5,8 @@
 // cache keeps their files too), the cache files kept and their bytes (which
 // at most PIN_SHARE of --cache-max-size may be), and which files are whole
 // on disk.
-import { isWithin } from '../paths.js';
-import { cacheName, wholeBytes } from '../read/block-cache.js';
+import { isWithin } from '../common/paths.js';
+import { cacheName, wholeBytes } from '../read/chunk-cache/chunk-cache.js';
 import { msgOf } from './log-format.js';
 import type { LibraryPins, PinnedFile, PinStore } from './store.js';
 
@@ -74,6 +74,11 @@ export class PinState {
     this.kept = kept;
     this.keptBytes = 0;
     for (const b of kept.values()) this.keptBytes += b;
+  }
+
+  /** whether anything of `repo` is pinned here */
+  hasPins(repo: string): boolean {
+    return (this.libs.get(repo)?.roots.size ?? 0) > 0;
   }
 
   /** the pinned path that covers `path` (itself or a folder above it), or null */

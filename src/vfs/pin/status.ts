@@ -3,8 +3,8 @@
 // cached, partly cached, or cloud-only) and the totals `seafs status` shows.
 import type { DirEntry } from '../../client/types.js';
 import { ZERO_ID } from '../../client/types.js';
-import { isWithin } from '../paths.js';
-import type { BlockCache } from '../read/block-cache.js';
+import { isWithin } from '../common/paths.js';
+import type { ChunkCache } from '../read/chunk-cache/chunk-cache.js';
 import { pinKey, splitKey, type PinState } from './state.js';
 
 /** What `seafs status` shows of the pins. */
@@ -36,7 +36,7 @@ export interface PinStatus {
  */
 export async function fileAvailability(
   s: PinState,
-  disk: BlockCache | null,
+  disk: ChunkCache | null,
   repo: string,
   path: string,
   e: DirEntry | null,

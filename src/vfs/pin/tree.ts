@@ -3,9 +3,9 @@
 // offline.
 import type { DirEntry } from '../../client/types.js';
 import { ZERO_ID } from '../../client/types.js';
-import { isWithin, joinPath } from '../paths.js';
+import { isWithin, joinPath } from '../common/paths.js';
 
-/** the listing cache's side that takes listings fetched elsewhere (meta-cache.ts seed) */
+/** the listing cache's side that takes listings fetched elsewhere (listings/listing-cache.ts seed) */
 export interface ListingSeeds {
   seed(repo: string, dir: string, oid: string | null, entries: DirEntry[], sinceSeq: number): void;
   readonly changeSeq: number;

@@ -10,7 +10,7 @@
 //   is hashed (a worker thread) and, when it is the id the list names, noted
 //   in block-index.ts (block id -> version, index, length).
 // - Reservation: the chunks of a block whose id the index holds under another
-//   version are reserved in the disk cache (block-cache.ts), so the read
+//   version are reserved in the disk cache (chunk-cache/), so the read
 //   engine treats them as on disk; the first read that meets them has them
 //   copied here: the holder's bytes are read and hashed again (they must
 //   still be the id: a damaged or missing chunk is never served), then
@@ -24,9 +24,9 @@
 //   it (the file's size minus theirs). So one changed block anywhere in a
 //   fixed-cut file leaves all the others placed, and a list of other
 //   boundaries never puts bytes in the wrong place.
-import { Hasher } from '../write/blocks/hasher.js';
+import { Hasher } from '../common/block-hasher.js';
 import type { SeafileApi } from '../../client/types.js';
-import type { BlockCache } from './block-cache.js';
+import type { ChunkCache } from './chunk-cache/chunk-cache.js';
 import { BlockIndex } from './block-index.js';
 import { BlockLists } from './block-lists.js';
 import type { RemoteFile } from './types.js';
@@ -52,7 +52,7 @@ interface Known {
 /** Block reuse for a reader with a disk cache, or null when it cannot be (no cache, odd sizes, switched off). */
 export function blockReuse(
   api: SeafileApi,
-  disk: BlockCache | null,
+  disk: ChunkCache | null,
   plain: ((repo: string) => Promise<boolean>) | undefined,
   opts: BlockReuseOptions = {},
 ): BlockReuse | null {
@@ -81,7 +81,7 @@ export class BlockReuse {
   private readonly per: number;
 
   constructor(
-    private readonly disk: BlockCache,
+    private readonly disk: ChunkCache,
     readonly lists: BlockLists,
     readonly index: BlockIndex,
     private readonly hasher: Hasher,

@@ -5,13 +5,13 @@
 // fetches one chunk, never the whole file; a read wholly on disk goes from
 // the disk cache's file straight into the caller's buffer. This file composes the engine:
 // pattern.ts classifies each read, chunk-store.ts holds the chunks,
-// seq-stream.ts and segments.ts fetch them, block-cache.ts keeps them on disk.
+// seq-stream.ts and segments.ts fetch them, chunk-cache/ keeps them on disk.
 import { createWriteStream } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
 import { pipeline } from 'node:stream/promises';
 import type { SeafileApi } from '../../client/types.js';
 import { VfsError } from '../errors.js';
-import type { BlockCache } from './block-cache.js';
+import type { ChunkCache } from './chunk-cache/chunk-cache.js';
 import { blockReuse, type BlockReuse } from './block-reuse.js';
 import { ChunkStore } from './chunk-store.js';
 import { DownloadLinks } from './download-links.js';
@@ -69,7 +69,7 @@ export class RemoteReader {
   constructor(
     api: SeafileApi,
     opts: ReaderOptions = {},
-    private readonly disk: BlockCache | null = null,
+    private readonly disk: ChunkCache | null = null,
     /** a file turned out to have changed on the server */
     onStale?: (f: RemoteFile) => void,
     /** whether a library is unencrypted: block reuse is for those only (absent: off) */

@@ -2,7 +2,7 @@
 // (what a random read, small-file readahead and the chunks a stream left
 // behind use), or read back from the on-disk cache, and the background fill
 // of a whole file into that cache once it is read at random often enough.
-import type { BlockCache } from './block-cache.js';
+import type { ChunkCache } from './chunk-cache/chunk-cache.js';
 import { ChunkAssembler } from './chunk-assembler.js';
 import { deferred, type ChunkStore } from './chunk-store.js';
 import type { DownloadLinks } from './download-links.js';
@@ -15,7 +15,7 @@ export class Segments {
     private readonly stats: ReaderStats,
     private readonly store: ChunkStore,
     private readonly links: DownloadLinks,
-    private readonly disk: BlockCache | null,
+    private readonly disk: ChunkCache | null,
   ) {}
 
   /**

@@ -10,7 +10,7 @@
 // stream waits for it.
 import { ApiError, StreamUnsupported } from '../../client/errors.js';
 import type { SeafileApi, StreamControl } from '../../client/types.js';
-import type { BlockCache } from './block-cache.js';
+import type { ChunkCache } from './chunk-cache/chunk-cache.js';
 import { ChunkAssembler } from './chunk-assembler.js';
 import { deferred, type ChunkStore } from './chunk-store.js';
 import type { DownloadLinks } from './download-links.js';
@@ -35,7 +35,7 @@ export class SeqStreams {
     private readonly store: ChunkStore,
     private readonly links: DownloadLinks,
     private readonly segments: Segments,
-    private readonly disk: BlockCache | null,
+    private readonly disk: ChunkCache | null,
   ) {}
 
   /**

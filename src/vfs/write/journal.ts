@@ -23,57 +23,28 @@
 // id wins, in segment order), their entries taken over, and removed once
 // nothing in them is still wanted.
 // Entries of older versions (journal/<id>.json, one file per entry) are read
-// too. FileJournal keeps each file's journal writes and removals in order.
+// too. FileJournal (file-journal.ts) keeps each file's journal writes and
+// removals in order; journal-records.ts reads and writes the records.
 import { closeSync, fdatasync, ftruncateSync, openSync, readSync, writevSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { stateKey, type FileState } from './file-state.js';
-import { processAlive } from '../process-alive.js';
+import {
+  applyTime,
+  parseSegment,
+  recordOf,
+  segmentsIn,
+  type JournalEntry,
+  type PutLine,
+  type RecoveredEntry,
+} from './journal-records.js';
+import { processAlive } from '../common/process-alive.js';
 
-export interface JournalEntry {
-  id: string;
-  repo: string;
-  path: string;
-  /** the local temp file holding the content */
-  tmp: string;
-  pid: number;
-  at: number;
-  /** the server's id of the version the local data started from (the conflict check's base) */
-  base?: string | null;
-  /** where the server copy lives (null: none yet) */
-  remote?: string | null;
-  /** the local modification time (ms) */
-  mtime?: number;
-  /** that time was set by utimens (touch -d, tar x), not the last write's */
-  timeSet?: boolean;
-  /** the content follows the JSON line: this many bytes (a file held in memory) */
-  inline?: number;
-  /** a folder made in the mount, to create on the server (pending-folders.ts); `tmp` is empty */
-  dir?: boolean;
-}
+export type { JournalEntry, RecoveredEntry } from './journal-records.js';
 
-/** An entry read back; `data`: the bytes an inline entry carries. */
-export type RecoveredEntry = JournalEntry & { data?: Buffer };
+export type { SegmentRecord } from './journal-records.js';
+export { parseSegment } from './journal-records.js';
 
-/** a put record's line also carries the checksum of its bytes; a del record is {"del": id} */
-type PutLine = JournalEntry & { crc?: number };
-
-const SEGMENT = /^seg-(\d{14})-(\d+)-(\d+)\.log$/;
-
-/** segment file names in the order they were started */
-function segmentsIn(names: string[]): { name: string; pid: number }[] {
-  return (
-    names
-      .map((name) => ({ name, m: SEGMENT.exec(name) }))
-      .filter((x): x is { name: string; m: RegExpExecArray } => x.m !== null)
-      // 14 digits of time: compared as numbers (no locale collation, which also pulls ICU data into memory)
-      .sort(
-        (a, b) => Number(a.m[1]) - Number(b.m[1]) || Number(a.m[2]) - Number(b.m[2]) || Number(a.m[3]) - Number(b.m[3]),
-      )
-      .map(({ name, m }) => ({ name, pid: Number(m[2]) }))
-  );
-}
 const LEGACY = /\.json$/;
 
 /** segments some Journal of this process appends to: never taken as another mount's leftovers */
@@ -103,46 +74,6 @@ class Segment {
   synced(): void {
     if (--this.syncing === 0) for (const r of this.idle.splice(0)) r();
   }
-}
-
-/** a record read back: an entry, its removal, or a new modification time of an entry */
-export type SegmentRecord = { put: RecoveredEntry } | { del: string } | { time: string; mtime: number };
-
-/** Records of one segment file's bytes, in order, up to the first one that is not whole. */
-export function parseSegment(raw: Buffer): SegmentRecord[] {
-  const out: SegmentRecord[] = [];
-  let pos = 0;
-  while (pos < raw.length) {
-    const nl = raw.indexOf(10, pos);
-    if (nl < 0) break;
-    let line: PutLine & { del?: string; time?: string };
-    try {
-      line = JSON.parse(raw.subarray(pos, nl).toString('utf8'));
-    } catch {
-      break;
-    }
-    if (!line || typeof line !== 'object') break;
-    pos = nl + 1;
-    if (typeof line.del === 'string') {
-      out.push({ del: line.del });
-      continue;
-    }
-    if (typeof line.time === 'string') {
-      if (typeof line.mtime !== 'number') break;
-      out.push({ time: line.time, mtime: line.mtime });
-      continue;
-    }
-    const { crc, ...e } = line;
-    if (typeof e.id !== 'string') break;
-    if (e.inline !== undefined) {
-      if (!(e.inline >= 0) || pos + e.inline > raw.length) break;
-      const data = raw.subarray(pos, pos + e.inline);
-      if (crc !== crc32(data)) break;
-      pos += e.inline;
-      out.push({ put: { ...e, data } });
-    } else out.push({ put: e });
-  }
-  return out;
 }
 
 /** what recovery took over from the segments (and entry files) of mounts that are gone */
@@ -503,152 +434,5 @@ export class Journal {
       }
     }
     return [...live.values()];
-  }
-}
-
-/** a time record read back changes the entry written before it (none: its put was not whole, or removed) */
-function applyTime(e: RecoveredEntry | undefined, mtime: number): void {
-  if (!e) return;
-  e.mtime = mtime;
-  e.timeSet = true; // time records are written by utimens only
-}
-
-/** the record of an entry read back (to write it again as it was) */
-function recordOf(e: RecoveredEntry): Buffer {
-  const { data, ...rest } = e;
-  const line: PutLine = data ? { ...rest, inline: data.length, crc: crc32(data) } : rest;
-  const head = Buffer.from(JSON.stringify(line) + '\n');
-  return data ? Buffer.concat([head, data]) : head;
-}
-
-/**
- * The journal as the write path uses it: the entry of a dirty file is
- * written once per place (repo, path) it lives at, and the writes and
- * removals of one file run in order. The first write starts as soon as the
- * file becomes dirty, so close() rarely has to wait for it.
- */
-export class FileJournal {
-  /**
-   * per file: the chain of its journal operations, where its entry says it
-   * lives, and for an entry that carries the content the version it holds
-   */
-  private readonly books = new WeakMap<
-    FileState,
-    { chain: Promise<void>; busy: number; at: string | null; inline: number | null }
-  >();
-
-  constructor(
-    readonly journal: Journal,
-    /** the content of a file held in memory (null: it lives in its temp file) */
-    private readonly bytes: (s: FileState) => Buffer | null = () => null,
-  ) {}
-
-  private book(s: FileState) {
-    let b = this.books.get(s);
-    if (!b) {
-      b = { chain: Promise.resolve(), busy: 0, at: null, inline: null };
-      this.books.set(s, b);
-    }
-    return b;
-  }
-
-  /** whether the entry of `s` names its current place (and, in memory, holds its current content) */
-  journaled(s: FileState): boolean {
-    const b = this.books.get(s);
-    if (b?.at !== stateKey(s.repo, s.path)) return false;
-    return s.mem === null ? b.inline === null : b.inline === s.version;
-  }
-
-  private entry(s: FileState): JournalEntry {
-    return {
-      id: s.id,
-      repo: s.repo,
-      path: s.path,
-      tmp: s.tmp,
-      pid: process.pid,
-      at: Date.now(),
-      base: s.baseId,
-      remote: s.remotePath,
-      mtime: s.mtime,
-      ...(s.timeSet ? { timeSet: true } : {}),
-    };
-  }
-
-  /** runs `op` after the file's earlier journal operations */
-  private chained(s: FileState, op: () => Promise<void>): Promise<void> {
-    const b = this.book(s);
-    b.busy++;
-    const run = b.chain.then(op).finally(() => b.busy--);
-    b.chain = run.catch(() => {});
-    return run;
-  }
-
-  /** Record the dirty file (before close() returns). */
-  persist(s: FileState): Promise<void> {
-    const b = this.book(s);
-    return this.chained(s, async () => {
-      // a file moving to its temp file: record it once it is there
-      if (s.spilling) await s.spilling.catch(() => {});
-      if (!s.dirty || s.deleted || this.journaled(s)) return;
-      const where = stateKey(s.repo, s.path);
-      const data = this.bytes(s);
-      const version = s.version;
-      await this.journal.write(this.entry(s), data ?? undefined);
-      b.at = where;
-      b.inline = data ? version : null;
-    });
-  }
-
-  /**
-   * persist, done at once when nothing of the file's journal is under way
-   * and no sync is needed (the close of a small file in memory, or one
-   * already recorded). Returns false when it did nothing: persist must run.
-   */
-  persistNow(s: FileState): boolean {
-    const b = this.book(s);
-    if (b.busy > 0 || s.spilling) return false;
-    if (!s.dirty || s.deleted || this.journaled(s)) return true;
-    const data = this.bytes(s);
-    if (!data && this.journal.syncs) return false;
-    try {
-      this.journal.writeNow(this.entry(s), data ?? undefined);
-    } catch {
-      return false; // persist tries again and reports it
-    }
-    b.at = stateKey(s.repo, s.path);
-    b.inline = data ? s.version : null;
-    return true;
-  }
-
-  /**
-   * The file's time was set (utimens, after `before`, its version until
-   * then): an entry that is otherwise current is amended with a time record
-   * rather than written again with its bytes (tar sets every file's time
-   * after its bytes). Otherwise nothing: the next persist writes the time.
-   */
-  timeChanged(s: FileState, before: number): void {
-    const b = this.books.get(s);
-    if (!b || b.busy > 0 || s.spilling || s.deleted || b.at !== stateKey(s.repo, s.path)) return;
-    if (s.mem !== null ? b.inline !== before : b.inline !== null) return;
-    if (!this.journal.touch(s.id, s.mtime)) return;
-    if (s.mem !== null) b.inline = s.version;
-  }
-
-  /** start journaling early, without waiting (errors surface at flush) */
-  persistSoon(s: FileState): void {
-    // a file in memory is recorded at close, with its content
-    if (!this.books.get(s)?.at && !s.deleted && s.mem === null) this.persist(s).catch(() => {});
-  }
-
-  /** The file moved: its entry is rewritten with the new place. */
-  moved(s: FileState): Promise<void> {
-    this.book(s).at = null;
-    return this.persist(s);
-  }
-
-  /** The file is on the server (or gone): drop its entry. */
-  forget(s: FileState): Promise<void> {
-    this.book(s).at = null;
-    return this.chained(s, () => this.journal.remove(s.id));
   }
 }

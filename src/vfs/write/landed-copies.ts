@@ -7,7 +7,7 @@
 // at that path through the mount takes the question over instead: its own
 // upload recognises the copy as ours and replaces it.
 import type { SeafileApi } from '../../client/types.js';
-import { baseOf, parentOf } from '../paths.js';
+import { baseOf, parentOf } from '../common/paths.js';
 import type { Attempt } from './file-state.js';
 import { stateKey } from './file-state.js';
 import { mayBeOurs, type VersionCheck } from './version-check.js';

@@ -13,7 +13,7 @@ import type { DirEntry, SeafileApi } from '../../client/types.js';
 import { ZERO_ID } from '../../client/types.js';
 import { ApiError } from '../../client/errors.js';
 import { permanentUploadFailure, VfsError } from '../errors.js';
-import { baseOf, isWithin, parentOf } from '../paths.js';
+import { baseOf, isWithin, parentOf } from '../common/paths.js';
 import type { Journal, RecoveredEntry } from './journal.js';
 
 interface Folder {

@@ -10,9 +10,9 @@
 import type { FileHandle } from 'node:fs/promises';
 import { ApiError, refusesChunked } from '../../client/errors.js';
 import type { FileUploadStream, StartUploadStream } from '../../client/types.js';
-import type { TransferLinks } from '../transfer-links.js';
+import type { TransferLinks } from './transfer-links.js';
 import { mayHaveLanded } from '../errors.js';
-import { baseOf, parentOf } from '../paths.js';
+import { baseOf, parentOf } from '../common/paths.js';
 import type { FileState } from './file-state.js';
 import { setTimeOf, uploadsUnderTempName, type UploadResult, type WriteStats } from './types.js';
 

@@ -24,7 +24,7 @@ export interface UploadResult {
   /**
    * the modification time of the version sent (ms: its last write's, or one set by utimens), and
    * whether last_modify carried it; a server that ignores last_modify shows the upload's time
-   * instead, so the mount keeps this one (local-mtimes.ts)
+   * instead, so the mount keeps this one (mtimes/kept-mtimes.ts)
    */
   setTime?: { mtimeMs: number; sent: boolean };
 }

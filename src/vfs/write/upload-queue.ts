@@ -6,12 +6,12 @@
 // later for a new file), and the drain before unmount. What one attempt does
 // is uploader.ts's job; a batch hands the files it could not take back here.
 import pLimit from 'p-limit';
-import { unreachable } from '../connectivity.js';
+import { unreachable } from '../common/connectivity.js';
 import { mayHaveLanded, permanentUploadFailure } from '../errors.js';
-import { lockedLibrary } from '../library-unlock.js';
-import { baseOf, parentOf } from '../paths.js';
+import { lockedLibrary } from '../libraries/encrypted-unlock.js';
+import { baseOf, parentOf } from '../common/paths.js';
 import { stateKey, type FileState } from './file-state.js';
-import type { FileJournal } from './journal.js';
+import type { FileJournal } from './file-journal.js';
 import { uploadsUnderTempName, type WriteStats } from './types.js';
 import type { Uploader } from './uploader.js';
 

@@ -7,13 +7,13 @@
 // server's version before replacing it.
 import { ApiError } from '../../client/errors.js';
 import { mayHaveLanded } from '../errors.js';
-import { lockedLibrary } from '../library-unlock.js';
+import { lockedLibrary } from '../libraries/encrypted-unlock.js';
 import type { BatchFile, DirEntry, SeafileApi } from '../../client/types.js';
-import { baseOf, joinPath, nfc, parentOf } from '../paths.js';
-import type { TransferLinks } from '../transfer-links.js';
+import { baseOf, joinPath, nfc, parentOf } from '../common/paths.js';
+import type { TransferLinks } from './transfer-links.js';
 import type { BlockUploads } from './blocks/block-uploads.js';
 import type { FileState } from './file-state.js';
-import type { FileJournal } from './journal.js';
+import type { FileJournal } from './file-journal.js';
 import type { LocalData } from './local-data.js';
 import { freeConflictName } from './conflict-name.js';
 import type { Streams } from './streaming.js';

@@ -10,7 +10,7 @@
 // file's history).
 import { isApiError } from '../../client/errors.js';
 import type { DirEntry, SeafileApi } from '../../client/types.js';
-import { baseOf, parentOf } from '../paths.js';
+import { baseOf, parentOf } from '../common/paths.js';
 import type { Attempt, FileState } from './file-state.js';
 
 export type Verdict =

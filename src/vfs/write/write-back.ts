@@ -6,15 +6,18 @@
 // the server (journal.ts). This file holds the table of files with local
 // data, their reads and writes, and the moves (rename, unlink, folder rename)
 // that must not interleave with an upload: each runs under the file's lock,
-// so a pending upload never lands at a path the file has left.
+// so a pending upload never lands at a path the file has left. Longer than
+// most modules for that reason: the table and the moves under its locks stay
+// together.
 import { mkdir, open, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { SeafileApi } from '../../client/types.js';
 import { errnoOf, VfsError } from '../errors.js';
-import { baseOf, isWithin, parentOf } from '../paths.js';
-import { TransferLinks } from '../transfer-links.js';
+import { baseOf, isWithin, parentOf } from '../common/paths.js';
+import { TransferLinks } from './transfer-links.js';
 import { FileState, stateKey } from './file-state.js';
-import { FileJournal, type Journal } from './journal.js';
+import { FileJournal } from './file-journal.js';
+import type { Journal } from './journal.js';
 import { LocalData } from './local-data.js';
 import { Streams } from './streaming.js';
 import { PendingFolders } from './pending-folders.js';
@@ -24,7 +27,7 @@ import { Uploader } from './uploader.js';
 import { LandedCopies } from './landed-copies.js';
 import type { BlockProgress } from './blocks/block-sender.js';
 import { BLOCK_SIZE, BlockUploads } from './blocks/block-uploads.js';
-import { Hasher } from './blocks/hasher.js';
+import { Hasher } from '../common/block-hasher.js';
 import { VersionCheck } from './version-check.js';
 
 export { FileState } from './file-state.js';

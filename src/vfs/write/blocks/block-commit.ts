@@ -11,7 +11,7 @@ import type { FileState } from '../file-state.js';
 import type { BlockMap } from './block-map.js';
 import type { BlockProgress, BlockSender, BlockStats } from './block-sender.js';
 import { NoBlocks, type BlockSupport } from './block-support.js';
-import type { Hasher } from './hasher.js';
+import type { Hasher } from '../../common/block-hasher.js';
 
 export interface CommitDeps {
   api: SeafileApi;

@@ -5,11 +5,11 @@
 // blocks written again) goes at the upload after the last close
 // (block-uploads.ts), which stops the pump first.
 import type { BlockPiece } from '../../../client/types.js';
-import { parentOf } from '../../paths.js';
+import { parentOf } from '../../common/paths.js';
 import type { FileState } from '../file-state.js';
 import type { BlockMap } from './block-map.js';
 import type { BlockSender } from './block-sender.js';
-import type { Hasher } from './hasher.js';
+import type { Hasher } from '../../common/block-hasher.js';
 
 interface Pump {
   running: Promise<void> | null;

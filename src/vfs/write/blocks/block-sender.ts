@@ -6,7 +6,7 @@
 // is still lacking.
 //
 // The bytes: a piece carries `data` (hashed with `keep`: a pooled buffer,
-// hasher.ts) or names a range of the temp file, read here as it is sent. A
+// common/block-hasher.ts) or names a range of the temp file, read here as it is sent. A
 // pooled buffer goes back to the hasher once the request that carried it
 // has answered, or as soon as the server is found to hold its block; after
 // a failed request it is kept for the retry, or, when none follows, left to
@@ -16,7 +16,7 @@ import type { BlockPiece, BlocksLink, SeafileApi } from '../../../client/types.j
 import { retryable } from '../../errors.js';
 import type { BlockMap } from './block-map.js';
 import { NoBlocks, type BlockSupport } from './block-support.js';
-import type { Hashed, Hasher } from './hasher.js';
+import type { Hashed, Hasher } from '../../common/block-hasher.js';
 
 /** what `seafs status` shows of a file going by blocks */
 export interface BlockProgress {

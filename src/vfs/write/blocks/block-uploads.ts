@@ -1,6 +1,6 @@
 // Uploads by blocks: a large file of an unencrypted library is cut into
 // fixed blocks (8 MiB, the cut of the server's own web and API uploads),
-// each named by its SHA-1 (hashed in worker threads, hasher.ts); the server
+// each named by its SHA-1 (hashed in worker threads, common/block-hasher.ts); the server
 // is asked which of them it lacks (upload-blks-link with blklist), only those
 // are sent (several per request, a few requests at once), and the file is
 // committed from its list of ids with replace=1. So an edit of a big file
@@ -20,7 +20,7 @@
 // the file is written, block-commit.ts runs the commit, block-sender.ts asks
 // and sends, block-support.ts knows whether blocks can be used at all.
 import type { SeafileApi } from '../../../client/types.js';
-import { baseOf, parentOf } from '../../paths.js';
+import { baseOf, parentOf } from '../../common/paths.js';
 import type { FileState } from '../file-state.js';
 import { setTimeOf, uploadsUnderTempName, type BlockOptions, type UploadResult } from '../types.js';
 import { commitBlocks, type CommitDeps } from './block-commit.js';
@@ -28,7 +28,7 @@ import { BlockMap } from './block-map.js';
 import { BlockPumps } from './block-pump.js';
 import { BlockSender, type BlockProgress, type BlockStats } from './block-sender.js';
 import { BlockSupport, NoBlocks } from './block-support.js';
-import type { Hasher } from './hasher.js';
+import type { Hasher } from '../../common/block-hasher.js';
 
 export const BLOCK_SIZE = 8 * 1024 * 1024;
 
