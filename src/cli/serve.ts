@@ -21,6 +21,8 @@ interface ServeArgs {
   'login-fail-window': number;
   'server-version'?: string;
   'refuse-emoji-names': boolean;
+  fileserver: 'c' | 'go';
+  'max-library-files'?: number;
   notifications: boolean;
   'block-grace': number;
   verbose: boolean;
@@ -86,8 +88,20 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       .option('server-version', {
         type: 'string',
         describe:
-          'The seafile-server version to behave as, X.Y.Z (default: the newest this server implements, 12.0.4); ' +
-          'below 12.0.4 uploads ignore last_modify (a file takes its upload time), as those servers do',
+          'The seafile-server version to behave as, X.Y.Z: 11.0 virtual user ids and Bearer tokens, 12.0 the ' +
+          'direct download and 447 for too many files, 12.0.4 last_modify kept, 13.0 stricter names, 13.0.18 ' +
+          'no api2 share-link views (default: reports 12.0.4, keeps last_modify, otherwise answers as 10.0)',
+      })
+      .option('fileserver', {
+        choices: ['c', 'go'] as const,
+        default: 'c' as const,
+        describe:
+          'Which file server to answer as: c (seafile-server up to 12) or go (the default of the 13+ images: ' +
+          'errors in plain text, no update-blks-api, flags read from the query or the form)',
+      })
+      .option('max-library-files', {
+        type: 'number',
+        describe: 'Files a library may hold before creating one is refused as "too many files" (442; 447 from 12.0)',
       })
       .option('refuse-emoji-names', {
         type: 'boolean',
@@ -160,6 +174,8 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       edition: argv.edition,
       serverVersion: version,
       refuseEmojiNames: argv['refuse-emoji-names'],
+      fileserver: argv.fileserver,
+      maxLibraryFiles: argv['max-library-files'],
       notifications: argv.notifications,
       blockGraceSec: argv['block-grace'],
     });

@@ -13,6 +13,7 @@ import { httpOptionsOf, type ClientOptions } from './client-options.js';
 import { FileLocks } from './file-locks.js';
 import { HttpCore, type Call } from './http.js';
 import { LibraryPasswords, type UnlockEvent } from './library-passwords.js';
+import { DirectDownloads } from './direct-download.js';
 import { rawGet } from './raw-get.js';
 import { relockingStream } from './relock.js';
 import { streamUploadFor } from './stream-upload.js';
@@ -72,6 +73,8 @@ export class SeafileClient implements SeafileApi {
   readonly startUploadStream?: StartUploadStream;
   readonly watchChanges?: (repos: string[], hooks: ChangeFeedHooks) => ChangeFeed;
   private readonly rawStreams: boolean;
+  /** the file server's direct download (12.0+), its address learned from download links */
+  private readonly direct = new DirectDownloads();
   private readonly locks: FileLocks;
   private readonly batch: BatchState = { missing: new Set() };
 
@@ -384,7 +387,19 @@ export class SeafileClient implements SeafileApi {
 
   /** A download URL; with reuse it serves many requests for about an hour, without it only one. */
   downloadLink(repoId: string, path: string, opts: { reuse?: boolean } = {}): Promise<DownloadLink> {
-    return downloads.downloadLink(this.http, repoId, path, opts);
+    return downloads.downloadLink(this.http, repoId, path, opts).then((l) => {
+      this.direct.noteLink(l.url);
+      return l;
+    });
+  }
+
+  /**
+   * The direct download URL of a file (Seafile 12.0+: no download link first), or null while the file
+   * server's address is not known (it is learned from the first download link). The caller checks that
+   * the server has it (its version) and compares each answer's ETag with the version it reads.
+   */
+  directDownloadUrl(repoId: string, path: string): string | null {
+    return this.direct.urlFor(repoId, path);
   }
 
   /**
@@ -400,7 +415,8 @@ export class SeafileClient implements SeafileApi {
     opts: { idleMs?: number; end?: number; repoId?: string } = {},
   ): StreamControl {
     if (!this.rawStreams) throw new StreamUnsupported('raw streams are off');
-    const open = (s: StreamSink) => rawGet(url, start, s, opts.idleMs ?? this.timeoutMs, opts.end);
+    const auth = this.direct.isDirect(url) && this.http.token ? `Token ${this.http.token}` : undefined;
+    const open = (s: StreamSink) => rawGet(url, start, s, opts.idleMs ?? this.timeoutMs, opts.end, auth);
     if (opts.repoId === undefined) return open(sink);
     return relockingStream(open, sink, opts.repoId, (repo, since) => this.libraryPasswords.again(repo, since));
   }
@@ -416,7 +432,7 @@ export class SeafileClient implements SeafileApi {
     range?: { start: number; end?: number },
     opts: { repoId?: string } = {},
   ): Promise<RangeDownload> {
-    return downloads.download(this.http, url, range, opts);
+    return downloads.download(this.http, url, range, { ...opts, auth: this.direct.isDirect(url) });
   }
 
   // ---- uploads (endpoints/uploads.ts) ----

@@ -20,7 +20,15 @@ const HEAD_BUF = 16 * 1024;
 const MAX_ERROR_BODY = 64 * 1024;
 
 /** bytes `start` to `end` (inclusive; none: to the end of the file) of `url` into the sink */
-export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60_000, end?: number): StreamControl {
+export function rawGet(
+  url: string,
+  start: number,
+  sink: StreamSink,
+  idleMs = 60_000,
+  end?: number,
+  /** the Authorization header (a direct download takes the API token) */
+  authorization?: string,
+): StreamControl {
   const u = new URL(url);
   if (u.protocol !== 'http:') throw new StreamUnsupported(u.protocol);
   const port = Number(u.port || 80);
@@ -61,7 +69,15 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
       if (!cr) throw new StreamUnsupported('no content-range');
       first = Number(cr[1]);
     }
-    sink.head(status, first, length);
+    sink.head(
+      status,
+      first,
+      length,
+      h
+        .get('etag')
+        ?.replace(/^W\//, '')
+        .replace(/^"(.*)"$/, '$1'),
+    );
     return length;
   };
   /** the failure of an error answer, its message from the body */
@@ -161,6 +177,7 @@ export function rawGet(url: string, start: number, sink: StreamSink, idleMs = 60
   sock.on('connect', () => {
     sock.write(
       `GET ${u.pathname}${u.search} HTTP/1.1\r\nHost: ${u.host}\r\nRange: bytes=${start}-${end ?? ''}\r\n` +
+        (authorization ? `Authorization: ${authorization}\r\n` : '') +
         `User-Agent: ${USER_AGENT}\r\nAccept-Encoding: identity\r\nConnection: close\r\n\r\n`,
     );
   });

@@ -47,9 +47,9 @@ export function relockingStream(
     const since = Date.now();
     let headed = false;
     current = open({
-      head: (status, first, length) => {
+      head: (status, first, length, etag) => {
         headed = true;
-        sink.head(status, first, length);
+        sink.head(status, first, length, etag);
       },
       space: () => sink.space(),
       wrote: (n) => sink.wrote(n),

@@ -18,6 +18,7 @@ const NAME_MESSAGE = /(name|filename).*(invalid|too long|not valid)|(invalid|bad
 const OTP_MESSAGE = /two[- ]factor|\botp\b/i;
 const ENCRYPTED_MESSAGE = /encrypted|password/i;
 const QUOTA_MESSAGE = /quota/i;
+const FILE_COUNT_MESSAGE = /number of files|too many files/i;
 
 export function kindFor(status: number, message: string, ctx: CallContext, otpRequiredHeader = false): ApiErrorKind {
   switch (status) {
@@ -50,7 +51,10 @@ export function kindFor(status: number, message: string, ctx: CallContext, otpRe
     case 441:
       return ctx === 'upload' ? 'target_missing' : 'password_required';
     case 442:
-      return 'too_large';
+      // before 12.0 a library holding too many files answered 442 too
+      return ctx !== 'upload' && FILE_COUNT_MESSAGE.test(message) ? 'quota' : 'too_large';
+    case 447: // too many files in the library (12.0+)
+      return 'quota';
     case 443:
       return 'quota';
   }

@@ -311,6 +311,11 @@ export interface SeafileApi {
    * and the client then unlocks again and resends once.
    */
   download(url: string, range?: { start: number; end?: number }, opts?: { repoId?: string }): Promise<RangeDownload>;
+  /**
+   * Seafile 12.0+: the file server's direct URL of a file (no download link first), null while not
+   * known; download() and streamGet() send it the API token. Its answers name their version in the ETag.
+   */
+  directDownloadUrl?(repoId: string, path: string): string | null;
   createFile(repoId: string, path: string): Promise<void>;
   renameFile(repoId: string, path: string, newName: string): Promise<void>;
   moveFile(repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void>;
@@ -441,7 +446,7 @@ export interface TrashPage {
 /** Where a streaming GET puts the body. */
 export interface StreamSink {
   /** status 200 (the whole file: Range ignored) or 206, the offset of the first body byte, the body length */
-  head(status: number, start: number, length: number): void;
+  head(status: number, start: number, length: number, etag?: string): void;
   /**
    * Where the next body bytes go; the socket reads into it directly, so it
    * must stay the caller's until wrote() (or end()) and must not be empty.

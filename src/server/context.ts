@@ -11,6 +11,8 @@ import { KeyedMutex } from './store/mutex.js';
 import { ObjectStore } from './store/objects.js';
 import { NotificationHub } from './notifications/hub.js';
 import { BlockStore } from './store/block-store.js';
+import { walkTree } from './store/tree.js';
+import { behaviourOf, parseServerVersion, strictNameProblem, type VersionBehaviour } from './versions.js';
 
 export interface ServerOptions {
   dataDir: string;
@@ -40,8 +42,15 @@ export interface ServerOptions {
    * 500 (an HTML page) and an unlock 403 "File is not locked", as seahub 10 CE does
    */
   edition?: 'community' | 'pro';
-  /** the seafile-server version to behave as, X.Y.Z (default SERVER_VERSION): before 12.0.4 last_modify is ignored */
+  /**
+   * the seafile-server version to behave as, X.Y.Z (versions.ts lists what changes); server-info reports
+   * SERVER_VERSION when it is not given
+   */
   serverVersion?: string;
+  /** which file server to answer as: the C one (default) or the Go one of the official 13+ images */
+  fileserver?: 'c' | 'go';
+  /** files a library may hold before creating one answers "too many files" (442, 447 from 12.0); default unlimited */
+  maxLibraryFiles?: number;
   /** refuse emoji (U+1F300-U+1FAD6) in mkdir, create, rename and library names with 400, as the newest seahub does */
   refuseEmojiNames?: boolean;
   /** offer the notification server (websocket /notification, JWT endpoints); default on */
@@ -56,11 +65,7 @@ export interface ServerOptions {
 /** what server-info reports by default: the newest version whose behaviour this server has */
 export const SERVER_VERSION = '12.0.4';
 
-/** [major, minor, patch] of an X.Y.Z version; null when it is not one */
-export function parseServerVersion(v: string): [number, number, number] | null {
-  const m = /^(\d{1,4})\.(\d{1,4})\.(\d{1,4})$/.exec(v);
-  return m ? [Number(m[1]), Number(m[2]), Number(m[3])] : null;
-}
+export { parseServerVersion };
 
 export interface DownloadToken {
   repoId: string;
@@ -122,8 +127,13 @@ export class Ctx {
   /** sync tokens handed out by download-info: token -> library and user (kept until a restart) */
   readonly syncTokens = new Map<string, { repo: string; user: string }>();
 
+  /** what the version asked for changes (versions.ts) */
+  readonly behaviour: VersionBehaviour;
+
   constructor(readonly opts: ServerOptions) {
+    this.behaviour = behaviourOf(opts.serverVersion);
     this.db = new Db(opts.dataDir);
+    this.db.virtualIds = this.behaviour.virtualIds;
     this.store = new ObjectStore(opts.dataDir);
     this.blocks = new BlockStore(opts.dataDir, this.store);
     this.heads = new Heads(opts.dataDir, this.store);
@@ -174,14 +184,37 @@ export class Ctx {
    * 12.0.4 and later; older ones (10.0 here) give a file its upload's time.
    */
   get keepsLastModify(): boolean {
-    const [a, b, c] = parseServerVersion(this.serverVersion) ?? [99, 0, 0];
-    return a * 1e8 + b * 1e4 + c >= 12 * 1e8 + 4;
+    return this.behaviour.keepsLastModify;
   }
 
-  /** `name` (already checked) refused as the newest seahub's is_valid_dirent_name does; uploads are not checked */
+  /** the Go file server rather than the C one */
+  get goFileserver(): boolean {
+    return this.opts.fileserver === 'go';
+  }
+
+  /**
+   * `name` (already checked) refused as the newest seahub's is_valid_dirent_name does (emoji), or
+   * as 13.0 does in create and rename (strictNames); uploads are not checked
+   */
   checkDirentName(name: string): string {
     if (this.opts.refuseEmojiNames && /[\u{1F300}-\u{1FAD6}]/u.test(name)) throw new HttpError(400, 'name invalid.');
+    if (this.behaviour.strictNames && strictNameProblem(name)) throw new HttpError(400, 'name invalid.');
     return name;
+  }
+
+  /** "too many files in library" when `repo` holds maxLibraryFiles files already (442, 447 from 12.0) */
+  async checkFileCount(repoId: string): Promise<void> {
+    const max = this.opts.maxLibraryFiles;
+    if (max === undefined) return;
+    let files = 0;
+    await walkTree(this.store, (await this.heads.get(repoId)).root_id, [], (e) => void (e.type === 'file' && files++));
+    if (files >= max)
+      throw new HttpError(this.behaviour.tooManyFilesStatus, 'The number of files in library exceeds the limit');
+  }
+
+  /** the e-mail of account `id`: from 11.0 its contact (login) e-mail, else the id itself */
+  contactOf(id: string): string {
+    return this.db.user(id)?.contactEmail ?? id;
   }
 
   get unlockTtlMs(): number {

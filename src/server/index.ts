@@ -22,6 +22,9 @@ import { taskRoutes } from './web-api/tasks.js';
 import { webRoutes } from './web-api/web-ui.js';
 import { linkHtmlRoutes } from './links/html-pages.js';
 import { linkPageRoutes } from './links/visitor-api.js';
+import { directDownload } from './fileserver/direct-download.js';
+import { sendGoError, sendGoNotFound } from './fileserver/go-answers.js';
+import { forVersion } from './web-api/version-routes.js';
 import { notificationRoutes } from './notifications/routes.js';
 import { Ctx, type Req, type ServerOptions } from './context.js';
 import { checkPassword, hashPassword } from './store/db.js';
@@ -92,6 +95,9 @@ function authenticate(ctx: Ctx, req: http.IncomingMessage) {
   const h = req.headers.authorization;
   if (!h) throw new HttpError(403, '', { detail: 'Authentication credentials were not provided.' });
   const m = /^(Token|Bearer)\s+(\S+)\s*$/i.exec(h);
+  // "Bearer" from 11.0 on; before, DRF's TokenAuthentication passes over it as if no credentials came
+  if (m && !ctx.behaviour.bearer && m[1].toLowerCase() === 'bearer')
+    throw new HttpError(403, '', { detail: 'Authentication credentials were not provided.' });
   const user = m ? ctx.db.userByToken(m[2]) : undefined;
   if (!user) throw new HttpError(401, '', { detail: 'Invalid token' }, { 'WWW-Authenticate': 'Token' });
   if (!user.isActive)
@@ -137,29 +143,31 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
   const ctx = new Ctx(opts);
   await prepare(ctx);
   const router = new Router();
-  router.add([
-    ...revertOpRoutes, // before fileRoutes and dirRoutes: it hands them every other operation
-    ...accountRoutes,
-    ...repoRoutes,
-    ...shareRoutes,
-    ...groupRoutes,
-    ...dirRoutes,
-    ...fileRoutes,
-    ...linkRoutes,
-    ...blockRoutes,
-    ...historyRoutes,
-    ...extraRoutes,
-    ...linkPageRoutes,
-    ...linkHtmlRoutes,
-    // what seahub's web interface (seafile-js) calls beyond the spec; after the routes above, which win a tie
-    ...webRoutes,
-    ...historyWebRoutes,
-    ...taskRoutes,
-    ...linksWebRoutes,
-    ...sharingWebRoutes,
-    ...folderShareRoutes,
-    ...notificationRoutes,
-  ]);
+  router.add(
+    forVersion(ctx, [
+      ...revertOpRoutes, // before fileRoutes and dirRoutes: it hands them every other operation
+      ...accountRoutes,
+      ...repoRoutes,
+      ...shareRoutes,
+      ...groupRoutes,
+      ...dirRoutes,
+      ...fileRoutes,
+      ...linkRoutes,
+      ...blockRoutes,
+      ...historyRoutes,
+      ...extraRoutes,
+      ...linkPageRoutes,
+      ...linkHtmlRoutes,
+      // what seahub's web interface (seafile-js) calls beyond the spec; after the routes above, which win a tie
+      ...webRoutes,
+      ...historyWebRoutes,
+      ...taskRoutes,
+      ...linksWebRoutes,
+      ...sharingWebRoutes,
+      ...folderShareRoutes,
+      ...notificationRoutes,
+    ]),
+  );
   const host = opts.host ?? '127.0.0.1';
   let boundUrl = '';
   // Fixed one-minute windows per caller, like real servers' rate limits (off unless asked for).
@@ -207,6 +215,12 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         /^\/seafhttp\/(files|upload-api|update-api|upload-raw-blks-api|upload-blks-api|update-blks-api|blks)\/([^/]+)(?:\/(.*))?$/.exec(
           url.pathname,
         );
+      const direct = /^\/seafhttp\/repos\/([0-9a-f-]{36})\/files\/(.*)$/.exec(url.pathname);
+      if (direct && ctx.behaviour.directDownload) {
+        fileServer = true;
+        r.params = [direct[1], direct[2]];
+        return await directDownload(ctx, r);
+      }
       if (fsMatch) {
         fileServer = true;
         r.params = [fsMatch[2], fsMatch[3] ?? ''];
@@ -214,6 +228,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
         if (kind === 'blks' && (method === 'GET' || method === 'HEAD')) return await downloadBlock(ctx, r);
         if (kind === 'upload-raw-blks-api' && method === 'POST') return await uploadRawBlocks(ctx, r);
         if (kind === 'upload-blks-api' && method === 'POST') return await commitUploadBlocks(ctx, r);
+        if (kind === 'update-blks-api' && ctx.goFileserver) return sendGoNotFound(res);
         if (kind === 'update-blks-api' && method === 'POST') return await commitUpdateBlocks(ctx, r);
         if (kind === 'files' && (method === 'GET' || method === 'HEAD')) return await download(ctx, r);
         if (kind === 'upload-api' && method === 'POST') return await upload(ctx, r);
@@ -245,11 +260,13 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       if (e instanceof HttpError) {
         if (e instanceof FileServerError || (fileServer && e.body === undefined)) {
           for (const [k, v] of Object.entries(e.headers)) res.setHeader(k, v);
+          if (ctx.goFileserver) return sendGoError(res, e.status, e.message);
           return sendFileServerError(res, e.status, e.message);
         }
         return sendJson(res, e.status, e.body ?? { error_msg: e.message }, e.headers);
       }
       ctx.log(`error: ${method} ${redactUrl(url.pathname)}: ${(e as Error)?.stack ?? e}`);
+      if (fileServer && ctx.goFileserver) return sendGoError(res, 500, '');
       if (fileServer) return sendFileServerError(res, 500, 'Internal server error.');
       sendJson(res, 500, { error_msg: 'Internal Server Error' });
     }

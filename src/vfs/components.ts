@@ -13,6 +13,7 @@ import { Libraries, type Loc } from './libraries/library-paths.js';
 import { LibraryLocks, watchLocked } from './libraries/encrypted-unlock.js';
 import { ListingStore } from './listings/listing-disk-store.js';
 import { LocalMtimes } from './mtimes/kept-mtimes.js';
+import { ServerRules } from './common/server-rules.js';
 import { MetaCache, type Listing } from './listings/listing-cache.js';
 import { baseOf, parentOf } from './common/paths.js';
 import { ChunkCache } from './read/chunk-cache/chunk-cache.js';
@@ -96,6 +97,8 @@ export interface VfsComponents {
   live: LiveChanges;
   quota: Quota;
   mtimes: LocalMtimes;
+  /** the server's version and the account's id, and what they change (common/server-rules.ts) */
+  rules: ServerRules;
   chunkCache: ChunkCache | null;
   reader: RemoteReader;
   pins: Pins;
@@ -157,6 +160,8 @@ export function buildComponents(rawApi: SeafileApi, opts: VfsOptions, host: VfsH
     const where = s.remotePath;
     return where ? (all.listingCache.peek(s.repo, parentOf(where))?.entries.get(baseOf(where))?.size ?? 0) : 0;
   });
+  all.rules = new ServerRules();
+  all.rules.learn(api);
   all.mtimes = new LocalMtimes(join(opts.cacheDir, 'mtimes'), { log: all.log, durable: opts.durableJournal });
   all.listingCache.setAdjust((repo, dir, entries, at) => all.mtimes.adjust(repo, dir, entries, at));
   const chunk = opts.reader?.chunkSize ?? 128 * 1024;
@@ -173,6 +178,12 @@ export function buildComponents(rawApi: SeafileApi, opts: VfsOptions, host: VfsH
     },
     async (repo) => (await all.libraries.byId(repo))?.encrypted === false,
   );
+  // Seafile 12.0+: files of unencrypted libraries are read through the file server's direct URL
+  all.reader.useDirectUrls(async (f) => {
+    if (!all.rules.directDownload || !rawApi.directDownloadUrl) return null;
+    if ((await all.libraries.byId(f.repo))?.encrypted !== false) return null;
+    return rawApi.directDownloadUrl(f.repo, f.path);
+  }, all.log);
   all.pins = new Pins({
     api,
     disk: all.chunkCache,
@@ -246,6 +257,7 @@ export function buildComponents(rawApi: SeafileApi, opts: VfsOptions, host: VfsH
     meta: all.listingCache,
     wb: all.writeBack,
     times: all.mtimes,
+    checkName: (name) => all.rules.checkName(name),
     resolve: (p, change) => all.libraries.resolve(p, change),
     lookup: (repo, path) => host.lookup(repo, path),
     dir: (repo, dir) => host.dir(repo, dir),

@@ -56,6 +56,7 @@ export type { Pending, UploadQueueEntry } from './control/drain-and-status.js';
 export { DEFAULT_DELETE_GUARD, type DeleteGuardStatus } from './remove/mass-delete-guard.js';
 export { WrongLibraryPassword, LibraryLocks } from './libraries/encrypted-unlock.js';
 export type { MtimeStatus } from './mtimes/kept-mtimes.js';
+export type { ServerRulesStatus } from './common/server-rules.js';
 export type { LiveStatus } from './listings/live-changes.js';
 export type { PinStatus } from './pin/status.js';
 export { nfc } from './common/paths.js';
@@ -352,6 +353,7 @@ export class Vfs {
     if (loc.path === '/') throw new VfsError('EISDIR');
     await this.hiddenDirs.refuse(loc);
     checkName(baseOf(loc.path));
+    this.parts.rules.checkName(baseOf(loc.path));
     const repo = loc.repo;
     let s = this.writeBack.get(repo, loc.path);
     if (!s) {
@@ -375,6 +377,7 @@ export class Vfs {
     if (!loc || loc.readOnly || !this.absentNow(p)) return null;
     try {
       checkName(baseOf(loc.path));
+      this.parts.rules.checkName(baseOf(loc.path));
       checkChangeAt(loc.path);
     } catch {
       return null;

@@ -73,6 +73,8 @@ export class FakeApi implements SeafileApi {
   ignoreLastModify = false;
   /** what serverInfo() reports */
   serverVersion = '12.0.4';
+  /** the account's id accountInfo() reports as `email` (Seafile 11+: a virtual `<hex>@auth.local`) */
+  accountEmail = 'me@example.com';
   /** errors thrown by the next calls of a method */
   readonly failNext = new Map<string, ApiError[]>();
   bytesServed = 0;
@@ -451,7 +453,7 @@ export class FakeApi implements SeafileApi {
   // ---- SeafileApi ----
   async accountInfo(): Promise<AccountInfo> {
     this.hit('accountInfo');
-    return { usage: this.usage(), total: this.quotaTotal, email: 'me@example.com' };
+    return { usage: this.usage(), total: this.quotaTotal, email: this.accountEmail };
   }
 
   async listLibraries(_type?: LibraryType): Promise<Library[]> {
@@ -565,9 +567,29 @@ export class FakeApi implements SeafileApi {
     return { url: `fake://files/${n.id}/${encodeURIComponent(baseOf(path))}`, oid: n.id };
   }
 
+  /** offer the file server's direct URL (Seafile 12.0+): `fake://repos/{repo}/files/{path}`, serving what is there now */
+  directDownloads = false;
+  /** ...which the file server then does not route (404), as a front that passes only /seafhttp/files/ */
+  directMissing = false;
+
+  directDownloadUrl(repoId: string, path: string): string | null {
+    if (!this.directDownloads) return null;
+    return `fake://repos/${repoId}/files/${path.split('/').filter(Boolean).map(encodeURIComponent).join('/')}`;
+  }
+
+  /** the content id a download URL names: a link's, or what the path of a direct URL holds now */
+  private blobIdOf(url: string): string | undefined {
+    const m = /^fake:\/\/repos\/([^/]+)\/files\/(.*)$/.exec(url);
+    if (!m) return url.split('/')[3];
+    const n = this.nodeAt(m[1], '/' + m[2].split('/').map(decodeURIComponent).join('/'));
+    return n?.type === 'file' ? n.id : undefined;
+  }
+
   async download(url: string, range?: { start: number; end?: number }): Promise<RangeDownload> {
-    this.hit('download');
-    const id = url.split('/')[3];
+    this.hit(url.startsWith('fake://repos/') ? 'directDownload' : 'download');
+    if (this.directMissing && url.startsWith('fake://repos/'))
+      throw apiError('not_found', 404, 'download', 'Not Found');
+    const id = this.blobIdOf(url) ?? '';
     const data = id === ZERO ? Buffer.alloc(0) : this.blobs.get(id);
     if (!data) throw apiError('forbidden', 403, 'download', 'Bad access token');
     // bytes count as served when the reader takes them (a stream may be dropped early)
@@ -632,16 +654,22 @@ export class FakeApi implements SeafileApi {
       } catch (e) {
         return finish(e);
       }
-      const id = url.split('/')[3];
+      if (this.directMissing && url.startsWith('fake://repos/'))
+        return finish(apiError('not_found', 404, 'download', 'HTTP 404'));
+      const id = this.blobIdOf(url) ?? '';
       const data = id === ZERO ? Buffer.alloc(0) : this.blobs.get(id);
       if (!data) return finish(apiError('forbidden', 403, 'download', 'HTTP 403'));
-      if (this.ignoreRange || data.length === 0) {
-        body = data;
-        sink.head(200, 0, data.length);
-      } else {
-        if (start >= data.length) return finish(apiError('bad_request', 416, 'download', 'HTTP 416'));
-        body = data.subarray(start, Math.min(data.length - 1, opts?.end ?? data.length - 1) + 1);
-        sink.head(206, start, body.length);
+      try {
+        if (this.ignoreRange || data.length === 0) {
+          body = data;
+          sink.head(200, 0, data.length, id);
+        } else {
+          if (start >= data.length) return finish(apiError('bad_request', 416, 'download', 'HTTP 416'));
+          body = data.subarray(start, Math.min(data.length - 1, opts?.end ?? data.length - 1) + 1);
+          sink.head(206, start, body.length, id);
+        }
+      } catch (e) {
+        return finish(e); // the sink refused the answer (another version than it reads)
       }
       if (body.length === 0) return finish(null);
       schedule();

@@ -1,6 +1,13 @@
 // `seafs status` as text: one block per mount, from the mount's `status`
 // answer (see mount/run.ts) and, when measured, the upload rate.
-import type { DeleteGuardStatus, LiveStatus, MtimeStatus, PinStatus, UploadQueueEntry } from '../../vfs/vfs.js';
+import type {
+  DeleteGuardStatus,
+  LiveStatus,
+  MtimeStatus,
+  PinStatus,
+  ServerRulesStatus,
+  UploadQueueEntry,
+} from '../../vfs/vfs.js';
 import { shellWord } from './confirm-delete.js';
 
 export type { UploadQueueEntry };
@@ -32,6 +39,8 @@ export interface MountStatus {
   metaCache?: { folders: number; entries: number; maxEntries: number; bytes: number };
   /** where modification times set through the mount are kept (src/vfs/mtimes/kept-mtimes.ts) */
   mtimes?: MtimeStatus;
+  /** the server's version and what the mount adapts to it (src/vfs/common/server-rules.ts) */
+  serverRules?: ServerRulesStatus;
   /** how changes made elsewhere arrive (src/vfs/listings/live-changes.ts) */
   changes?: LiveStatus;
   /** files kept on this machine (src/vfs/pin/) */
@@ -56,6 +65,16 @@ export function pinLines(p: PinStatus): string[] {
       `    ${p.unfit.files} file(s) (${fmtBytes(p.unfit.bytes)}) under pinned folders do not fit: pinned files may take ${fmtBytes(p.limitBytes)} of the cache (--cache-max-size)`,
     );
   return lines;
+}
+
+/** One line: the server's version and which of its versions' behaviours the mount uses. */
+export function serverRulesLine(r: ServerRulesStatus): string {
+  const uses = [
+    r.virtualIds ? 'users compared by the virtual account id (11.0+)' : 'users compared by the account id',
+    r.directDownload ? 'direct downloads (12.0+)' : null,
+    r.strictNames ? 'names refused by 13.0 answered EINVAL' : null,
+  ].filter(Boolean);
+  return `server: Seafile ${r.version ?? 'version not known yet'}; ${uses.join(', ')}`;
 }
 
 /** The status line on modification times: kept by the server, or by this machine for a server that ignores them. */
@@ -213,6 +232,7 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
     );
   }
   if (st.pins) lines.push(...pinLines(st.pins));
+  if (st.serverRules) lines.push(`  ${serverRulesLine(st.serverRules)}`);
   if (st.mtimes) lines.push(`  ${mtimesLine(st.mtimes)}`);
   if (st.changes) lines.push(`  ${changesLine(st.changes)}`);
   if (st.rssBytes !== undefined) lines.push(`  memory: ${fmtBytes(st.rssBytes)} resident`);

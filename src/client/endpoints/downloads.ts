@@ -36,7 +36,7 @@ export async function download(
   http: HttpCore,
   url: string,
   range?: { start: number; end?: number },
-  opts: { repoId?: string } = {},
+  opts: { repoId?: string; auth?: boolean } = {},
 ): Promise<RangeDownload> {
   const op = 'download';
   const headers: Record<string, string> = {};
@@ -51,6 +51,8 @@ export async function download(
     repo: opts.repoId,
     transfer: 'download',
     accept: [416],
+    // a direct download (12.0+) takes the API token; a link carries its own
+    auth: opts.auth ?? false,
   });
   const etag =
     header(res.headers, 'etag')

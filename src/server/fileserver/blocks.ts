@@ -14,6 +14,7 @@ import { BLOCK_ID } from '../store/block-store.js';
 import type { Ctx, Req, UploadToken } from '../context.js';
 import type { RepoMeta, User } from '../store/db.js';
 import { discard, lastModify, unlockedFor } from './files.js';
+import { fileServerFields, sendGoError } from './go-answers.js';
 import { drainBody, HttpError } from '../http.js';
 import { isFileOfLibrary } from './library-files.js';
 import { parseMultipart } from './multipart.js';
@@ -43,7 +44,7 @@ function reply(r: Req, status: number, body: string): void {
   r.res.end(body);
 }
 
-async function answering(r: Req, fn: () => Promise<string>): Promise<void> {
+async function answering(r: Req, fn: () => Promise<string>, ctx: Ctx): Promise<void> {
   try {
     reply(r, 200, await fn());
   } catch (e) {
@@ -54,6 +55,7 @@ async function answering(r: Req, fn: () => Promise<string>): Promise<void> {
     else if (e instanceof HttpError && e.status < 500) err = new BlkError(e.status, e.message);
     else throw e;
     if (!r.raw.complete) await drainBody(r.raw, r.res);
+    if (ctx.goFileserver) return sendGoError(r.res, err.status, err.message.replace(/\n$/, ''));
     reply(r, err.status, `{"error": "${err.message}"}`);
   }
 }
@@ -97,35 +99,40 @@ async function receive(ctx: Ctx, r: Req, o: { blockSize?: number; quotaLeft?: nu
  * hold count against the owner's quota from now until a commit uses them or they are removed.
  */
 export function uploadRawBlocks(ctx: Ctx, r: Req): Promise<void> {
-  return answering(r, async () => {
-    const { repo } = tokenFor(ctx, r, 'upload-raw-blks-api');
-    // while the body comes, a bound (blocks sent again that still wait for a commit count once: exact below)
-    const bound = (await ctx.quotaLeft(repo)) + ctx.blocks.pendingBytes(repo.id);
-    const { files } = await receive(ctx, r, { blockSize: Infinity, quotaLeft: bound });
-    try {
-      const parts = files.filter((f) => f.field === 'file');
-      if (parts.length === 0) throw internal();
-      await ctx.underQuota(repo.owner, async () => {
-        const added = new Map<string, number>();
-        for (const p of parts) {
-          const id = p.filename.toLowerCase();
-          if (!ctx.blocks.usesBlock(repo.id, id)) added.set(id, p.size);
-        }
-        const bytes = [...added.values()].reduce((a, b) => a + b, 0) - ctx.blocks.pendingOf(repo.id, [...added.keys()]);
-        if (bytes > 0 && bytes > (await ctx.quotaLeft(repo))) throw outOfQuota();
-        // in order, as the C server: blocks before a mismatch stay stored
-        for (const p of parts) {
-          const got = p.blocks[0]?.id ?? sha1('');
-          if (p.filename.toLowerCase() !== got) throw internal(); // "Block id ... doesn't match content."
-          ctx.blocks.adoptBlock(repo.id, p.tmpPath, got, p.size);
-          p.tmpPath = '';
-        }
-      });
-      return '"OK"';
-    } finally {
-      await discard(files);
-    }
-  });
+  return answering(
+    r,
+    async () => {
+      const { repo } = tokenFor(ctx, r, 'upload-raw-blks-api');
+      // while the body comes, a bound (blocks sent again that still wait for a commit count once: exact below)
+      const bound = (await ctx.quotaLeft(repo)) + ctx.blocks.pendingBytes(repo.id);
+      const { files } = await receive(ctx, r, { blockSize: Infinity, quotaLeft: bound });
+      try {
+        const parts = files.filter((f) => f.field === 'file');
+        if (parts.length === 0) throw internal();
+        await ctx.underQuota(repo.owner, async () => {
+          const added = new Map<string, number>();
+          for (const p of parts) {
+            const id = p.filename.toLowerCase();
+            if (!ctx.blocks.usesBlock(repo.id, id)) added.set(id, p.size);
+          }
+          const bytes =
+            [...added.values()].reduce((a, b) => a + b, 0) - ctx.blocks.pendingOf(repo.id, [...added.keys()]);
+          if (bytes > 0 && bytes > (await ctx.quotaLeft(repo))) throw outOfQuota();
+          // in order, as the C server: blocks before a mismatch stay stored
+          for (const p of parts) {
+            const got = p.blocks[0]?.id ?? sha1('');
+            if (p.filename.toLowerCase() !== got) throw internal(); // "Block id ... doesn't match content."
+            ctx.blocks.adoptBlock(repo.id, p.tmpPath, got, p.size);
+            p.tmpPath = '';
+          }
+        });
+        return '"OK"';
+      } finally {
+        await discard(files);
+      }
+    },
+    ctx,
+  );
 }
 
 /** C atoll/atoi: the leading integer, 0 when there is none */
@@ -171,7 +178,8 @@ async function commitBlocks(
   const sizes: number[] = [];
   for (const id of list) {
     const s = ctx.blocks.heldSize(repo.id, id);
-    if (s === null) throw outOfQuota();
+    // the Go server checks that every block is there before the quota: 446, no message
+    if (s === null) throw ctx.goFileserver ? new BlkError(446, '') : outOfQuota();
     sizes.push(s);
   }
   const total = sizes.reduce((a, b) => a + b, 0);
@@ -222,56 +230,67 @@ function folderOf(parentDir: string): string {
 
 /** POST upload-blks-api?commitonly=true: parent_dir, file_name, file_size, blockids (JSON), replace, last_modify */
 export function commitUploadBlocks(ctx: Ctx, r: Req): Promise<void> {
-  return answering(r, async () => {
-    const { t, user, repo } = tokenFor(ctx, r, 'upload-blks-api');
-    const { fields, files } = await receive(ctx, r, { maxFormBytes: COMMIT_FORM_BYTES });
-    await discard(files); // a commit takes no file parts
-    const field = (k: string) => fields.get(k)?.[0];
-    let replace = 0;
-    if (field('replace') !== undefined) {
-      replace = cInt(field('replace')!);
-      if (replace !== 0 && replace !== 1) throw new BlkError(400, 'Invalid argument replace.\n');
-    }
-    const parentDir = field('parent_dir');
-    const name = field('file_name');
-    const size = fileSize(field('file_size'));
-    if (parentDir === undefined || name === undefined || size < 0)
-      throw new BlkError(400, 'No parent dir or file name.\n');
-    // the message's spelling is the server's
-    if (!r.query.has('commitonly')) throw new BlkError(400, 'Only commit suppported.\n');
-    await requireParent(ctx, repo, parentDir);
-    // Real servers take an upload link's token here too and commit anywhere in the library (they
-    // check parent_dir against the token's folder only in upload-api): here, as in upload-api, a
-    // link's token commits into its folder only.
-    if (t.link && folderOf(parentDir) !== folderOf(t.dir)) throw new BlkError(403, 'Permission denied.\n');
-    const blockids = field('blockids');
-    if (blockids === undefined) throw new BlkError(400, 'No blockids.\n');
-    const id = await commitBlocks(ctx, user, repo, fields, parentDir, name, blockids, size, replace === 1);
-    return r.query.has('ret-json') ? `{"id": "${id}"}` : `"${id}"`;
-  });
+  return answering(
+    r,
+    async () => {
+      const { t, user, repo } = tokenFor(ctx, r, 'upload-blks-api');
+      const { fields, files } = await receive(ctx, r, { maxFormBytes: COMMIT_FORM_BYTES });
+      await discard(files); // a commit takes no file parts
+      const form = fileServerFields(ctx.goFileserver, r, fields);
+      const field = form.get;
+      let replace = 0;
+      if (field('replace') !== undefined) {
+        replace = cInt(field('replace')!);
+        if (replace !== 0 && replace !== 1) throw new BlkError(400, 'Invalid argument replace.\n');
+      }
+      const parentDir = field('parent_dir');
+      const name = field('file_name');
+      const size = fileSize(field('file_size'));
+      if (parentDir === undefined || name === undefined || size < 0)
+        throw new BlkError(400, 'No parent dir or file name.\n');
+      // the message's spelling is the server's
+      if (!form.has('commitonly')) throw new BlkError(400, 'Only commit suppported.\n');
+      await requireParent(ctx, repo, parentDir);
+      // Real servers take an upload link's token here too and commit anywhere in the library (they
+      // check parent_dir against the token's folder only in upload-api): here, as in upload-api, a
+      // link's token commits into its folder only.
+      if (t.link && folderOf(parentDir) !== folderOf(t.dir)) throw new BlkError(403, 'Permission denied.\n');
+      const blockids = field('blockids');
+      if (blockids === undefined) throw new BlkError(400, 'No blockids.\n');
+      const id = await commitBlocks(ctx, user, repo, fields, parentDir, name, blockids, size, replace === 1);
+      if (!form.has('ret-json')) return `"${id}"`;
+      return ctx.goFileserver ? JSON.stringify({ id }) : `{"id": "${id}"}`;
+    },
+    ctx,
+  );
 }
 
 /** POST update-blks-api?commitonly=true: target_file, file_size, blockids; answers the bare file id */
 export function commitUpdateBlocks(ctx: Ctx, r: Req): Promise<void> {
-  return answering(r, async () => {
-    const { user, repo } = tokenFor(ctx, r, 'update-blks-api');
-    const { fields, files } = await receive(ctx, r, { maxFormBytes: COMMIT_FORM_BYTES });
-    await discard(files);
-    const field = (k: string) => fields.get(k)?.[0];
-    const target = field('target_file');
-    const size = fileSize(field('file_size'));
-    if (target === undefined || size < 0) throw new BlkError(400, 'No target file.\n');
-    if (!r.query.has('commitonly')) throw new BlkError(400, 'Only commit supported.\n');
-    // g_path_get_dirname / g_path_get_basename
-    const t = target.replace(/\/+$/, '') || '/';
-    const slash = t.lastIndexOf('/');
-    const parentDir = slash < 0 ? '.' : t.slice(0, slash) || '/';
-    const name = slash < 0 ? t : t.slice(slash + 1) || '/';
-    await requireParent(ctx, repo, parentDir);
-    const blockids = field('blockids');
-    if (blockids === undefined) throw new BlkError(400, 'No blockids.\n');
-    return commitBlocks(ctx, user, repo, fields, parentDir, name, blockids, size, true);
-  });
+  return answering(
+    r,
+    async () => {
+      const { user, repo } = tokenFor(ctx, r, 'update-blks-api');
+      const { fields, files } = await receive(ctx, r, { maxFormBytes: COMMIT_FORM_BYTES });
+      await discard(files);
+      const form = fileServerFields(false, r, fields);
+      const field = form.get;
+      const target = field('target_file');
+      const size = fileSize(field('file_size'));
+      if (target === undefined || size < 0) throw new BlkError(400, 'No target file.\n');
+      if (!r.query.has('commitonly')) throw new BlkError(400, 'Only commit supported.\n');
+      // g_path_get_dirname / g_path_get_basename
+      const t = target.replace(/\/+$/, '') || '/';
+      const slash = t.lastIndexOf('/');
+      const parentDir = slash < 0 ? '.' : t.slice(0, slash) || '/';
+      const name = slash < 0 ? t : t.slice(slash + 1) || '/';
+      await requireParent(ctx, repo, parentDir);
+      const blockids = field('blockids');
+      if (blockids === undefined) throw new BlkError(400, 'No blockids.\n');
+      return commitBlocks(ctx, user, repo, fields, parentDir, name, blockids, size, true);
+    },
+    ctx,
+  );
 }
 
 /**

@@ -6,9 +6,10 @@
 // upload or update 500 "Internal error", as the C file server does.
 import { promises as fsp } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
-import type { Ctx, Req } from '../context.js';
+import type { Ctx, DownloadToken, Req } from '../context.js';
 import type { RepoMeta, User } from '../store/db.js';
 import { downloadContentType } from './content-types.js';
+import { fileServerFields } from './go-answers.js';
 import { FileServerError, type HttpError, sendFileServerText, sendJson, sendText } from '../http.js';
 import { parseMultipart, type UploadedPart } from './multipart.js';
 import { canonicalDir, isValidName, nfcName, uploadName } from '../store/names.js';
@@ -43,7 +44,18 @@ export async function download(ctx: Ctx, r: Req): Promise<void> {
   if (t.encrypted && !unlockedFor(ctx, t.user, t.repoId)) {
     return sendText(r.res, 400, 'Repo is encrypted. Please provide password to view it.\n');
   }
+  return sendContent(ctx, r, t);
+}
+
+/** Sends the content of the file `t` names (ranges on unencrypted libraries, HEAD), the checks done. */
+export async function sendContent(
+  ctx: Ctx,
+  r: Req,
+  t: Pick<DownloadToken, 'fileId' | 'size' | 'name' | 'encrypted' | 'repoId'>,
+  extra: Record<string, string> = {},
+): Promise<void> {
   const base: Record<string, string> = {
+    ...extra,
     'Content-Type': downloadContentType(t.name),
     'Accept-Ranges': 'bytes',
     ETag: t.fileId,
@@ -148,8 +160,15 @@ export function lastModify(ctx: Ctx, fields: Map<string, string[]>): number | un
 
 export async function upload(ctx: Ctx, r: Req): Promise<void> {
   const { t, user, repo } = uploadToken(ctx, r, 'upload');
-  const stored = await storeUpload(ctx, r, { dir: t.dir, user, repo });
-  if (r.query.get('ret-json') === '1') sendJson(r.res, 200, stored);
+  let retJson = r.query.get('ret-json') === '1';
+  const stored = await storeUpload(ctx, r, {
+    dir: t.dir,
+    user,
+    repo,
+    // the Go server takes ret-json from the form too, with any value
+    seen: (fields) => void (retJson ||= ctx.goFileserver && fileServerFields(true, r, fields).has('ret-json')),
+  });
+  if (retJson) sendJson(r.res, 200, stored);
   else sendFileServerText(r.res, 200, stored.map((s) => s.id).join('\t'));
 }
 
@@ -162,12 +181,19 @@ export async function upload(ctx: Ctx, r: Req): Promise<void> {
 export async function storeUpload(
   ctx: Ctx,
   r: Req,
-  into: { dir: string; user: User; repo: RepoMeta; impliedParent?: boolean },
+  into: {
+    dir: string;
+    user: User;
+    repo: RepoMeta;
+    impliedParent?: boolean;
+    seen?: (fields: Map<string, string[]>) => void;
+  },
 ): Promise<{ name: string; id: string; size: number }[]> {
   const { user, repo } = into;
   const { fields, files } = await receive(ctx, r, await ctx.quotaLeft(repo));
   try {
-    const field = (k: string) => fields.get(k)?.[0];
+    into.seen?.(fields);
+    const field = fileServerFields(ctx.goFileserver, r, fields).get;
     const parentDir = field('parent_dir') ?? (into.impliedParent ? into.dir : undefined);
     if (!parentDir) throw fsError(400, 'Invalid parent dir.');
     let parent: string[];
@@ -217,7 +243,8 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
   const { t, user, repo } = uploadToken(ctx, r, 'update');
   const { fields, files } = await receive(ctx, r, Infinity);
   try {
-    const target = fields.get('target_file')?.[0];
+    const form = fileServerFields(ctx.goFileserver, r, fields);
+    const target = form.get('target_file');
     if (!target) throw fsError(400, 'Invalid URL.');
     let comps: string[];
     try {
@@ -243,7 +270,8 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
       mtime: lastModify(ctx, fields),
     });
     if (id === null) throw fsError(441, 'File does not exist.');
-    if (r.query.get('ret-json') === '1') sendJson(r.res, 200, [{ name: comps[comps.length - 1], id, size: part.size }]);
+    const retJson = ctx.goFileserver ? form.has('ret-json') : r.query.get('ret-json') === '1';
+    if (retJson) sendJson(r.res, 200, [{ name: comps[comps.length - 1], id, size: part.size }]);
     else sendFileServerText(r.res, 200, id);
   } finally {
     await discard(files);

@@ -85,6 +85,8 @@ export class Db {
   private saving: Promise<void> = Promise.resolve();
   private byToken = new Map<string, User>(); // token hash -> user
   private box: SecretBox = SecretBox.ephemeral();
+  /** new accounts get a virtual id (`<32 hex>@auth.local`) with the login e-mail as contact e-mail (11.0) */
+  virtualIds = false;
 
   constructor(dataDir: string) {
     this.file = path.join(dataDir, 'db.json');
@@ -187,8 +189,13 @@ export class Db {
     return this.box.unseal(user.tokenSealed);
   }
 
+  /** The account whose id, or else whose contact (login) e-mail, is `email`. */
   user(email: string): User | undefined {
-    return this.users.get(email.toLowerCase()) ?? this.users.get(email);
+    const byId = this.users.get(email.toLowerCase()) ?? this.users.get(email);
+    if (byId) return byId;
+    const low = email.toLowerCase();
+    for (const u of this.users.values()) if (u.contactEmail?.toLowerCase() === low) return u;
+    return undefined;
   }
 
   /** All accounts in creation order. */
@@ -197,9 +204,11 @@ export class Db {
   }
 
   createUser(email: string, password: string, isStaff: boolean): User {
+    const id = this.virtualIds ? `${randomBytes(16).toString('hex')}@auth.local` : email;
     const u: User = {
       id: this.nextUserId++,
-      email,
+      email: id,
+      ...(this.virtualIds ? { contactEmail: email } : {}),
       name: email.split('@')[0],
       note: '',
       passwordHash: hashPassword(password),
@@ -210,7 +219,7 @@ export class Db {
       ...this.newToken(),
       createTime: Date.now() * 1000,
     };
-    this.users.set(email, u);
+    this.users.set(id, u);
     return u;
   }
 

@@ -3,7 +3,10 @@
 
 export interface User {
   id: number;
+  /** the account's id: its e-mail, or from 11.0 a virtual `<hex>@auth.local` */
   email: string;
+  /** with a virtual id: the e-mail the account logs in with */
+  contactEmail?: string;
   name: string;
   note: string;
   passwordHash: string; // pbkdf2$salt$hash

@@ -71,7 +71,8 @@ async function accountInfo(ctx: Ctx, r: Req): Promise<void> {
     email: u.email,
     name: u.name,
     login_id: '',
-    contact_email: u.email,
+    // from 11.0 `email` is the account's virtual id and this the e-mail it logs in with
+    contact_email: u.contactEmail ?? u.email,
     institution: '',
     is_staff: u.isStaff,
     avatar_url: `${r.base}/media/avatars/default.png`,
@@ -88,6 +89,7 @@ function accountDetail(ctx: Ctx, email: string, usage: number) {
   return {
     id: u.id,
     email: u.email,
+    contact_email: u.contactEmail ?? u.email,
     name: u.name,
     note: u.note,
     is_staff: u.isStaff,
@@ -296,7 +298,8 @@ export const accountRoutes: Route[] = [
       const email = emailParam(r);
       const u = ctx.db.user(email);
       if (u) {
-        if (u.email === ctx.opts.adminEmail) throw new HttpError(403, 'Cannot delete the administrator.');
+        if (u.email === ctx.opts.adminEmail || u.contactEmail === ctx.opts.adminEmail)
+          throw new HttpError(403, 'Cannot delete the administrator.');
         const gone = ctx.db.deleteUser(u.email);
         await ctx.db.save();
         for (const id of gone) await ctx.heads.remove(id);

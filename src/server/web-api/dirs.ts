@@ -29,7 +29,7 @@ export function listingEntry(ctx: Ctx, user: User, repoId: string, parentPath: s
     size: e.size,
     modifier_email: e.modifier,
     modifier_name: modifier?.name ?? e.modifier,
-    modifier_contact_email: e.modifier,
+    modifier_contact_email: ctx.contactOf(e.modifier),
     starred: ctx.db.isStarred(user.email, repoId, full),
   };
   // seahub lists the lock fields only `if is_pro_version()`

@@ -75,7 +75,7 @@ async function fileDetail(ctx: Ctx, r: Req): Promise<void> {
     last_modified: isoTime(e.mtime),
     last_modifier_email: e.modifier,
     last_modifier_name: ctx.db.user(e.modifier)?.name ?? e.modifier,
-    last_modifier_contact_email: e.modifier,
+    last_modifier_contact_email: ctx.contactOf(e.modifier),
     starred: ctx.db.isStarred(user.email, repo.id, full),
     can_edit: perm === 'rw',
     comment_total: 0, // seahub's file comments: none here
@@ -120,6 +120,7 @@ export async function postFile(ctx: Ctx, r: Req, v21: boolean): Promise<void> {
   if (op === 'create') {
     const { repo } = ctx.repoFor(user, r.params[0], 'rw');
     const name = ctx.checkDirentName(checkName(comps[comps.length - 1]));
+    await ctx.checkFileCount(repo.id);
     const [made] = await putFiles(ctx, user, repo.id, parent, [{ name, id: ZERO_ID, size: 0 }], {
       replace: false,
       desc: `Added "${name}"`,

@@ -30,7 +30,7 @@ export function userShareItem(ctx: Ctx, r: Req, email: string, permission: strin
     user_info: {
       name: email,
       nickname: ctx.db.user(email)?.name ?? email,
-      contact_email: email,
+      contact_email: ctx.contactOf(email),
       avatar_url: `${r.base}/media/avatars/default.png`,
     },
     permission,
@@ -145,7 +145,13 @@ export const folderShareRoutes: Route[] = [
           out.push({ ...base, share_type: 'group', group_id: s.to, group_name: ctx.db.groups.get(s.to)?.name ?? '' });
         } else {
           const name = ctx.db.user(s.to)?.name ?? s.to;
-          out.push({ ...base, share_type: 'personal', user_name: name, user_email: s.to, contact_email: s.to });
+          out.push({
+            ...base,
+            share_type: 'personal',
+            user_name: name,
+            user_email: s.to,
+            contact_email: ctx.contactOf(s.to),
+          });
         }
       }
       sendJson(r.res, 200, out);

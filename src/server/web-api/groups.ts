@@ -46,7 +46,7 @@ export function member(ctx: Ctx, r: Req, g: Group, email: string) {
     role: email === g.owner ? 'Owner' : isAdmin ? 'Admin' : 'Member',
     email,
     name: ctx.db.user(email)?.name ?? email,
-    contact_email: email,
+    contact_email: ctx.contactOf(email),
     login_id: '',
     avatar_url: `${r.base}/media/avatars/default.png`,
     is_admin: isAdmin,

@@ -20,7 +20,7 @@ function author(ctx: Ctx, r: Req, email: string) {
     creator_avatar_url: avatar(r),
     creator_email: email,
     creator_name: ctx.db.user(email)?.name ?? email,
-    creator_contact_email: email,
+    creator_contact_email: ctx.contactOf(email),
   };
 }
 

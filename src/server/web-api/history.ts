@@ -92,7 +92,7 @@ async function fileHistory(ctx: Ctx, r: Req): Promise<void> {
       user_info: {
         email: c.creator_name,
         name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,
-        contact_email: c.creator_name,
+        contact_email: ctx.contactOf(c.creator_name),
       },
     }),
   );
@@ -261,7 +261,7 @@ export const historyRoutes: Route[] = [
           // seahub 10 (repo_history.py) names the author by email, name and contact_email
           email: c.creator_name,
           name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,
-          contact_email: c.creator_name,
+          contact_email: ctx.contactOf(c.creator_name),
           creator: c.creator_name,
           creator_email: c.creator_name,
           creator_name: ctx.db.user(c.creator_name)?.name ?? c.creator_name,

@@ -43,7 +43,7 @@ async function sharedReposV21(ctx: Ctx, r: Req): Promise<void> {
       share_permission_name: '',
       modifier_email: repo.owner,
       modifier_name: ctx.db.user(repo.owner)?.name ?? repo.owner,
-      modifier_contact_email: repo.owner,
+      modifier_contact_email: ctx.contactOf(repo.owner),
       last_modified: isoTime(head.mtime),
       is_admin: false,
     };
@@ -56,7 +56,7 @@ async function sharedReposV21(ctx: Ctx, r: Req): Promise<void> {
       share_type: 'personal',
       user_name: name,
       user_email: s.to,
-      contact_email: s.to,
+      contact_email: ctx.contactOf(s.to),
     });
   }
   for (const repo of ctx.db.reposOwnedBy(me)) {

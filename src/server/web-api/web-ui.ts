@@ -19,7 +19,7 @@ function userInfo(ctx: Ctx, email: string) {
   return {
     email,
     name: u?.name ?? email,
-    contact_email: email,
+    contact_email: ctx.contactOf(email),
     telephone: '',
     login_id: '',
     list_in_address_book: false,
@@ -49,7 +49,7 @@ async function repoV21(ctx: Ctx, r: Req): Promise<void> {
     repo_name: repo.name,
     owner_email: repo.owner,
     owner_name: owner?.name ?? repo.owner,
-    owner_contact_email: repo.owner,
+    owner_contact_email: ctx.contactOf(repo.owner),
     size: head.size,
     encrypted: repo.encrypted,
     file_count: files,
@@ -145,7 +145,12 @@ export const webRoutes: Route[] = [
         .filter((u) => self || u.email !== r.user!.email)
         .slice(0, 10);
       sendJson(r.res, 200, {
-        users: hits.map((u) => ({ email: u.email, avatar_url: avatar(r), name: u.name, contact_email: u.email })),
+        users: hits.map((u) => ({
+          email: u.email,
+          avatar_url: avatar(r),
+          name: u.name,
+          contact_email: u.contactEmail ?? u.email,
+        })),
       });
     },
   },

@@ -85,6 +85,7 @@ export function statusOf(p: VfsComponents) {
     offline: p.connectivity.state(),
     outages: p.connectivity.outages,
     mtimes: p.mtimes.status(),
+    serverRules: { ...p.rules.status(), directDownload: p.rules.directDownload && p.reader.directDownloads },
     changes: p.live.status(),
     pins: p.pins.status(),
     deleteGuard: p.deleteGuard.status(),

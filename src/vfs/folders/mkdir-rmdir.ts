@@ -7,9 +7,11 @@ import { VfsError } from '../errors.js';
 import { writable } from '../libraries/library-paths.js';
 import type { VfsComponents } from '../components.js';
 import { baseOf, checkFolderName, checkName, parentOf, serverMayRefuseName } from '../common/paths.js';
+import { strictNameProblem } from '../common/server-rules.js';
 
 export async function makeFolder(
-  c: Pick<VfsComponents, 'libraries' | 'hiddenDirs' | 'writeBack' | 'listingCache' | 'host'>,
+  c: Pick<VfsComponents, 'libraries' | 'hiddenDirs' | 'writeBack' | 'listingCache' | 'host'> &
+    Partial<Pick<VfsComponents, 'rules'>>,
   p: string,
 ): Promise<void> {
   const loc = await c.libraries.repoOf(p, true);
@@ -19,11 +21,14 @@ export async function makeFolder(
   const name = baseOf(loc.path);
   checkName(name);
   checkFolderName(name);
+  c.rules?.checkName(name);
   const dir = parentOf(loc.path);
   const l = await c.host.dir(loc.repo, dir);
   if (l.entries.has(name) || c.writeBack.get(loc.repo, loc.path)) throw new VfsError('EEXIST', p);
   // answered now, created on the server in the background (write/pending-folders.ts)
-  if (!(serverMayRefuseName(name) && (await c.writeBack.folders.createNow(loc.repo, loc.path))))
+  // a name a newer server refuses is created before mkdir answers, so a refusal is an EINVAL, never a retry
+  const mayBeRefused = serverMayRefuseName(name) || strictNameProblem(name) !== null;
+  if (!(mayBeRefused && (await c.writeBack.folders.createNow(loc.repo, loc.path))))
     c.writeBack.folders.add(loc.repo, loc.path);
   c.listingCache.upsert(loc.repo, dir, { type: 'dir', name, id: ZERO_ID, mtime: Math.floor(Date.now() / 1000) });
   c.listingCache.setEmpty(loc.repo, loc.path);

@@ -86,6 +86,17 @@ export class RemoteReader {
     this.streams = new SeqStreams(api, this.cfg, this.stats, this.store, this.links, this.segments, disk);
   }
 
+  /** reads unencrypted files through the file server's direct URL when `url` gives one (download-links.ts) */
+  useDirectUrls(url: DownloadLinks['direct'], log: (line: string) => void): void {
+    this.links.direct = url;
+    this.links.directLog = log;
+  }
+
+  /** whether files are read through direct URLs (not turned off by a server that lacks them) */
+  get directDownloads(): boolean {
+    return this.links.direct !== null;
+  }
+
   /** Download the whole file into `dest` (to open an existing file for writing). */
   async downloadWhole(f: RemoteFile, dest: string): Promise<void> {
     if (f.size === 0) {

@@ -264,7 +264,9 @@ export class SeqStreams {
           url,
           first * C,
           {
-            head: (status, start) => {
+            head: (status, start, _length, etag) => {
+              // a direct URL answered with another version than this file's: read it through a link
+              if (this.links.otherVersion(f, url, etag)) throw new StreamUnsupported('another version');
               asm = new ChunkAssembler(C, f.size, first, lastChunk, status === 206 ? start : 0, sink, (n) =>
                 this.store.buffer(n),
               );
@@ -277,7 +279,9 @@ export class SeqStreams {
             end: (err) => {
               clearIdle();
               st.wake = null;
+              if (err) this.links.noteFailure(url, err);
               if (err && st.next === first) {
+                if (err instanceof StreamUnsupported && err.message === 'another version') return resolve('renew');
                 if (err instanceof StreamUnsupported) return resolve('unsupported');
                 if (err instanceof ApiError && (err.status === 403 || err.status === 404)) return resolve('renew');
               }

@@ -20,6 +20,8 @@ export interface Namespace {
   readonly wb: WriteBack;
   /** the times this machine keeps follow the files */
   readonly times: Pick<LocalMtimes, 'moved'>;
+  /** refuses a name the server's version refuses (server-rules.ts) */
+  checkName?(name: string): void;
   resolve(p: string, change: boolean): Promise<Loc>;
   /** the remote entry at a path (null: absent) */
   lookup(repo: string, path: string): Promise<DirEntry | null>;
@@ -60,6 +62,7 @@ export class Renamer {
     const newName = baseOf(b.path);
     checkName(newName);
     if (aRepo === bRepo && a.path === b.path) return;
+    ns.checkName?.(newName);
     if (aRepo === bRepo && isWithin(b.path, a.path)) throw new VfsError('EINVAL', 'a folder cannot move into itself');
     if (aRepo === bRepo && newName.startsWith('.fuse_hidden') && parentOf(a.path) === parentOf(b.path)) {
       const st = ns.wb.get(aRepo, a.path);

@@ -80,6 +80,12 @@ describe('kindFor', () => {
     expect(kindFor(400, 'Incorrect password', 'api')).toBe('password_required');
   });
 
+  it('maps "too many files in library" (442 before 12.0, 447 after) to quota', () => {
+    expect(kindFor(447, 'The number of files in library exceeds the limit', 'api')).toBe('quota');
+    expect(kindFor(442, 'The number of files in library exceeds the limit', 'api')).toBe('quota');
+    expect(kindFor(442, 'File size is too large.', 'upload')).toBe('too_large');
+  });
+
   it('maps the service-specific statuses by context', () => {
     expect(kindFor(440, 'Library is encrypted.', 'api')).toBe('password_required');
     expect(kindFor(440, 'Invalid filename.', 'upload')).toBe('invalid_name');
