@@ -88,7 +88,9 @@ describe('a folder downloaded as a zip', () => {
       expect(readFileSync(path.join(out, 'small', name), 'utf8')).toBe(text);
   });
 
-  it("is streamed: 40 MB through the archive leave the server's peak memory within 24 MB of where it was", async () => {
+  // built in memory, 40 MB grew the peak by 141 MiB; streamed, 2-14 MiB, 28 once with e2e tests beside it (its
+  // garbage collector lags under load): a bound far from both
+  it("is streamed: 40 MB through the archive leave the server's peak memory within 64 MB of where it was", async () => {
     const before = peakRss();
     const res = await fetch(await zipUrl('big'));
     expect(res.status).toBe(200);
@@ -101,7 +103,7 @@ describe('a folder downloaded as a zip', () => {
     const grew = peakRss() - before;
     console.log(`zip of 40 MB: the server's peak RSS grew by ${(grew / 2 ** 20).toFixed(1)} MiB`);
     expect(n).toBeGreaterThan(big.length);
-    expect(grew).toBeLessThan(24 << 20);
+    expect(grew).toBeLessThan(64 << 20);
   });
 
   it(`at most ${MAX_ZIP_DOWNLOADS} at once: one more answers 503 with Retry-After and its token still serves after`, async () => {
