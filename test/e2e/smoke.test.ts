@@ -1,7 +1,7 @@
 // Smoke tests of the real mount: `seafs mount` as a child process against
 // `seafs serve`, driven with ordinary tools, checked through the API.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync, mkdirSync, readdirSync } from 'node:fs';
+import { mkdtempSync, writeFileSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
@@ -135,11 +135,25 @@ describe('seafs mount (e2e smoke)', () => {
   }
 
   it('all-libraries mode lists libraries and refuses changes at the root; --daemon returns once usable', async () => {
+    try {
+      await allLibraries();
+    } catch (e) {
+      // the daemon's log (in the runtime dir): what it was doing when a step hung or failed
+      const run = testEnv().SEAFS_RUNTIME_DIR!;
+      for (const f of readdirSync(run).filter((n) => n.endsWith('.log')))
+        console.log(`--- ${f}\n${readFileSync(path.join(run, f), 'utf8').slice(-4000)}`);
+      throw e;
+    }
+  });
+
+  async function allLibraries() {
+    // each step ends well before the test's own timeout, so that a hang shows where (and the log above)
+    const step: typeof sh = (cmd, opts = {}) => sh(cmd, { timeoutMs: 50_000, ...opts });
     const mnt = path.join(work, 'm3');
     mkdirSync(mnt);
     const pwFile = path.join(work, 'pw');
     writeFileSync(pwFile, server.adminPassword + '\n');
-    const r = await sh(
+    const r = await step(
       `env -u SEAFS_PASSWORD node ${CLI} mount ${server.url} ${mnt} --user ${server.adminEmail} --password-file ${pwFile} --cache-dir ${work}/cache3 --daemon && ls ${mnt}`,
       { env: testEnv() },
     );
@@ -147,18 +161,18 @@ describe('seafs mount (e2e smoke)', () => {
     expect(r.out.split('\n')).toEqual(expect.arrayContaining(['Other', 'Smoke']));
     // the serving process runs the mount alone (mount-child.js, no command-line parser), with the settings its
     // parent parsed: its cache is in the --cache-dir given; its command line names the mount, never the password file
-    const cmd = (await sh(`pgrep -af 'mount-child.js mount .* ${mnt}$'`)).out.trim();
+    const cmd = (await step(`pgrep -af 'mount-child.js mount .* ${mnt}$'`)).out.trim();
     expect(cmd).toMatch(/mount-child\.js mount /);
     expect(cmd).not.toContain(pwFile);
     expect(readdirSync(`${work}/cache3`).length).toBeGreaterThan(0);
-    const mk = await sh(`mkdir ${mnt}/NewLib`, { allowFail: true });
+    const mk = await step(`mkdir ${mnt}/NewLib`, { allowFail: true });
     expect(mk.code).not.toBe(0);
     expect(mk.err).toMatch(/not permitted/i);
-    await sh(`echo cross > ${mnt}/Other/x.txt && mv ${mnt}/Other/x.txt ${mnt}/Smoke/x.txt`);
-    expect((await sh(`cat ${mnt}/Smoke/x.txt`)).out).toBe('cross\n');
-    expect((await sh(`node ${CLI} unmount ${mnt}`, { env: testEnv() })).code).toBe(0);
+    await step(`echo cross > ${mnt}/Other/x.txt && mv ${mnt}/Other/x.txt ${mnt}/Smoke/x.txt`);
+    expect((await step(`cat ${mnt}/Smoke/x.txt`)).out).toBe('cross\n');
+    expect((await step(`node ${CLI} unmount ${mnt}`, { env: testEnv() })).code).toBe(0);
     expect((await remote('/x.txt')).toString()).toBe('cross\n');
-  });
+  }
 
   it('explains a wrong password, an unknown library and a missing mount point', async () => {
     const base = `node ${CLI} mount ${server.url}`;
