@@ -89,7 +89,8 @@ function accountDetail(ctx: Ctx, email: string, usage: number) {
   return {
     id: u.id,
     email: u.email,
-    contact_email: u.contactEmail ?? u.email,
+    // 11.0 and later, where `email` is the virtual id; seahub 10's admin view has no such field
+    ...(u.contactEmail ? { contact_email: u.contactEmail } : {}),
     name: u.name,
     note: u.note,
     is_staff: u.isStaff,
