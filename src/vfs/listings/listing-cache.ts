@@ -531,23 +531,25 @@ export class MetaCache {
    * (each revalidated by folder id when next used), except those changed here
    * within `ownChangeMs`, which the change most likely is: they live at most
    * `spareTtlMs` more (a change of someone else's at the same time shows then).
-   * Returns the stale folders, most recently used first.
+   * Returns the stale folders, most recently used first, and how many were spared.
    */
-  staleLibrary(repo: string, ownChangeMs: number, spareTtlMs: number): string[] {
+  staleLibrary(repo: string, ownChangeMs: number, spareTtlMs: number): { stale: string[]; spared: number } {
     const prefix = `${repo}\u0000`;
     const now = Date.now();
-    const out: string[] = [];
+    const stale: string[] = [];
+    let spared = 0;
     for (const [k, l] of this.lru.entries()) {
       if (!k.startsWith(prefix)) continue;
       const own = this.changed.get(k);
       if (own && now - own.at < ownChangeMs) {
         l.fetchedAt = Math.min(l.fetchedAt, now - this.ttlMs + spareTtlMs);
+        spared++;
         continue;
       }
       l.fetchedAt = 0;
-      out.push(k.slice(prefix.length));
+      stale.push(k.slice(prefix.length));
     }
-    return out;
+    return { stale, spared };
   }
 
   /**

@@ -7,7 +7,9 @@
 // a folder's id). Pinned trees of a changed library look again soon; a
 // permission change lists the libraries again (a library made read-only then
 // refuses writes). Folders this mount itself changed in the last few seconds
-// are left to their cache time: the event is most likely their own commit.
+// are spared: the event is most likely their own commit; they are looked at
+// again once the mount has left them alone that long (someone else may have
+// changed them in the same moment).
 // While changes are pushed, listings live for `pushedTtlMs` instead of the
 // cache time (idle polling slows to minutes); after a break in the feed, one
 // revalidation of everything catches what was missed.
@@ -37,6 +39,8 @@ export class LiveChanges {
   private events = 0;
   private readonly pending = new Map<string, NodeJS.Timeout>();
   private readonly afterBreak = new Set<string>();
+  /** libraries with folders spared as this mount's own change, to be looked at again */
+  private readonly recheck = new Map<string, NodeJS.Timeout>();
   private readonly o: Required<LiveChangesOptions>;
 
   constructor(
@@ -92,8 +96,9 @@ export class LiveChanges {
   close(): void {
     this.feed?.close();
     this.feed = null;
-    for (const t of this.pending.values()) clearTimeout(t);
+    for (const t of [...this.pending.values(), ...this.recheck.values()]) clearTimeout(t);
     this.pending.clear();
+    this.recheck.clear();
   }
 
   private onChange(c: ServerChange): void {
@@ -129,7 +134,17 @@ export class LiveChanges {
 
   private async revalidate(repo: string, ownChangeMs: number): Promise<void> {
     this.onLibraryChanged(repo);
-    const used = this.meta.staleLibrary(repo, ownChangeMs, this.baseTtlMs);
+    const { stale: used, spared } = this.meta.staleLibrary(repo, ownChangeMs, this.baseTtlMs);
+    // someone else may have changed a spared folder in the same moment: it is looked at again once this
+    // mount has left it alone for the spared time (a copy still writing there pushes that back)
+    if (spared > 0 && !this.recheck.has(repo)) {
+      const t = setTimeout(() => {
+        this.recheck.delete(repo);
+        this.schedule(repo);
+      }, ownChangeMs + this.o.coalesceMs);
+      t.unref();
+      this.recheck.set(repo, t);
+    }
     // from the top down: a folder revalidated unchanged vouches for the ones below it it names unchanged
     used.sort((a, b) => depth(a) - depth(b));
     for (const dir of used.slice(0, this.o.eagerFolders)) {

@@ -100,6 +100,24 @@ describe('changes pushed by the server', () => {
     expect((api.calls.listDir ?? 0) - before).toBe(2);
   });
 
+  it('a change made elsewhere in a folder this mount had just changed shows once the mount left it alone', async () => {
+    const { api, repo, vfs, feed } = await setup(cleanups);
+    feed.connect();
+    await vfs.mkdir('/shared', 0o755);
+    expect(await vfs.drain()).toEqual([]);
+    await writeWhole(vfs, '/shared/ours.txt', 'ours');
+    expect(await vfs.drain()).toEqual([]);
+    expect(await vfs.readdir('/shared')).toEqual(['ours.txt']);
+    // someone else writes into the same folder in the same moment; its event looks like our own commit's
+    api.putFile(repo, '/shared/theirs.txt', 'theirs');
+    feed.tell({ kind: 'repo-update', commitId: 'c3' });
+    await sleep(100);
+    expect(await vfs.readdir('/shared')).toEqual(['ours.txt']); // spared: most likely our own commit
+    // looked at again once the mount has left the folder alone for the spared time (2 s here), not after an hour
+    await sleep(2200);
+    expect((await vfs.readdir('/shared')).sort()).toEqual(['ours.txt', 'theirs.txt']);
+  });
+
   it('a lock taken elsewhere shows at file-lock-changed (the folder id does not change with it)', async () => {
     const { api, repo, vfs, feed } = await setup(cleanups);
     feed.connect();
