@@ -3,6 +3,8 @@
 // a token to subscribe to a library with: seahub's repo-notification-jwt-token
 // (12.0 and later), else the fileserver's jwt-token, which takes the library's
 // sync token from download-info in a Seafile-Repo-Token header (10.0 and 11.0).
+// A 10.0 seahub without its web UI answers unknown URLs 500 (its 404 page fails
+// to render): that too sends the client to the fileserver, without retrying.
 import { isApiError } from '../errors.js';
 import type { HttpCore } from '../http.js';
 
@@ -31,12 +33,12 @@ export async function notificationToken(http: HttpCore, repo: string): Promise<s
       op,
       method: 'GET',
       url: `/api/v2.1/repos/${r}/repo-notification-jwt-token/`,
-      retry: 'read',
+      retry: 'never',
     });
     if (typeof v2.value?.token === 'string' && v2.value.token) return v2.value.token;
   } catch (e) {
     // before 12.0 seahub has no such endpoint: the fileserver's below
-    if (!isApiError(e) || (e.status !== 404 && e.status !== 405)) throw e;
+    if (!isApiError(e) || (e.status !== 404 && e.status !== 405 && e.status !== 500)) throw e;
   }
   const info = await http.json<{ token?: unknown; applet_root?: unknown }>({
     op,
