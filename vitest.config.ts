@@ -13,6 +13,8 @@ export default defineConfig({
     projects: [
       { test: { ...shared, name: 'light', include: ['test/{unit,integration,compat}/**/*.test.ts'] } },
       { test: { ...shared, name: 'mounts', include: ['test/e2e/**/*.test.ts'] } },
+      // run by hand only (scripts/test names the two above): tests that build or start more than CI should
+      { test: { ...shared, name: 'manual', include: ['test/manual/**/*.test.ts'] } },
     ],
   },
 });

@@ -1,4 +1,6 @@
-// Opt-in (SEAFS_REAL_NOTIFICATIONS=1; not run by scripts/test or CI): two
+// Run by hand, not by scripts/test or CI (it builds Go code and runs MariaDB):
+//   SEAFS_REAL_NOTIFICATIONS=1 npx vitest run --project manual
+// Two
 // mounts of one library on the real Seafile 10.0 server, with the real 10.0
 // notification server beside it (scripts/real-notification-server), see each
 // other's changes within seconds although their listings would live 10
@@ -20,8 +22,8 @@ import { SeafileClient } from '../../src/client/client.js';
 
 const ON = process.env.SEAFS_REAL_NOTIFICATIONS === '1';
 if (!ON)
-  console.warn(
-    'seafs test: the real notification server test is SKIPPED (opt-in: SEAFS_REAL_NOTIFICATIONS=1; it builds Go code and runs MariaDB)',
+  throw new Error(
+    'the real notification server test builds Go code and runs MariaDB: run it with SEAFS_REAL_NOTIFICATIONS=1',
   );
 const SCRIPT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../scripts/real-notification-server');
 
@@ -90,7 +92,7 @@ const listed = async (m: Mount) => (await sh(`ls -A ${q(m.mnt)}`)).out.split('\n
 const status = async (m: Mount) =>
   (await run(process.execPath, [CLI, 'status', m.mnt], { allowFail: true, env: testEnv() })).out;
 
-describe.skipIf(!ON)('the real 10.0 notification server', () => {
+describe('the real 10.0 notification server', () => {
   let real: TestServer;
   let fronted: TestServer;
   let web: http.Server;
