@@ -164,12 +164,6 @@ export class Ctx {
     return t;
   }
 
-  /** seafile-server X.Y.Z or later */
-  versionAtLeast(a: number, b: number, c: number): boolean {
-    const [x, y, z] = parseServerVersion(this.serverVersion) ?? [99, 0, 0];
-    return x * 1e8 + y * 1e4 + z >= a * 1e8 + b * 1e4 + c;
-  }
-
   /** Seafile Pro (file locks) rather than Community Edition */
   get pro(): boolean {
     return this.opts.edition !== 'community';

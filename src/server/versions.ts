@@ -39,6 +39,8 @@ export interface VersionBehaviour {
   api2LinkViews: boolean;
   /** create and rename refuse "..", "\", emoji and names over 255 bytes (13.0) */
   strictNames: boolean;
+  /** seahub hands notification tokens at /api/v2.1/repos/{id}/repo-notification-jwt-token/ (12.0) */
+  notificationTokenView: boolean;
 }
 
 /** The behaviour of seafile-server `version`; undefined: the default mix described above */
@@ -52,6 +54,7 @@ export function behaviourOf(version: string | undefined): VersionBehaviour {
       directDownload: false,
       api2LinkViews: true,
       strictNames: false,
+      notificationTokenView: true,
     };
   }
   const at = (v: string) => rank(version) >= rank(v);
@@ -63,6 +66,7 @@ export function behaviourOf(version: string | undefined): VersionBehaviour {
     directDownload: at('12.0.0'),
     api2LinkViews: !at('13.0.18'),
     strictNames: at('13.0.0'),
+    notificationTokenView: at('12.0.0'),
   };
 }
 

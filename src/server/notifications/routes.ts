@@ -27,7 +27,7 @@ export const notificationRoutes: Route[] = [
     path: '/api/v2.1/repos/:repo/repo-notification-jwt-token',
     auth: 'user',
     handler: async (ctx, r) => {
-      if (!ctx.versionAtLeast(12, 0, 0)) throw new HttpError(404, '', { detail: 'Not found.' });
+      if (!ctx.behaviour.notificationTokenView) throw new HttpError(404, '', { detail: 'Not found.' });
       const hub = hubOf(ctx);
       const { repo } = ctx.repoFor(r.user!, r.params[0]);
       sendJson(r.res, 200, { token: hub.token(repo.id, r.user!.email) });
