@@ -4,6 +4,7 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { remoteBytes } from '../helpers/api-check.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
+import { pollUntil } from '../helpers/poll.js';
 import { CLI, mountLibrary, q, run, scratchDir, sh } from '../helpers/mount.js';
 
 const ctx = setupE2E(['Locks']);
@@ -59,9 +60,5 @@ describe('file locks from the drive', () => {
 
 /** polls `ok` every 200 ms for up to 20 s; fails with the last state */
 async function waitFor(ok: () => Promise<boolean>): Promise<void> {
-  for (const end = Date.now() + 20_000; Date.now() < end;) {
-    if (await ok()) return;
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  expect(await ok(), 'the state waited for').toBe(true);
+  if ((await pollUntil(ok, 20_000, 200)) === null) expect(await ok(), 'the state waited for').toBe(true);
 }

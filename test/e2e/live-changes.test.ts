@@ -9,7 +9,8 @@
 import { describe, expect, it } from 'vitest';
 import { expectRemoteFile, waitRemoteExists } from '../helpers/api-check.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
-import { CLI, mountLibrary, q, run, sh, sleep, testEnv, type Mount } from '../helpers/mount.js';
+import { pollUntil } from '../helpers/poll.js';
+import { CLI, mountLibrary, q, run, sh, testEnv, type Mount } from '../helpers/mount.js';
 import { startTestServer, uploadTo } from '../helpers/server.js';
 import { SeafileClient } from '../../src/client/client.js';
 
@@ -17,15 +18,7 @@ const ctx = setupE2E(['Shared']);
 /** long enough that nothing shows by the cache time running out during a test */
 const LONG = { library: 'Shared', dirCacheTime: 600, attrTimeout: 0 };
 
-/** polls `check` every 100 ms until true or `ms` pass; the time it took, or null */
-async function within(ms: number, check: () => Promise<boolean>): Promise<number | null> {
-  const t0 = Date.now();
-  while (Date.now() - t0 < ms) {
-    if (await check()) return Date.now() - t0;
-    await sleep(100);
-  }
-  return null;
-}
+const within = (ms: number, check: () => Promise<boolean>) => pollUntil(check, ms);
 
 const listed = async (m: Mount, dir: string) => (await sh(`ls -A ${q(`${m.mnt}${dir}`)}`)).out.split('\n');
 

@@ -10,6 +10,7 @@ import path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import type { ChangeMode, ServerChange } from '../../src/client/types.js';
+import { pollUntil } from '../helpers/poll.js';
 import { startServer, type RunningServer, type ServerOptions } from '../../src/server/index.js';
 
 const ADMIN = { adminEmail: 'admin@feed.test', adminPassword: 'feed-admin-pw' };
@@ -45,10 +46,7 @@ async function follow(url: string, name: string) {
   return { client, repo, feed, seen };
 }
 
-async function until(ok: () => boolean, ms = 10_000): Promise<boolean> {
-  for (const end = Date.now() + ms; Date.now() < end && !ok();) await new Promise((r) => setTimeout(r, 20));
-  return ok();
-}
+const until = async (ok: () => boolean, ms = 10_000) => (await pollUntil(ok, ms, 20)) !== null;
 
 describe('the change feed against the notification server', () => {
   it('tells a commit; renews an expired token and goes on', async () => {
