@@ -34,7 +34,7 @@ export function cpuSeconds(pid) {
 }
 
 /** A forwarding proxy that counts the body bytes of the file server's answers (/seafhttp/). */
-function countingProxy(target) {
+export function countingProxy(target) {
   const t = new URL(target);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const counts = { downloadBytes: 0 };

@@ -1,13 +1,20 @@
 // Where the disk cache holds each Seafile block: block id -> the cached
 // versions (file ids) whose block at some index has those bytes, with the
-// block's length. An entry is added only once the bytes were hashed and found
-// to be the block id, so a length here is a fact (a SHA-1 names one content);
-// whether the bytes are still on disk is checked again when they are used
+// block's length. Two kinds of entry:
+// - sure: the bytes were hashed and found to be the block id, so the length
+//   is a fact (a SHA-1 names one content);
+// - candidates: what the server's list says a cached block is, with the
+//   length the fixed cut gives, not hashed. A read does not pay for hashing
+//   what it brings; a candidate is hashed only when another version (or
+//   another place in the same one) wants its id, and becomes sure or is
+//   dropped then.
+// Whether the bytes are still on disk is checked again when they are used
 // (markers, and the hash of what is read). Kept for later mounts as lines
 // appended to a file in the cache dir, each with a checksum (a torn or
-// garbled line is skipped); rewritten without the versions no longer cached
-// when it has grown well past what it holds. Several mounts may append to it
-// at once: a line lost to another's rewrite only costs a download.
+// garbled line is skipped; candidates start with "? ", which older mounts
+// skip); rewritten without the versions no longer cached when it has grown
+// well past what it holds. Several mounts may append to it at once: a line
+// lost to another's rewrite only costs a download.
 import { createHash, randomBytes } from 'node:crypto';
 import { appendFile, readFile, rename, unlink, writeFile } from 'node:fs/promises';
 
@@ -24,7 +31,7 @@ export interface Holder {
 
 /** holders kept per block id: the newest first */
 const MAX_HOLDERS = 3;
-const LINE = /^([0-9a-f]{40}) ([0-9a-f]{40}) (\d+) (\d+) (\d+) ([0-9a-f]{8})$/;
+const LINE = /^(\? )?([0-9a-f]{40}) ([0-9a-f]{40}) (\d+) (\d+) (\d+) ([0-9a-f]{8})$/;
 
 function sum(text: string): string {
   return createHash('sha1').update(text).digest('hex').slice(0, 8);
@@ -32,7 +39,9 @@ function sum(text: string): string {
 
 export class BlockIndex {
   private readonly map = new Map<string, Holder[]>();
-  /** versions with at least one entry */
+  /** candidates (not hashed), by block id */
+  private readonly maybe = new Map<string, Holder[]>();
+  /** versions with at least one entry of either kind */
   private readonly versions = new Map<string, number>();
   private lines = 0;
   private pending: string[] = [];
@@ -53,10 +62,15 @@ export class BlockIndex {
       const text = await readFile(this.file, 'latin1').catch(() => '');
       for (const line of text.split('\n')) {
         const m = LINE.exec(line);
-        if (!m || sum(line.slice(0, -9)) !== m[6]) continue;
+        if (!m || sum(line.slice(0, -9)) !== m[7]) continue;
         this.lines++;
-        if (!this.cached(m[2])) continue;
-        this.put(m[1], { version: m[2], idx: Number(m[3]), len: Number(m[4]), size: Number(m[5]) });
+        if (!this.cached(m[3])) continue;
+        const h = { version: m[3], idx: Number(m[4]), len: Number(m[5]), size: Number(m[6]) };
+        if (!m[1]) {
+          const c = this.candidates(m[2]).find((x) => x.version === h.version && x.idx === h.idx);
+          if (c) this.drop(this.maybe, m[2], c);
+          if (!this.holds(m[2], h.version, h.idx)) this.put(this.map, m[2], h);
+        } else if (!this.holds(m[2], h.version, h.idx)) this.put(this.maybe, m[2], h);
       }
       if (this.lines > 2 * this.count() + 256) await this.rewrite();
     })();
@@ -64,7 +78,7 @@ export class BlockIndex {
   }
 
   get empty(): boolean {
-    return this.map.size === 0;
+    return this.map.size === 0 && this.maybe.size === 0;
   }
 
   /** the block's length, when some holder's bytes were found to be it */
@@ -81,29 +95,62 @@ export class BlockIndex {
     return this.holders(id).some((h) => h.version === version && h.idx === idx);
   }
 
+  /** the candidates for `id` (not hashed), the newest first */
+  candidates(id: string): readonly Holder[] {
+    return this.maybe.get(id) ?? [];
+  }
+
+  /** the version's block `idx` is a candidate for `id`, or known to be it */
+  noted(id: string, version: string, idx: number): boolean {
+    return this.holds(id, version, idx) || this.candidates(id).some((h) => h.version === version && h.idx === idx);
+  }
+
   /** some block of the version is known here */
   knows(version: string): boolean {
     return this.versions.has(version);
   }
 
-  /** Notes a holder whose bytes were just hashed to `id`; kept for later mounts. */
+  /** Notes a holder whose bytes were just hashed to `id` (a candidate of it is sure now); kept for later mounts. */
   add(id: string, h: Holder): void {
     if (this.holds(id, h.version, h.idx)) return;
-    this.put(id, h);
+    const c = this.candidates(id).find((x) => x.version === h.version && x.idx === h.idx);
+    if (c) this.drop(this.maybe, id, c);
+    this.put(this.map, id, h);
+    this.keep(`${id} ${h.version} ${h.idx} ${h.len} ${h.size}`);
+  }
+
+  /** Notes what the server's list says a cached block is (not hashed); kept for later mounts. */
+  suggest(id: string, h: Holder): void {
+    if (this.noted(id, h.version, h.idx)) return;
+    this.put(this.maybe, id, h);
+    this.keep(`? ${id} ${h.version} ${h.idx} ${h.len} ${h.size}`);
+  }
+
+  /** The holder's bytes turned out not to be there (evicted, damaged, another cut): not offered again. */
+  forget(id: string, h: Holder): void {
+    this.drop(this.map, id, h);
+    this.drop(this.maybe, id, h);
+  }
+
+  /** every candidate of the version goes (its list turned out not to be of the fixed cut) */
+  forgetCandidates(version: string): void {
+    for (const [id, hs] of [...this.maybe])
+      for (const h of [...hs]) if (h.version === version) this.drop(this.maybe, id, h);
+  }
+
+  private keep(text: string): void {
     if (!this.file) return;
-    const text = `${id} ${h.version} ${h.idx} ${h.len} ${h.size}`;
     this.pending.push(`${text} ${sum(text)}\n`);
     this.lines++;
     this.writing ??= this.writeSoon();
   }
 
-  /** The holder's bytes turned out not to be there (evicted, damaged): not offered again. */
-  forget(id: string, h: Holder): void {
-    const hs = this.map.get(id);
+  private drop(map: Map<string, Holder[]>, id: string, h: Holder): void {
+    const hs = map.get(id);
     const i = hs?.indexOf(h) ?? -1;
     if (i < 0) return;
     hs!.splice(i, 1);
-    if (!hs!.length) this.map.delete(id);
+    if (!hs!.length) map.delete(id);
     this.unnote(h.version);
   }
 
@@ -112,9 +159,9 @@ export class BlockIndex {
     while (this.writing) await this.writing;
   }
 
-  private put(id: string, h: Holder): void {
-    let hs = this.map.get(id);
-    if (!hs) this.map.set(id, (hs = []));
+  private put(map: Map<string, Holder[]>, id: string, h: Holder): void {
+    let hs = map.get(id);
+    if (!hs) map.set(id, (hs = []));
     // a length disagreeing with one already found cannot be (a SHA-1 names one content): not believed
     if (hs.length && hs[0].len !== h.len) return;
     hs.unshift(h);
@@ -131,6 +178,7 @@ export class BlockIndex {
   private count(): number {
     let n = 0;
     for (const hs of this.map.values()) n += hs.length;
+    for (const hs of this.maybe.values()) n += hs.length;
     return n;
   }
 
@@ -151,11 +199,15 @@ export class BlockIndex {
   private async rewrite(): Promise<void> {
     const tmp = `${this.file}.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
     const out: string[] = [];
-    for (const [id, hs] of this.map)
-      for (const h of hs) {
-        const text = `${id} ${h.version} ${h.idx} ${h.len} ${h.size}`;
-        out.push(`${text} ${sum(text)}\n`);
-      }
+    for (const [map, mark] of [
+      [this.map, ''],
+      [this.maybe, '? '],
+    ] as const)
+      for (const [id, hs] of map)
+        for (const h of hs) {
+          const text = `${mark}${id} ${h.version} ${h.idx} ${h.len} ${h.size}`;
+          out.push(`${text} ${sum(text)}\n`);
+        }
     try {
       await writeFile(tmp, out.join(''), { encoding: 'latin1', mode: 0o600 });
       await rename(tmp, this.file!);

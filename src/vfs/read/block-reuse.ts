@@ -7,10 +7,15 @@
 // - Lists: for files above `minBytes`, the first read of a version asks the
 //   server for its list (block-lists.ts; one call, beside the download link).
 // - Index: once all chunks of one of its blocks are on disk, a version's block
-//   is hashed (a worker thread) and, when it is the id the list names, noted
-//   in block-index.ts (block id -> version, index, length).
-// - Reservation: the chunks of a block whose id the index holds under another
-//   version are reserved in the disk cache (chunk-cache/), so the read
+//   is noted in block-index.ts as a candidate for the id its list names
+//   (block id -> version, index, length of the fixed cut), without hashing:
+//   a cold read costs no more CPU than without blocks. A candidate is hashed
+//   (a worker thread) only when some version wants its id at another place;
+//   when it is that id it becomes sure, else it is dropped (and after two
+//   such misses with no block found right, all of its version's candidates:
+//   its list is not of the fixed cut).
+// - Reservation: the chunks of a block whose id the index holds (sure) under
+//   another version are reserved in the disk cache (chunk-cache/), so the read
 //   engine treats them as on disk; the first read that meets them has them
 //   copied here: the holder's bytes are read and hashed again (they must
 //   still be the id: a damaged or missing chunk is never served), then
@@ -36,6 +41,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms).unref());
 
 const MAX_KNOWN = 2048;
 const MAX_WANTS = 65_536;
+/** candidates of a version found not to be their ids, with none found to be, before its list is taken for another cut */
+const MISSES_UNLIKE = 2;
 
 export interface BlockReuseOptions {
   /** the server's block size (Seafile's fixed_block_size, 8 MiB) */
@@ -64,17 +71,20 @@ export function blockReuse(
 }
 
 export class BlockReuse {
-  readonly stats = { reusedBlocks: 0, reusedBytes: 0, indexed: 0, rejected: 0 };
+  readonly stats = { reusedBlocks: 0, reusedBytes: 0, candidates: 0, indexed: 0, rejected: 0 };
   /** the lists of versions read, by version */
   private readonly known = new Map<string, Known>();
   /** versions whose list turned out not to be of the fixed cut (or not their bytes) */
   private readonly unlike = new Set<string>();
   /** versions whose first read looked for their list */
   private readonly prepared = new Set<string>();
-  /** block id -> versions that could take it once the index holds it */
-  private readonly wants = new Map<string, Set<string>>();
+  /** block id -> the places (version, index) that could take it once the index holds it */
+  private readonly wants = new Map<string, Map<string, Set<number>>>();
   private readonly filling = new Map<string, Promise<void>>();
-  private readonly hashing = new Set<string>();
+  /** block ids whose candidates are being hashed */
+  private readonly checking = new Set<string>();
+  /** per version: candidates found not to be their id, and whether one was found to be */
+  private readonly checked = new Map<string, { misses: number; hits: boolean }>();
   private jobs = 0;
   private idleWaiters: (() => void)[] = [];
   /** chunks per block */
@@ -178,7 +188,7 @@ export class BlockReuse {
     if (!this.known.has(version)) {
       this.known.set(version, { ids, size });
       if (this.known.size > MAX_KNOWN) this.known.delete(this.known.keys().next().value as string);
-      for (let b = 0; b < ids.length; b++) this.indexLater(version, b);
+      for (let b = 0; b < ids.length; b++) this.noteStored(version, b);
     }
     this.reserveFor(version);
   }
@@ -222,60 +232,94 @@ export class BlockReuse {
         continue;
       }
       if (this.index.holds(id, version, b)) continue;
-      let vs = this.wants.get(id);
-      if (!vs) {
+      let places = this.wants.get(id);
+      if (!places) {
         if (this.wants.size >= MAX_WANTS) this.wants.clear();
-        this.wants.set(id, (vs = new Set()));
+        this.wants.set(id, (places = new Map()));
       }
-      vs.add(version);
+      let at = places.get(version);
+      if (!at) places.set(version, (at = new Set()));
+      at.add(b);
+      // a candidate held elsewhere is hashed now that it is wanted
+      if (this.candidateFor(id)) this.check(id);
     }
+  }
+
+  /** some candidate for `id` lies at a place that wants it other than its own */
+  private candidateFor(id: string): boolean {
+    const places = this.wants.get(id);
+    if (!places) return false;
+    for (const h of this.index.candidates(id))
+      for (const [v, at] of places) if (v !== h.version || at.size > 1 || !at.has(h.idx)) return true;
+    return false;
   }
 
   /** `id` was just indexed: the versions that wait for it look again */
   private noted(id: string): void {
-    const vs = this.wants.get(id);
-    if (!vs) return;
+    const places = this.wants.get(id);
+    if (!places) return;
     this.wants.delete(id);
-    for (const v of vs) this.reserveFor(v);
+    for (const v of places.keys()) this.reserveFor(v);
   }
 
-  /** the disk cache wrote chunks: the blocks they complete are indexed */
+  /** the disk cache wrote chunks: the blocks they complete become candidates */
   private stored(version: string, first: number, count: number): void {
     if (!this.known.has(version)) return;
     const last = Math.floor((first + count - 1) / this.per);
-    for (let b = Math.floor(first / this.per); b <= last; b++) this.indexLater(version, b);
+    for (let b = Math.floor(first / this.per); b <= last; b++) this.noteStored(version, b);
   }
 
-  /** Hashes block b of the version once all of it is on disk; noted in the index when it is the id listed. */
-  private indexLater(version: string, b: number): void {
+  /** Block b of the version, once all of it is on disk, is a candidate for the id its list names (not hashed). */
+  private noteStored(version: string, b: number): void {
     const k = this.known.get(version);
     if (!k || b >= k.ids.length || b * this.blockBytes >= k.size) return;
     const id = k.ids[b];
-    const key = `${version}:${b}`;
-    if (this.hashing.has(key) || this.index.holds(id, version, b)) return;
+    if (this.index.noted(id, version, b)) return;
     const [first, last] = this.chunksOf(b, k.size);
     for (let i = first; i <= last; i++) if (!this.disk.stored(version, i)) return;
-    const loc = this.disk.locate(version);
-    if (!loc) return;
-    const len = this.blockLen(b, k.size);
-    this.hashing.add(key);
+    this.index.suggest(id, { version, idx: b, len: this.blockLen(b, k.size), size: k.size });
+    this.stats.candidates++;
+    if (this.candidateFor(id)) this.check(id);
+  }
+
+  /**
+   * Hashes the candidates for `id` (the newest first) until one is the id:
+   * it becomes sure and the versions that want it look again. One that is
+   * not (another cut, damaged, gone from disk) is dropped.
+   */
+  private check(id: string): void {
+    if (this.checking.has(id)) return;
+    this.checking.add(id);
     void this.job(
-      this.hasher.hash(loc.path, loc.dataOff + b * this.blockBytes, len).then(
-        (h) => {
-          if (h.id !== id) {
-            // not the fixed cut (or not the bytes listed): none of this version is used or indexed
-            this.known.delete(version);
-            if (this.unlike.size > MAX_KNOWN) this.unlike.clear();
-            this.unlike.add(version);
-            return;
+      (async () => {
+        for (const h of [...this.index.candidates(id)]) {
+          const got = await this.checkHolder(h, id);
+          const seen = this.checked.get(h.version) ?? { misses: 0, hits: false };
+          if (this.checked.size > MAX_KNOWN) this.checked.clear();
+          this.checked.set(h.version, seen);
+          if (got !== 'same') {
+            this.index.forget(id, h);
+            this.stats.rejected++;
+            // (bytes gone from disk say nothing of the cut)
+            if (got === 'other' && ++seen.misses >= MISSES_UNLIKE && !seen.hits) this.notFixedCut(h.version);
+            continue;
           }
-          this.index.add(id, { version, idx: b, len, size: k.size });
+          seen.hits = true;
+          this.index.add(id, h);
           this.stats.indexed++;
           this.noted(id);
-        },
-        () => {},
-      ),
-    ).finally(() => this.hashing.delete(key));
+          return;
+        }
+      })(),
+    ).finally(() => this.checking.delete(id));
+  }
+
+  /** the version's list is not of the fixed cut (or not its bytes): none of it is used or indexed */
+  private notFixedCut(version: string): void {
+    this.known.delete(version);
+    this.index.forgetCandidates(version);
+    if (this.unlike.size > MAX_KNOWN) this.unlike.clear();
+    this.unlike.add(version);
   }
 
   /** the disk cache met reserved chunk `idx`: its block is copied in (or given up) */
@@ -325,10 +369,7 @@ export class BlockReuse {
 
   /** the holder's block as read from its cache file now, when every chunk of it is marked there and it is `id` */
   private async readHolder(h: { version: string; idx: number; len: number; size: number }, id: string) {
-    await this.disk.open(h.version, h.size);
-    const [first, last] = this.chunksOf(h.idx, h.size);
-    for (let i = first; i <= last; i++) if (!this.disk.stored(h.version, i)) return null;
-    const loc = this.disk.locate(h.version);
+    const loc = await this.holderFile(h);
     if (!loc) return null;
     try {
       const got = await this.hasher.hash(loc.path, loc.dataOff + h.idx * this.blockBytes, h.len, true);
@@ -338,5 +379,25 @@ export class BlockReuse {
     } catch {
       return null;
     }
+  }
+
+  /** whether the holder's bytes on disk now are `id` ('same'), are other bytes ('other'), or are not all there */
+  private async checkHolder(h: { version: string; idx: number; len: number; size: number }, id: string) {
+    const loc = await this.holderFile(h);
+    if (!loc) return 'gone';
+    try {
+      const got = await this.hasher.hash(loc.path, loc.dataOff + h.idx * this.blockBytes, h.len);
+      return got.id === id ? 'same' : 'other';
+    } catch {
+      return 'gone';
+    }
+  }
+
+  /** the holder's cache file, when every chunk of its block is marked there */
+  private async holderFile(h: { version: string; idx: number; size: number }) {
+    await this.disk.open(h.version, h.size);
+    const [first, last] = this.chunksOf(h.idx, h.size);
+    for (let i = first; i <= last; i++) if (!this.disk.stored(h.version, i)) return null;
+    return this.disk.locate(h.version);
   }
 }
