@@ -46,6 +46,10 @@ export class ChunkStore {
   private pool: Buffer[] = [];
   private retired: Buffer[] = [];
   private recycleQueued = false;
+  /** buffers lent to the disk cache's writes: reused only once given back */
+  private readonly lent = new Set<Buffer>();
+  /** lent buffers retired meanwhile */
+  private readonly retireOnReturn = new Set<Buffer>();
   /** bytes of chunk buffers allocated because the pool had none */
   private allocated = 0;
   private readonly files = new Map<string, FileChunks>();
@@ -133,8 +137,23 @@ export class ChunkStore {
       this.files.delete(held.version);
   }
 
+  /** The buffer is being written elsewhere (the disk cache): it goes back to the pool only after giveBack(). */
+  lend(buf: Buffer): void {
+    this.lent.add(buf);
+  }
+
+  /** A lent buffer is free again (retired now if it was meanwhile). */
+  giveBack(buf: Buffer): void {
+    this.lent.delete(buf);
+    if (this.retireOnReturn.delete(buf)) this.retire(buf);
+  }
+
   /** A chunk buffer nothing refers to any more: reusable from the next turn of the event loop on. */
   retire(buf: Buffer): void {
+    if (this.lent.has(buf)) {
+      this.retireOnReturn.add(buf);
+      return;
+    }
     if (
       buf.length !== this.chunk ||
       this.used + (this.pool.length + this.retired.length + 1) * this.chunk > this.budget

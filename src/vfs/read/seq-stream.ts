@@ -189,9 +189,15 @@ export class SeqStreams {
     if (d && fc.inflight.get(i) === d.promise) fc.inflight.delete(i);
     if (!fc.have.has(i)) {
       this.store.put(f, fc, i, parts, size, pooled);
-      // copied when pooled: the buffer returns to the pool once memory lets the chunk go; queued
-      // even when the disk is behind: the stream then holds back (keepsOnDisk)
-      if (this.keepsOnDisk(f)) this.disk!.put(f.version, i, parts, size, pooled, true);
+      // a pooled buffer is lent to the write (it returns to the pool once written and let go of by
+      // memory, not copied); queued even when the disk is behind: the stream then holds back (keepsOnDisk)
+      if (this.keepsOnDisk(f)) {
+        if (pooled) {
+          const buf = parts[0];
+          this.store.lend(buf);
+          this.disk!.put(f.version, i, parts, size, false, true, () => this.store.giveBack(buf));
+        } else this.disk!.put(f.version, i, parts, size, false, true);
+      }
     } else if (pooled && !d) this.store.retire(parts[0]);
     d?.resolve(parts);
   }

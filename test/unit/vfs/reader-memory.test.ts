@@ -101,6 +101,24 @@ describe('reader memory on a sequential read', () => {
     expect(store.memory()).toMatchObject({ used: 32 * MiB, pooled: 0 });
   });
 
+  it('a buffer lent to a disk write is not reused while lent, however soon memory lets its chunk go', async () => {
+    const f: RemoteFile = { repo: 'r', path: '/f', size: 4 * CHUNK, version: 'v1' };
+    const store = new ChunkStore(CHUNK, 32 * MiB);
+    const fc = store.fileChunks(f);
+    const bufs = [0, 1].map(() => store.buffer(CHUNK));
+    bufs.forEach((b, i) => store.put(f, fc, i, [b], CHUNK, true));
+    store.lend(bufs[0]);
+    store.release(fc, 0, 1, () => false);
+    await nextTurn();
+    // only the buffer not lent is back in the pool
+    expect(store.memory().pooled).toBe(CHUNK);
+    expect(store.buffer(CHUNK)).toBe(bufs[1]);
+    expect(store.buffer(CHUNK)).not.toBe(bufs[0]);
+    store.giveBack(bufs[0]);
+    await nextTurn();
+    expect(store.buffer(CHUNK)).toBe(bufs[0]);
+  });
+
   it('a chunk kept by the release filter (one the disk cache skipped) stays in memory', () => {
     const f: RemoteFile = { repo: 'r', path: '/f', size: 10 * CHUNK, version: 'v1' };
     const store = new ChunkStore(CHUNK, 32 * MiB);

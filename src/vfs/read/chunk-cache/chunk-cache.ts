@@ -320,14 +320,26 @@ export class ChunkCache {
    * Keep a chunk (after open()). `copy`: its buffers are reused by their
    * owner once it lets go of them, so they are copied now. `force`: queued
    * even when the disk is behind (the caller waits for whenRoom() before
-   * it offers more).
+   * it offers more). `release`: the buffers are lent, not copied, and
+   * given back by calling it once written (or at once when not kept).
    */
-  put(version: string, idx: number, parts: Buffer[], size: number, copy = false, force = false): boolean {
+  put(
+    version: string,
+    idx: number,
+    parts: Buffer[],
+    size: number,
+    copy = false,
+    force = false,
+    release?: () => void,
+  ): boolean {
     const e = this.entries.get(version);
     // a reserved chunk (4) that came from the network meanwhile is simply written
     const m = e?.present?.[idx];
-    if (!e?.present || e.dead || (m !== 0 && m !== 3 && m !== 4)) return false;
-    if (!this.batcher.add(e, idx, parts, size, copy, force)) {
+    if (!e?.present || e.dead || (m !== 0 && m !== 3 && m !== 4)) {
+      release?.();
+      return false;
+    }
+    if (!this.batcher.add(e, idx, parts, size, copy, force, release)) {
       this.stats.skipped++;
       this.stats.skippedBytes += size;
       if (m !== 4) e.present[idx] = 3;

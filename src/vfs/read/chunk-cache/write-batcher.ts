@@ -1,6 +1,6 @@
 // The chunk cache's writes, off the read path and fire-and-forget:
 // contiguous chunks are gathered into one write of up to 4 MiB (copied when
-// their buffers are the stream's pooled ones), with a bounded amount of data
+// their owner reuses their buffers and does not lend them until written), with a bounded amount of data
 // waiting for the disk. A writer that must not lose chunks holds back while
 // the disk is behind (whenRoom); for the others a chunk beyond the bound is
 // refused and the cache remembers it as skipped.
@@ -16,6 +16,8 @@ export interface Batch {
   len: number;
   bufs: Buffer[];
   arena: Buffer | null;
+  /** called once the write is over (the lent buffers are free again) */
+  releases: (() => void)[];
   timer: NodeJS.Timeout;
 }
 
@@ -46,8 +48,18 @@ export class WriteBatcher {
    * Gathers chunk `idx` of `e`; false when the disk is behind (unless
    * `force`: the caller waits for whenRoom() before it offers more).
    * `copy`: the buffers are their owner's to reuse, so they are copied now.
+   * `release`: the buffers are lent until the write is over (not copied);
+   * called then, or at once when the chunk is refused.
    */
-  add(e: CachedVersion, idx: number, parts: Buffer[], size: number, copy: boolean, force: boolean): boolean {
+  add(
+    e: CachedVersion,
+    idx: number,
+    parts: Buffer[],
+    size: number,
+    copy: boolean,
+    force: boolean,
+    release?: () => void,
+  ): boolean {
     let b = this.batch;
     if (b && (b.e !== e || idx !== b.first + b.count || b.len + size > BATCH)) {
       this.flush();
@@ -56,7 +68,10 @@ export class WriteBatcher {
     // each queued write holds its chunks' bytes: when the disk falls behind, skip caching
     // (a later miss costs a fetch) rather than let memory grow with the backlog; `force`:
     // the caller holds back (whenRoom) instead, so the backlog passes the cap by a chunk or so
-    if (!force && this.queuedBytes + size > this.maxQueuedBytes) return false;
+    if (!force && this.queuedBytes + size > this.maxQueuedBytes) {
+      release?.();
+      return false;
+    }
     if (!b) {
       b = this.batch = {
         e,
@@ -65,12 +80,16 @@ export class WriteBatcher {
         len: 0,
         bufs: [],
         arena: null,
+        releases: [],
         timer: setTimeout(() => this.flush(), 20),
       };
       b.timer.unref();
       this.inFlight++;
     }
-    if (copy) {
+    if (release) {
+      b.bufs.push(...parts);
+      b.releases.push(release);
+    } else if (copy) {
       b.arena ??= this.arenas.pop() ?? Buffer.allocUnsafe(BATCH);
       let at = b.len;
       for (const p of parts) at += p.copy(b.arena, at);
@@ -113,6 +132,7 @@ export class WriteBatcher {
         this.inFlight--;
         this.queuedBytes -= b.len;
         if (b.arena && this.arenas.length < 2) this.arenas.push(b.arena);
+        for (const r of b.releases) r();
         if (this.roomWaiters.length && !this.behind()) {
           const ws = this.roomWaiters;
           this.roomWaiters = [];
