@@ -48,7 +48,7 @@ import type { UnlinkedOpen } from './remove/unlinked-open.js';
 import { type FileState, WriteBack } from './write/write-back.js';
 import { Xattrs } from './xattrs/xattrs.js';
 import { Symlinks } from './links/symlinks.js';
-import { isLinkFileName, storedLinkName } from './links/link-names.js';
+import { isLinkFileName } from './links/link-names.js';
 
 // The vfs's face: this file and errors.ts are all that the CLI and the FUSE adapter
 // may import from src/vfs/ (an eslint rule keeps it so); what they need of its parts is
@@ -142,6 +142,10 @@ export class Vfs {
           });
     this.links = opts.links
       ? new Symlinks({
+          resolve: (x) => this.resolve(x),
+          hidden: async (loc) => (await this.hiddenDirs.at(loc)) !== null,
+          getattr: (x) => this.getattr(x),
+          unlink: (x) => unlinkFile(this.parts, x),
           freshListing: (repo, dir) => {
             const l = this.listingCache.peek(repo, dir);
             return l && this.listingCache.fresh(l) ? l : null;
@@ -162,11 +166,8 @@ export class Vfs {
   private readonly links: Symlinks | null;
 
   /** with --links, the stored file (`p`.rclonelink) when `p` is a symbolic link; else `p` itself */
-  private async linkOrSelf(p: string): Promise<string> {
-    if (!this.links) return p;
-    const loc = await this.resolve(p).catch(() => null);
-    if (!loc?.repo || (await this.hiddenDirs.at(loc))) return p;
-    return (await this.links.at(loc.repo, loc.path)) ? storedLinkName(p) : p;
+  private linkOrSelf(p: string): Promise<string> {
+    return this.links ? this.links.storedOrSelf(p) : Promise.resolve(p);
   }
 
   /** Office programs' lock files lock their documents on the server (locks/office-lock-files.ts); null: off */
@@ -572,57 +573,22 @@ export class Vfs {
 
   /** rename(2): rename/rename-path.ts, moves in rename/renamer.ts */
   async rename(src: string, dst: string): Promise<void> {
-    const [from, to] = this.links ? await this.linkRename(src, dst) : [src, dst];
+    const [from, to] = this.links ? await this.links.renamePaths(src, dst) : [src, dst];
     await renamePath(this.parts, from, to);
     void this.officeChange(src, 'removed').then(() => this.officeChange(dst, 'created'));
   }
 
-  /**
-   * rename(2) with --links: a link moves as its stored file; what it replaces
-   * goes first (a link over a file, a file over a link: two steps, not atomic).
-   */
-  private async linkRename(src: string, dst: string): Promise<[string, string]> {
-    this.links!.refuseName(dst);
-    const from = await this.linkOrSelf(src);
-    const to = await this.linkOrSelf(dst);
-    if (from !== src) {
-      if (to === dst && (await this.exists(dst))) await unlinkFile(this.parts, dst);
-      return [from, storedLinkName(dst)];
-    }
-    if (to !== dst) {
-      if (((await this.getattr(src)).mode & C.S_IFMT) === C.S_IFDIR) throw new VfsError('ENOTDIR', dst);
-      await unlinkFile(this.parts, to);
-    }
-    return [src, dst];
-  }
-
-  private exists(p: string): Promise<boolean> {
-    return this.getattr(p).then(
-      () => true,
-      (e: unknown) => {
-        if (e instanceof VfsError && e.code === 'ENOENT') return false;
-        throw e;
-      },
-    );
-  }
-
   /** readlink(2) (--links): the target of the link at `p`; EINVAL for anything else */
   async readlink(p: string): Promise<string> {
-    const loc = await this.resolve(p);
-    const link = this.links && loc.repo !== null ? await this.links.at(loc.repo, loc.path) : null;
-    if (!link) {
-      await this.getattr(p);
-      throw new VfsError('EINVAL', `${p} is not a symbolic link`);
-    }
-    return this.links!.target(p, link);
+    if (this.links) return this.links.readlink(p);
+    await this.getattr(p);
+    throw new VfsError('EINVAL', `${p} is not a symbolic link`);
   }
 
-  /** symlink(2) (--links): a link at `p` to `target`, kept as the file `p`.rclonelink */
+  /** symlink(2) (--links): a link at `p` to `target`, kept as the file `p`.rclonelink (links/symlinks.ts) */
   async symlink(target: string, p: string): Promise<void> {
     if (!this.links) throw new VfsError('ENOSYS', 'symbolic links need --links');
-    this.links.refuseName(p);
-    if (await this.exists(p)) throw new VfsError('EEXIST', p);
-    await this.links.make(target, p);
+    return this.links.symlink(target, p);
   }
 
   // ---- lifecycle ----

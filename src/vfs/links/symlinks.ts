@@ -5,9 +5,12 @@
 // like any new file (offline too). The vfs asks it first in the operations a
 // link can reach (getattr, readdir, readlink, symlink, unlink, rename, and the
 // ones that name a link without following it: lchown, lutimes, lgetxattr).
+import { constants as C } from 'node:fs';
 import type { DirEntry } from '../../client/types.js';
 import { VfsError } from '../errors.js';
 import { baseOf, parentOf } from '../common/paths.js';
+import type { Attr } from '../common/stat-attrs.js';
+import type { Loc } from '../libraries/library-paths.js';
 import type { Listing } from '../listings/listing-cache.js';
 import type { FileState } from '../write/file-state.js';
 import { MAX_TARGET_BYTES, isLinkFileName, shownNames, storedLinkName } from './link-names.js';
@@ -21,6 +24,12 @@ export interface LinkStat {
 }
 
 export interface SymlinksHost {
+  resolve(p: string): Promise<Loc>;
+  /** whether a location is in a hidden folder (.seafile-history, .seafile-trash) */
+  hidden(loc: Loc): Promise<boolean>;
+  getattr(p: string): Promise<Attr>;
+  /** unlink(2) of a file at a mount path */
+  unlink(p: string): Promise<void>;
   /** a fresh listing of a folder, if the mount holds one (nothing asked of the server) */
   freshListing(repo: string, dir: string): Listing | null;
   /** the entry at a path (the listing of its parent, fetched as needed) */
@@ -87,6 +96,59 @@ export class Symlinks {
     return this.fromEntry(await this.host.lookup(repo, stored));
   }
 
+  /** the stored file (`p`.rclonelink) when `p` is a link; else `p` itself */
+  async storedOrSelf(p: string): Promise<string> {
+    const loc = await this.host.resolve(p).catch(() => null);
+    if (!loc?.repo || (await this.host.hidden(loc))) return p;
+    return (await this.at(loc.repo, loc.path)) ? storedLinkName(p) : p;
+  }
+
+  private exists(p: string): Promise<boolean> {
+    return this.host.getattr(p).then(
+      () => true,
+      (e: unknown) => {
+        if (e instanceof VfsError && e.code === 'ENOENT') return false;
+        throw e;
+      },
+    );
+  }
+
+  /**
+   * The paths a rename(2) moves: a link moves as its stored file. What it
+   * replaces goes first (a link over a file, a file over a link: two steps,
+   * not one atomic rename).
+   */
+  async renamePaths(src: string, dst: string): Promise<[string, string]> {
+    this.refuseName(dst);
+    const from = await this.storedOrSelf(src);
+    const to = await this.storedOrSelf(dst);
+    if (from !== src) {
+      if (to === dst && (await this.exists(dst))) await this.host.unlink(dst);
+      return [from, storedLinkName(dst)];
+    }
+    if (to !== dst) {
+      if (((await this.host.getattr(src)).mode & C.S_IFMT) === C.S_IFDIR) throw new VfsError('ENOTDIR', dst);
+      await this.host.unlink(to);
+    }
+    return [src, dst];
+  }
+
+  /** readlink(2): EINVAL for anything but a link */
+  async readlink(p: string): Promise<string> {
+    const loc = await this.host.resolve(p);
+    const link = loc.repo !== null ? await this.at(loc.repo, loc.path) : null;
+    if (link) return this.target(p, link);
+    await this.host.getattr(p);
+    throw new VfsError('EINVAL', `${p} is not a symbolic link`);
+  }
+
+  /** symlink(2): a link at `p` to `target`, kept as the file `p`.rclonelink */
+  async symlink(target: string, p: string): Promise<void> {
+    this.refuseName(p);
+    if (await this.exists(p)) throw new VfsError('EEXIST', p);
+    await this.make(target, p);
+  }
+
   /** a folder's names as shown: `X.rclonelink` files as `X` */
   shown(names: Iterable<string>, l: Listing | null): string[] {
     return shownNames(names, (n) => l?.entries.get(n)?.type !== 'dir');
@@ -101,8 +163,8 @@ export class Symlinks {
       );
   }
 
-  /** readlink of the link `l` at mount path `p` */
-  async target(p: string, l: LinkStat): Promise<string> {
+  /** the target of the link `l` at mount path `p` */
+  private async target(p: string, l: LinkStat): Promise<string> {
     const kept = l.id ? this.targets.get(l.id) : undefined;
     if (kept !== undefined) return kept;
     if (l.size > MAX_TARGET_BYTES) throw new VfsError('ENAMETOOLONG', `${p}: a link target of ${l.size} bytes`);
@@ -127,8 +189,8 @@ export class Symlinks {
     return target;
   }
 
-  /** symlink(2): a new file `p`.rclonelink holding `target` (the caller checked that nothing is at `p`) */
-  async make(target: string, p: string): Promise<void> {
+  /** a new file `p`.rclonelink holding `target` */
+  private async make(target: string, p: string): Promise<void> {
     const data = Buffer.from(target, 'utf8');
     if (data.length === 0) throw new VfsError('ENOENT', 'an empty link target');
     if (data.length > MAX_TARGET_BYTES) throw new VfsError('ENAMETOOLONG', `a link target of ${data.length} bytes`);
