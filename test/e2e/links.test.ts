@@ -16,7 +16,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { remoteBytes, remoteNames } from '../helpers/api-check.js';
+import { remoteBytes, remoteEntries, remoteNames } from '../helpers/api-check.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
 import { mountLibrary, run } from '../helpers/mount.js';
 import { pollUntil } from '../helpers/poll.js';
@@ -122,7 +122,19 @@ describe('symbolic links (--links)', () => {
     expect(readdirSync(fromRclone).sort()).toEqual(['made-by-rclone', 'plain.txt']);
     expect(lstatSync(path.join(fromRclone, 'made-by-rclone')).isSymbolicLink()).toBe(true);
     expect(readlinkSync(path.join(fromRclone, 'made-by-rclone'))).toBe('../far/away.txt');
+
+    // mv, touch -h and rm of a link on the mount move, time and delete its .rclonelink file
+    const moved = path.join(fromRclone, 'moved');
+    await run('mv', [path.join(fromRclone, 'made-by-rclone'), moved]);
+    await run('touch', ['-h', '-d', '@1600000000', moved]);
+    expect(lstatSync(moved).mtimeMs).toBe(1_600_000_000_000);
+    await run('ln', ['-s', 'plain.txt', path.join(fromRclone, 'gone')]);
+    await run('rm', [path.join(fromRclone, 'gone')]);
     expect((await m2.unmount()).code).toBe(0);
+    expect((await remoteNames(ctx.api, repo, '/from-rclone'))?.sort()).toEqual(['moved.rclonelink', 'plain.txt']);
+    expect((await remoteBytes(ctx.api, repo, '/from-rclone/moved.rclonelink')).toString()).toBe('../far/away.txt');
+    const entry = (await remoteEntries(ctx.api, repo, '/from-rclone')).find((e) => e.name === 'moved.rclonelink');
+    expect(entry?.mtime).toBe(1_600_000_000);
   });
 
   it('without --links, ln -s fails at once as before and .rclonelink files are plain files', async () => {
