@@ -74,6 +74,8 @@ export class Symlinks {
     const stored = storedLinkName(path);
     const s = this.host.state(repo, stored);
     if (s) return this.fromState(s);
+    // a file being written here is that file (its answer needs no listing)
+    if (this.host.state(repo, path)) return null;
     const l = this.host.freshListing(repo, parentOf(path));
     if (!l) return undefined;
     return this.fromEntry(l.entries.get(baseOf(stored)));
@@ -93,6 +95,7 @@ export class Symlinks {
     const stored = storedLinkName(path);
     const s = this.host.state(repo, stored);
     if (s) return this.fromState(s);
+    if (this.host.state(repo, path)) return null;
     return this.fromEntry(await this.host.lookup(repo, stored));
   }
 
@@ -193,6 +196,8 @@ export class Symlinks {
   private async make(target: string, p: string): Promise<void> {
     const data = Buffer.from(target, 'utf8');
     if (data.length === 0) throw new VfsError('ENOENT', 'an empty link target');
+    // what the kernel's bytes become when they are not UTF-8: the real target is lost
+    if (target.includes('\uFFFD')) throw new VfsError('EINVAL', `${p}: a link target that is not UTF-8`);
     if (data.length > MAX_TARGET_BYTES) throw new VfsError('ENAMETOOLONG', `a link target of ${data.length} bytes`);
     const stored = storedLinkName(p);
     const fh = await this.host.create(stored);

@@ -67,6 +67,20 @@ describe('symbolic links (--links)', () => {
     expect(api.content(repo, '/f')?.toString()).toBe('x');
   });
 
+  it('refuses targets not UTF-8 (U+FFFD) or over 4095 bytes, and answers a stored one over that as too long', async () => {
+    const { api, repo, vfs } = await vfsOnLibrary(cleanups, { links: true });
+    api.putFile(repo, '/long.rclonelink', 'y'.repeat(5000));
+    await expectErrno(vfs.symlink('bad\uFFFDbytes', '/a'), 'EINVAL');
+    await expectErrno(vfs.symlink('x'.repeat(4096), '/b'), 'ENAMETOOLONG');
+    await vfs.symlink('x'.repeat(4095), '/c');
+    expect((await vfs.readlink('/c')).length).toBe(4095);
+    expect((await vfs.getattr('/long')).size).toBe(5000);
+    await expectErrno(vfs.readlink('/long'), 'ENAMETOOLONG');
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/a.rclonelink')).toBeUndefined();
+    expect(api.content(repo, '/b.rclonelink')).toBeUndefined();
+  });
+
   it('unlink and rename of a link remove and move its .rclonelink file', async () => {
     const { api, repo, vfs } = await vfsOnLibrary(cleanups, { links: true });
     api.putDir(repo, '/d');
