@@ -4,6 +4,7 @@ import { constants as C } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../../../helpers/cleanup.js';
 import { expectErrno, vfsOnLibrary, writeWhole } from '../../../helpers/fake-api.js';
+import { pollUntil } from '../../../helpers/poll.js';
 
 const isLink = (mode: number) => (mode & C.S_IFMT) === C.S_IFLNK;
 
@@ -51,6 +52,21 @@ describe('symbolic links (--links)', () => {
     expect(api.content(repo, '/d/new.rclonelink')?.toString()).toBe('sub/ü target');
     expect(api.content(repo, '/d/new')).toBeUndefined();
     expect(await vfs.readlink('/d/new')).toBe('sub/ü target');
+  });
+
+  it('a link made offline waits in the journal, shows and reads meanwhile, and is uploaded once the server is back', async () => {
+    const { api, repo, vfs } = await vfsOnLibrary(cleanups, { links: true, probeMinMs: 20, probeMaxMs: 50 });
+    api.putFile(repo, '/known.rclonelink', 'k');
+    expect(await vfs.readlink('/known')).toBe('k');
+    api.down = true;
+    await vfs.symlink('made/offline', '/off');
+    expect(await vfs.readlink('/off')).toBe('made/offline');
+    expect(await vfs.readlink('/known')).toBe('k');
+    expect(api.content(repo, '/off.rclonelink')).toBeUndefined();
+    api.down = false;
+    expect(await pollUntil(() => vfs.connectivity.online, 5000)).not.toBeNull();
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/off.rclonelink')?.toString()).toBe('made/offline');
   });
 
   it('refuses a link over anything, and names ending in .rclonelink for new files and folders', async () => {
