@@ -3,7 +3,7 @@
 import { constants as C } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { cleanupAfterEach } from '../../../helpers/cleanup.js';
-import { expectErrno, vfsOnLibrary, writeWhole } from '../../../helpers/fake-api.js';
+import { FakeApi, expectErrno, makeVfs, vfsOnLibrary, writeWhole } from '../../../helpers/fake-api.js';
 import { pollUntil } from '../../../helpers/poll.js';
 
 const isLink = (mode: number) => (mode & C.S_IFMT) === C.S_IFLNK;
@@ -149,6 +149,26 @@ describe('symbolic links (--links)', () => {
     expect(vfs.utimensNow('/l', 1_600_000_000_000)).toBe(false);
     await vfs.utimens('/l', 1_600_000_000_000);
     expect((await vfs.getattr('/l')).mtime.getTime()).toBe(1_600_000_000_000);
+  });
+});
+
+describe('symbolic links in all-libraries mode', () => {
+  const cleanups = cleanupAfterEach();
+
+  it('works below each library folder; a library itself is never a link', async () => {
+    const api = new FakeApi();
+    const repo = api.addLibrary('lib');
+    api.putFile(repo, '/l.rclonelink', 'there');
+    const m = await makeVfs(api, { links: true });
+    cleanups.push(m.cleanup);
+    const { vfs } = m;
+    expect(await vfs.readdir('/lib')).toEqual(['l']);
+    expect(await vfs.readlink('/lib/l')).toBe('there');
+    await vfs.symlink('../x', '/lib/new');
+    expect(isLink((await vfs.getattr('/lib/new')).mode)).toBe(true);
+    await expectErrno(vfs.readlink('/lib'), 'EINVAL');
+    expect(await vfs.drain()).toEqual([]);
+    expect(api.content(repo, '/new.rclonelink')?.toString()).toBe('../x');
   });
 });
 
