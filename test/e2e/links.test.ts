@@ -84,8 +84,8 @@ describe('symbolic links (--links)', () => {
     expect(names).not.toContain('dangling');
 
     // a new mount (a fresh cache) sees the same checkout: git finds nothing changed
-    // (listings revalidated after a second: the folder rclone makes below shows soon)
-    const m2 = await mountLibrary(ctx.server, { library: 'Links', dirCacheTime: 1, extraArgs: ['--links'] });
+    // (as fstab gives it, -o links; listings revalidated after a second: the folder rclone makes below shows soon)
+    const m2 = await mountLibrary(ctx.server, { library: 'Links', dirCacheTime: 1, extraArgs: ['-o', 'links'] });
     const work2 = path.join(m2.mnt, 'work');
     expect((await git(work2, 'status', '--porcelain')).out).toBe('');
     for (const [p, target] of Object.entries(LINKS)) expect(readlinkSync(path.join(work2, p)), p).toBe(target);
