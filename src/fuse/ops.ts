@@ -263,6 +263,12 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
       await vfs.chown(p, uid, gid);
       return [];
     }),
+    // symbolic links (--links): without it these two are not offered, and the kernel answers ENOSYS itself
+    readlink: handler('readlink', async (p: string) => [await vfs.readlink(p)]),
+    symlink: handler('symlink', async (target: string, p: string) => {
+      await vfs.symlink(target, p);
+      return [];
+    }),
     // extended attributes (src/vfs/xattrs/xattrs.ts); `value` lives in libfuse memory, so it is copied
     getxattr: handler('getxattr', async (p: string, name: string) => [await vfs.getxattr(p, name)]),
     listxattr: handler('listxattr', async (p: string) => [await vfs.listxattr(p)]),
@@ -276,6 +282,7 @@ export function makeOps(vfs: Vfs, opts: OpsOptions = {}): Record<string, Cb> {
     }),
   };
   if (opts.xattrs === false) for (const op of ['getxattr', 'listxattr', 'setxattr', 'removexattr']) delete ops[op];
+  if (!vfs.opts?.links) for (const op of ['readlink', 'symlink']) delete ops[op];
   return nfcPaths(ops);
 }
 
@@ -284,7 +291,7 @@ const HANDLE_OPS = new Set(['init', 'read', 'write']);
 
 /**
  * Every path the kernel gives in NFC, the form the server stores names in
- * (vfs/common/paths.ts nfc; README "Unicode names"); rename's target too. Paths that
+ * (vfs/common/paths.ts nfc; README "Unicode names"); rename's target too (not a symlink's target). Paths that
  * are plain ASCII pass through unchanged.
  */
 function nfcPaths(ops: Record<string, Cb>): Record<string, Cb> {
@@ -293,7 +300,10 @@ function nfcPaths(ops: Record<string, Cb>): Record<string, Cb> {
     ops[name] =
       name === 'rename'
         ? (src: string, dst: string, cb: Cb) => op(nfc(src), nfc(dst), cb)
-        : (p: string, ...rest: unknown[]) => op(typeof p === 'string' ? nfc(p) : p, ...rest);
+        : name === 'symlink'
+          ? // a link's target is kept as given, byte for byte; only its own path is a name
+            (target: string, p: string, cb: Cb) => op(target, nfc(p), cb)
+          : (p: string, ...rest: unknown[]) => op(typeof p === 'string' ? nfc(p) : p, ...rest);
   }
   return ops;
 }

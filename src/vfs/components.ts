@@ -38,6 +38,8 @@ export interface VfsOptions {
   liveChanges?: LiveChangesOptions | false;
   /** lock a document on the server while an Office program's lock file for it exists (default on) */
   officeLocks?: boolean;
+  /** symbolic links, kept on the server as NAME.rclonelink files as rclone keeps them (links/; default off) */
+  links?: boolean;
   /** owner and group shown for every entry (default: the mounting user's) */
   uid?: number;
   gid?: number;

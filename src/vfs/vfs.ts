@@ -4,7 +4,8 @@
 // (drain, shutdown, stats, status, pins, locks, restore). It holds path
 // lookups, attributes (getattr and its synchronous forms) and the handles'
 // open/create/read/write/flush/release; every other operation is a module of
-// its own (rename/, remove/, folders/, copies/, mtimes/, xattrs/, control/),
+// its own (rename/, remove/, folders/, copies/, mtimes/, xattrs/, control/,
+// links/ for --links),
 // and the parts it is made of are built in components.ts. Longer than the
 // other modules because it is the face: each method is a few lines of
 // dispatch, and splitting it would spread the one table of operations.
@@ -46,6 +47,8 @@ import { setMtime, setMtimeNow } from './mtimes/set-mtime.js';
 import type { UnlinkedOpen } from './remove/unlinked-open.js';
 import { type FileState, WriteBack } from './write/write-back.js';
 import { Xattrs } from './xattrs/xattrs.js';
+import { Symlinks } from './links/symlinks.js';
+import { isLinkFileName } from './links/link-names.js';
 
 // The vfs's face: this file and errors.ts are all that the CLI and the FUSE adapter
 // may import from src/vfs/ (an eslint rule keeps it so); what they need of its parts is
@@ -137,6 +140,34 @@ export class Vfs {
             entries: async (repo, dir) => (await this.listingCache.list(repo, dir, true)).entries.values(),
             log: p.log,
           });
+    this.links = opts.links
+      ? new Symlinks({
+          resolve: (x) => this.resolve(x),
+          hidden: async (loc) => (await this.hiddenDirs.at(loc)) !== null,
+          getattr: (x) => this.getattr(x),
+          unlink: (x) => unlinkFile(this.parts, x),
+          freshListing: (repo, dir) => {
+            const l = this.listingCache.peek(repo, dir);
+            return l && this.listingCache.fresh(l) ? l : null;
+          },
+          lookup: (repo, path) => this.lookup(repo, path),
+          state: (repo, path) => this.writeBack.get(repo, path),
+          create: (x) => this.createFile(x),
+          open: (x) => this.open(x, C.O_RDONLY),
+          read: (x, fh, buf, len, pos) => this.read(x, fh, buf, len, pos),
+          write: (x, fh, buf, len, pos) => this.write(x, fh, buf, len, pos),
+          flush: (x, fh) => this.flush(x, fh),
+          release: (x, fh) => this.release(x, fh),
+        })
+      : null;
+  }
+
+  /** symbolic links as NAME.rclonelink files (links/symlinks.ts); null: --links is off */
+  private readonly links: Symlinks | null;
+
+  /** with --links, the stored file (`p`.rclonelink) when `p` is a symbolic link; else `p` itself */
+  private linkOrSelf(p: string): Promise<string> {
+    return this.links ? this.links.storedOrSelf(p) : Promise.resolve(p);
   }
 
   /** Office programs' lock files lock their documents on the server (locks/office-lock-files.ts); null: off */
@@ -213,6 +244,11 @@ export class Vfs {
   getattrNow(p: string): Attr | null {
     const loc = this.libraries.resolveNow(p);
     if (!loc || loc.path === '/') return null;
+    if (this.links) {
+      const link = this.links.now(loc.repo, loc.path);
+      if (link === undefined) return null;
+      if (link) return this.attrs.link(link.size, link.mtimeMs);
+    }
     const s = this.writeBack.get(loc.repo, loc.path);
     if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
     if (this.unlinked.has(loc.repo, loc.path)) return null;
@@ -235,6 +271,7 @@ export class Vfs {
     const loc = this.libraries.resolveNow(p);
     if (!loc || loc.path === '/' || loc.path.startsWith('/.seafile-')) return false;
     if (this.writeBack.get(loc.repo, loc.path) || this.unlinked.has(loc.repo, loc.path)) return false;
+    if (this.links && this.links.now(loc.repo, loc.path) !== null) return false;
     const l = this.listingCache.peek(loc.repo, parentOf(loc.path));
     return !!l && this.listingCache.fresh(l) && !l.entries.has(baseOf(loc.path));
   }
@@ -248,6 +285,9 @@ export class Vfs {
     }
     const hid = await this.hiddenDirs.at(loc);
     if (hid) return hid.attr;
+    // a link shadows a file or folder of its name without the suffix, as in rclone's mount
+    const link = await this.links?.at(loc.repo, loc.path);
+    if (link) return this.attrs.link(link.size, link.mtimeMs);
     const s = this.writeBack.get(loc.repo, loc.path);
     // whole seconds, as the server keeps them: no change of mtime once the file is uploaded
     if (s) return this.attrs.file(s.size, Math.floor(s.mtime / 1000) * 1000, loc.readOnly);
@@ -269,7 +309,7 @@ export class Vfs {
     const l = await this.dir(loc.repo, loc.path);
     const names = new Set(l.entries.keys());
     for (const n of this.writeBack.childrenOf(loc.repo, loc.path)) names.add(n);
-    return [...names];
+    return this.links ? this.links.shown(names, l) : [...names];
   }
 
   async access(p: string, mode: number): Promise<void> {
@@ -348,6 +388,12 @@ export class Vfs {
   }
 
   async create(p: string, _mode: number): Promise<number> {
+    this.links?.refuseName(p);
+    return this.createFile(p);
+  }
+
+  /** create, for any name (a link's stored file too) */
+  private async createFile(p: string): Promise<number> {
     const loc = await this.repoOf(p, true);
     writable(loc);
     if (loc.path === '/') throw new VfsError('EISDIR');
@@ -375,6 +421,7 @@ export class Vfs {
   createNow(p: string): number | null {
     const loc = this.libraries.resolveNow(p);
     if (!loc || loc.readOnly || !this.absentNow(p)) return null;
+    if (this.links && isLinkFileName(baseOf(loc.path))) return null;
     try {
       checkName(baseOf(loc.path));
       this.parts.rules.checkName(baseOf(loc.path));
@@ -476,12 +523,17 @@ export class Vfs {
 
   /** utimens of a file with local data, done at once; false: utimens must run (mtimes/set-mtime.ts) */
   utimensNow(p: string, mtimeMs: number): boolean {
+    // a path that may be a link waits: lutimes sets its stored file's time
+    if (this.links) {
+      const loc = this.libraries.resolveNow(p);
+      if (!loc || this.links.now(loc.repo, loc.path) !== null) return false;
+    }
     return setMtimeNow(this.parts, p, mtimeMs);
   }
 
   /** a new modification time, uploaded with the file's content (mtimes/set-mtime.ts) */
-  utimens(p: string, mtimeMs: number): Promise<void> {
-    return setMtime(this.parts, p, mtimeMs);
+  async utimens(p: string, mtimeMs: number): Promise<void> {
+    return setMtime(this.parts, await this.linkOrSelf(p), mtimeMs);
   }
 
   /**
@@ -505,12 +557,13 @@ export class Vfs {
 
   /** unlink(2) (remove/unlink.ts) */
   async unlink(p: string): Promise<void> {
-    await unlinkFile(this.parts, p);
+    await unlinkFile(this.parts, await this.linkOrSelf(p));
     void this.officeChange(p, 'removed');
   }
 
   /** mkdir(2), rmdir(2): folders/mkdir-rmdir.ts */
-  mkdir(p: string, _mode: number): Promise<void> {
+  async mkdir(p: string, _mode: number): Promise<void> {
+    this.links?.refuseName(p);
     return makeFolder(this.parts, p);
   }
 
@@ -520,8 +573,22 @@ export class Vfs {
 
   /** rename(2): rename/rename-path.ts, moves in rename/renamer.ts */
   async rename(src: string, dst: string): Promise<void> {
-    await renamePath(this.parts, src, dst);
+    const [from, to] = this.links ? await this.links.renamePaths(src, dst) : [src, dst];
+    await renamePath(this.parts, from, to);
     void this.officeChange(src, 'removed').then(() => this.officeChange(dst, 'created'));
+  }
+
+  /** readlink(2) (--links): the target of the link at `p`; EINVAL for anything else */
+  async readlink(p: string): Promise<string> {
+    if (this.links) return this.links.readlink(p);
+    await this.getattr(p);
+    throw new VfsError('EINVAL', `${p} is not a symbolic link`);
+  }
+
+  /** symlink(2) (--links): a link at `p` to `target`, kept as the file `p`.rclonelink (links/symlinks.ts) */
+  async symlink(target: string, p: string): Promise<void> {
+    if (!this.links) throw new VfsError('ENOSYS', 'symbolic links need --links');
+    return this.links.symlink(target, p);
   }
 
   // ---- lifecycle ----
@@ -587,20 +654,20 @@ export class Vfs {
   }
 
   /** Extended attributes (xattrs/xattrs.ts), for the FUSE adapter. */
-  getxattr(p: string, name: string) {
-    return this.xattrs.get(p, name);
+  async getxattr(p: string, name: string) {
+    return this.xattrs.get(await this.linkOrSelf(p), name);
   }
 
-  listxattr(p: string) {
-    return this.xattrs.list(p);
+  async listxattr(p: string) {
+    return this.xattrs.list(await this.linkOrSelf(p));
   }
 
-  setxattr(p: string, name: string, value: Buffer) {
-    return this.xattrs.set(p, name, value);
+  async setxattr(p: string, name: string, value: Buffer) {
+    return this.xattrs.set(await this.linkOrSelf(p), name, value);
   }
 
-  removexattr(p: string, name: string) {
-    return this.xattrs.remove(p, name);
+  async removexattr(p: string, name: string) {
+    return this.xattrs.remove(await this.linkOrSelf(p), name);
   }
 
   /**

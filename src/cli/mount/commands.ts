@@ -315,6 +315,13 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         describe:
           "while LibreOffice's .~lock.NAME# or Word's ~$NAME exists, lock NAME on the server so that others see it read-only (servers with locks; --no-office-locks: never)",
       })
+      .option('links', {
+        alias: 'l',
+        type: 'boolean',
+        default: false,
+        describe:
+          'symbolic links: each is kept on the server as a file NAME.rclonelink holding its target, as rclone --links keeps them (off: ln -s fails, .rclonelink files show as files)',
+      })
       .option('read-ahead', {
         type: 'number',
         default: 512,
@@ -344,7 +351,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         array: true,
         nargs: 1,
         describe:
-          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, delete_guard=, read_ahead=, retry_for=, noxattr, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
+          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, delete_guard=, read_ahead=, retry_for=, noxattr, links, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
       })
       .option('retry-for', {
         type: 'string',

@@ -31,6 +31,7 @@ export interface OptionSettings {
   xattrs?: boolean;
   cacheStreams?: boolean;
   officeLocks?: boolean;
+  links?: boolean;
   /** the folder of saved accounts (`NAME:Library` sources) */
   config?: string;
   deleteGuard?: number;
@@ -73,6 +74,7 @@ const SWITCHES: Record<string, keyof OptionSettings> = {
   cache_streams: 'cacheStreams',
   allow_other: 'allowOther',
   read_only: 'readOnly',
+  links: 'links',
 };
 
 /** -o name -> boolean flag set to false */

@@ -80,6 +80,8 @@ export interface MountSettings {
   cacheStreams?: boolean;
   /** lock a document on the server while an Office program's lock file for it exists (default true) */
   officeLocks?: boolean;
+  /** symbolic links as NAME.rclonelink files, as rclone --links keeps them (default false) */
+  links?: boolean;
   /** kernel readahead, KiB (0: the kernel's default) */
   readAhead?: number;
   /** seconds a server request may wait for an answer (the client's timeoutMs) */
@@ -287,6 +289,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       cacheDir,
       dirCacheTimeMs: times.listingMs,
       officeLocks: s.officeLocks,
+      links: s.links === true,
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
       reader: {
         cacheStreamsUpTo: s.cacheStreams === undefined ? undefined : s.cacheStreams ? Infinity : 0,

@@ -4,6 +4,7 @@
 // less the umask (--umask, default 022), less the write bits where the mount
 // or the library is read-only or the file is locked by someone else. The
 // server keeps no owners or modes, so these are the same for every entry.
+// A symbolic link (--links) is 777, as every link on Linux.
 import { constants as C } from 'node:fs';
 import type { AccountInfo } from '../../client/types.js';
 
@@ -82,6 +83,11 @@ export class AttrShaper {
       blocks: Math.ceil(size / 512),
       blksize: BLKSIZE,
     };
+  }
+
+  /** a symbolic link (--links): size is its target's length; links are 777 whatever the umask, as on Linux */
+  link(size: number, mtimeMs: number): Attr {
+    return { ...this.file(size, mtimeMs, false), mode: C.S_IFLNK | 0o777 };
   }
 }
 

@@ -36,6 +36,12 @@ describe('mount sources and -o options', () => {
     expect(parseMountOptions(['allow_other']).settings.cacheStreams).toBeUndefined();
   });
 
+  it('links turns symbolic links on (and takes no value); absent, they stay off', () => {
+    expect(parseMountOptions(['links,ro']).settings).toEqual({ links: true, readOnly: true });
+    expect(parseMountOptions(['allow_other']).settings.links).toBeUndefined();
+    expect(() => parseMountOptions(['links=1'])).toThrowError(/links takes no value/);
+  });
+
   it('noxattr turns the extended attributes off (and takes no value)', () => {
     expect(parseMountOptions(['noxattr,allow_other']).settings).toEqual({ xattrs: false, allowOther: true });
     expect(() => parseMountOptions(['noxattr=1'])).toThrowError(/noxattr takes no value/);
