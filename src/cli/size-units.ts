@@ -3,7 +3,8 @@
 // an optional binary unit, B, K, M, G or T (1K = 1024 B; KB, KiB and Ki and
 // lower case mean the same), fractions allowed (0.5G). A bare number keeps
 // the unit each option always had (--cache-max-size MiB, --read-ahead KiB),
-// so existing command lines and fstab entries mean what they meant.
+// so existing command lines and fstab entries mean what they meant (serve's
+// --max-upload-size, once --max-upload-mb: decimal MB).
 // Bandwidth limits follow rclone's --bwlimit: RATE for both directions or
 // UP:DOWN, each `off` (or 0) or a rate in bytes per second whose bare number
 // means KiB/s.
@@ -24,7 +25,13 @@ for (const [letter, bytes] of [
   ['t', TiB],
 ] as const)
   for (const spelling of [letter, `${letter}b`, `${letter}ib`, `${letter}i`]) UNITS.set(spelling, bytes);
-const UNIT_NAMES: Record<number, string> = { 1: 'bytes', [KiB]: 'KiB', [MiB]: 'MiB', [GiB]: 'GiB' };
+const UNIT_NAMES: Record<number, string> = {
+  1: 'bytes',
+  [KiB]: 'KiB',
+  [MiB]: 'MiB',
+  [GiB]: 'GiB',
+  1_000_000: 'MB (1,000,000 bytes)',
+};
 
 /** The forms a size takes, for error messages. */
 export const SIZE_FORMS =
