@@ -53,9 +53,13 @@ export function rawGet(
     if (!wait) return;
     held = true;
     sock.pause();
+    // a wait for the limit is not the server's silence: no idle timeout meanwhile
+    sock.setTimeout(0);
     void wait.then(() => {
       held = false;
-      if (!callerPaused && !done) sock.resume();
+      if (done) return;
+      sock.setTimeout(idleMs);
+      if (!callerPaused) sock.resume();
     });
   };
   const finish = (err: unknown | null) => {

@@ -52,7 +52,12 @@ export async function rawUpload(
   });
   const write = async (b: Buffer) => {
     const wait = bucket?.ready();
-    if (wait) await wait;
+    if (wait) {
+      // a wait for the limit is not the server's silence: no idle timeout meanwhile
+      sock.setTimeout(0);
+      await wait;
+      sock.setTimeout(idleMs);
+    }
     bucket?.spend(b.length);
     return send(b);
   };

@@ -77,7 +77,8 @@ export async function openUploadStream(
       resolve();
     });
   });
-  sock.setTimeout(opts.idleMs ?? 5 * 60_000, () => {
+  const idleMs = opts.idleMs ?? 5 * 60_000;
+  sock.setTimeout(idleMs, () => {
     failed ??= new ApiError({ kind: 'timeout', status: 0, operation: 'upload' });
     sock.destroy();
   });
@@ -149,7 +150,12 @@ export async function openUploadStream(
       if (b.length === 0) return;
       // the upload limit: wait while it is in debt, then count the piece
       const wait = opts.bucket?.ready();
-      if (wait) await wait;
+      if (wait) {
+        // a wait for the limit is not the server's silence: no idle timeout meanwhile
+        sock.setTimeout(0);
+        await wait;
+        sock.setTimeout(idleMs);
+      }
       opts.bucket?.spend(b.length);
       await send(chunk(b));
       sent += b.length;

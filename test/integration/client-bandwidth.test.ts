@@ -11,7 +11,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TokenBucket } from '../../src/client/bandwidth.js';
 import { SeafileClient } from '../../src/client/client.js';
+import { rawUpload } from '../../src/client/raw-post.js';
+import { openUploadStream } from '../../src/client/stream-upload.js';
 import type { StreamSink } from '../../src/client/types.js';
 import { remoteBytes } from '../helpers/api-check.js';
 import { FAST, startWithLibrary } from '../helpers/client-setup.js';
@@ -63,24 +66,24 @@ async function timed<T>(f: () => Promise<T>): Promise<{ ms: number; value: T }> 
 }
 
 /** the whole file through download() (undici) */
-async function viaDownload(c: SeafileClient, path = '/source.bin'): Promise<Buffer> {
-  const link = await c.downloadLink(repo, path, { reuse: true });
-  const res = await c.download(link.url, undefined, { repoId: repo });
+async function viaDownload(c: SeafileClient, size = SIZE): Promise<Buffer> {
+  const link = await c.downloadLink(repo, '/source.bin', { reuse: true });
+  const res = await c.download(link.url, size < SIZE ? { start: 0, end: size - 1 } : undefined, { repoId: repo });
   const parts: Buffer[] = [];
   for await (const chunk of res.body) parts.push(chunk as Buffer);
   return Buffer.concat(parts);
 }
 
 /** the whole file through streamGet (the bare socket), with a reader that pauses now and then */
-async function viaStream(c: SeafileClient): Promise<Buffer> {
+async function viaStream(c: SeafileClient, size = SIZE): Promise<Buffer> {
   const link = await c.downloadLink(repo, '/source.bin', { reuse: true });
-  const out = Buffer.alloc(SIZE);
+  const out = Buffer.alloc(size);
   let at = 0;
   await new Promise<void>((resolve, reject) => {
     let reads = 0;
     const sink: StreamSink = {
       head: () => undefined,
-      space: () => out.subarray(at, Math.min(SIZE, at + 64 * KiB)),
+      space: () => out.subarray(at, Math.min(size, at + 64 * KiB)),
       wrote: (n) => {
         at += n;
         // the caller's own backpressure works alongside the limit's
@@ -91,7 +94,7 @@ async function viaStream(c: SeafileClient): Promise<Buffer> {
       },
       end: (err) => (err ? reject(err as Error) : resolve()),
     };
-    const ctl = c.streamGet!(link.url, 0, sink, { repoId: repo });
+    const ctl = c.streamGet!(link.url, 0, sink, { repoId: repo, end: size - 1 });
   });
   return out.subarray(0, at);
 }
@@ -140,6 +143,23 @@ describe('download limits', () => {
       await c.close();
     }
   });
+
+  it('a wait for the limit is no silence of the server: pauses longer than the timeout do not fail a download', async () => {
+    // 1 s of timeout; two transfers of 64 KiB chunks share 64 KiB/s: each waits about 2 s between chunks
+    const { client: c } = await SeafileClient.login(
+      { baseUrl: server.url, ...FAST, timeoutMs: 1000, bandwidth: { down: 64 * KiB } },
+      server.adminEmail,
+      server.adminPassword,
+    );
+    try {
+      const part = 192 * KiB;
+      const [a, b] = await Promise.all([viaDownload(c, part), viaStream(c, part)]);
+      expect(a.equals(content.subarray(0, part))).toBe(true);
+      expect(b.equals(content.subarray(0, part))).toBe(true);
+    } finally {
+      await c.close();
+    }
+  }, 60_000);
 
   it('a limit lifted during a transfer frees it at once', async () => {
     // 1 MiB at 8 KiB/s would take two minutes: the test's time limit fails it unless the change applies
@@ -246,6 +266,51 @@ describe('upload limits', () => {
       await c.close();
     }
   });
+
+  it('a wait for the limit is no silence: pauses longer than the idle timeout do not fail an upload', async () => {
+    const part = content.subarray(0, 192 * KiB);
+    writeFileSync(join(dir, 'part.bin'), part);
+    // the HTTP client with 1 s of timeout: the closing boundary waits about 3 s for the file's 192 KiB at 64 KiB/s
+    const { client: c } = await SeafileClient.login(
+      { baseUrl: server.url, ...FAST, timeoutMs: 1000, bandwidth: { up: 64 * KiB } },
+      server.adminEmail,
+      server.adminPassword,
+    );
+    try {
+      await c.upload(await c.uploadLink(repo, '/'), '/', join(dir, 'part.bin'), 'idle-http.bin', {
+        replace: true,
+        repoId: repo,
+      });
+      expect((await remoteBytes(check, repo, '/idle-http.bin')).equals(part)).toBe(true);
+    } finally {
+      await c.close();
+    }
+    // the bare-socket POST and the streamed upload with 0.5 s of idle time
+    const bucket = new TokenBucket(64 * KiB);
+    await rawUpload(
+      await check.uploadLink(repo, '/'),
+      [
+        ['parent_dir', '/'],
+        ['replace', '1'],
+      ],
+      [{ path: join(dir, 'part.bin'), name: 'idle-raw.bin' }],
+      500,
+      bucket,
+    );
+    expect((await remoteBytes(check, repo, '/idle-raw.bin')).equals(part)).toBe(true);
+    const up = await openUploadStream(
+      await check.uploadLink(repo, '/'),
+      [
+        ['parent_dir', '/'],
+        ['replace', '1'],
+      ],
+      'idle-stream.bin',
+      { idleMs: 500, bucket },
+    );
+    for (let i = 0; i < part.length; i += 64 * KiB) await up.write(part.subarray(i, i + 64 * KiB));
+    await up.finish([]);
+    expect((await remoteBytes(check, repo, '/idle-stream.bin')).equals(part)).toBe(true);
+  }, 60_000);
 
   it('off: uploads complete', async () => {
     const c = await limited(null, null);
