@@ -75,7 +75,7 @@ async function viaDownload(c: SeafileClient, size = SIZE): Promise<Buffer> {
 }
 
 /** the whole file through streamGet (the bare socket), with a reader that pauses now and then */
-async function viaStream(c: SeafileClient, size = SIZE): Promise<Buffer> {
+async function viaStream(c: SeafileClient, size = SIZE, idleMs?: number): Promise<Buffer> {
   const link = await c.downloadLink(repo, '/source.bin', { reuse: true });
   const out = Buffer.alloc(size);
   let at = 0;
@@ -94,7 +94,7 @@ async function viaStream(c: SeafileClient, size = SIZE): Promise<Buffer> {
       },
       end: (err) => (err ? reject(err as Error) : resolve()),
     };
-    const ctl = c.streamGet!(link.url, 0, sink, { repoId: repo, end: size - 1 });
+    const ctl = c.streamGet!(link.url, 0, sink, { repoId: repo, end: size - 1, idleMs });
   });
   return out.subarray(0, at);
 }
@@ -144,16 +144,16 @@ describe('download limits', () => {
     }
   });
 
-  it('a wait for the limit is no silence of the server: pauses longer than the timeout do not fail a download', async () => {
-    // 1 s of timeout; two transfers of 64 KiB chunks share 64 KiB/s: each waits about 2 s between chunks
+  it('a wait for the limit is no silence of the server: pauses longer than the idle timeout do not fail a download', async () => {
+    // 1 s of idle time for transfers; two of 64 KiB chunks share 64 KiB/s: each waits about 2 s between chunks
     const { client: c } = await SeafileClient.login(
-      { baseUrl: server.url, ...FAST, timeoutMs: 1000, bandwidth: { down: 64 * KiB } },
+      { baseUrl: server.url, ...FAST, transferTimeoutMs: 1000, bandwidth: { down: 64 * KiB } },
       server.adminEmail,
       server.adminPassword,
     );
     try {
-      const part = 192 * KiB;
-      const [a, b] = await Promise.all([viaDownload(c, part), viaStream(c, part)]);
+      const part = 128 * KiB;
+      const [a, b] = await Promise.all([viaDownload(c, part), viaStream(c, part, 1000)]);
       expect(a.equals(content.subarray(0, part))).toBe(true);
       expect(b.equals(content.subarray(0, part))).toBe(true);
     } finally {
@@ -268,11 +268,11 @@ describe('upload limits', () => {
   });
 
   it('a wait for the limit is no silence: pauses longer than the idle timeout do not fail an upload', async () => {
-    const part = content.subarray(0, 192 * KiB);
+    const part = content.subarray(0, 128 * KiB);
     writeFileSync(join(dir, 'part.bin'), part);
-    // the HTTP client with 1 s of timeout: the closing boundary waits about 3 s for the file's 192 KiB at 64 KiB/s
+    // the HTTP client with 1 s of idle time: the closing boundary waits about 2 s for the file's 128 KiB at 64 KiB/s
     const { client: c } = await SeafileClient.login(
-      { baseUrl: server.url, ...FAST, timeoutMs: 1000, bandwidth: { up: 64 * KiB } },
+      { baseUrl: server.url, ...FAST, transferTimeoutMs: 1000, bandwidth: { up: 64 * KiB } },
       server.adminEmail,
       server.adminPassword,
     );
@@ -285,8 +285,8 @@ describe('upload limits', () => {
     } finally {
       await c.close();
     }
-    // the bare-socket POST and the streamed upload with 0.5 s of idle time
-    const bucket = new TokenBucket(64 * KiB);
+    // the bare-socket POST and the streamed upload with 0.3 s of idle time, waiting about 1 s and 0.5 s
+    const bucket = new TokenBucket(128 * KiB);
     await rawUpload(
       await check.uploadLink(repo, '/'),
       [
@@ -294,7 +294,7 @@ describe('upload limits', () => {
         ['replace', '1'],
       ],
       [{ path: join(dir, 'part.bin'), name: 'idle-raw.bin' }],
-      500,
+      300,
       bucket,
     );
     expect((await remoteBytes(check, repo, '/idle-raw.bin')).equals(part)).toBe(true);
@@ -305,7 +305,7 @@ describe('upload limits', () => {
         ['replace', '1'],
       ],
       'idle-stream.bin',
-      { idleMs: 500, bucket },
+      { idleMs: 300, bucket },
     );
     for (let i = 0; i < part.length; i += 64 * KiB) await up.write(part.subarray(i, i + 64 * KiB));
     await up.finish([]);
