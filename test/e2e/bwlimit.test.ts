@@ -92,6 +92,7 @@ describe('bandwidth limits of a mount', () => {
       'seafs: seafs bwlimit takes off, a rate in bytes per second for both directions (10M, 512k, 1.5M; a plain number is KiB/s), or UP:DOWN (1M:off, 512k:4M) (got "5 apples")',
     );
     expect((await seafs(['bwlimit', m.mnt, 'off'])).out.trim()).toBe(`${m.mnt}: bandwidth: up off, down off`);
+    expect(m.output()).toContain('bandwidth limit: up 512 KiB/s, down off');
     expect(m.output()).toContain('bandwidth limit now up off, down 512 KiB/s (seafs bwlimit)');
 
     const un = await m.unmount();

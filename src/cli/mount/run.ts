@@ -274,7 +274,11 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
 
   const times = cacheTimes(s.dirCacheTime, s.attrTimeout);
   // the limits of file transfers (the client's token buckets: the vfs knows nothing of them)
-  if (s.bwlimit !== undefined) client.setBandwidth(parseBwLimit(s.bwlimit));
+  if (s.bwlimit !== undefined) {
+    client.setBandwidth(parseBwLimit(s.bwlimit));
+    const l = client.bandwidth;
+    if (l.up !== null || l.down !== null) log(`bandwidth limit: ${fmtBandwidth(l)}`);
+  }
   let vfs: Vfs;
   let retryUploads = () => {};
   // a token refused while mounted: said once (log, status); a saved account's new login is taken (mount/token-watch.ts)
