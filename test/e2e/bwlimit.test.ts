@@ -19,10 +19,14 @@ const env = () => ({ ...process.env, SEAFS_RUNTIME_DIR: path.join(scratchDir(), 
 const seafs = (args: string[]) => run(process.execPath, [CLI, ...args], { env: env(), allowFail: true });
 const KiB = 1024;
 const MiB = 1024 * KiB;
-/** N/R of the timed transfers: 1 MiB at 512 KiB/s, 2 s; asserted from below with room for the burst */
+/**
+ * The timed transfers: 1 MiB at 512 KiB/s, 2 s, asserted from below at 0.6 of it: the bucket's burst (0.1 s) and
+ * the last chunk of each GET (the reader may run up to 4 per file) go unwaited. Unlimited, either takes well
+ * under 0.5 s here.
+ */
 const SIZE = MiB;
 const RATE = 512 * KiB;
-const AT_LEAST_MS = 0.8 * (SIZE / RATE) * 1000;
+const AT_LEAST_MS = 0.6 * (SIZE / RATE) * 1000;
 
 async function seed(files: Record<string, Buffer>): Promise<void> {
   const r = await uploadTo(await ctx.api.uploadLink(ctx.repos.Limited, '/'), '/', files, { replace: true });
