@@ -13,6 +13,7 @@ import { seafsVersion, wantsVersion } from './version.js';
 import { accountsCommand, loginCommand, logoutCommand } from './accounts/commands.js';
 import { pinCommand, unpinCommand } from './control/pin.js';
 import { confirmDeleteCommand } from './control/confirm-delete.js';
+import { bwlimitCommand } from './control/bwlimit.js';
 
 // a closed terminal or a broken pipe must never become an uncaught exception
 guardStdio();
@@ -37,13 +38,14 @@ await yargs(hideBin(process.argv))
   .command(pinCommand)
   .command(unpinCommand)
   .command(confirmDeleteCommand)
+  .command(bwlimitCommand)
   .command(demoCommand)
   .command(serveCommand)
   .command(accountsCommand)
   .command(logoutCommand)
   .demandCommand(
     1,
-    'Name a command: login, mount, unmount, status, cache, unlock, lock, unlock-file, restore, pin, unpin, demo, serve, accounts or logout.',
+    'Name a command: login, mount, unmount, status, cache, bwlimit, unlock, lock, unlock-file, restore, pin, unpin, demo, serve, accounts or logout.',
   )
   .strict()
   .help()

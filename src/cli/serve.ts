@@ -4,6 +4,7 @@
 import type { CommandModule } from 'yargs';
 import { LOG_LEVELS, logger, printOut, type LogLevel } from './log.js';
 import { firstLine } from './mount/secrets.js';
+import { parseSize } from './size-units.js';
 
 interface ServeArgs {
   data: string;
@@ -14,7 +15,8 @@ interface ServeArgs {
   'latency-ms': number;
   'unlock-ttl': number;
   'link-ttl': number;
-  'max-upload-mb'?: number;
+  /** bytes (coerced from the size given) */
+  'max-upload-size'?: number;
   'throttle-per-min'?: number;
   'body-idle-timeout': number;
   'login-fail-limit': number;
@@ -60,9 +62,13 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         default: 3600,
         describe: 'Seconds download/upload links stay valid (for tests)',
       })
-      .option('max-upload-mb', {
-        type: 'number',
-        describe: 'Largest accepted upload in MB, 442 above it (for tests; default unlimited)',
+      .option('max-upload-size', {
+        alias: 'max-upload-mb',
+        type: 'string',
+        describe:
+          'Largest accepted upload, 442 above it: a size such as 5M or 1G, a plain number is MB of 1,000,000 bytes (for tests; default unlimited)',
+        coerce: (v: unknown) =>
+          parseSize((Array.isArray(v) ? v[v.length - 1] : v) as string, '--max-upload-size', 1_000_000),
       })
       .option('throttle-per-min', {
         type: 'number',
@@ -164,7 +170,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
       latencyMs: argv['latency-ms'],
       unlockTtlSec: argv['unlock-ttl'],
       linkTtlSec: argv['link-ttl'],
-      maxUploadBytes: argv['max-upload-mb'] !== undefined ? argv['max-upload-mb'] * 1_000_000 : undefined,
+      maxUploadBytes: argv['max-upload-size'],
       log: (line) => (line.startsWith('error: ') ? logger.error(line.slice(7)) : logger.info(line)),
       logRequests: argv.verbose,
       throttlePerMin: argv['throttle-per-min'],

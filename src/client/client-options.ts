@@ -1,5 +1,6 @@
 // The options of SeafileClient and the HTTP core's settings they give
 // (the defaults live here, in one place).
+import { Bandwidth, type RateLimits } from './bandwidth.js';
 import type { HttpOptions } from './http.js';
 import type { UnlockEvent } from './library-passwords.js';
 import { USER_AGENT } from './raw/request-head.js';
@@ -49,6 +50,8 @@ export interface ClientOptions {
   unlockRefreshMs?: number;
   /** told when the client sent a library password again by itself (timer or refusal), and whether that failed */
   onUnlockAgain?: (ev: UnlockEvent) => void;
+  /** bytes per second of uploads and of downloads of file content (null or absent: no limit); changeable later (setBandwidth) */
+  bandwidth?: Partial<RateLimits>;
   /** https: a CA file trusted besides Node's and the system's CAs, and a client certificate (tls.ts) */
   tls?: TlsFiles;
 }
@@ -64,6 +67,7 @@ export function httpOptionsOf(opts: ClientOptions): HttpOptions {
     userAgent: opts.userAgent ?? USER_AGENT,
     onAttempt: opts.onAttempt,
     tls: new TlsTrust(opts.tls),
+    bandwidth: new Bandwidth({ up: opts.bandwidth?.up ?? null, down: opts.bandwidth?.down ?? null }),
     backoff: {
       baseMs: opts.retryBaseMs ?? 250,
       maxMs: opts.retryMaxMs ?? 8_000,

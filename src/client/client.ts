@@ -9,6 +9,7 @@
 // (raw-get.ts) unless the rawStreams option is off.
 // Long only by its one-line delegations (one per API operation).
 import { StreamUnsupported } from './errors.js';
+import type { RateLimits } from './bandwidth.js';
 import { httpOptionsOf, type ClientOptions } from './client-options.js';
 import { FileLocks } from './file-locks.js';
 import { HttpCore, type Call } from './http.js';
@@ -65,7 +66,7 @@ import type {
   UploadLinkShare,
 } from './types.js';
 
-export type { ClientOptions };
+export type { ClientOptions, RateLimits };
 
 export class SeafileClient implements SeafileApi {
   readonly http: HttpCore;
@@ -95,7 +96,7 @@ export class SeafileClient implements SeafileApi {
     );
     this.http.relock = (repo, since) => this.libraryPasswords.again(repo, since);
     this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
-    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this.http.tls);
+    if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this.http.tls, this.http.bandwidth.up);
     const notify = opts.notifications;
     if (notify !== false) {
       this.watchChanges = (repos, hooks) =>
@@ -129,6 +130,16 @@ export class SeafileClient implements SeafileApi {
 
   setToken(token: string | undefined): void {
     this.http.token = token;
+  }
+
+  /** The bandwidth limits of uploads and downloads of file content (bytes/s; null: none). */
+  get bandwidth(): RateLimits {
+    return this.http.bandwidth.limits();
+  }
+
+  /** Changes the bandwidth limits; transfers under way keep to the new ones from their next chunk. */
+  setBandwidth(limits: RateLimits): void {
+    this.http.bandwidth.set(limits);
   }
 
   /** Closes the keep-alive connections and stops re-sending library passwords. */
@@ -416,7 +427,8 @@ export class SeafileClient implements SeafileApi {
   ): StreamControl {
     if (!this.rawStreams) throw new StreamUnsupported('raw streams are off');
     const auth = this.direct.isDirect(url) && this.http.token ? `Token ${this.http.token}` : undefined;
-    const open = (s: StreamSink) => rawGet(url, start, s, opts.idleMs ?? this.timeoutMs, opts.end, auth);
+    const open = (s: StreamSink) =>
+      rawGet(url, start, s, opts.idleMs ?? this.timeoutMs, opts.end, auth, this.http.bandwidth.down);
     if (opts.repoId === undefined) return open(sink);
     return relockingStream(open, sink, opts.repoId, (repo, since) => this.libraryPasswords.again(repo, since));
   }

@@ -4,7 +4,8 @@
 // an ApiError.
 import type { Dispatcher } from 'undici';
 import { Agent } from './undici-agent.js';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
+import { Bandwidth, throttled } from './bandwidth.js';
 import { ApiError, type ApiErrorKind } from './errors.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor, type CallContext } from './status-map.js';
@@ -38,6 +39,8 @@ export interface HttpOptions {
   backoff: BackoffOptions;
   /** whom https connections trust and the client certificate they show (default: Node's and the system's CAs) */
   tls?: TlsTrust;
+  /** the limits of uploads and downloads of file content (default: none; bandwidth.ts) */
+  bandwidth?: Bandwidth;
   /** told of every attempt: the operation, its method, the HTTP status (or the failure's kind) and its time (no URL: links hold tokens) */
   onAttempt?: (op: string, method: string, outcome: number | string, ms: number) => void;
 }
@@ -157,6 +160,8 @@ export class HttpCore {
   /** the TLS settings of every https connection, the client's other sockets (stream uploads) included */
   readonly tls: TlsTrust;
   readonly base: URL;
+  /** the bandwidth limits every transfer of this client shares (bandwidth.ts) */
+  readonly bandwidth: Bandwidth;
   token: string | undefined;
   /**
    * re-sends a remembered library password after a refusal of a call sent at
@@ -170,6 +175,7 @@ export class HttpCore {
 
   constructor(readonly opts: HttpOptions) {
     this.tls = opts.tls ?? new TlsTrust();
+    this.bandwidth = opts.bandwidth ?? new Bandwidth();
     this.base = new URL(opts.baseUrl.endsWith('/') ? opts.baseUrl : `${opts.baseUrl}/`);
     this.token = opts.token;
     this.agent = new Agent({
@@ -221,7 +227,11 @@ export class HttpCore {
       body = JSON.stringify(call.json);
       headers['content-type'] = 'application/json';
     } else if (call.body) {
-      body = call.body.stream;
+      // an upload's body goes as the upload limit allows
+      body =
+        call.transfer === 'upload'
+          ? Readable.from(throttled(call.body.stream, this.bandwidth.up), { objectMode: false })
+          : call.body.stream;
       headers['content-type'] = call.body.contentType;
       headers['content-length'] = String(call.body.length);
     }

@@ -12,6 +12,7 @@ import { USER_AGENT } from './raw/request-head.js';
 import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
 import type { StreamControl, StreamSink } from './types.js';
+import type { TokenBucket } from './bandwidth.js';
 
 /** the response header is read into this much, and grown only for a longer header */
 const HEAD_BUF = 16 * 1024;
@@ -28,6 +29,8 @@ export function rawGet(
   end?: number,
   /** the Authorization header (a direct download takes the API token) */
   authorization?: string,
+  /** the download limit: the socket pauses while it is in debt */
+  bucket?: TokenBucket,
 ): StreamControl {
   const u = new URL(url);
   if (u.protocol !== 'http:') throw new StreamUnsupported(u.protocol);
@@ -39,6 +42,26 @@ export function rawGet(
   /** an error answer: its status and the body read so far (the message says why, e.g. a forgotten password) */
   let refused: { status: number; body: Buffer[]; size: number } | null = null;
   let done = false;
+  /** paused by the caller (its buffers are full), and held by the download limit */
+  let callerPaused = false;
+  let held = false;
+  /** counts body bytes against the download limit, and pauses the socket while it is in debt */
+  const spend = (n: number) => {
+    if (!bucket || n <= 0) return;
+    bucket.spend(n);
+    const wait = held ? null : bucket.ready();
+    if (!wait) return;
+    held = true;
+    sock.pause();
+    // a wait for the limit is not the server's silence: no idle timeout meanwhile
+    sock.setTimeout(0);
+    void wait.then(() => {
+      held = false;
+      if (done) return;
+      sock.setTimeout(idleMs);
+      if (!callerPaused) sock.resume();
+    });
+  };
   const finish = (err: unknown | null) => {
     if (done) return;
     done = true;
@@ -106,6 +129,7 @@ export function rawGet(
       from += n;
       remaining -= n;
       sink.wrote(n);
+      spend(n);
     }
   };
   /** the buffer the socket reads into next (net calls this after every read) */
@@ -140,7 +164,10 @@ export function rawGet(
             // the body, read straight into the sink's buffer
             const n = Math.min(nread, remaining);
             remaining -= n;
-            if (n > 0) sink.wrote(n);
+            if (n > 0) {
+              sink.wrote(n);
+              spend(n);
+            }
           }
           if (remaining === 0) finish(refused ? refusal() : null);
         } catch (e) {
@@ -182,8 +209,14 @@ export function rawGet(
     );
   });
   return {
-    pause: () => sock.pause(),
-    resume: () => sock.resume(),
+    pause: () => {
+      callerPaused = true;
+      sock.pause();
+    },
+    resume: () => {
+      callerPaused = false;
+      if (!held) sock.resume();
+    },
     destroy: () => finish(null),
   };
 }

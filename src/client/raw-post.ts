@@ -11,6 +11,7 @@ import { kindFor } from './status-map.js';
 import type { BatchFile } from './types.js';
 import { requestHead, uploadTarget } from './raw/request-head.js';
 import { batchFraming } from './upload-batch.js';
+import type { TokenBucket } from './bandwidth.js';
 
 const BUF = 256 * 1024;
 
@@ -27,6 +28,8 @@ export async function rawUpload(
   fields: [string, string][],
   files: BatchFile[],
   idleMs = 5 * 60_000,
+  /** the upload limit: each write waits while it is in debt */
+  bucket?: TokenBucket,
 ): Promise<{ text: string; sizes: number[] }> {
   const u = new URL(url);
   if (u.protocol !== 'http:') throw new Error('rawUpload: http only');
@@ -47,7 +50,18 @@ export async function rawUpload(
     failed ??= new ApiError({ kind: 'timeout', status: 0, operation: 'upload' });
     sock.destroy();
   });
-  const write = (b: Buffer) =>
+  const write = async (b: Buffer) => {
+    const wait = bucket?.ready();
+    if (wait) {
+      // a wait for the limit is not the server's silence: no idle timeout meanwhile
+      sock.setTimeout(0);
+      await wait;
+      sock.setTimeout(idleMs);
+    }
+    bucket?.spend(b.length);
+    return send(b);
+  };
+  const send = (b: Buffer) =>
     new Promise<void>((resolve, reject) => {
       if (sock.destroyed)
         return reject(

@@ -14,6 +14,7 @@ import { errorMessageOf } from './error-body.js';
 import { kindFor } from './status-map.js';
 import { transportError } from './http.js';
 import { TlsTrust } from './tls.js';
+import type { TokenBucket } from './bandwidth.js';
 import type { StartUploadStream } from './types.js';
 import { parseUploadAnswer } from './upload-answer.js';
 
@@ -40,7 +41,7 @@ export async function openUploadStream(
   url: string,
   leading: [string, string][],
   filename: string,
-  opts: { idleMs?: number; field?: string; tls?: TlsTrust } = {},
+  opts: { idleMs?: number; field?: string; tls?: TlsTrust; bucket?: TokenBucket } = {},
 ): Promise<UploadStream> {
   const u = new URL(url);
   const secure = u.protocol === 'https:';
@@ -76,7 +77,8 @@ export async function openUploadStream(
       resolve();
     });
   });
-  sock.setTimeout(opts.idleMs ?? 5 * 60_000, () => {
+  const idleMs = opts.idleMs ?? 5 * 60_000;
+  sock.setTimeout(idleMs, () => {
     failed ??= new ApiError({ kind: 'timeout', status: 0, operation: 'upload' });
     sock.destroy();
   });
@@ -146,6 +148,15 @@ export async function openUploadStream(
     async write(b: Buffer) {
       if (ended) throw new Error('stream upload: write after finish or abort');
       if (b.length === 0) return;
+      // the upload limit: wait while it is in debt, then count the piece
+      const wait = opts.bucket?.ready();
+      if (wait) {
+        // a wait for the limit is not the server's silence: no idle timeout meanwhile
+        sock.setTimeout(0);
+        await wait;
+        sock.setTimeout(idleMs);
+      }
+      opts.bucket?.spend(b.length);
       await send(chunk(b));
       sent += b.length;
     },
@@ -182,9 +193,9 @@ export async function openUploadStream(
 }
 
 /** The client's startUploadStream capability (the answer parsed as the client's uploads are). */
-export function streamUploadFor(trust?: TlsTrust): StartUploadStream {
+export function streamUploadFor(trust?: TlsTrust, bucket?: TokenBucket): StartUploadStream {
   return async (link, leading, filename) => {
-    const up = await openUploadStream(link, leading, filename, { tls: trust });
+    const up = await openUploadStream(link, leading, filename, { tls: trust, bucket });
     return {
       write: (b) => up.write(b),
       abort: () => up.abort(),

@@ -11,7 +11,7 @@ import { multipartOfFiles } from './upload-batch.js';
 
 /** What the batch upload needs of the client (an interface: no import of client.ts, no cycle). */
 interface Poster {
-  readonly http: Pick<HttpCore, 'relock' | 'opts'>;
+  readonly http: Pick<HttpCore, 'relock' | 'opts' | 'bandwidth'>;
   postUpload(op: string, link: string, body: Awaited<ReturnType<typeof multipartOfFiles>>): Promise<{ text: string }>;
 }
 
@@ -35,7 +35,7 @@ async function viaSocket(
 ): Promise<{ text: string; sizes: number[] }> {
   const t0 = Date.now();
   try {
-    const r = await rawUpload(link, fields, files);
+    const r = await rawUpload(link, fields, files, undefined, client.http.bandwidth.up);
     client.http.opts.onAttempt?.('upload', 'POST', 200, Date.now() - t0);
     return r;
   } catch (e) {

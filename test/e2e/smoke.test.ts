@@ -208,14 +208,15 @@ describe('seafs mount (e2e smoke)', () => {
     const mp = path.join(work, 'empty-mp');
     mkdirSync(mp, { recursive: true });
     const base = `SEAFS_PASSWORD=x node ${CLI} mount ${server.url} ${mp} --cache-dir ${work}/c5`;
-    for (const [flag, value] of [
-      ['--attr-timeout', 'abc'],
-      ['--read-ahead', '-1'],
-      ['--cache-max-size', 'lots'],
+    for (const [flag, value, says] of [
+      ['--attr-timeout', 'abc', 'takes a number of 0 or more'],
+      ['--read-ahead', '-1', 'takes a size: a number with an optional unit B, K, M, G or T'],
+      ['--cache-max-size', 'lots', 'takes a size: a number with an optional unit B, K, M, G or T'],
+      ['--bwlimit', 'fast', 'takes off, a rate in bytes per second'],
     ]) {
       const r = await sh(`${base} --user a@b.c ${flag} ${value}`, { allowFail: true });
       expect(r.code).toBe(2);
-      expect(r.err).toContain(`${flag} takes a number of 0 or more`);
+      expect(r.err).toContain(`${flag} ${says}`);
       expect(r.err).not.toMatch(/\n\s+at /);
     }
     const noUser = await sh(`env -u SEAFS_TOKEN ${base}`, { allowFail: true });

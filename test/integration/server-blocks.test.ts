@@ -564,4 +564,19 @@ describe('seafs serve with --max-upload-mb', () => {
       await server.stop();
     }
   });
+
+  it('--max-upload-size takes a size with a unit (binary): 512k lets 512 KiB through and refuses a byte more', async () => {
+    const server = await startTestServer({ extraArgs: ['--max-upload-size', '512k'] });
+    try {
+      const call = apiAs(server.url, await adminToken(server));
+      const r = (await call('POST', '/api2/repos/', { form: { name: 'm' } })).json.repo_id;
+      const links = (await call('POST', `/api2/repos/${r}/upload-blks-link/`, { form: { blklist: '' } })).json;
+      const fits = randomBytes(512 * 1024);
+      const over = randomBytes(512 * 1024 + 1);
+      expect((await post(links.rawblksurl, {}, [[sha1hex(fits), fits]])).text).toBe('"OK"');
+      expect((await post(links.rawblksurl, {}, [[sha1hex(over), over]])).status).toBe(442);
+    } finally {
+      await server.stop();
+    }
+  });
 });

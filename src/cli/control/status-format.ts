@@ -9,6 +9,8 @@ import type {
   UploadQueueEntry,
 } from '../../vfs/vfs.js';
 import { shellWord } from './confirm-delete.js';
+import type { RateLimits } from '../../client/bandwidth.js';
+import { fmtBandwidth } from '../size-units.js';
 
 export type { UploadQueueEntry };
 
@@ -47,6 +49,8 @@ export interface MountStatus {
   pins?: PinStatus;
   /** the mass-delete guard (src/vfs/remove/mass-delete-guard.ts) */
   deleteGuard?: DeleteGuardStatus;
+  /** bandwidth limits of file transfers, bytes/s (null: none) */
+  bandwidth?: RateLimits;
 }
 
 /** The lines on pinned files: what is pinned, how much of it is here, what waits or failed or does not fit. */
@@ -225,6 +229,7 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
       `  cache: ${st.cacheMaxBytes ? `${used}${fmtBytes(st.cacheMaxBytes)}` : 'off'}${st.cacheDir ? ` in ${st.cacheDir}` : ''}${hits}`,
     );
   }
+  if (st.bandwidth) lines.push(`  bandwidth: ${fmtBandwidth(st.bandwidth)}`);
   if (st.metaCache) {
     const m = st.metaCache;
     lines.push(

@@ -21,6 +21,12 @@ import { preflight } from './preflight.js';
 import { parseAccountSource, refusedLine, useAccount } from '../accounts/account-source.js';
 import type { SeafileClient } from '../../client/client.js';
 import { checkTls, TLS_OPTIONS, tlsFilesOf } from '../tls-options.js';
+import { KiB, MiB, parseBwLimit, parseSize } from '../size-units.js';
+
+/** A size flag's coercion to bytes (the last one given counts); `bareUnit`: what a plain number means. */
+function lastSize(flag: string, bareUnit: number) {
+  return (v: unknown) => parseSize((Array.isArray(v) ? v[v.length - 1] : v) as string, flag, bareUnit);
+}
 
 // The mount machinery (fuse-native, the vfs, the demo's server) is loaded only
 // by the command that needs it, so `seafs serve` and `--help` stay light.
@@ -300,9 +306,10 @@ export const mountCommand: CommandModule<object, MountArgv> = {
           'seconds a change on the server may take to show: folder listings are revalidated after this less --attr-timeout',
       })
       .option('cache-max-size', {
-        type: 'number',
-        default: 4096,
-        describe: 'MiB of downloaded data kept on disk in the cache dir (0: none)',
+        type: 'string',
+        describe:
+          'downloaded data kept on disk in the cache dir: a size such as 10G or 512M, a plain number is MiB (default 4G; 0: none)',
+        coerce: lastSize('--cache-max-size', MiB),
       })
       .option('cache-streams', {
         type: 'boolean',
@@ -323,9 +330,20 @@ export const mountCommand: CommandModule<object, MountArgv> = {
           'symbolic links: each is kept on the server as a file NAME.rclonelink holding its target, as rclone --links keeps them (off: ln -s fails, .rclonelink files show as files)',
       })
       .option('read-ahead', {
-        type: 'number',
-        default: 512,
-        describe: 'KiB the kernel reads ahead in a file (needs root; 0: the kernel default, 128)',
+        type: 'string',
+        describe:
+          'how far the kernel reads ahead in a file: a size such as 1M, a plain number is KiB (default 512; needs root; 0: the kernel default, 128)',
+        coerce: lastSize('--read-ahead', KiB),
+      })
+      .option('bwlimit', {
+        type: 'string',
+        describe:
+          'bandwidth limit of file uploads and downloads, as rclone: 10M (both ways, bytes/s; a plain number is KiB/s), UP:DOWN (1M:off, 512k:4M) or off (default); changed while mounted by `seafs bwlimit MOUNTPOINT RATE`',
+        coerce: (v: unknown) => {
+          const text = String(Array.isArray(v) ? v[v.length - 1] : v);
+          parseBwLimit(text);
+          return text;
+        },
       })
       .option('timeout', {
         type: 'number',
@@ -351,7 +369,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         array: true,
         nargs: 1,
         describe:
-          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, delete_guard=, read_ahead=, retry_for=, noxattr, links, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
+          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, delete_guard=, read_ahead=, bwlimit=, retry_for=, noxattr, links, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
       })
       .option('retry-for', {
         type: 'string',
@@ -361,7 +379,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .options(TLS_OPTIONS)
       .options(LOG_OPTIONS)
       .check((a) => {
-        for (const k of ['attr-timeout', 'dir-cache-time', 'cache-max-size', 'read-ahead', 'delete-guard'] as const) {
+        for (const k of ['attr-timeout', 'dir-cache-time', 'delete-guard'] as const) {
           const v = a[k] as number | undefined;
           if (v !== undefined && !(Number.isFinite(v) && v >= 0))
             throw new UserError(`--${k} takes a number of 0 or more`);

@@ -5,6 +5,7 @@
 // file systems do; anything else is one clear error.
 import { parseDuration } from './retry-login.js';
 import { UserError } from '../user-error.js';
+import { KiB, MiB, parseBwLimit, parseSize } from '../size-units.js';
 
 /** The command-line flags (camelCase, as yargs names them) that -o can set. */
 export interface OptionSettings {
@@ -18,8 +19,12 @@ export interface OptionSettings {
   allowOther?: boolean;
   attrTimeout?: number;
   dirCacheTime?: number;
+  /** bytes (a plain number given is MiB) */
   cacheMaxSize?: number;
+  /** bytes (a plain number given is KiB) */
   readAhead?: number;
+  /** as given (size-units.ts parseBwLimit reads it) */
+  bwlimit?: string;
   retryFor?: string;
   timeout?: number;
   logFile?: string;
@@ -40,7 +45,7 @@ export interface OptionSettings {
   clientKey?: string;
 }
 
-type Kind = 'string' | 'number' | 'duration' | 'id' | 'octal';
+type Kind = 'string' | 'number' | 'duration' | 'id' | 'octal' | 'size-mib' | 'size-kib' | 'bwlimit';
 
 /** -o name (dashes read as underscores) -> flag, for options with a value */
 const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
@@ -54,8 +59,9 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
   config: { key: 'config', kind: 'string' },
   attr_timeout: { key: 'attrTimeout', kind: 'number' },
   dir_cache_time: { key: 'dirCacheTime', kind: 'number' },
-  cache_max_size: { key: 'cacheMaxSize', kind: 'number' },
-  read_ahead: { key: 'readAhead', kind: 'number' },
+  cache_max_size: { key: 'cacheMaxSize', kind: 'size-mib' },
+  read_ahead: { key: 'readAhead', kind: 'size-kib' },
+  bwlimit: { key: 'bwlimit', kind: 'bwlimit' },
   delete_guard: { key: 'deleteGuard', kind: 'number' },
   retry_for: { key: 'retryFor', kind: 'duration' },
   timeout: { key: 'timeout', kind: 'number' },
@@ -200,6 +206,15 @@ export function parseMountOptions(lists: string[]): ParsedOptions {
         (settings as Record<string, unknown>)[v.key] = parseId(value, `-o ${given}`);
       } else if (v.kind === 'octal') {
         parseUmask(value, `-o ${given}`);
+        (settings as Record<string, unknown>)[v.key] = value;
+      } else if (v.kind === 'size-mib' || v.kind === 'size-kib') {
+        (settings as Record<string, unknown>)[v.key] = parseSize(
+          value,
+          `-o ${given}`,
+          v.kind === 'size-mib' ? MiB : KiB,
+        );
+      } else if (v.kind === 'bwlimit') {
+        parseBwLimit(value, `-o ${given}`);
         (settings as Record<string, unknown>)[v.key] = value;
       } else if (v.kind === 'number') {
         const n = Number(value);

@@ -27,6 +27,7 @@ import type { TlsFiles } from '../../client/tls.js';
 import { certificateError } from '../tls-options.js';
 import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './fstab-options.js';
+import { fmtBandwidth, GiB, MiB, parseBwLimit, parseSize } from '../size-units.js';
 import { TokenRefused, UserError } from '../user-error.js';
 import { loginAgain, savedToken } from '../accounts/account-source.js';
 import { TokenWatch } from './token-watch.js';
@@ -51,10 +52,14 @@ const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
  */
 export function blockThreshold(v = process.env.SEAFS_BLOCK_UPLOADS, name = 'SEAFS_BLOCK_UPLOADS'): number | undefined {
   if (v === undefined || v === '') return undefined;
-  if (v === 'off' || v === '0') return Infinity;
-  const mb = Number(v);
-  if (!(mb > 0)) throw new UserError(`${name} must be a size in MiB or 'off', not "${v}"`);
-  return Math.round(mb * 1024 * 1024);
+  if (v === 'off') return Infinity;
+  const bytes = parseSize(v, `${name} (or 'off')`, MiB);
+  return bytes === 0 ? Infinity : bytes;
+}
+
+/** the disk cache's bound in bytes (--cache-max-size, default 4 GiB) */
+function cacheBytes(s: MountSettings): number {
+  return Math.max(0, s.cacheMaxSize ?? 4 * GiB);
 }
 
 export interface MountSettings {
@@ -74,7 +79,7 @@ export interface MountSettings {
   cacheDir?: string;
   attrTimeout?: number;
   dirCacheTime?: number;
-  /** MiB of downloaded data kept on disk */
+  /** bytes of downloaded data kept on disk (default 4 GiB) */
   cacheMaxSize?: number;
   /** a front-to-back read is kept in the disk cache too: true any size, false never, unset up to 256 MiB */
   cacheStreams?: boolean;
@@ -82,8 +87,10 @@ export interface MountSettings {
   officeLocks?: boolean;
   /** symbolic links as NAME.rclonelink files, as rclone --links keeps them (default false) */
   links?: boolean;
-  /** kernel readahead, KiB (0: the kernel's default) */
+  /** kernel readahead, bytes (0: the kernel's default) */
   readAhead?: number;
+  /** bandwidth limit as given (`10M`, `UP:DOWN`, `off`; size-units.ts parseBwLimit) */
+  bwlimit?: string;
   /** seconds a server request may wait for an answer (the client's timeoutMs) */
   timeout?: number;
   /** generic mount options for the kernel mount (nosuid, noexec, ro, ...) */
@@ -268,6 +275,12 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
   await chmod(cacheDir, 0o700);
 
   const times = cacheTimes(s.dirCacheTime, s.attrTimeout);
+  // the limits of file transfers (the client's token buckets: the vfs knows nothing of them)
+  if (s.bwlimit !== undefined) {
+    client.setBandwidth(parseBwLimit(s.bwlimit));
+    const l = client.bandwidth;
+    if (l.up !== null || l.down !== null) log(`bandwidth limit: ${fmtBandwidth(l)}`);
+  }
   let vfs: Vfs;
   let retryUploads = () => {};
   // a token refused while mounted: said once (log, status); a saved account's new login is taken (mount/token-watch.ts)
@@ -290,7 +303,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       dirCacheTimeMs: times.listingMs,
       officeLocks: s.officeLocks,
       links: s.links === true,
-      diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
+      diskCacheBytes: cacheBytes(s),
       reader: {
         cacheStreamsUpTo: s.cacheStreams === undefined ? undefined : s.cacheStreams ? Infinity : 0,
         blockReuseMinBytes: blockThreshold(process.env.SEAFS_BLOCK_READS, 'SEAFS_BLOCK_READS'),
@@ -341,7 +354,7 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       name: vfs.library?.name ?? 'all',
       attrTimeoutSec: times.kernelSec,
       allowOther: s.allowOther,
-      readAheadKb: s.readAhead,
+      readAheadKb: s.readAhead === undefined ? undefined : Math.round(s.readAhead / 1024),
       counts: opCounts,
       xattrs: s.xattrs !== false,
       // other users are held to the owners and modes shown, as on a local disk
@@ -376,7 +389,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         library: label,
         startedAt,
         cacheDir,
-        cacheMaxBytes: vfs.stats().diskCache ? Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024) : 0,
+        cacheMaxBytes: vfs.stats().diskCache ? cacheBytes(s) : 0,
+        bandwidth: client.bandwidth,
         queue: vfs.uploadQueue(),
         ops: opCounts,
         readAheadKb: fuse.readAheadKb,
@@ -402,6 +416,14 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
         await vfs.setLock(path, on);
         log(`${path} ${on ? 'locked' : 'unlocked'} on the server`);
         return 'ok';
+      },
+      // `seafs bwlimit MOUNTPOINT [RATE]`: the new limits (none: only the current ones), answered as JSON
+      bwlimit: (arg) => {
+        if (arg.trim()) {
+          client.setBandwidth(parseBwLimit(arg.trim(), 'seafs bwlimit'));
+          log(`bandwidth limit now ${fmtBandwidth(client.bandwidth)} (seafs bwlimit)`);
+        }
+        return JSON.stringify(client.bandwidth);
       },
       // `seafs pin PATH` / `seafs unpin PATH` (control/pin.ts)
       pin: pinControl(vfs),

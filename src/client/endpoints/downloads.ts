@@ -3,6 +3,7 @@
 // transport failures turned into ApiError. The bare-socket streaming GET
 // is raw-get.ts.
 import { Readable } from 'node:stream';
+import type { TokenBucket } from '../bandwidth.js';
 import { header, protocolError, transportError, type HttpCore } from '../http.js';
 import type { DownloadLink, RangeDownload } from '../types.js';
 import { expectString } from './expect.js';
@@ -85,28 +86,46 @@ export async function download(
     const len = header(res.headers, 'content-length');
     totalSize = len !== null && /^\d+$/.test(len) ? Number(len) : null;
   }
-  return { status: res.status, start, totalSize, etag, body: new DownloadBody(res.body, op) };
+  return { status: res.status, start, totalSize, etag, body: new DownloadBody(res.body, op, http.bandwidth.down) };
 }
 
 /**
  * The response body with its failures (timeouts, resets) turned into
- * ApiError; destroying it destroys the connection's body at once.
+ * ApiError, read as the download limit allows (the source is paused while the
+ * bucket is in debt); destroying it destroys the connection's body at once.
  */
 class DownloadBody extends Readable {
+  /** the reader wants more (no backpressure) */
+  private wanted = true;
+  /** waiting for the download limit */
+  private held = false;
+
   constructor(
     private readonly src: Readable,
     op: string,
+    bucket: TokenBucket,
   ) {
     super({ highWaterMark: 256 * 1024 });
     src.on('data', (chunk: Buffer) => {
-      if (!this.push(chunk)) src.pause();
+      bucket.spend(chunk.length);
+      if (!this.push(chunk)) this.wanted = false;
+      const wait = this.held ? null : bucket.ready();
+      if (wait) {
+        this.held = true;
+        void wait.then(() => {
+          this.held = false;
+          if (this.wanted && !this.destroyed) src.resume();
+        });
+      }
+      if (!this.wanted || this.held) src.pause();
     });
     src.on('end', () => this.push(null));
     src.on('error', (e) => this.destroy(transportError(e, op)));
   }
 
   override _read(): void {
-    this.src.resume();
+    this.wanted = true;
+    if (!this.held) this.src.resume();
   }
 
   override _destroy(err: Error | null, cb: (e?: Error | null) => void): void {

@@ -47,7 +47,7 @@ describe('mount sources and -o options', () => {
     expect(() => parseMountOptions(['noxattr=1'])).toThrowError(/noxattr takes no value/);
   });
 
-  it('accepts dashes for underscores, numbers, durations and several -o lists', () => {
+  it('accepts dashes for underscores, numbers, sizes (plain: MiB, KiB), durations and several -o lists', () => {
     const r = parseMountOptions([
       'attr-timeout=5,dir_cache_time=30',
       'cache_max_size=0,read_ahead=1024,retry_for=90s,library=Work\\040Files',
@@ -56,7 +56,7 @@ describe('mount sources and -o options', () => {
       attrTimeout: 5,
       dirCacheTime: 30,
       cacheMaxSize: 0,
-      readAhead: 1024,
+      readAhead: 1024 * 1024,
       retryFor: '90s',
       library: 'Work Files',
     });

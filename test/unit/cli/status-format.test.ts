@@ -24,6 +24,14 @@ function status(over: Partial<MountStatus> = {}): MountStatus {
 }
 
 describe('seafs status text', () => {
+  it('shows the bandwidth limits, off where there is none', () => {
+    const lines = formatStatus(status({ bandwidth: { up: MiB, down: null } })).split('\n');
+    expect(lines).toContain('  bandwidth: up 1 MiB/s, down off');
+    expect(formatStatus(status({ bandwidth: { up: null, down: null } }))).toContain('  bandwidth: up off, down off');
+    // a mount of an earlier version answers no limits: no line
+    expect(formatStatus(status())).not.toMatch(/bandwidth/);
+  });
+
   it('shows an upload by blocks as the bytes it sends against the file size', () => {
     const st = status({
       queue: [
