@@ -10,6 +10,7 @@
 // no access log).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -19,7 +20,7 @@ import { waitRemoteFile, remoteNames } from '../helpers/api-check.js';
 import { writeRandom } from '../helpers/e2e-fixture.js';
 import { mountLibrary, q, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
 import { startRealServer } from '../helpers/real-server.js';
-import type { TestServer } from '../helpers/server.js';
+import { apiAs, adminToken, startTestServer, type TestServer } from '../helpers/server.js';
 import { SeafileClient } from '../../src/client/client.js';
 
 const ON = process.env.SEAFS_REAL_GO_FILESERVER === '1';
@@ -78,6 +79,60 @@ async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolea
   }
 }
 
+/**
+ * The same fileserver requests (uploads, an update, block commits, most refused) against a server:
+ * each answer's status, type and body, for comparing the real Go fileserver with `seafs serve`.
+ */
+async function fileServerAnswers(server: TestServer): Promise<string[]> {
+  const call = apiAs(server.url, await adminToken(server));
+  const repo = (await call('POST', '/api2/repos/', { form: { name: 'Answers' } })).json.repo_id as string;
+  await call('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/sub' }, form: { operation: 'mkdir' } });
+  const link = async (kind = 'upload-link') =>
+    (await call('GET', `/api2/repos/${repo}/${kind}/`, { query: { p: '/' } })).json as string;
+  const out: string[] = [];
+  const send = async (what: string, url: string, fields: Record<string, string>, files: [string, Buffer][] = []) => {
+    const fd = new FormData();
+    for (const [k, v] of Object.entries(fields)) fd.append(k, v);
+    for (const [name, b] of files) fd.append('file', new Blob([b]), name);
+    const r = await fetch(url, { method: 'POST', body: fd });
+    out.push(`${what}: ${r.status} ${r.headers.get('content-type')} ${JSON.stringify(await r.text())}`);
+  };
+  const x: [string, Buffer][] = [['x.txt', Buffer.from('x')]];
+  await send('upload, plain', await link(), { parent_dir: '/' }, x);
+  await send('upload, ret-json, a backslash', `${await link()}?ret-json=1`, { parent_dir: '/' }, [
+    ['a\\b.txt', Buffer.from('b')],
+  ]);
+  await send('upload into a missing folder', await link(), { parent_dir: '/nope' }, x);
+  await send("upload into a folder not the link's", await link(), { parent_dir: '/sub' }, x);
+  await send('upload without parent_dir', await link(), {}, x);
+  await send('upload without a file', await link(), { parent_dir: '/' });
+  const notMultipart = await fetch(await link(), { method: 'POST', body: 'x' });
+  out.push(`upload not multipart: ${notMultipart.status} ${JSON.stringify(await notMultipart.text())}`);
+  // a UUID's length: Go answers a shorter token 400 "Invalid URL" (serve's tokens are 32 hex digits)
+  await send(
+    'upload, unknown token',
+    (await link()).replace(/[^/]+$/, '00000000-0000-0000-0000-000000000000'),
+    { parent_dir: '/' },
+    x,
+  );
+  await send('update of a missing file', await link('update-link'), { target_file: '/none.txt' }, x);
+  await send('update without target_file', await link('update-link'), {}, x);
+  const block = Buffer.from('one block');
+  const id = createHash('sha1').update(block).digest('hex');
+  const blks = (
+    await call('POST', `/api2/repos/${repo}/upload-blks-link/`, { query: { p: '/' }, form: { blklist: id } })
+  ).json as { rawblksurl: string; commiturl: string };
+  const commit = { parent_dir: '/', file_name: 'b.bin', file_size: String(block.length), replace: '1' };
+  await send('commit, the block missing', blks.commiturl, { ...commit, blockids: JSON.stringify([id]) });
+  await send('raw block, a wrong id', blks.rawblksurl, {}, [['f'.repeat(40), block]]);
+  await send('raw block', blks.rawblksurl, {}, [[id, block]]);
+  await send('commit without blockids', blks.commiturl, commit);
+  await send('commit, blockids not JSON', blks.commiturl, { ...commit, blockids: 'nope' });
+  await send('commit without commitonly', blks.commiturl.split('?')[0], { ...commit, blockids: '[]' });
+  await send('commit', blks.commiturl, { ...commit, blockids: JSON.stringify([id]) });
+  return out;
+}
+
 describe('the real 10.0 Go fileserver', () => {
   let real: TestServer;
   let api: SeafileClient;
@@ -114,6 +169,17 @@ describe('the real 10.0 Go fileserver', () => {
     expect(await r.text()).toBe('404 page not found\n');
     expect(readFileSync(path.join(real.dataDir, 'data/logs/seafile.log'), 'utf8')).toMatch(/Use database Mysql/);
   });
+
+  it('answers uploads, updates and block commits as seafs serve --fileserver go does', async () => {
+    const serve = await startTestServer({ extraArgs: ['--server-version', '10.0.1', '--fileserver', 'go'] });
+    try {
+      const [got, want] = [await fileServerAnswers(real), await fileServerAnswers(serve)];
+      console.log(`the real Go fileserver's answers:\n${got.join('\n')}`);
+      expect(want).toEqual(got);
+    } finally {
+      await serve.stop();
+    }
+  }, 120_000);
 
   it('copies, edits, renames, deletes and sends a file by blocks; each read back through the API', async () => {
     seen.length = 0; // the drive's calls only
