@@ -318,6 +318,29 @@ describe('--fileserver go', () => {
     expect(noParent.status).toBe(400);
   });
 
+  it("downloads with the Go server's headers: charset=gbk, filename*=\"utf-8' '...\", cached an hour, no ETag", async () => {
+    const name = "d (1)+$&;'\u00e9.txt";
+    const repo = await newLibrary(go.bob, 'Down', { [name]: 'hello world' });
+    const link = async () => (await go.bob('GET', `/api2/repos/${repo}/file/`, { query: { p: `/${name}` } })).json;
+    const url = await link();
+    const r = await fetch(url);
+    expect(r.status).toBe(200);
+    expect(await r.text()).toBe('hello world');
+    expect(r.headers.get('content-type')).toBe('text/plain; charset=gbk');
+    expect(r.headers.get('content-disposition')).toBe(`attachment;filename*="utf-8' 'd%20%281%29+$&%3B%27%C3%A9.txt"`);
+    expect(r.headers.get('cache-control')).toBe('max-age=3600');
+    expect(r.headers.get('etag')).toBeNull();
+    expect(r.headers.get('accept-ranges')).toBeNull();
+    const again = await fetch(url);
+    expect([again.status, await again.text()]).toEqual([403, 'Access token not found\n']);
+    const part = await fetch(await link(), { headers: { Range: 'bytes=2-4' } });
+    expect([part.status, part.headers.get('accept-ranges'), await part.text()]).toEqual([206, 'bytes', 'llo']);
+    const past = await fetch(await link(), { headers: { Range: 'bytes=100-' } });
+    expect([past.status, past.headers.get('content-range'), await past.text()]).toEqual([416, 'bytes */11', '\n']);
+    const cached = await fetch(await link(), { headers: { 'If-Modified-Since': 'Thu, 01 Jan 1970 00:00:00 GMT' } });
+    expect(cached.status).toBe(304);
+  });
+
   it('the C file server answers the same steps as it does: update-blks-api there, JSON-shaped errors, 443 for a missing block', async () => {
     const repo = await newLibrary(c.bob, 'C');
     const block = Buffer.from('another block');

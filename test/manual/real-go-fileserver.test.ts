@@ -80,7 +80,7 @@ async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolea
 }
 
 /**
- * The same fileserver requests (uploads, an update, block commits, most refused) against a server:
+ * The same fileserver requests (uploads, an update, downloads, block commits, most refused) against a server:
  * each answer's status, type and body, for comparing the real Go fileserver with `seafs serve`.
  */
 async function fileServerAnswers(server: TestServer): Promise<string[]> {
@@ -117,6 +117,23 @@ async function fileServerAnswers(server: TestServer): Promise<string[]> {
   );
   await send('update of a missing file', await link('update-link'), { target_file: '/none.txt' }, x);
   await send('update without target_file', await link('update-link'), {}, x);
+  // downloads: status, the headers a client reads, body
+  const odd = "d (1)+$&;'é.txt";
+  await send('upload, an odd name', await link(), { parent_dir: '/' }, [[odd, Buffer.from('hello world')]]);
+  const get = async (what: string, headers: Record<string, string> = {}, url?: string) => {
+    url ??= (await call('GET', `/api2/repos/${repo}/file/`, { query: { p: `/${odd}` } })).json as string;
+    const r = await fetch(url, { headers });
+    const h = ['content-type', 'content-disposition', 'content-range', 'accept-ranges', 'cache-control', 'etag'];
+    out.push(
+      `${what}: ${r.status} ${h.map((k) => `${k}=${r.headers.get(k)}`).join(' ')} ${JSON.stringify(await r.text())}`,
+    );
+    return url;
+  };
+  const used = await get('download');
+  await get('download, the token again', {}, used);
+  await get('download, a range', { Range: 'bytes=2-4' });
+  await get('download, a range past the end', { Range: 'bytes=100-' });
+  await get('download, If-Modified-Since', { 'If-Modified-Since': 'Thu, 01 Jan 1970 00:00:00 GMT' });
   const block = Buffer.from('one block');
   const id = createHash('sha1').update(block).digest('hex');
   const blks = (
@@ -170,7 +187,7 @@ describe('the real 10.0 Go fileserver', () => {
     expect(readFileSync(path.join(real.dataDir, 'data/logs/seafile.log'), 'utf8')).toMatch(/Use database Mysql/);
   });
 
-  it('answers uploads, updates and block commits as seafs serve --fileserver go does', async () => {
+  it('answers uploads, updates, downloads and block commits as seafs serve --fileserver go does', async () => {
     const serve = await startTestServer({ extraArgs: ['--server-version', '10.0.1', '--fileserver', 'go'] });
     try {
       const [got, want] = [await fileServerAnswers(real), await fileServerAnswers(serve)];

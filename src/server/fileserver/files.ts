@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Ctx, DownloadToken, Req } from '../context.js';
 import type { RepoMeta, User } from '../store/db.js';
 import { downloadContentType } from './content-types.js';
-import { fileServerFields } from './go-answers.js';
+import { fileServerFields, sendGoError } from './go-answers.js';
 import { FileServerError, type HttpError, sendFileServerText, sendJson, sendText } from '../http.js';
 import { parseMultipart, type UploadedPart } from './multipart.js';
 import { canonicalDir, isValidName, nfcName, uploadName } from '../store/names.js';
@@ -36,15 +36,49 @@ export function parseRange(header: string | undefined, size: number): { start: n
 export async function download(ctx: Ctx, r: Req): Promise<void> {
   const token = r.params[0];
   const t = ctx.downloads.get(token);
+  const go = ctx.goFileserver;
   if (!t || t.op || t.expires <= Date.now()) {
     ctx.downloads.delete(token);
+    if (go) return sendGoError(r.res, 403, 'Access token not found');
     return sendText(r.res, 403, 'Access denied: the token is invalid or expired.\n');
   }
   if (!t.reuse) ctx.downloads.delete(token); // one-time: spent by its first request, HEAD included
   if (t.encrypted && !unlockedFor(ctx, t.user, t.repoId)) {
     return sendText(r.res, 400, 'Repo is encrypted. Please provide password to view it.\n');
   }
-  return sendContent(ctx, r, t);
+  if (go && r.raw.headers['if-modified-since'] !== undefined) {
+    // Go's accessCB: any If-Modified-Since is 304 (the file behind a token never changes)
+    r.res.writeHead(304);
+    return void r.res.end();
+  }
+  return sendContent(ctx, r, t, {}, go ? goDownloadHeaders(t.name) : undefined);
+}
+
+/**
+ * The headers of the Go fileserver's download (accessCB, setCommonHeaders): a text type labelled
+ * charset=gbk, the name in `filename*="utf-8' '..."` (Go's url.PathEscape), cached an hour from
+ * now, no ETag. Its type list is the C one's without pptx.
+ */
+function goDownloadHeaders(name: string): Record<string, string> {
+  const suffix = name.includes('.') ? name.slice(name.lastIndexOf('.') + 1) : '';
+  const type = suffix === 'pptx' ? 'application/octet-stream' : downloadContentType(name);
+  // url.PathEscape: RFC 3986 unreserved and $&+:=@ stay, everything else is %XX
+  const escaped = encodeURIComponent(name)
+    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(/%(24|26|2B|3A|3D|40)/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+  return {
+    'Access-Control-Allow-Origin': '*',
+    'Content-Type': type.includes('text') ? `${type}; charset=gbk` : type,
+    'Content-Disposition': `attachment;filename*="utf-8' '${escaped}"`,
+    'X-Content-Type-Options': 'nosniff',
+    'Last-Modified': goHttpDate(new Date()),
+    'Cache-Control': 'max-age=3600',
+  };
+}
+
+/** Go's "Mon, 2 Jan 2006 15:04:05 GMT" layout: the day of the month without a leading zero. */
+function goHttpDate(d: Date): string {
+  return d.toUTCString().replace(/^(\w{3}), 0(\d)/, '$1, $2');
 }
 
 /** Sends the content of the file `t` names (ranges on unencrypted libraries, HEAD), the checks done. */
@@ -53,8 +87,9 @@ export async function sendContent(
   r: Req,
   t: Pick<DownloadToken, 'fileId' | 'size' | 'name' | 'encrypted' | 'repoId'>,
   extra: Record<string, string> = {},
+  goHeaders?: Record<string, string>,
 ): Promise<void> {
-  const base: Record<string, string> = {
+  const base: Record<string, string> = goHeaders ?? {
     ...extra,
     'Content-Type': downloadContentType(t.name),
     'Accept-Ranges': 'bytes',
@@ -68,6 +103,13 @@ export async function sendContent(
   }
   // Encrypted libraries ignore Range and send the whole file, as real servers do.
   const range = t.encrypted ? null : parseRange(r.raw.headers.range, t.size);
+  if (range === 'bad' && goHeaders) {
+    // Go: an error after the range and cache headers were set; http.Error drops the rest
+    const { 'Last-Modified': lm, 'Cache-Control': cc } = goHeaders;
+    for (const [k, v] of Object.entries({ 'Last-Modified': lm, 'Cache-Control': cc })) r.res.setHeader(k, v);
+    r.res.setHeader('Content-Range', `bytes */${t.size}`);
+    return sendGoError(r.res, 416, '');
+  }
   if (range === 'bad') {
     r.res.writeHead(416, { ...base, 'Content-Range': `bytes */${t.size}`, 'Content-Length': '0' });
     return void r.res.end();
@@ -76,6 +118,7 @@ export async function sendContent(
   const end = range ? range.end : t.size - 1;
   const headers: Record<string, string> = { ...base, 'Content-Length': String(end - start + 1) };
   if (range) headers['Content-Range'] = `bytes ${start}-${end}/${t.size}`;
+  if (range && goHeaders) headers['Accept-Ranges'] = 'bytes'; // Go: on a range answer only
   r.res.writeHead(range ? 206 : 200, headers);
   if (head) return void r.res.end();
   // plaintext blocks committed into an encrypted library: the real server's decryption fails after the

@@ -8,6 +8,9 @@
 //     commit names but the library lacks is 500 with no message (the quota
 //     check stats every block first)
 //   - an uploaded file's name keeps a backslash (C cuts at it)
+//   - a download link's answer has Go's own headers (files.ts goDownloadHeaders):
+//     charset=gbk on text, `filename*="utf-8' '..."`, cached an hour, no ETag;
+//     a spent token is 403 "Access token not found", any If-Modified-Since 304
 //   - there is no update-blks-api (404 "404 page not found")
 //   - replace, commitonly and ret-json are read from the query or the form
 //     (Go's r.Form holds both; the form's value comes first), and ret-json
