@@ -103,7 +103,7 @@ export const serveCommand: CommandModule<object, ServeArgs> = {
         default: 'c' as const,
         describe:
           'Which file server to answer as: c (seafile-server up to 12) or go (the default of the 13+ images: ' +
-          'errors in plain text, no update-blks-api, flags read from the query or the form)',
+          'errors as text/plain, no update-blks-api, flags read from the query or the form)',
       })
       .option('max-library-files', {
         type: 'number',

@@ -2,18 +2,19 @@
 // mount sends to the file server counted by a proxy in between: an edit in
 // the middle of a file and an append send one block, a copy inside the drive
 // sends none, a mount killed mid-upload leaves the next one only the blocks
-// the server lacks, and a server whose commit answers 446 gets whole uploads
-// (remembered). Every file is read back through the API.
+// the server lacks, a server whose commit answers 446 gets whole uploads
+// (remembered), and a commit answered 500 (the Go fileserver's answer for a
+// block it lacks) is tried again. Every file is read back through the API.
 import { randomBytes } from 'node:crypto';
 import { copyFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { expectRemoteFile } from '../helpers/api-check.js';
+import { expectRemoteFile, waitRemoteFile } from '../helpers/api-check.js';
 import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 import { startFaultProxy } from '../helpers/fault-proxy.js';
 import { mountLibrary, q, sh, sleep } from '../helpers/mount.js';
 
-const ctx = setupE2E(['Blocks', 'Resume', 'Fallback']);
+const ctx = setupE2E(['Blocks', 'Resume', 'Fallback', 'Retry']);
 const MiB = 1024 * 1024;
 const raw = (p: { uploadsByKind: Record<string, number> }) => p.uploadsByKind['upload-raw-blks-api'] ?? 0;
 
@@ -94,6 +95,32 @@ describe('uploads by blocks through the mount', () => {
       // only what the server lacked: what went through before the kill is not sent again
       expect(resent).toBeLessThanOrEqual(size - sentBefore + MiB);
       const un = await again.unmount();
+      expect(un.code, un.out + un.err).toBe(0);
+    } finally {
+      await proxy.close();
+    }
+  });
+
+  it('a commit answered 500 once is tried again, and blocks stay on', async () => {
+    const repo = ctx.repos.Retry;
+    let commits = 0;
+    const proxy = await startFaultProxy({
+      target: ctx.server.url,
+      seed: 4,
+      // the Go fileserver answers a commit naming a block it lacks 500, no message
+      answer: (method, url) =>
+        method === 'POST' && /\/seafhttp\/upload-blks-api\//.test(url) && commits++ === 0 ? 500 : null,
+    });
+    try {
+      const m = await mountLibrary({ ...ctx.server, url: proxy.url }, { library: 'Retry' });
+      const a = path.join(ctx.src, 'ra.bin');
+      await writeRandom(a, 9 * MiB);
+      await sh(`cp ${q(a)} ${q(m.mnt)}/a.bin && sync ${q(m.mnt)}/a.bin`);
+      await waitRemoteFile(ctx.api, repo, '/a.bin', a);
+      expect(commits).toBeGreaterThanOrEqual(2);
+      expect(proxy.uploadsByKind['upload-api'] ?? 0).toBe(0);
+      expect(m.output()).not.toContain('uploads by blocks are off');
+      const un = await m.unmount();
       expect(un.code, un.out + un.err).toBe(0);
     } finally {
       await proxy.close();

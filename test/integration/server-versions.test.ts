@@ -255,7 +255,8 @@ describe('--fileserver go', () => {
     return { status: r.status, type: r.headers.get('content-type') ?? '', text: await r.text() };
   }
 
-  it('has no update-blks-api, answers errors in plain text, a missing block 446 with no message', async () => {
+  // as the real 10.0 Go fileserver answered (test/manual/real-go-fileserver.test.ts, docs/real-server.md)
+  it('has no update-blks-api, wraps its commit errors as {"error": ...} in plain text, a missing block 500 with no message', async () => {
     const repo = await newLibrary(go.bob, 'Go');
     const upd = await go.bob('GET', `/api2/repos/${repo}/update-blks-link/`, { query: { p: '/' } });
     const gone = await post(upd.json, { target_file: '/x', file_size: '0', blockids: '[]', commitonly: 'true' });
@@ -276,7 +277,26 @@ describe('--fileserver go', () => {
       blockids: JSON.stringify([sha1(block)]),
       commitonly: 'true',
     });
-    expect(missing).toEqual({ status: 446, type: 'text/plain; charset=utf-8', text: '\n' });
+    // the quota check stats every block first: a failed stat is an internal error
+    expect(missing).toEqual({ status: 500, type: 'text/plain; charset=utf-8', text: '\n' });
+    const fields = { parent_dir: '/', file_name: 'm.bin', file_size: '1', commitonly: 'true' };
+    expect(await post(commit, fields)).toEqual({
+      status: 400,
+      type: 'text/plain; charset=utf-8',
+      text: '{"error": "No blockids given.\n"}\n',
+    });
+    expect((await post(commit, { ...fields, blockids: 'not json' })).status).toBe(500);
+    const noSize = { parent_dir: '/', file_name: 'm.bin', commitonly: 'true', blockids: '[]' };
+    expect((await post(commit, noSize)).text).toBe('{"error": "Invalid file size.\n"}\n');
+    const noCommitOnly = { parent_dir: '/', file_name: 'm.bin', file_size: '1', blockids: '[]' };
+    expect((await post(commit, noCommitOnly)).text).toBe('{"error": "Only commit supported.\n"}\n');
+    expect((await post(commit, { ...fields, file_name: '', blockids: '[]' })).text).toBe(
+      '{"error": "No file_name given.\n"}\n',
+    );
+    // a raw block whose id is not its sha1: 500, no message; not multipart: 400, no message
+    expect((await post(links.rawblksurl, {}, [['f'.repeat(40), block]])).text).toBe('\n');
+    const notMultipart = await fetch(links.rawblksurl, { method: 'POST', body: 'x' });
+    expect([notMultipart.status, await notMultipart.text()]).toEqual([400, '\n']);
     expect((await post(links.rawblksurl, {}, [[sha1(block), block]])).status).toBe(200);
     const nfd = 'cafe\u0301.bin';
     const ok = await post(commit, {
@@ -296,6 +316,29 @@ describe('--fileserver go', () => {
     const noParent = await post(commit, { file_name: 'x', file_size: '0', blockids: '[]', commitonly: '1' });
     expect(noParent.type).toBe('text/plain; charset=utf-8');
     expect(noParent.status).toBe(400);
+  });
+
+  it("downloads with the Go server's headers: charset=gbk, filename*=\"utf-8' '...\", cached an hour, no ETag", async () => {
+    const name = "d (1)+$&;'\u00e9.txt";
+    const repo = await newLibrary(go.bob, 'Down', { [name]: 'hello world' });
+    const link = async () => (await go.bob('GET', `/api2/repos/${repo}/file/`, { query: { p: `/${name}` } })).json;
+    const url = await link();
+    const r = await fetch(url);
+    expect(r.status).toBe(200);
+    expect(await r.text()).toBe('hello world');
+    expect(r.headers.get('content-type')).toBe('text/plain; charset=gbk');
+    expect(r.headers.get('content-disposition')).toBe(`attachment;filename*="utf-8' 'd%20%281%29+$&%3B%27%C3%A9.txt"`);
+    expect(r.headers.get('cache-control')).toBe('max-age=3600');
+    expect(r.headers.get('etag')).toBeNull();
+    expect(r.headers.get('accept-ranges')).toBeNull();
+    const again = await fetch(url);
+    expect([again.status, await again.text()]).toEqual([403, 'Access token not found\n']);
+    const part = await fetch(await link(), { headers: { Range: 'bytes=2-4' } });
+    expect([part.status, part.headers.get('accept-ranges'), await part.text()]).toEqual([206, 'bytes', 'llo']);
+    const past = await fetch(await link(), { headers: { Range: 'bytes=100-' } });
+    expect([past.status, past.headers.get('content-range'), await past.text()]).toEqual([416, 'bytes */11', '\n']);
+    const cached = await fetch(await link(), { headers: { 'If-Modified-Since': 'Thu, 01 Jan 1970 00:00:00 GMT' } });
+    expect(cached.status).toBe(304);
   });
 
   it('the C file server answers the same steps as it does: update-blks-api there, JSON-shaped errors, 443 for a missing block', async () => {
@@ -336,9 +379,40 @@ describe('--fileserver go', () => {
       (e: { name: string }) => e.name,
     );
     expect(names).toEqual(['r.txt']); // replaced, not "r (1).txt"
-    const bad = await post(link, { parent_dir: '/elsewhere' }, [['x.txt', Buffer.from('x')]]);
-    expect(bad.status).toBe(403);
-    expect(bad.type).toBe('text/plain; charset=utf-8');
-    expect(bad.text).not.toMatch(/^\{/);
+    // the Go upload handler's errors: its own words, wrapped as {"error": ...}, sent as text/plain;
+    // a folder that does not exist is told before one that is not the link's
+    const up = async (fields: Record<string, string>, files: [string, Buffer][] = [['x.txt', Buffer.from('x')]]) =>
+      post((await go.bob('GET', `/api2/repos/${repo}/upload-link/`, { query: { p: '/' } })).json, fields, files);
+    expect(await up({ parent_dir: '/elsewhere' })).toEqual({
+      status: 400,
+      type: 'text/plain; charset=utf-8',
+      text: '{"error": "Parent dir doesn\'t exist.\n"}\n',
+    });
+    await go.bob('POST', `/api2/repos/${repo}/dir/`, { query: { p: '/sub' }, form: { operation: 'mkdir' } });
+    expect(await up({ parent_dir: '/sub' })).toEqual({
+      status: 403,
+      type: 'text/plain; charset=utf-8',
+      text: '{"error": "Parent dir doesn\'t match."}\n',
+    });
+    expect((await up({})).text).toBe('{"error": "No parent_dir given.\n"}\n');
+    expect((await up({ parent_dir: '/' }, [])).text).toBe('{"error": "No file in multipart form.\n"}\n');
+    // a backslash stays in the name (C cuts at it); ret-json lists id first; without it the ids as text/plain
+    const bs = await up({ parent_dir: '/', 'ret-json': '1' }, [['a\\b.txt', Buffer.from('b')]]);
+    expect(Object.keys(JSON.parse(bs.text)[0])).toEqual(['id', 'name', 'size']);
+    expect(JSON.parse(bs.text)[0].name).toBe('a\\b.txt');
+    const plain = await up({ parent_dir: '/' }, [['p.txt', Buffer.from('p')]]);
+    expect(plain.type).toBe('text/plain; charset=utf-8');
+    expect(plain.text).toMatch(/^[0-9a-f]{40}$/);
+    // a token it does not know: checked before the handler, a plain message
+    const gone = await post(`${go.server.url}/seafhttp/upload-api/nope`, { parent_dir: '/' }, [
+      ['y', Buffer.from('y')],
+    ]);
+    expect([gone.status, gone.text]).toEqual([403, 'Access token not found\n']);
+    const upd = (await go.bob('GET', `/api2/repos/${repo}/update-link/`, { query: { p: '/' } })).json;
+    expect(await post(upd, { target_file: '/none.txt' }, [['none.txt', Buffer.from('u')]])).toEqual({
+      status: 441,
+      type: 'text/plain; charset=utf-8',
+      text: '{"error": "File does not exist.\n"}\n',
+    });
   });
 });

@@ -1,5 +1,5 @@
 // Run by hand, not by scripts/test or CI (it builds Go code and runs MariaDB):
-//   SEAFS_REAL_NOTIFICATIONS=1 npx vitest run --project manual
+//   SEAFS_REAL_NOTIFICATIONS=1 npx vitest run --project manual test/manual/real-notifications.test.ts
 // Two
 // mounts of one library on the real Seafile 10.0 server, with the real 10.0
 // notification server beside it (scripts/real-notification-server), see each

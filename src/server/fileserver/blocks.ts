@@ -23,11 +23,16 @@ import { sha1, ZERO_ID } from '../store/objects.js';
 import { putFiles } from '../store/library-changes.js';
 import { lookup, splitPath } from '../store/tree.js';
 
-/** A failure answered as the C file server does: `{"error": "<message>"}`, application/json. */
+/**
+ * A failure answered as the C file server does: `{"error": "<message>"}`, application/json. The Go
+ * one wraps a message the same way (formatJSONError) except for the token's own checks
+ * (parseUploadHeaders, before it), which are `plain`; both then go out as Go's http.Error does.
+ */
 class BlkError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    readonly plain = false,
   ) {
     super(message);
   }
@@ -55,18 +60,22 @@ async function answering(r: Req, fn: () => Promise<string>, ctx: Ctx): Promise<v
     else if (e instanceof HttpError && e.status < 500) err = new BlkError(e.status, e.message);
     else throw e;
     if (!r.raw.complete) await drainBody(r.raw, r.res);
-    if (ctx.goFileserver) return sendGoError(r.res, err.status, err.message.replace(/\n$/, ''));
+    if (ctx.goFileserver && (err.plain || !err.message)) return sendGoError(r.res, err.status, err.message);
+    if (ctx.goFileserver) return sendGoError(r.res, err.status, `{"error": "${err.message}"}`);
     reply(r, err.status, `{"error": "${err.message}"}`);
   }
 }
 
 /** The token of a blocks URL: taken when the URL's operation starts with the token's (check_access_token). */
 function tokenFor(ctx: Ctx, r: Req, urlOp: string): { t: UploadToken; user: User; repo: RepoMeta } {
+  const go = ctx.goFileserver;
   const t = ctx.uploads.get(r.params[0]);
-  if (!t || t.expires <= Date.now()) throw new BlkError(403, 'Access token not found.');
-  if (!urlOp.startsWith(t.kind)) throw new BlkError(403, 'Operation does not match access token.');
+  if (!t || t.expires <= Date.now())
+    throw new BlkError(403, go ? 'Access token not found' : 'Access token not found.', go);
+  if (!urlOp.startsWith(t.kind)) throw new BlkError(403, 'Operation does not match access token.', go);
   const type = r.raw.headers['content-type'] ?? '';
-  if (!/^\s*multipart\/form-data\s*;.*boundary/i.test(type)) throw new BlkError(400, 'Wrong boundary in url');
+  // Go: ParseMultipartForm fails, 400 with no message
+  if (!/^\s*multipart\/form-data\s*;.*boundary/i.test(type)) throw new BlkError(400, go ? '' : 'Wrong boundary in url');
   const user = ctx.db.user(t.user);
   const repo = ctx.db.repo(t.repoId);
   if (!user || !repo || ctx.permission(user, repo) !== 'rw') throw new BlkError(403, 'Permission denied.');
@@ -108,7 +117,7 @@ export function uploadRawBlocks(ctx: Ctx, r: Req): Promise<void> {
       const { files } = await receive(ctx, r, { blockSize: Infinity, quotaLeft: bound });
       try {
         const parts = files.filter((f) => f.field === 'file');
-        if (parts.length === 0) throw internal();
+        if (parts.length === 0) throw ctx.goFileserver ? new BlkError(400, 'No file in multipart form.\n') : internal();
         await ctx.underQuota(repo.owner, async () => {
           const added = new Map<string, number>();
           for (const p of parts) {
@@ -121,7 +130,8 @@ export function uploadRawBlocks(ctx: Ctx, r: Req): Promise<void> {
           // in order, as the C server: blocks before a mismatch stay stored
           for (const p of parts) {
             const got = p.blocks[0]?.id ?? sha1('');
-            if (p.filename.toLowerCase() !== got) throw internal(); // "Block id ... doesn't match content."
+            // C: "Block id ... doesn't match content." logged, Go: "failed to index file blocks"
+            if (p.filename.toLowerCase() !== got) throw ctx.goFileserver ? new BlkError(500, '') : internal();
             ctx.blocks.adoptBlock(repo.id, p.tmpPath, got, p.size);
             p.tmpPath = '';
           }
@@ -170,7 +180,9 @@ async function commitBlocks(
   try {
     ids = JSON.parse(blockidsJson);
   } catch {
-    ids = []; // json_to_file_list gives no list: an empty file
+    // the C server's json_to_file_list gives no list: an empty file; Go's json.Unmarshal fails: 500
+    if (ctx.goFileserver) throw new BlkError(500, '');
+    ids = [];
   }
   const list = Array.isArray(ids) ? ids.map((x) => (typeof x === 'string' ? x : '')) : [];
   if (!isValidName(name)) throw internal();
@@ -178,8 +190,10 @@ async function commitBlocks(
   const sizes: number[] = [];
   for (const id of list) {
     const s = ctx.blocks.heldSize(repo.id, id);
-    // the Go server checks that every block is there before the quota: 446, no message
-    if (s === null) throw ctx.goFileserver ? new BlkError(446, '') : outOfQuota();
+    // both servers stat every block for the quota check first and take a failed stat for over quota
+    // (C: 443 "Out of quota.") or an internal error (Go checkQuotaBeforeCommitBlocks: 500, no
+    // message), so the 446 of Go's later block check is never reached
+    if (s === null) throw ctx.goFileserver ? new BlkError(500, '') : outOfQuota();
     sizes.push(s);
   }
   const total = sizes.reduce((a, b) => a + b, 0);
@@ -236,27 +250,36 @@ export function commitUploadBlocks(ctx: Ctx, r: Req): Promise<void> {
       const { t, user, repo } = tokenFor(ctx, r, 'upload-blks-api');
       const { fields, files } = await receive(ctx, r, { maxFormBytes: COMMIT_FORM_BYTES });
       await discard(files); // a commit takes no file parts
-      const form = fileServerFields(ctx.goFileserver, r, fields);
+      const go = ctx.goFileserver;
+      const form = fileServerFields(go, r, fields);
       const field = form.get;
+      // Go reads integers with strconv.ParseInt (all of it a number), C with atoi/atoll (its start)
+      const notInt = (v: string | undefined) => go && !!v && !/^[+-]?\d+$/.test(v);
       let replace = 0;
-      if (field('replace') !== undefined) {
+      if (field('replace')) {
         replace = cInt(field('replace')!);
         if (replace !== 0 && replace !== 1) throw new BlkError(400, 'Invalid argument replace.\n');
+        if (notInt(field('replace'))) throw new BlkError(400, 'Invalid argument replace.\n');
       }
       const parentDir = field('parent_dir');
       const name = field('file_name');
-      const size = fileSize(field('file_size'));
+      if (go && !parentDir) throw new BlkError(400, 'No parent_dir given.\n');
+      if (go && !name) throw new BlkError(400, 'No file_name given.\n');
+      if (notInt(field('file_size'))) throw new BlkError(400, 'Invalid argument file_size.\n');
+      const size = fileSize(go ? field('file_size') || undefined : field('file_size'));
       if (parentDir === undefined || name === undefined || size < 0)
-        throw new BlkError(400, 'No parent dir or file name.\n');
-      // the message's spelling is the server's
-      if (!form.has('commitonly')) throw new BlkError(400, 'Only commit suppported.\n');
+        throw new BlkError(400, go ? 'Invalid file size.\n' : 'No parent dir or file name.\n');
+      // the C message's spelling is that server's
+      if (!form.has('commitonly'))
+        throw new BlkError(400, go ? 'Only commit supported.\n' : 'Only commit suppported.\n');
       await requireParent(ctx, repo, parentDir);
       // Real servers take an upload link's token here too and commit anywhere in the library (they
       // check parent_dir against the token's folder only in upload-api): here, as in upload-api, a
       // link's token commits into its folder only.
       if (t.link && folderOf(parentDir) !== folderOf(t.dir)) throw new BlkError(403, 'Permission denied.\n');
       const blockids = field('blockids');
-      if (blockids === undefined) throw new BlkError(400, 'No blockids.\n');
+      if (blockids === undefined || (go && !blockids))
+        throw new BlkError(400, go ? 'No blockids given.\n' : 'No blockids.\n');
       const id = await commitBlocks(ctx, user, repo, fields, parentDir, name, blockids, size, replace === 1);
       if (!form.has('ret-json')) return `"${id}"`;
       return ctx.goFileserver ? JSON.stringify({ id }) : `{"id": "${id}"}`;

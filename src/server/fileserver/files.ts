@@ -9,7 +9,7 @@ import { pipeline } from 'node:stream/promises';
 import type { Ctx, DownloadToken, Req } from '../context.js';
 import type { RepoMeta, User } from '../store/db.js';
 import { downloadContentType } from './content-types.js';
-import { fileServerFields } from './go-answers.js';
+import { fileServerFields, sendGoError } from './go-answers.js';
 import { FileServerError, type HttpError, sendFileServerText, sendJson, sendText } from '../http.js';
 import { parseMultipart, type UploadedPart } from './multipart.js';
 import { canonicalDir, isValidName, nfcName, uploadName } from '../store/names.js';
@@ -36,15 +36,49 @@ export function parseRange(header: string | undefined, size: number): { start: n
 export async function download(ctx: Ctx, r: Req): Promise<void> {
   const token = r.params[0];
   const t = ctx.downloads.get(token);
+  const go = ctx.goFileserver;
   if (!t || t.op || t.expires <= Date.now()) {
     ctx.downloads.delete(token);
+    if (go) return sendGoError(r.res, 403, 'Access token not found');
     return sendText(r.res, 403, 'Access denied: the token is invalid or expired.\n');
   }
   if (!t.reuse) ctx.downloads.delete(token); // one-time: spent by its first request, HEAD included
   if (t.encrypted && !unlockedFor(ctx, t.user, t.repoId)) {
     return sendText(r.res, 400, 'Repo is encrypted. Please provide password to view it.\n');
   }
-  return sendContent(ctx, r, t);
+  if (go && r.raw.headers['if-modified-since'] !== undefined) {
+    // Go's accessCB: any If-Modified-Since is 304 (the file behind a token never changes)
+    r.res.writeHead(304);
+    return void r.res.end();
+  }
+  return sendContent(ctx, r, t, {}, go ? goDownloadHeaders(t.name) : undefined);
+}
+
+/**
+ * The headers of the Go fileserver's download (accessCB, setCommonHeaders): a text type labelled
+ * charset=gbk, the name in `filename*="utf-8' '..."` (Go's url.PathEscape), cached an hour from
+ * now, no ETag. Its type list is the C one's without pptx.
+ */
+function goDownloadHeaders(name: string): Record<string, string> {
+  const suffix = name.includes('.') ? name.slice(name.lastIndexOf('.') + 1) : '';
+  const type = suffix === 'pptx' ? 'application/octet-stream' : downloadContentType(name);
+  // url.PathEscape: RFC 3986 unreserved and $&+:=@ stay, everything else is %XX
+  const escaped = encodeURIComponent(name)
+    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
+    .replace(/%(24|26|2B|3A|3D|40)/g, (_, h: string) => String.fromCharCode(parseInt(h, 16)));
+  return {
+    'Access-Control-Allow-Origin': '*',
+    'Content-Type': type.includes('text') ? `${type}; charset=gbk` : type,
+    'Content-Disposition': `attachment;filename*="utf-8' '${escaped}"`,
+    'X-Content-Type-Options': 'nosniff',
+    'Last-Modified': goHttpDate(new Date()),
+    'Cache-Control': 'max-age=3600',
+  };
+}
+
+/** Go's "Mon, 2 Jan 2006 15:04:05 GMT" layout: the day of the month without a leading zero. */
+function goHttpDate(d: Date): string {
+  return d.toUTCString().replace(/^(\w{3}), 0(\d)/, '$1, $2');
 }
 
 /** Sends the content of the file `t` names (ranges on unencrypted libraries, HEAD), the checks done. */
@@ -53,8 +87,9 @@ export async function sendContent(
   r: Req,
   t: Pick<DownloadToken, 'fileId' | 'size' | 'name' | 'encrypted' | 'repoId'>,
   extra: Record<string, string> = {},
+  goHeaders?: Record<string, string>,
 ): Promise<void> {
-  const base: Record<string, string> = {
+  const base: Record<string, string> = goHeaders ?? {
     ...extra,
     'Content-Type': downloadContentType(t.name),
     'Accept-Ranges': 'bytes',
@@ -68,6 +103,13 @@ export async function sendContent(
   }
   // Encrypted libraries ignore Range and send the whole file, as real servers do.
   const range = t.encrypted ? null : parseRange(r.raw.headers.range, t.size);
+  if (range === 'bad' && goHeaders) {
+    // Go: an error after the range and cache headers were set; http.Error drops the rest
+    const { 'Last-Modified': lm, 'Cache-Control': cc } = goHeaders;
+    for (const [k, v] of Object.entries({ 'Last-Modified': lm, 'Cache-Control': cc })) r.res.setHeader(k, v);
+    r.res.setHeader('Content-Range', `bytes */${t.size}`);
+    return sendGoError(r.res, 416, '');
+  }
   if (range === 'bad') {
     r.res.writeHead(416, { ...base, 'Content-Range': `bytes */${t.size}`, 'Content-Length': '0' });
     return void r.res.end();
@@ -76,6 +118,7 @@ export async function sendContent(
   const end = range ? range.end : t.size - 1;
   const headers: Record<string, string> = { ...base, 'Content-Length': String(end - start + 1) };
   if (range) headers['Content-Range'] = `bytes ${start}-${end}/${t.size}`;
+  if (range && goHeaders) headers['Accept-Ranges'] = 'bytes'; // Go: on a range answer only
   r.res.writeHead(range ? 206 : 200, headers);
   if (head) return void r.res.end();
   // plaintext blocks committed into an encrypted library: the real server's decryption fails after the
@@ -95,6 +138,16 @@ function fsError(status: number, msg: string): HttpError {
   return new FileServerError(status, msg);
 }
 
+/**
+ * An upload or update refused: the C server's message `c`, or, from the Go server, its own
+ * message `go` (default the same) as its upload handlers send it (formatJSONError):
+ * `{"error": "<go>"}`, none when it has none; Go's http.Error then adds a newline.
+ */
+function refused(ctx: Ctx, status: number, c: string, go = c): HttpError {
+  if (!ctx.goFileserver) return fsError(status, c);
+  return fsError(status, go ? `{"error": "${go}"}` : '');
+}
+
 /** Whether `user` gave the password of encrypted library `repoId` (and the server still holds it). */
 export function unlockedFor(ctx: Ctx, user: string | null, repoId: string): boolean {
   const repo = ctx.db.repo(repoId);
@@ -112,13 +165,14 @@ async function receive(
   left: number,
 ): Promise<{ fields: Map<string, string[]>; files: UploadedPart[] }> {
   const type = r.raw.headers['content-type'] ?? '';
-  if (!/^multipart\/form-data/i.test(type)) throw fsError(400, 'Invalid form data.');
+  // Go: ParseMultipartForm fails, 400 with no message
+  if (!/^multipart\/form-data/i.test(type)) throw refused(ctx, 400, 'Invalid form data.', '');
   const max = ctx.opts.maxUploadBytes ?? Infinity;
   return parseMultipart(r.raw, type, {
     tmpDir: ctx.tmpDir,
     onBytes: (n) => {
-      if (n > max) throw fsError(442, 'File size is too large.');
-      if (n > left) throw fsError(443, 'Out of quota.');
+      if (n > max) throw refused(ctx, 442, 'File size is too large.', 'File size is too large.\n');
+      if (n > left) throw refused(ctx, 443, 'Out of quota.', 'Out of quota.\n');
     },
   });
 }
@@ -137,7 +191,9 @@ function adopt(ctx: Ctx, repo: RepoMeta, f: UploadedPart): void {
 
 function uploadToken(ctx: Ctx, r: Req, kind: 'upload' | 'update') {
   const t = ctx.uploads.get(r.params[0]);
-  if (!t || t.kind !== kind || t.expires <= Date.now()) throw fsError(403, 'Access token not found.');
+  // Go checks the token before its upload handler: a plain message
+  if (!t || t.kind !== kind || t.expires <= Date.now())
+    throw fsError(403, ctx.goFileserver ? 'Access token not found' : 'Access token not found.');
   const user = ctx.db.user(t.user);
   const repo = ctx.db.repo(t.repoId);
   if (!user || !repo || ctx.permission(user, repo) !== 'rw') throw fsError(403, 'Permission denied.');
@@ -158,6 +214,24 @@ export function lastModify(ctx: Ctx, fields: Map<string, string[]>): number | un
   return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
 }
 
+/**
+ * An upload's or update's answer: with ret-json the stored files (Go: its struct's key order, id
+ * first), without it the ids (C labels them application/json; Go sets no type, so its server
+ * sniffs text/plain).
+ */
+function sendStored(
+  ctx: Ctx,
+  r: Req,
+  retJson: boolean,
+  stored: { name: string; id: string; size: number }[],
+  ids: string,
+): void {
+  const go = ctx.goFileserver;
+  if (retJson) sendJson(r.res, 200, go ? stored.map(({ id, name, size }) => ({ id, name, size })) : stored);
+  else if (go) sendText(r.res, 200, ids);
+  else sendFileServerText(r.res, 200, ids);
+}
+
 export async function upload(ctx: Ctx, r: Req): Promise<void> {
   const { t, user, repo } = uploadToken(ctx, r, 'upload');
   let retJson = r.query.get('ret-json') === '1';
@@ -168,8 +242,7 @@ export async function upload(ctx: Ctx, r: Req): Promise<void> {
     // the Go server takes ret-json from the form too, with any value
     seen: (fields) => void (retJson ||= ctx.goFileserver && fileServerFields(true, r, fields).has('ret-json')),
   });
-  if (retJson) sendJson(r.res, 200, stored);
-  else sendFileServerText(r.res, 200, stored.map((s) => s.id).join('\t'));
+  sendStored(ctx, r, retJson, stored, stored.map((s) => s.id).join('\t'));
 }
 
 /**
@@ -193,9 +266,10 @@ export async function storeUpload(
   const { fields, files } = await receive(ctx, r, await ctx.quotaLeft(repo));
   try {
     into.seen?.(fields);
-    const field = fileServerFields(ctx.goFileserver, r, fields).get;
+    const go = ctx.goFileserver;
+    const field = fileServerFields(go, r, fields).get;
     const parentDir = field('parent_dir') ?? (into.impliedParent ? into.dir : undefined);
-    if (!parentDir) throw fsError(400, 'Invalid parent dir.');
+    if (!parentDir) throw refused(ctx, 400, 'Invalid parent dir.', 'No parent_dir given.\n');
     let parent: string[];
     let rel: string[];
     try {
@@ -206,19 +280,24 @@ export async function storeUpload(
     }
     // parent_dir and relative_path are NFC-normalised by both fileservers
     parent = parent.map(nfcName);
-    if ('/' + parent.join('/') !== '/' + splitPath(canonicalDir(into.dir)).join('/')) {
-      throw fsError(403, 'Permission denied.');
-    }
+    const root = (await ctx.heads.get(repo.id)).root_id;
+    const matched = '/' + parent.join('/') === '/' + splitPath(canonicalDir(into.dir)).join('/');
+    // C: the folder must be the token's, then exist; Go (doUpload): a file part, the folder exists,
+    // then it is the token's
+    if (!go && !matched) throw fsError(403, 'Permission denied.');
     if (rel.some((c) => !isValidName(c))) throw fsError(440, 'Invalid filename.');
     rel = rel.map(nfcName);
-    const root = (await ctx.heads.get(repo.id)).root_id;
-    const folder = await lookup(ctx.store, root, parent);
-    if (folder?.type !== 'dir') throw fsError(400, "Parent dir doesn't exist.");
     const parts = files.filter((f) => f.field === 'file' || f.field === 'files[]' || files.length === 1);
+    if (go && !files.some((f) => f.field === 'file')) throw refused(ctx, 400, '', 'No file in multipart form.\n');
+    const folder = await lookup(ctx.store, root, parent);
+    if (go && folder?.type !== 'dir') throw refused(ctx, 400, '', "Parent dir doesn't exist.\n");
+    if (!matched) throw refused(ctx, 403, 'Permission denied.', "Parent dir doesn't match.");
+    if (folder?.type !== 'dir') throw fsError(400, "Parent dir doesn't exist.");
     if (parts.length === 0) throw fsError(400, 'No file uploaded.');
     for (const f of parts) {
       if (!f.filename && field('filename')) f.filename = field('filename')!;
-      f.filename = uploadName(f.filename);
+      // the Go server keeps a backslash (Go's multipart takes the filename's filepath.Base: '/' only)
+      f.filename = go ? nfcName(f.filename.slice(f.filename.lastIndexOf('/') + 1)) : uploadName(f.filename);
       if (!isValidName(f.filename)) throw fsError(440, 'Invalid filename.');
       // the C fileserver's temporary file is named after the upload plus 6 characters: past
       // 255 bytes its creation fails and the upload answers 500 (upload-file.c open_temp_file)
@@ -245,7 +324,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
   try {
     const form = fileServerFields(ctx.goFileserver, r, fields);
     const target = form.get('target_file');
-    if (!target) throw fsError(400, 'Invalid URL.');
+    if (!target) throw refused(ctx, 400, 'Invalid URL.', 'No target_file given.\n');
     let comps: string[];
     try {
       comps = splitPath(target);
@@ -260,9 +339,9 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     if (Buffer.byteLength(uploadName(part.filename ?? ''), 'utf8') > 249) throw fsError(500, 'Internal server error');
     const root = (await ctx.heads.get(repo.id)).root_id;
     const old = await lookup(ctx.store, root, comps);
-    if (old?.type !== 'file') throw fsError(441, 'File does not exist.');
+    if (old?.type !== 'file') throw refused(ctx, 441, 'File does not exist.', 'File does not exist.\n');
     requirePassword(ctx, user, repo);
-    if (part.size - old.size > (await ctx.quotaLeft(repo))) throw fsError(443, 'Out of quota.');
+    if (part.size - old.size > (await ctx.quotaLeft(repo))) throw refused(ctx, 443, 'Out of quota.', 'Out of quota.\n');
     adopt(ctx, repo, part);
     const id = await updateFile(ctx, user, repo.id, '/' + comps.join('/'), {
       id: part.id,
@@ -271,8 +350,7 @@ export async function update(ctx: Ctx, r: Req): Promise<void> {
     });
     if (id === null) throw fsError(441, 'File does not exist.');
     const retJson = ctx.goFileserver ? form.has('ret-json') : r.query.get('ret-json') === '1';
-    if (retJson) sendJson(r.res, 200, [{ name: comps[comps.length - 1], id, size: part.size }]);
-    else sendFileServerText(r.res, 200, id);
+    sendStored(ctx, r, retJson, [{ name: comps[comps.length - 1], id, size: part.size }], id);
   } finally {
     await discard(files);
   }

@@ -1,9 +1,16 @@
 // Where the Go file server (seafile-server's fileserver/, the default of the
-// official 13+ images) answers otherwise than the C one, for
-// `seafs serve --fileserver go`:
+// official 13+ images, optional in 10.0) answers otherwise than the C one, for
+// `seafs serve --fileserver go` (checked against the real 10.0 Go fileserver):
 //   - errors are Go's http.Error: text/plain, the message and a newline, where
-//     the C server sends `{"error": "..."}` with a raw newline in the string;
-//     a block a commit names but the library lacks is 446 with no message
+//     the C server sends application/json; the upload, update and blocks
+//     handlers wrap their own messages as the C one does, `{"error": "..."}`
+//     (with the message's raw newline), their token checks do not; a block a
+//     commit names but the library lacks is 500 with no message (the quota
+//     check stats every block first)
+//   - an uploaded file's name keeps a backslash (C cuts at it)
+//   - a download link's answer has Go's own headers (files.ts goDownloadHeaders):
+//     charset=gbk on text, `filename*="utf-8' '..."`, cached an hour, no ETag;
+//     a spent token is 403 "Access token not found", any If-Modified-Since 304
 //   - there is no update-blks-api (404 "404 page not found")
 //   - replace, commitonly and ret-json are read from the query or the form
 //     (Go's r.Form holds both; the form's value comes first), and ret-json
