@@ -38,7 +38,10 @@ mkdirSync(out, { recursive: true });
 process.on('exit', cleanupAll);
 try {
   const { server, mnt, env } = await seededServer({ out, cli, mib, latencyMs, log });
-  const mount = (node) => startMount({ cli, server, mnt, out, env, node, options: remount ? ['--cache-streams'] : [] });
+  // BENCH_SEAFS_ARGS: extra mount options (a variant to compare)
+  const extra = (process.env.BENCH_SEAFS_ARGS ?? '').split(' ').filter(Boolean);
+  const mount = (node) =>
+    startMount({ cli, server, mnt, out, env, node, options: [...(remount ? ['--cache-streams'] : []), ...extra] });
   if (remount) {
     const first = await mount([]);
     dropCaches();
