@@ -315,6 +315,12 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         describe:
           "while LibreOffice's .~lock.NAME# or Word's ~$NAME exists, lock NAME on the server so that others see it read-only (servers with locks; --no-office-locks: never)",
       })
+      .option('thumbnails', {
+        type: 'boolean',
+        default: true,
+        describe:
+          "fill the desktop's thumbnail cache (~/.cache/thumbnails) with the server's thumbnails of the pictures in the folders listed, so that file managers show them without downloading the pictures (--no-thumbnails: never)",
+      })
       .option('read-ahead', {
         type: 'number',
         default: 512,

@@ -31,6 +31,7 @@ export interface OptionSettings {
   xattrs?: boolean;
   cacheStreams?: boolean;
   officeLocks?: boolean;
+  thumbnails?: boolean;
   /** the folder of saved accounts (`NAME:Library` sources) */
   config?: string;
   deleteGuard?: number;
@@ -80,6 +81,7 @@ const OFF_SWITCHES: Record<string, keyof OptionSettings> = {
   noxattr: 'xattrs',
   nocache_streams: 'cacheStreams',
   nooffice_locks: 'officeLocks',
+  nothumbnails: 'thumbnails',
 };
 
 /** generic options libfuse 2 passes on to the kernel mount */

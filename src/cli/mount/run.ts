@@ -5,7 +5,7 @@
 // mount, the control socket, the unmount's bound) through one closure.
 import { loginDevice } from '../accounts/device.js';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, mkdir, realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
@@ -80,6 +80,8 @@ export interface MountSettings {
   cacheStreams?: boolean;
   /** lock a document on the server while an Office program's lock file for it exists (default true) */
   officeLocks?: boolean;
+  /** fill the freedesktop thumbnail cache with the server's thumbnails of listed pictures (default true) */
+  thumbnails?: boolean;
   /** kernel readahead, KiB (0: the kernel's default) */
   readAhead?: number;
   /** seconds a server request may wait for an answer (the client's timeoutMs) */
@@ -255,6 +257,7 @@ export interface RunningMount {
 export async function startMount(s: MountSettings, client: SeafileClient, email: string): Promise<RunningMount> {
   const mnt = resolve(s.mountpoint);
   await prepareMountpoint(mnt, !!s.kernelOptions?.includes('nonempty'));
+  const realMountpoint = await realpath(mnt).catch(() => mnt);
   const root = s.cacheDir ? resolve(s.cacheDir) : join(homedir(), '.cache', 'seafs');
   const account = createHash('sha256')
     .update(`${s.url.replace(/\/+$/, '')}\u0000${email}`)
@@ -287,6 +290,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       cacheDir,
       dirCacheTimeMs: times.listingMs,
       officeLocks: s.officeLocks,
+      // the URIs file managers hash name the mountpoint's real path (taken before the mount hides it)
+      thumbnails: s.thumbnails === false ? undefined : { mountpoint: realMountpoint },
       diskCacheBytes: Math.max(0, Math.round((s.cacheMaxSize ?? 4096) * 1024 * 1024)),
       reader: {
         cacheStreamsUpTo: s.cacheStreams === undefined ? undefined : s.cacheStreams ? Infinity : 0,
