@@ -38,6 +38,22 @@ function jpegOf(w: number, h: number): Buffer {
   return jpeg.encode({ width: w, height: h, data: halves(w, h) }, 90).data;
 }
 
+/** a JPEG with an EXIF orientation (APP1 right after SOI, big-endian TIFF, IFD0 holding only tag 0x0112) */
+function withOrientation(jpg: Buffer, o: number): Buffer {
+  const tiff = Buffer.alloc(8 + 2 + 12 + 4);
+  tiff.write('MM', 0, 'latin1');
+  tiff.writeUInt16BE(42, 2);
+  tiff.writeUInt32BE(8, 4);
+  tiff.writeUInt16BE(1, 8);
+  tiff.writeUInt16BE(0x0112, 10);
+  tiff.writeUInt16BE(3, 12); // SHORT
+  tiff.writeUInt32BE(1, 14);
+  tiff.writeUInt16BE(o, 18);
+  const head = Buffer.from([0xff, 0xe1, 0, 0]);
+  head.writeUInt16BE(2 + 6 + tiff.length, 2);
+  return Buffer.concat([jpg.subarray(0, 2), head, Buffer.from('Exif\0\0', 'latin1'), tiff, jpg.subarray(2)]);
+}
+
 function pngOf(w: number, h: number, alpha = 255): Buffer {
   const png = new PNG({ width: w, height: h });
   png.data = halves(w, h, alpha);
@@ -104,6 +120,24 @@ describe('thumbnail of a picture', () => {
     const small = PNG.sync.read((await thumb('/tall.png', '48')).body);
     expect([small.width, small.height]).toEqual([12, 48]);
     expect(small.data[3]).toBe(128);
+  });
+
+  it('turns a JPEG upright by its EXIF orientation before scaling it, as seahub does', async () => {
+    // stored 300x200, left half red; orientation 6: shown turned a quarter clockwise, red on top
+    await upload({ 'turned.jpg': withOrientation(jpegOf(300, 200), 6) });
+    const png = PNG.sync.read((await thumb('/turned.jpg', '128')).body);
+    expect([png.width, png.height]).toEqual([85, 128]);
+    const at = (x: number, y: number) => png.data.subarray((y * png.width + x) * 4, (y * png.width + x) * 4 + 3);
+    expect([...at(40, 10)]).toEqual([
+      expect.toSatisfy((v: number) => v > 200),
+      expect.anything(),
+      expect.toSatisfy((v: number) => v < 50),
+    ]);
+    expect([...at(40, 118)]).toEqual([
+      expect.toSatisfy((v: number) => v < 50),
+      expect.anything(),
+      expect.toSatisfy((v: number) => v > 200),
+    ]);
   });
 
   it('never scales up: a picture smaller than the size comes back at its own size', async () => {

@@ -50,6 +50,76 @@ export function readImageHeader(b: Buffer): ImageHeader | null {
   return null;
 }
 
+/**
+ * The EXIF orientation (1-8) of a JPEG: tag 0x0112 of IFD0 in its APP1 Exif
+ * segment; 1 (as stored) when there is none or it does not parse.
+ */
+export function jpegOrientation(b: Buffer): number {
+  let i = 2;
+  while (i + 4 <= b.length && b[i] === 0xff) {
+    const marker = b[i + 1];
+    if (marker === 0xda || marker === 0xd9) break; // image data: no metadata after it
+    const len = b.readUInt16BE(i + 2);
+    if (marker === 0xe1 && len >= 16 && b.toString('latin1', i + 4, i + 10) === 'Exif\u0000\u0000') {
+      const t = i + 10; // the TIFF header
+      const end = Math.min(b.length, i + 2 + len);
+      const le = b.toString('latin1', t, t + 2) === 'II';
+      const u16 = (o: number) => (le ? b.readUInt16LE(o) : b.readUInt16BE(o));
+      const u32 = (o: number) => (le ? b.readUInt32LE(o) : b.readUInt32BE(o));
+      const ifd = t + u32(t + 4);
+      if (ifd + 2 > end) return 1;
+      for (let k = 0, n = u16(ifd); k < n; k++) {
+        const e = ifd + 2 + k * 12;
+        if (e + 12 > end) return 1;
+        if (u16(e) === 0x0112) {
+          const v = u16(e + 8);
+          return v >= 1 && v <= 8 ? v : 1;
+        }
+      }
+      return 1;
+    }
+    i += 2 + len;
+  }
+  return 1;
+}
+
+/** Whether an EXIF orientation swaps width and height (a quarter turn). */
+export function swapsSides(orientation: number): boolean {
+  return orientation >= 5 && orientation <= 8;
+}
+
+/**
+ * The raster turned and flipped upright from EXIF orientation `o`, as
+ * seahub's get_rotated_image does before it scales (2 mirrored, 3 upside
+ * down, 4 flipped, 5 transposed, 6 turned a quarter clockwise, 7
+ * transversed, 8 a quarter counter-clockwise).
+ */
+export function orient(r: Raster, o: number): Raster {
+  if (o < 2 || o > 8) return r;
+  const { width: w, height: h } = r;
+  const swap = swapsSides(o);
+  const ow = swap ? h : w;
+  const oh = swap ? w : h;
+  // the source pixel of target (x, y)
+  const from: (x: number, y: number) => [number, number] = {
+    2: (x: number, y: number): [number, number] => [w - 1 - x, y],
+    3: (x: number, y: number): [number, number] => [w - 1 - x, h - 1 - y],
+    4: (x: number, y: number): [number, number] => [x, h - 1 - y],
+    5: (x: number, y: number): [number, number] => [y, x],
+    6: (x: number, y: number): [number, number] => [y, h - 1 - x],
+    7: (x: number, y: number): [number, number] => [w - 1 - y, h - 1 - x],
+    8: (x: number, y: number): [number, number] => [w - 1 - y, x],
+  }[o]!;
+  const out = new Uint8Array(ow * oh * 4);
+  for (let y = 0; y < oh; y++)
+    for (let x = 0; x < ow; x++) {
+      const [sx, sy] = from(x, y);
+      const si = (sy * w + sx) * 4;
+      out.set(r.data.subarray(si, si + 4), (y * ow + x) * 4);
+    }
+  return { width: ow, height: oh, data: out };
+}
+
 /** Decodes a JPEG or PNG to RGBA; throws on a picture that does not decode. */
 export function decodeImage(b: Buffer, format: ImageFormat): Raster {
   if (format === 'png') {

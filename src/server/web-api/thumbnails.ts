@@ -6,7 +6,7 @@
 // (400 "Wrong path." unless it names a file), encrypted library (403
 // "Permission denied."), file over 30 MB (400 "Invalid argument"), picture
 // over 256 MB as RGBA (403 "Forbidden"), not a picture it decodes (400
-// "Invalid argument"). Pillow reads more formats than JPEG and PNG (GIF, BMP,
+// "Invalid argument"). A JPEG is turned upright by its EXIF orientation. Pillow reads more formats than JPEG and PNG (GIF, BMP,
 // TIFF, ...): serve answers those 400 as it would a text file.
 import { buffer } from 'node:stream/consumers';
 import { LRUCache } from 'lru-cache';
@@ -15,7 +15,16 @@ import type { Ctx, Req } from '../context.js';
 import { HttpError } from '../http.js';
 import type { Route } from '../router.js';
 import { getEntry } from '../store/library-changes.js';
-import { decodeImage, encodePng, readImageHeader, scaleDown, thumbnailSize } from './thumbnail-image.js';
+import {
+  decodeImage,
+  encodePng,
+  jpegOrientation,
+  orient,
+  readImageHeader,
+  scaleDown,
+  swapsSides,
+  thumbnailSize,
+} from './thumbnail-image.js';
 
 /** seahub's THUMBNAIL_IMAGE_SIZE_LIMIT (MB of file) and THUMBNAIL_IMAGE_ORIGINAL_SIZE_LIMIT (MB of RGBA pixels) */
 export const THUMBNAIL_FILE_LIMIT = 30 * 1024 ** 2;
@@ -59,8 +68,12 @@ async function makeThumbnail(ctx: Ctx, fileId: string, fileSize: number, size: n
   } catch {
     throw invalid();
   }
-  const fit = thumbnailSize(image.width, image.height, size);
-  return encodePng(scaleDown(image, fit.width, fit.height));
+  // upright first, as seahub turns a JPEG by its EXIF orientation before it scales (scaled first here: less to turn)
+  const o = head.format === 'jpeg' ? jpegOrientation(bytes) : 1;
+  const swap = swapsSides(o);
+  const fit = swap ? thumbnailSize(image.height, image.width, size) : thumbnailSize(image.width, image.height, size);
+  const scaled = swap ? scaleDown(image, fit.height, fit.width) : scaleDown(image, fit.width, fit.height);
+  return encodePng(orient(scaled, o));
 }
 
 async function thumbnail(ctx: Ctx, r: Req): Promise<void> {
