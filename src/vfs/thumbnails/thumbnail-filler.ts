@@ -60,8 +60,8 @@ export class ThumbnailFiller {
   private readonly limit: ReturnType<typeof pLimit>;
   /** per folder (repo NUL path): the signature of each picture already done or under way */
   private readonly seen = new LRUCache<string, Map<string, string>>({ max: 4096 });
-  /** the listings already looked at (a listing kept by the cache is the same object) */
-  private readonly looked = new WeakSet<object>();
+  /** folders whose look is scheduled: readdirs in a row make one */
+  private readonly scheduled = new Set<string>();
   private readonly logged = new Set<string>();
   private stopped = false;
 
@@ -78,9 +78,15 @@ export class ThumbnailFiller {
    * `repo`. Returns at once; the work is done after the listing's answer.
    */
   listed(fuseDir: string, repo: string, dir: string, entries: Map<string, DirEntry>): void {
-    if (this.stopped || this.looked.has(entries)) return;
-    this.looked.add(entries);
-    setImmediate(() => void this.scan(fuseDir, repo, dir, entries));
+    // looked at every time (a cached listing is changed in place when a file lands): the signatures
+    // make it a pass over the names that asks nothing when nothing changed
+    const key = `${repo}\u0000${dir}`;
+    if (this.stopped || this.scheduled.has(key)) return;
+    this.scheduled.add(key);
+    setImmediate(() => {
+      this.scheduled.delete(key);
+      void this.scan(fuseDir, repo, dir, entries);
+    });
   }
 
   /** No new work (unmount); what runs finishes. */

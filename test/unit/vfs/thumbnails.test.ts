@@ -154,6 +154,22 @@ describe('ThumbnailFiller', () => {
     expect(readTextChunks(png)?.get('Thumb::MTime')).toBe('1700000500');
   });
 
+  it('a picture written here is asked once it is on the server, in the same listing changed in place', async () => {
+    const { calls, filler } = setup();
+    const pics = listing(entry('local.png'));
+    const run = async () => {
+      filler.listed('/Pics', 'r', '/Pics', pics);
+      await new Promise((r) => setImmediate(r));
+      await filler.idle();
+    };
+    await run();
+    expect(calls).toEqual([]); // still being written here (`local`)
+    pics.delete('local.png');
+    pics.set('landed.png', entry('landed.png', 1_700_000_900, 'c'.repeat(40))); // the upload landed
+    await run();
+    expect(calls).toEqual(['/Pics/landed.png@128', '/Pics/landed.png@256']);
+  });
+
   it('asks nothing in an encrypted library', async () => {
     const { calls, filler } = setup({ encrypted: true });
     filler.listed('/', 'r', '/', listing(entry('a.png')));
