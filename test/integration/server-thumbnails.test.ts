@@ -158,6 +158,24 @@ describe('thumbnail of a picture', () => {
   });
 });
 
+describe('thumbnail of a large photo', () => {
+  it('is made off the server thread: other calls are answered meanwhile', async () => {
+    await upload({ 'photo.jpg': jpegOf(2400, 1600) }); // decoding takes a second or more in pure JS
+    const done: string[] = [];
+    const big = thumb('/photo.jpg', '256').then((r) => {
+      done.push('thumbnail');
+      return r;
+    });
+    await new Promise((r) => setTimeout(r, 300)); // the server has read the file and is decoding it
+    const ping = await fetch(`${server.url}/api2/auth/ping/`, { headers: { Authorization: `Token ${bobToken}` } });
+    done.push('ping');
+    expect(ping.status).toBe(200);
+    const png = PNG.sync.read((await big).body);
+    expect([png.width, png.height]).toEqual([256, 171]);
+    expect(done).toEqual(['ping', 'thumbnail']);
+  });
+});
+
 describe('thumbnail refusals, as seahub 10', () => {
   const err = (r: { body: Buffer }) => JSON.parse(r.body.toString()) as { error_msg: string };
 

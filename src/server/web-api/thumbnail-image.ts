@@ -240,3 +240,18 @@ export function encodePng(r: Raster): Buffer {
   png.data = Buffer.from(r.data.buffer, r.data.byteOffset, r.data.byteLength);
   return PNG.sync.write(png, { colorType: opaque ? 2 : 6 });
 }
+
+/**
+ * The whole thumbnail of a JPEG or PNG: decoded, turned upright by its EXIF
+ * orientation (a JPEG's; seahub turns before it scales, here it is scaled
+ * first: less to turn, the same result), scaled to fit size x size, as PNG.
+ * Throws when the picture does not decode.
+ */
+export function renderThumbnail(bytes: Buffer, format: ImageFormat, size: number): Buffer {
+  const image = decodeImage(bytes, format);
+  const o = format === 'jpeg' ? jpegOrientation(bytes) : 1;
+  const swap = swapsSides(o);
+  const fit = swap ? thumbnailSize(image.height, image.width, size) : thumbnailSize(image.width, image.height, size);
+  const scaled = swap ? scaleDown(image, fit.height, fit.width) : scaleDown(image, fit.width, fit.height);
+  return encodePng(orient(scaled, o));
+}

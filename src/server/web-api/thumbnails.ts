@@ -10,21 +10,12 @@
 // TIFF, ...): serve answers those 400 as it would a text file.
 import { buffer } from 'node:stream/consumers';
 import { LRUCache } from 'lru-cache';
-import pLimit from 'p-limit';
 import type { Ctx, Req } from '../context.js';
 import { HttpError } from '../http.js';
 import type { Route } from '../router.js';
 import { getEntry } from '../store/library-changes.js';
-import {
-  decodeImage,
-  encodePng,
-  jpegOrientation,
-  orient,
-  readImageHeader,
-  scaleDown,
-  swapsSides,
-  thumbnailSize,
-} from './thumbnail-image.js';
+import { readImageHeader } from './thumbnail-image.js';
+import { render } from './thumbnail-render.js';
 
 /** seahub's THUMBNAIL_IMAGE_SIZE_LIMIT (MB of file) and THUMBNAIL_IMAGE_ORIGINAL_SIZE_LIMIT (MB of RGBA pixels) */
 export const THUMBNAIL_FILE_LIMIT = 30 * 1024 ** 2;
@@ -32,20 +23,12 @@ export const THUMBNAIL_PIXEL_LIMIT_MB = 256;
 
 /** Thumbnails made, by file id and size: seahub keeps them on disk under the file id (THUMBNAIL_ROOT/size/id). */
 const made = new WeakMap<Ctx, LRUCache<string, Buffer>>();
-/** decoding is CPU and memory bound: two pictures at a time */
-const decoding = new WeakMap<Ctx, ReturnType<typeof pLimit>>();
 
 function cacheOf(ctx: Ctx): LRUCache<string, Buffer> {
   let c = made.get(ctx);
   if (!c)
     made.set(ctx, (c = new LRUCache<string, Buffer>({ maxSize: 64 * 1024 ** 2, sizeCalculation: (b) => b.length })));
   return c;
-}
-
-function limitOf(ctx: Ctx): ReturnType<typeof pLimit> {
-  let l = decoding.get(ctx);
-  if (!l) decoding.set(ctx, (l = pLimit(2)));
-  return l;
 }
 
 /** Python's int() of a query value: surrounding blanks, a sign and digits (with single underscores between). */
@@ -60,20 +43,11 @@ async function makeThumbnail(ctx: Ctx, fileId: string, fileSize: number, size: n
   const head = readImageHeader(bytes);
   if (!head) throw invalid();
   if ((head.width * head.height * 4) / 1024 / 1024 > THUMBNAIL_PIXEL_LIMIT_MB) throw new HttpError(403, 'Forbidden');
-  // Pillow fails to resize to nothing: seahub's catch-all answers 400
+  // Pillow fails to resize to nothing; seahub's catch-all answers 400 for that and for a picture that does not decode
   if (size < 1) throw invalid();
-  let image;
-  try {
-    image = decodeImage(bytes, head.format);
-  } catch {
+  return render(bytes, head.format, size).catch(() => {
     throw invalid();
-  }
-  // upright first, as seahub turns a JPEG by its EXIF orientation before it scales (scaled first here: less to turn)
-  const o = head.format === 'jpeg' ? jpegOrientation(bytes) : 1;
-  const swap = swapsSides(o);
-  const fit = swap ? thumbnailSize(image.height, image.width, size) : thumbnailSize(image.width, image.height, size);
-  const scaled = swap ? scaleDown(image, fit.height, fit.width) : scaleDown(image, fit.width, fit.height);
-  return encodePng(orient(scaled, o));
+  });
 }
 
 async function thumbnail(ctx: Ctx, r: Req): Promise<void> {
@@ -91,7 +65,7 @@ async function thumbnail(ctx: Ctx, r: Req): Promise<void> {
   const cache = cacheOf(ctx);
   let png = cache.get(key);
   if (!png) {
-    png = await limitOf(ctx)(() => makeThumbnail(ctx, e.id, e.size, size));
+    png = await makeThumbnail(ctx, e.id, e.size, size);
     cache.set(key, png);
   }
   // seahub's HttpResponse(thumbnail, 'image/png'): no caching headers
