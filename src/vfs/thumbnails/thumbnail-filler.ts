@@ -13,7 +13,7 @@
 // 5xx, 429) is tried again at a later listing.
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, rename, unlink, writeFile } from 'node:fs/promises';
-import { join, posix } from 'node:path';
+import { join, posix, resolve } from 'node:path';
 import { LRUCache } from 'lru-cache';
 import pLimit from 'p-limit';
 import type { DirEntry, Thumbnail } from '../../client/types.js';
@@ -69,8 +69,13 @@ export class ThumbnailFiller {
     private readonly opts: ThumbnailOptions,
     private readonly deps: ThumbnailDeps,
   ) {
-    this.root = opts.root ?? thumbnailRoot();
+    this.root = resolve(opts.root ?? thumbnailRoot());
     this.limit = pLimit(opts.concurrency ?? 4);
+    // a thumbnail cache on the mount itself would be uploaded, listed, and thumbnailed in turn
+    if (this.root === opts.mountpoint || this.root.startsWith(opts.mountpoint.replace(/\/*$/, '/'))) {
+      this.stopped = true;
+      deps.log(`thumbnails: off, the thumbnail cache ${this.root} is inside the mount`);
+    }
   }
 
   /**

@@ -170,6 +170,27 @@ describe('ThumbnailFiller', () => {
     expect(calls).toEqual(['/Pics/landed.png@128', '/Pics/landed.png@256']);
   });
 
+  it('is off, saying so, when the thumbnail cache is inside the mount itself', async () => {
+    const calls: string[] = [];
+    const logs: string[] = [];
+    const filler = new ThumbnailFiller(
+      { mountpoint: '/home/me', root: '/home/me/.cache/thumbnails' },
+      {
+        thumbnail: async (repo, path, size) => {
+          calls.push(`${path}@${size}`);
+          return { type: 'image/png', bytes: pngOf(2, 2) };
+        },
+        encrypted: async () => false,
+        local: () => false,
+        log: (m) => logs.push(m),
+      },
+    );
+    filler.listed('/', 'r', '/', listing(entry('a.png')));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(calls).toEqual([]);
+    expect(logs).toEqual(['thumbnails: off, the thumbnail cache /home/me/.cache/thumbnails is inside the mount']);
+  });
+
   it('asks nothing in an encrypted library', async () => {
     const { calls, filler } = setup({ encrypted: true });
     filler.listed('/', 'r', '/', listing(entry('a.png')));
