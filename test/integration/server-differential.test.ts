@@ -317,6 +317,10 @@ async function script(server: TestServer): Promise<Transcript> {
     { name: 'file', value: smallPng(), filename: 'pic.png' },
   ]);
   await step('thumbnail of a picture', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/pic.png', size: '8' } });
+  await step('thumbnail, Accept an image', 'owner', 'GET', `${R}/thumbnail/`, {
+    query: { p: '/pic.png', size: '8' },
+    headers: { Accept: 'image/*' },
+  });
   await step('thumbnail of a text file', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/a.txt', size: '8' } });
   await step('thumbnail, no size', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/pic.png' } });
   await step('thumbnail, bad size', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/pic.png', size: 'x' } });

@@ -198,6 +198,18 @@ describe('thumbnail refusals, as seahub 10', () => {
     expect([r.status, err(r).error_msg]).toEqual([400, 'Invalid argument']);
   });
 
+  it("406 to an Accept without JSON (Django REST framework's negotiation), whatever the view answers", async () => {
+    const ask = (accept: string) =>
+      fetch(`${server.url}/api2/repos/${repo}/thumbnail/?p=/wide.jpg&size=48`, {
+        headers: { Authorization: `Token ${bobToken}`, Accept: accept },
+      });
+    const refused = await ask('image/*');
+    expect(refused.status).toBe(406);
+    expect(await refused.json()).toEqual({ detail: 'Could not satisfy the request Accept header.' });
+    for (const ok of ['application/json', 'image/png, */*;q=0.8', 'application/*'])
+      expect((await ask(ok)).headers.get('content-type')).toBe('image/png');
+  });
+
   it('403 for a picture too big to decode (256 MB as RGBA), read from its header alone', async () => {
     // a PNG header claiming 9000 x 9000 pixels (309 MB as RGBA) and nothing after it
     const head = pngOf(1, 1).subarray(0, 33);

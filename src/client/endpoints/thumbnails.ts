@@ -18,7 +18,8 @@ export async function thumbnail(http: HttpCore, repoId: string, path: string, si
     repo: repoId,
     url: repoPath(repoId, 'thumbnail/'),
     query: { p: q(path), size },
-    headers: { accept: 'image/*' },
+    // the client's usual Accept (application/json) is kept: seahub's API views negotiate it before they run and
+    // answer 406 to `image/*`, though this one answers an image
     retry: 'read',
   });
   const chunks: Buffer[] = [];

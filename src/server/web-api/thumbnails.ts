@@ -7,7 +7,8 @@
 // "Permission denied."), file over 30 MB (400 "Invalid argument"), picture
 // over 256 MB as RGBA (403 "Forbidden"), not a picture it decodes (400
 // "Invalid argument"). A JPEG is turned upright by its EXIF orientation. Pillow reads more formats than JPEG and PNG (GIF, BMP,
-// TIFF, ...): serve answers those 400 as it would a text file.
+// TIFF, ...): serve answers those 400 as it would a text file. An Accept
+// header without JSON in it is 406, as Django REST framework answers it.
 import { buffer } from 'node:stream/consumers';
 import { LRUCache } from 'lru-cache';
 import type { Ctx, Req } from '../context.js';
@@ -50,7 +51,24 @@ async function makeThumbnail(ctx: Ctx, fileId: string, fileSize: number, size: n
   });
 }
 
+/**
+ * Whether an Accept header lets Django REST framework answer with its one
+ * renderer (seahub's settings name JSONRenderer only): it negotiates before
+ * the view runs, so asking for `image/*` is 406 although this view answers an image.
+ */
+function acceptsJson(accept: string | undefined): boolean {
+  if (!accept?.trim()) return true;
+  return accept.split(',').some((range) => {
+    const type = range.split(';')[0].trim().toLowerCase();
+    return type === '*/*' || type === 'application/*' || type === 'application/json';
+  });
+}
+
 async function thumbnail(ctx: Ctx, r: Req): Promise<void> {
+  if (!acceptsJson(r.raw.headers.accept))
+    throw new HttpError(406, 'Could not satisfy the request Accept header.', {
+      detail: 'Could not satisfy the request Accept header.',
+    });
   const user = r.user!;
   const { repo } = ctx.repoFor(user, r.params[0]);
   const sizeArg = r.query.get('size');
