@@ -6,9 +6,10 @@
 // (400 "Wrong path." unless it names a file), encrypted library (403
 // "Permission denied."), file over 30 MB (400 "Invalid argument"), picture
 // over 256 MB as RGBA (403 "Forbidden"), not a picture it decodes (400
-// "Invalid argument"). A JPEG is turned upright by its EXIF orientation. Pillow reads more formats than JPEG and PNG (GIF, BMP,
-// TIFF, ...): serve answers those 400 as it would a text file. An Accept
-// header without JSON in it is 406, as Django REST framework answers it.
+// "Invalid argument"); and before them all, 406 to an Accept header without
+// JSON, as Django REST framework answers it. A JPEG is turned upright by its
+// EXIF orientation. Pillow reads more formats than JPEG and PNG (GIF, BMP,
+// TIFF, ...): serve answers those 400 as it would a text file.
 import { buffer } from 'node:stream/consumers';
 import { LRUCache } from 'lru-cache';
 import type { Ctx, Req } from '../context.js';
