@@ -31,6 +31,7 @@ import * as links from './endpoints/share-links.js';
 import * as session from './endpoints/session.js';
 import * as starred from './endpoints/starred-search.js';
 import * as uploads from './endpoints/uploads.js';
+import { thumbnail } from './endpoints/thumbnails.js';
 import * as blocks from './endpoints/blocks.js';
 import type {
   AccountInfo,
@@ -45,6 +46,7 @@ import type {
   DirListing,
   DownloadLink,
   FileDetail,
+  Thumbnail,
   Library,
   LibraryHistory,
   LibraryHistoryPage,
@@ -335,6 +337,10 @@ export class SeafileClient implements SeafileApi {
 
   fileDetail(repoId: string, path: string): Promise<FileDetail> {
     return files.fileDetail(this.http, repoId, path);
+  }
+
+  thumbnail(repoId: string, path: string, size: number): Promise<Thumbnail> {
+    return thumbnail(this.http, repoId, path, size);
   }
 
   /** POST .../file/?p= operation=create (201); a clash is auto-renamed by the server, so a lost answer is checked before a resend. */

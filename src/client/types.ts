@@ -53,6 +53,13 @@ export interface DirEntry {
 /** Result of a folder listing. `uptodate` means the `oid` passed in is still current. */
 export type DirListing = { uptodate: false; oid: string | null; entries: DirEntry[] } | { uptodate: true; oid: string };
 
+/** a picture's thumbnail as the server sent it */
+export interface Thumbnail {
+  /** the media type of the answer ('image/png' from seahub) */
+  type: string;
+  bytes: Buffer;
+}
+
 export interface FileDetail {
   type: 'file';
   id: string;
@@ -316,6 +323,12 @@ export interface SeafileApi {
    * known; download() and streamGet() send it the API token. Its answers name their version in the ETag.
    */
   directDownloadUrl?(repoId: string, path: string): string | null;
+  /**
+   * The server's thumbnail of a picture: scaled to fit size x size, aspect kept, never up (seahub answers PNG;
+   * 400 for a file it cannot read as a picture or over its size limit, 403 in an encrypted library). The
+   * server reads the file itself: nothing of the file is downloaded.
+   */
+  thumbnail?(repoId: string, path: string, size: number): Promise<Thumbnail>;
   createFile(repoId: string, path: string): Promise<void>;
   renameFile(repoId: string, path: string, newName: string): Promise<void>;
   moveFile(repoId: string, path: string, dstRepo: string, dstDir: string): Promise<void>;

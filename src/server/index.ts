@@ -8,6 +8,7 @@ import { accountRoutes } from './web-api/account.js';
 import { dirRoutes } from './web-api/dirs.js';
 import { extraRoutes } from './web-api/starred-search-links.js';
 import { fileRoutes } from './web-api/files.js';
+import { thumbnailRoutes } from './web-api/thumbnails.js';
 import { historyRoutes } from './web-api/history.js';
 import { linkRoutes } from './web-api/links.js';
 import { blockRoutes } from './web-api/block-links.js';
@@ -152,6 +153,7 @@ export async function startServer(opts: ServerOptions): Promise<RunningServer> {
       ...groupRoutes,
       ...dirRoutes,
       ...fileRoutes,
+      ...thumbnailRoutes,
       ...linkRoutes,
       ...blockRoutes,
       ...historyRoutes,

@@ -26,6 +26,7 @@ import { UnlinkedOpen } from './remove/unlinked-open.js';
 import { Journal } from './write/journal.js';
 import { type FileState, WriteBack, type WriteBackOptions } from './write/write-back.js';
 import { Xattrs } from './xattrs/xattrs.js';
+import { ThumbnailFiller, type ThumbnailOptions } from './thumbnails/thumbnail-filler.js';
 
 export interface VfsOptions {
   /** a library name or id; absent: the root lists every library */
@@ -71,6 +72,8 @@ export interface VfsOptions {
   pinRefreshMs?: number;
   /** the mass-delete guard (remove/mass-delete-guard.ts); default 1000 files within 60 s */
   deleteGuard?: Omit<DeleteGuardOptions, 'log'>;
+  /** fill the freedesktop thumbnail cache with the server's thumbnails of listed pictures (thumbnails/); absent: off */
+  thumbnails?: ThumbnailOptions;
 }
 
 /** What the parts ask of the vfs itself. */
@@ -110,6 +113,8 @@ export interface VfsComponents {
   hiddenDirs: HiddenFolders;
   /** files unlinked while open (remove/unlinked-open.ts) */
   unlinked: UnlinkedOpen;
+  /** the thumbnails of listed pictures (thumbnails/thumbnail-filler.ts); null: off */
+  thumbnails: ThumbnailFiller | null;
   /** the vfs's own methods, for the operations' modules (copies/editable-copy.ts, ...) */
   host: VfsHost;
 }
@@ -268,6 +273,16 @@ export function buildComponents(rawApi: SeafileApi, opts: VfsOptions, host: VfsH
     hide: (repo, src, hiddenPath) => host.hide(repo, src, hiddenPath),
     log: all.log,
   });
+  const thumbnail = api.thumbnail?.bind(api);
+  all.thumbnails =
+    opts.thumbnails && thumbnail
+      ? new ThumbnailFiller(opts.thumbnails, {
+          thumbnail,
+          encrypted: async (repo) => (await all.libraries.byId(repo))?.encrypted !== false,
+          local: (repo, path) => !!all.writeBack.get(repo, path),
+          log: all.log,
+        })
+      : null;
   all.hiddenDirs = new HiddenFolders({
     api,
     attrs: all.attrs,

@@ -307,6 +307,7 @@ export class Vfs {
     if (hid?.kind === 'dir') return hid.list();
     if (hid) throw new VfsError('ENOTDIR', p);
     const l = await this.dir(loc.repo, loc.path);
+    this.parts.thumbnails?.listed(p, loc.repo, loc.path, l.entries);
     const names = new Set(l.entries.keys());
     for (const n of this.writeBack.childrenOf(loc.repo, loc.path)) names.add(n);
     return this.links ? this.links.shown(names, l) : [...names];
@@ -676,6 +677,7 @@ export class Vfs {
    * cache's last writes and their markers land, so a next mount reads them.
    */
   async shutdown(): Promise<void> {
+    this.parts.thumbnails?.stop();
     this.pins.close();
     await this.reader.closeDisk();
   }
@@ -707,6 +709,7 @@ export class Vfs {
   }
 
   close(): void {
+    this.parts.thumbnails?.stop();
     this.parts.live.close();
     this.pins.close();
     this.connectivity.close();

@@ -4,14 +4,17 @@
 // of a mixed tree, tar x, rsync -a twice across a remount, git, mv (a folder
 // named `a:b` too), rm, overwrite, a conflict, the server stopped mid-copy, a
 // kill -9 of the mount, an encrypted library (and the server forgetting its
-// password), trash and history, xattrs, seafs login and logout (the device list). Every result is read back through the
+// password), trash and history, xattrs, seafs login and logout (the device list), the thumbnails of a folder of pictures. Every result is read back through the
 // server's API. The file ends with a table of each workload's result and time
 // on both servers. SEAFS_SKIP_REAL_SERVER=1 leaves the real server out, loudly.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { open, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import jpeg from 'jpeg-js';
+import { PNG } from 'pngjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import {
@@ -25,6 +28,7 @@ import {
 } from '../helpers/api-check.js';
 import { writeRandom } from '../helpers/e2e-fixture.js';
 import { CLI, cleanupMounts, mountLibrary, q, run, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
+import { pollUntil } from '../helpers/poll.js';
 import { realServerSkipped, startServerOfKind, type ServerKind } from '../helpers/real-server.js';
 import { apiAs, getToken, uploadTo, type TestServer } from '../helpers/server.js';
 import { makeTestPki, startTlsFront, userTlsEnv } from '../helpers/tls-front.js';
@@ -121,6 +125,44 @@ for (const kind of KINDS) {
     work('mount', async () => {
       m = await mountLibrary(server, { library: 'Work', dirCacheTime: 2, attrTimeout: 1 });
       expect((await sh(`ls -A ${q(M())}`)).out).toBe('');
+    });
+
+    work('thumbnails of the pictures of a folder listed: from the server, in the desktop cache', async () => {
+      // a JPEG and a PNG put there through the API; the mount lists them and asks the server for their thumbnails
+      const px = (w: number, h: number) => Buffer.alloc(w * h * 4, 0x80);
+      const png = new PNG({ width: 300, height: 120 });
+      png.data = px(300, 120);
+      const pics = {
+        'photo one.jpg': jpeg.encode({ width: 120, height: 300, data: px(120, 300) }, 80).data,
+        'chart.png': PNG.sync.write(png),
+      };
+      await api.mkdir(repo, '/pics');
+      expect((await uploadTo(await api.uploadLink(repo, '/pics'), '/pics', pics)).status).toBe(200);
+      // made elsewhere: shown once the root's listing is renewed (--dir-cache-time 2)
+      const listed = () => (existsSync(M('pics')) ? readdirSync(M('pics')).sort() : []);
+      await pollUntil(() => listed().length === 2, 30_000);
+      expect(listed()).toEqual(Object.keys(pics).sort());
+      // mountLibrary gives every mount XDG_CACHE_HOME in the scratch dir (helpers/mount.ts)
+      const thumbs = path.join(scratchDir(), 'xdg-cache', 'thumbnails');
+      const keep = (seg: string) => encodeURIComponent(seg).replace(/%(24|26|2B|2C|3A|3D|40)/g, decodeURIComponent);
+      for (const name of Object.keys(pics)) {
+        const uri = 'file://' + `${realpathSync(m.mnt)}/pics/${name}`.split('/').map(keep).join('/');
+        const file = `${createHash('md5').update(uri).digest('hex')}.png`;
+        for (const [dir, box] of [
+          ['normal', 128],
+          ['large', 256],
+        ] as const) {
+          const at = path.join(thumbs, dir, file);
+          const waited = await pollUntil(() => existsSync(at), 30_000);
+          expect(waited, `${dir} thumbnail of ${name}\n${m.output()}`).not.toBeNull();
+          const bytes = readFileSync(at);
+          const img = PNG.sync.read(bytes);
+          expect(Math.max(img.width, img.height)).toBe(box); // both pictures are larger than the boxes
+          const mtime = String(Math.floor(statSync(M(`pics/${name}`)).mtimeMs / 1000));
+          expect(bytes.includes(Buffer.from(`Thumb::URI\0${uri}`, 'latin1'))).toBe(true);
+          expect(bytes.includes(Buffer.from(`Thumb::MTime\0${mtime}`, 'latin1'))).toBe(true);
+        }
+      }
     });
 
     work('cp -r of a mixed tree (tiny, 8 and 30 MiB, unicode and space names)', async () => {

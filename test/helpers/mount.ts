@@ -124,7 +124,13 @@ export function scratchDir(): string {
 
 /** The env every seafs process of these tests gets: its own runtime dir for control sockets. */
 function seafsEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
-  return { ...process.env, SEAFS_RUNTIME_DIR: path.join(scratchDir(), 'run'), ...extra };
+  return {
+    ...process.env,
+    SEAFS_RUNTIME_DIR: path.join(scratchDir(), 'run'),
+    // the thumbnails a mount writes for pictures listed land in the scratch dir, not the user's ~/.cache
+    XDG_CACHE_HOME: path.join(scratchDir(), 'xdg-cache'),
+    ...extra,
+  };
 }
 
 function alive(c: ChildProcess): boolean {

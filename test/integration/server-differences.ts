@@ -53,11 +53,6 @@ export const INTENDED: Intended[] = [
   },
   { call: 'office viewer (Pro)', what: 'body', why: "an Office server's feature: both 404, serve from its router" },
   {
-    call: 'thumbnail',
-    what: '',
-    why: 'serve makes no thumbnails (404); seahub checks the path first (400 for a text file)',
-  },
-  {
     call: 'client-login, POST',
     what: '',
     why: 'seahub hands a one-time token for its web login page; serve has no web login to take it (405)',

@@ -11,6 +11,7 @@
 // (loudly), which still checks what serve must answer here.
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import { PNG } from 'pngjs';
 import { describe, expect, it } from 'vitest';
 import { realServerSkipped, startRealServer, type ServerKind } from '../helpers/real-server.js';
 import { adminToken, createUser, getToken, startTestServer, type TestServer } from '../helpers/server.js';
@@ -31,6 +32,13 @@ interface CallOpts {
 
 /** A multipart part: a text field, or a file (or a text field sent with a filename, as some HTTP libraries do). */
 type Part = { name: string; value: string | Buffer; filename?: string };
+
+/** a 16 x 8 PNG, half red and half blue */
+function smallPng(): Buffer {
+  const png = new PNG({ width: 16, height: 8 });
+  for (let i = 0; i < 16 * 8; i++) png.data.set(i % 16 < 8 ? [255, 0, 0, 255] : [0, 0, 255, 255], i * 4);
+  return PNG.sync.write(png);
+}
 
 function multipart(parts: Part[]): { body: Buffer; type: string } {
   const boundary = 'seafsdiff' + randomBytes(8).toString('hex');
@@ -303,6 +311,23 @@ async function script(server: TestServer): Promise<Transcript> {
     { name: 'replace', value: '1' },
     { name: 'file', value: 'hello a2', filename: 'a.txt' },
   ]);
+  // thumbnails (api2 ThumbnailView): a real picture, then seahub's refusals in its order
+  await upload('upload a picture', `${link}?ret-json=1`, [
+    { name: 'parent_dir', value: '/' },
+    { name: 'file', value: smallPng(), filename: 'pic.png' },
+  ]);
+  await step('thumbnail of a picture', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/pic.png', size: '8' } });
+  await step('thumbnail, Accept an image', 'owner', 'GET', `${R}/thumbnail/`, {
+    query: { p: '/pic.png', size: '8' },
+    headers: { Accept: 'image/*' },
+  });
+  await step('thumbnail of a text file', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/a.txt', size: '8' } });
+  await step('thumbnail, no size', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/pic.png' } });
+  await step('thumbnail, bad size', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/pic.png', size: 'x' } });
+  await step('thumbnail of a folder', 'owner', 'GET', `${R}/thumbnail/`, { query: { p: '/d', size: '8' } });
+  await step('other: thumbnail, not shared', 'other', 'GET', `${R}/thumbnail/`, {
+    query: { p: '/pic.png', size: '8' },
+  });
   await upload('upload, unknown token', link.replace(/[^/]+$/, 'f'.repeat(36)), [
     { name: 'parent_dir', value: '/' },
     { name: 'file', value: 'x', filename: 'x.txt' },

@@ -329,6 +329,12 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         describe:
           'symbolic links: each is kept on the server as a file NAME.rclonelink holding its target, as rclone --links keeps them (off: ln -s fails, .rclonelink files show as files)',
       })
+      .option('thumbnails', {
+        type: 'boolean',
+        default: true,
+        describe:
+          "fill the desktop's thumbnail cache (~/.cache/thumbnails) with the server's thumbnails of the pictures in the folders listed, so that file managers show them without downloading the pictures (--no-thumbnails: never)",
+      })
       .option('read-ahead', {
         type: 'string',
         describe:
@@ -369,7 +375,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
         array: true,
         nargs: 1,
         describe:
-          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, delete_guard=, read_ahead=, bwlimit=, retry_for=, noxattr, links, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
+          'mount options a=b,c as in fstab: library=, username=, password_file=, library_password_file=, token_file=, cache_dir=, allow_other, ro, uid=, gid=, umask=, attr_timeout=, dir_cache_time=, cache_max_size=, delete_guard=, read_ahead=, bwlimit=, retry_for=, noxattr, links, nothumbnails, and the generic ones (nosuid, noexec, _netdev, noauto, x-systemd.*, ...)',
       })
       .option('retry-for', {
         type: 'string',

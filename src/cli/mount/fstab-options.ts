@@ -37,6 +37,7 @@ export interface OptionSettings {
   cacheStreams?: boolean;
   officeLocks?: boolean;
   links?: boolean;
+  thumbnails?: boolean;
   /** the folder of saved accounts (`NAME:Library` sources) */
   config?: string;
   deleteGuard?: number;
@@ -88,6 +89,7 @@ const OFF_SWITCHES: Record<string, keyof OptionSettings> = {
   noxattr: 'xattrs',
   nocache_streams: 'cacheStreams',
   nooffice_locks: 'officeLocks',
+  nothumbnails: 'thumbnails',
 };
 
 /** generic options libfuse 2 passes on to the kernel mount */

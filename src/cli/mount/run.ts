@@ -5,7 +5,7 @@
 // mount, the control socket, the unmount's bound) through one closure.
 import { loginDevice } from '../accounts/device.js';
 import { createHash } from 'node:crypto';
-import { chmod, mkdir } from 'node:fs/promises';
+import { chmod, mkdir, realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
@@ -87,6 +87,8 @@ export interface MountSettings {
   officeLocks?: boolean;
   /** symbolic links as NAME.rclonelink files, as rclone --links keeps them (default false) */
   links?: boolean;
+  /** fill the freedesktop thumbnail cache with the server's thumbnails of listed pictures (default true) */
+  thumbnails?: boolean;
   /** kernel readahead, bytes (0: the kernel's default) */
   readAhead?: number;
   /** bandwidth limit as given (`10M`, `UP:DOWN`, `off`; size-units.ts parseBwLimit) */
@@ -264,6 +266,7 @@ export interface RunningMount {
 export async function startMount(s: MountSettings, client: SeafileClient, email: string): Promise<RunningMount> {
   const mnt = resolve(s.mountpoint);
   await prepareMountpoint(mnt, !!s.kernelOptions?.includes('nonempty'));
+  const realMountpoint = await realpath(mnt).catch(() => mnt);
   const root = s.cacheDir ? resolve(s.cacheDir) : join(homedir(), '.cache', 'seafs');
   const account = createHash('sha256')
     .update(`${s.url.replace(/\/+$/, '')}\u0000${email}`)
@@ -303,6 +306,8 @@ export async function startMount(s: MountSettings, client: SeafileClient, email:
       dirCacheTimeMs: times.listingMs,
       officeLocks: s.officeLocks,
       links: s.links === true,
+      // the URIs file managers hash name the mountpoint's real path (taken before the mount hides it)
+      thumbnails: s.thumbnails === false ? undefined : { mountpoint: realMountpoint },
       diskCacheBytes: cacheBytes(s),
       reader: {
         cacheStreamsUpTo: s.cacheStreams === undefined ? undefined : s.cacheStreams ? Infinity : 0,

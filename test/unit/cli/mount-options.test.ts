@@ -47,6 +47,11 @@ describe('mount sources and -o options', () => {
     expect(() => parseMountOptions(['noxattr=1'])).toThrowError(/noxattr takes no value/);
   });
 
+  it('nothumbnails turns the thumbnail cache filling off (and takes no value)', () => {
+    expect(parseMountOptions(['nothumbnails']).settings).toEqual({ thumbnails: false });
+    expect(() => parseMountOptions(['nothumbnails=1'])).toThrowError(/nothumbnails takes no value/);
+  });
+
   it('accepts dashes for underscores, numbers, sizes (plain: MiB, KiB), durations and several -o lists', () => {
     const r = parseMountOptions([
       'attr-timeout=5,dir_cache_time=30',
