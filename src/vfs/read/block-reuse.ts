@@ -67,7 +67,9 @@ export function blockReuse(
   const minBytes = opts.minBytes ?? 16 * 1024 * 1024;
   if (!disk || !plain || minBytes === Infinity || blockBytes % disk.chunkBytes !== 0) return null;
   const index = new BlockIndex(join(disk.folder, 'block-index'), (v) => disk.known(v));
-  return new BlockReuse(disk, new BlockLists(api, plain), index, new Hasher(1, blockBytes), blockBytes, minBytes);
+  // two workers: the hashing a changed version asks for (its blocks checked, then copied) runs while its first
+  // read waits; a cold read starts none
+  return new BlockReuse(disk, new BlockLists(api, plain), index, new Hasher(2, blockBytes), blockBytes, minBytes);
 }
 
 export class BlockReuse {
