@@ -5,7 +5,6 @@
 // answers 400 "Repo is encrypted. Please provide password to view it." and an
 // upload or update 500 "Internal error", as the C file server does.
 import { promises as fsp } from 'node:fs';
-import { pipeline } from 'node:stream/promises';
 import type { Ctx, DownloadToken, Req } from '../context.js';
 import type { RepoMeta, User } from '../store/db.js';
 import { downloadContentType } from './content-types.js';
@@ -128,7 +127,8 @@ export async function sendContent(
     return void r.res.socket?.end();
   }
   try {
-    await pipeline(await ctx.blocks.open(t.fileId, start, end), r.res);
+    await ctx.blocks.send(t.fileId, start, end, r.res);
+    r.res.end();
   } catch {
     r.res.destroy(); // client went away or the object vanished mid-stream
   }

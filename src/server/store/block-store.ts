@@ -43,9 +43,10 @@ import {
   symlinkSync,
 } from 'node:fs';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import { Readable, type Writable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import { writeFileAtomic } from './atomic.js';
+import { pumpRanges, type FileRange } from './range-pump.js';
 import { type ObjectStore, ZERO_ID } from './objects.js';
 
 /** Seafile's DEFAULT_FIXED_BLOCK_SIZE: what web and API uploads cut files into */
@@ -512,12 +513,27 @@ export class BlockStore {
    * committed size is larger than its blocks ends early (a short body).
    */
   async open(id: string, start: number, end: number): Promise<Readable> {
-    const stream = (p: string, from: number, to: number) =>
-      createReadStream(p, { start: from, end: to, highWaterMark: 256 * 1024 });
-    if (existsSync(this.contentPath(id))) return stream(this.contentPath(id), start, end);
+    const pieces = await this.ranges(id, start, end);
+    const stream = (p: FileRange) =>
+      createReadStream(p.path, { start: p.start, end: p.end, highWaterMark: 256 * 1024 });
+    if (pieces.length === 1) return stream(pieces[0]);
+    async function* read() {
+      for (const p of pieces) yield* stream(p);
+    }
+    return Readable.from(read(), { objectMode: false });
+  }
+
+  /** The same bytes written to `out` (not ended) through reused buffers (range-pump.ts). */
+  async send(id: string, start: number, end: number, out: Writable): Promise<void> {
+    await pumpRanges(await this.ranges(id, start, end), out);
+  }
+
+  /** where bytes `start`..`end` of file `id` lie: ranges of local files, in order */
+  private async ranges(id: string, start: number, end: number): Promise<FileRange[]> {
+    if (existsSync(this.contentPath(id))) return [{ path: this.contentPath(id), start, end }];
     const rec = await this.record(id);
-    if (!rec) return stream(this.objects.pathOf(id), start, end);
-    const pieces: { path: string; start: number; end: number }[] = [];
+    if (!rec) return [{ path: this.objects.pathOf(id), start, end }];
+    const pieces: FileRange[] = [];
     let off = 0;
     for (let i = 0; i < rec.block_ids.length && off <= end; i++) {
       const size = rec.block_sizes[i];
@@ -528,9 +544,6 @@ export class BlockStore {
       if (from <= to) pieces.push({ path: place.path, start: place.start + from - off, end: place.start + to - off });
       off += size;
     }
-    async function* read() {
-      for (const p of pieces) yield* stream(p.path, p.start, p.end);
-    }
-    return Readable.from(read(), { objectMode: false });
+    return pieces;
   }
 }
