@@ -140,6 +140,16 @@ export class ChunkCache {
     return this.maxBytes > 0 && size <= this.maxBytes / 2;
   }
 
+  /** `bytes()`: what the cache dir holds besides the chunks (files being written); the chunks make way for it */
+  setReserved(bytes: () => number): void {
+    this.usageOf.reserved = bytes;
+  }
+
+  /** Evicts (in the background) until the chunks and the reserved bytes fit under the cap. */
+  makeRoom(): void {
+    if (this.usageOf.over) void this.usageOf.evict(null);
+  }
+
   /** bytes the cache dir holds as far as this process knows, and the cap */
   usage(): { used: number; max: number } {
     return { used: this.usageOf.total, max: this.maxBytes };

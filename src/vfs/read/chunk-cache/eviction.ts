@@ -3,7 +3,9 @@
 // writes, and rescans the dir before it evicts, least recently used first by
 // modification time (touched at most once a minute on use). Eviction unlinks
 // a file (a process holding it open keeps reading its own copy); kept
-// versions (pinned files) are never evicted.
+// versions (pinned files) are never evicted. Bytes the cache dir holds
+// besides (`reserved`: files being written, waiting for their upload) count
+// against the cap: the chunks make way for them.
 import { readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CachedVersion } from './cache-file.js';
@@ -14,6 +16,8 @@ export class CacheDirUsage {
   /** bytes the dir holds as far as this process knows */
   total = 0;
   private rescanning: Promise<void> | null = null;
+  /** bytes of the dir outside the chunk cache (files being written) */
+  reserved: () => number = () => 0;
 
   constructor(
     private readonly dir: string,
@@ -29,7 +33,7 @@ export class CacheDirUsage {
   ) {}
 
   get over(): boolean {
-    return this.total > this.maxBytes;
+    return this.total > 0 && this.total + this.reserved() > this.maxBytes;
   }
 
   /** Counts the files of the dir anew: those of other processes and this one's. */
@@ -52,7 +56,7 @@ export class CacheDirUsage {
     this.rescanning ??= (async () => {
       try {
         await this.scan();
-        const target = this.maxBytes * 0.9;
+        const target = Math.max(0, this.maxBytes * 0.9 - this.reserved());
         const victims: { used: number; drop: () => void }[] = [];
         for (const e of this.versions())
           if (e !== keep && e.bytes > 0 && !this.kept(e.name)) victims.push({ used: e.used, drop: () => this.drop(e) });
