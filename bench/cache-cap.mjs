@@ -198,10 +198,11 @@ async function mount() {
   return {
     mnt,
     cacheRoot,
+    /** waits until nothing is pending; returns the writes that waited for room (status' cacheRoom) */
     async settled() {
       for (;;) {
         const st = await status();
-        if ((st.queue ?? st.pending).length === 0) return;
+        if ((st.queue ?? st.pending).length === 0) return st.cacheRoom ?? null;
         await sleep(250);
       }
     },
@@ -223,7 +224,7 @@ async function job(name, fn) {
     const s = sampler(m.cacheRoot);
     const t0 = Date.now();
     const copyMs = await fn(m);
-    await m.settled();
+    const room = await m.settled();
     const settleMs = Date.now() - t0;
     const { peak, at, samples } = s.stop();
     await sleep(1500); // the deletes of finished uploads' temp files
@@ -239,6 +240,8 @@ async function job(name, fn) {
       copyS: +(copyMs / 1000).toFixed(2),
       settleS: +(settleMs / 1000).toFixed(2),
       MBps: +(TOTAL / 1e6 / (settleMs / 1000)).toFixed(1),
+      writeWaits: room ? room.waits : 'n/a',
+      waitedS: room ? +(room.waitedMs / 1000).toFixed(1) : 'n/a',
       samples,
     };
     rows.push(row);
