@@ -10,6 +10,8 @@ import { readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CachedVersion } from './cache-file.js';
 
+const RESERVED_RESCAN_MS = 1000;
+
 export class CacheDirUsage {
   /** files found in the dir that this process has not opened: name -> size and last use */
   readonly onDisk = new Map<string, { bytes: number; used: number }>();
@@ -18,6 +20,7 @@ export class CacheDirUsage {
   private rescanning: Promise<void> | null = null;
   /** bytes of the dir outside the chunk cache (files being written) */
   reserved: () => number = () => 0;
+  private evictedAt = 0;
 
   constructor(
     private readonly dir: string,
@@ -53,6 +56,9 @@ export class CacheDirUsage {
 
   /** Least recently used first, among this process' versions and the files others left, until under the cap. */
   evict(keep: CachedVersion | null): Promise<void> {
+    // over only for the reserved bytes: a rescan at most once a second (each reads the whole dir)
+    if (!this.rescanning && this.total <= this.maxBytes && Date.now() - this.evictedAt < RESERVED_RESCAN_MS)
+      return Promise.resolve();
     this.rescanning ??= (async () => {
       try {
         await this.scan();
@@ -78,6 +84,7 @@ export class CacheDirUsage {
           v.drop();
         }
       } finally {
+        this.evictedAt = Date.now();
         this.rescanning = null;
       }
     })();
