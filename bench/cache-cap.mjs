@@ -13,8 +13,20 @@
 // limit (4096 MiB); --cache-max-size passes its argument as is (e.g. `256M` once units are accepted).
 // --rate-mbps N: the mount reaches the server through a proxy that takes request bodies at N MB/s at most
 // (a slow uplink: uploads lag behind the copy, the case where files being written pile up in the cache dir).
+// Job full (as root, not in the default list): the cache dir on a tmpfs of --full-disk-mib; --full-copy-mib are
+// copied as one file, then as files of 8 MiB: what cp says, and what the server holds (a prefix, whole, or lost).
 import { createHash, randomBytes } from 'node:crypto';
-import { closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, rmSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readSync,
+  rmSync,
+  writeSync,
+} from 'node:fs';
 import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,6 +48,8 @@ const { values: opt } = parseArgs({
     jobs: { type: 'string', default: 'one,many,read,readmany' },
     runs: { type: 'string', default: '1' },
     'rate-mbps': { type: 'string', default: '0' },
+    'full-disk-mib': { type: 'string', default: '64' },
+    'full-copy-mib': { type: 'string', default: '200' },
     work: { type: 'string' },
   },
 });
@@ -181,11 +195,13 @@ async function remoteSha1(path) {
 // ---- mounts ----
 const env = { SEAFS_PASSWORD: user.password, SEAFS_RUNTIME_DIR: join(work, 'run') };
 let mounts = 0;
-async function mount() {
+async function mount(prepare = async () => {}) {
   const id = ++mounts;
   const mnt = join(work, `mnt-${id}`);
   const cacheRoot = join(work, `cache-${id}`);
   mkdirSync(mnt, { recursive: true });
+  mkdirSync(cacheRoot, { recursive: true });
+  await prepare(cacheRoot);
   const args = [CLI, 'mount', mountUrl, mnt, '--library', library, '--user', user.email, '--daemon'];
   args.push('--cache-dir', cacheRoot);
   if (opt['cache-max-size']) args.push('--cache-max-size', opt['cache-max-size']);
@@ -210,7 +226,11 @@ async function mount() {
       await run(process.execPath, [CLI, 'unmount', mnt], { env, timeoutMs: 600_000 }).catch(() => {});
       lazyUnmount(mnt);
       if (pid) await killPid(pid, 5000);
-      rmSync(cacheRoot, { recursive: true, force: true });
+      try {
+        rmSync(cacheRoot, { recursive: true, force: true });
+      } catch {
+        // a mount point (the full-disk job's tmpfs): its owner removes it
+      }
       rmSync(mnt, { recursive: true, force: true });
     },
   };
@@ -251,6 +271,60 @@ async function job(name, fn) {
   }
 }
 
+/** the cache dir on a small tmpfs: a copy of one large file, then of files that each fit */
+async function fullDisk() {
+  const diskMiB = Number(opt['full-disk-mib']);
+  const copy = Number(opt['full-copy-mib']) * MiB;
+  const one = join(srcDir, 'full-one.bin');
+  const oneSha = makeFile(one, copy);
+  const parts = join(srcDir, 'full-parts');
+  mkdirSync(parts, { recursive: true });
+  const partShas = [];
+  for (let o = 0, i = 0; o < copy; o += 8 * MiB, i++)
+    partShas.push([`p${i}.bin`, makeFile(join(parts, `p${i}.bin`), Math.min(8 * MiB, copy - o))]);
+  let tmpfs = null;
+  const m = await mount(async (dir) => {
+    await run('mount', ['-t', 'tmpfs', '-o', `size=${diskMiB}m`, 'tmpfs', dir]);
+    tmpfs = dir;
+  });
+  const outcome = async (cmd) => {
+    const r = await run('bash', ['-c', cmd], { check: false, timeoutMs: 600_000 });
+    return r.code === 0 ? 'completed' : `failed: ${r.stderr.trim().split('\n').pop().replace(/^.*: /, '')}`;
+  };
+  try {
+    await api.deletePath(repo, '/full-one.bin').catch(() => {});
+    await api.deletePath(repo, '/full-parts').catch(() => {});
+    const oneSaid = await outcome(`cp ${one} ${m.mnt}/full-one.bin`);
+    const partsSaid = await outcome(`cp -r ${parts} ${m.mnt}/full-parts`);
+    await m.settled();
+    // what the server holds of the large file: whole, an exact prefix, or something else
+    const size = await api.fileSize(repo, '/full-one.bin').catch(() => null);
+    let held = 'nothing';
+    if (size !== null) {
+      const h = createHash('sha1');
+      const fd = openSync(one, 'r');
+      const buf = Buffer.allocUnsafe(size);
+      for (let o = 0; o < size;) o += readSync(fd, buf, o, size - o, o);
+      closeSync(fd);
+      h.update(buf);
+      const prefix = h.digest('hex');
+      const got = await remoteSha1('/full-one.bin');
+      held = got === oneSha ? 'whole' : got === prefix ? `an exact prefix (${(size / MiB).toFixed(1)} MiB)` : 'CORRUPT';
+    }
+    let whole = 0;
+    for (const [n, sha] of partShas) if ((await remoteSha1(`/full-parts/${n}`).catch(() => '')) === sha) whole++;
+    const row = { diskMiB, copyMiB: copy / MiB, oneFile: oneSaid, serverHolds: held, files: partsSaid };
+    row.filesWhole = `${whole} of ${partShas.length}`;
+    fullRows.push(row);
+    log(JSON.stringify(row));
+  } finally {
+    await m.close();
+    if (tmpfs) await run('umount', [tmpfs], { check: false });
+    if (tmpfs) rmSync(tmpfs, { recursive: true, force: true });
+  }
+}
+const fullRows = [];
+
 const timed = async (cmd) => (await run('bash', ['-c', cmd], { timeoutMs: 3_600_000, name: cmd.split(' ')[0] })).ms;
 const jobs = opt.jobs.split(',');
 for (let r = 0; r < RUNS; r++) {
@@ -268,12 +342,19 @@ for (let r = 0; r < RUNS; r++) {
     log(`many: ${small.length} files checked through the API`);
   }
   if (jobs.includes('read')) await job('read', (m) => timed(`cat ${m.mnt}/one.bin > /dev/null`));
+  if (jobs.includes('full')) await fullDisk();
   if (jobs.includes('readmany')) await job('readmany', (m) => timed(`cat ${m.mnt}/many/* > /dev/null`));
 }
 
-const cols = Object.keys(rows[0] ?? {});
-process.stdout.write(`| ${cols.join(' | ')} |\n|${cols.map(() => '---').join('|')}|\n`);
-for (const r of rows) process.stdout.write(`| ${cols.map((c) => r[c]).join(' | ')} |\n`);
+function table(list) {
+  const cols = Object.keys(list[0] ?? {});
+  if (!cols.length) return;
+  process.stdout.write(`| ${cols.join(' | ')} |\n|${cols.map(() => '---').join('|')}|\n`);
+  for (const r of list) process.stdout.write(`| ${cols.map((c) => r[c]).join(' | ')} |\n`);
+}
+table(rows);
+if (fullRows.length) process.stdout.write('\n');
+table(fullRows);
 proxy?.close();
 proxy?.closeAllConnections();
 await server.stop();

@@ -32,6 +32,8 @@ export class CacheRoom {
   private countedAt = 0;
   private wakers: (() => void)[] = [];
   private saidStuck = false;
+  /** temp files whose unlink is under way */
+  private unlinking = 0;
 
   constructor(
     /** bytes the cache dir may hold (0: no limit) */
@@ -97,20 +99,34 @@ export class CacheRoom {
     return true;
   }
 
+  /** A temp file is about to go (its state left the table; the unlink follows): room is coming. */
+  freeing(): void {
+    this.unlinking++;
+  }
+
   /** A temp file went (its file is on the server, or deleted): waiting writes look again. */
   freed(): void {
+    this.unlinking = Math.max(0, this.unlinking - 1);
     this.countedAt = 0;
     const w = this.wakers;
     this.wakers = [];
     for (const f of w) f();
   }
 
-  /** Another file's upload will free its temp file: closed, with no failed upload, the server reachable. */
+  /**
+   * Another file's temp file will go soon: one being unlinked, one uploaded
+   * and closed (disposed next), or one closed whose upload has not failed
+   * (with the server reachable).
+   */
   private othersDrain(s: FileState): boolean {
-    if (this.offline()) return false;
-    for (const o of this.states())
-      if (o !== s && o.mem === null && !o.disposed && o.size > 0 && o.writers === 0 && o.dirty && !o.deleted)
-        if (!o.lastError) return true;
+    if (this.unlinking > 0) return true;
+    const online = !this.offline();
+    for (const o of this.states()) {
+      if (o === s || o.mem !== null || o.disposed || o.size === 0 || o.writers > 0) continue;
+      if (!o.dirty || o.deleted) {
+        if (o.openCount === 0) return true;
+      } else if (online && !o.lastError) return true;
+    }
     return false;
   }
 

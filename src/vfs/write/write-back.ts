@@ -501,6 +501,7 @@ export class WriteBack {
     if (inMemory) return;
     const fh = s.fh;
     s.fh = null;
+    this.room.freeing();
     void (async () => {
       await s.ready.catch(() => {});
       await (fh ?? s.fh)?.close().catch(() => {});
