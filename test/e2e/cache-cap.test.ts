@@ -4,7 +4,8 @@
 // larger than the limit is still copied whole. And a cache dir on a full disk
 // (a tmpfs of 24 MiB): a copy of files that each fit goes through as uploads
 // free room, a file that cannot fit fails with ENOSPC, what reached the server
-// of it is an exact prefix, and nothing closed before is lost. Every file is
+// of it is an exact prefix, nothing closed before is lost, and files that fit
+// go through again right after. Every file is
 // read back through the API.
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
@@ -120,9 +121,14 @@ describe('a cache dir on a full disk', () => {
         const bad = await sh(`cp ${q(path.join(ctx.src, 'big.bin'))} ${q(m.mnt)}/big.bin`, { allowFail: true });
         expect(bad.code).not.toBe(0);
         expect(bad.err).toMatch(/No space left on device/);
+        // right after, with the disk still full of what was written of it: files that fit go through again
+        const again = await sources('again', 6, 4 * MiB);
+        const cp2 = await sh(`cp -r ${q(path.join(ctx.src, 'again'))} ${q(m.mnt)}/again`, { allowFail: true });
+        expect(cp2.code, cp2.err).toBe(0);
         const un = await m.unmount();
         expect(un.code, un.out + un.err).toBe(0);
         await expectOnServer(ctx.repos.Full, '/fits', files);
+        await expectOnServer(ctx.repos.Full, '/again', again);
         // what reached the server of the big file is an exact prefix of it
         const got = await remoteBytes(ctx.api, ctx.repos.Full, '/big.bin');
         expect(got.length).toBeLessThan(big.length);
