@@ -5,8 +5,7 @@
 // (a tmpfs of 24 MiB): a copy of files that each fit goes through as uploads
 // free room, a file that cannot fit fails with ENOSPC, what reached the server
 // of it is an exact prefix, nothing closed before is lost, and files that fit
-// go through again right after. Every file is
-// read back through the API.
+// go through again right after. Every file is read back through the API.
 import { randomBytes } from 'node:crypto';
 import { lstat, mkdir, readdir, writeFile } from 'node:fs/promises';
 import path from 'node:path';
