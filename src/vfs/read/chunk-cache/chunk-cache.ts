@@ -91,7 +91,7 @@ export class ChunkCache {
       (b, ok) => this.batchWritten(b, ok),
     );
     // the chunks on their way to the disk count already: eviction makes room before they land
-    this.usageOf.reserved = () => this.batcher.queued;
+    this.usageOf.queued = () => this.batcher.queued;
     this.markers = new MarkerWriter(versions, boot, markDelayMs, settleMs);
     this.reads = new ChunkReads(
       this.entries,
@@ -144,7 +144,7 @@ export class ChunkCache {
 
   /** `bytes()`: what the cache dir holds besides the chunks (files being written); the chunks make way for it */
   setReserved(bytes: () => number): void {
-    this.usageOf.reserved = () => this.batcher.queued + bytes();
+    this.usageOf.reserved = bytes;
   }
 
   /** Evicts (in the background) until the chunks and the reserved bytes fit under the cap. */

@@ -20,6 +20,8 @@ export class CacheDirUsage {
   private rescanning: Promise<void> | null = null;
   /** bytes of the dir outside the chunk cache (files being written) */
   reserved: () => number = () => 0;
+  /** bytes of chunk writes on their way to the disk: counted already, so that eviction makes room before they land */
+  queued: () => number = () => 0;
   private evictedAt = 0;
 
   constructor(
@@ -36,7 +38,7 @@ export class CacheDirUsage {
   ) {}
 
   get over(): boolean {
-    return this.total > 0 && this.total + this.reserved() > this.maxBytes;
+    return this.total > 0 && this.total + this.queued() + this.reserved() > this.maxBytes;
   }
 
   /** Counts the files of the dir anew: those of other processes and this one's. */
@@ -57,12 +59,13 @@ export class CacheDirUsage {
   /** Least recently used first, among this process' versions and the files others left, until under the cap. */
   evict(keep: CachedVersion | null): Promise<void> {
     // over only for the reserved bytes: a rescan at most once a second (each reads the whole dir)
-    if (!this.rescanning && this.total <= this.maxBytes && Date.now() - this.evictedAt < RESERVED_RESCAN_MS)
+    const ownBytes = this.total + this.queued();
+    if (!this.rescanning && ownBytes <= this.maxBytes && Date.now() - this.evictedAt < RESERVED_RESCAN_MS)
       return Promise.resolve();
     this.rescanning ??= (async () => {
       try {
         await this.scan();
-        const target = Math.max(0, this.maxBytes * 0.9 - this.reserved());
+        const target = Math.max(0, this.maxBytes * 0.9 - this.queued() - this.reserved());
         const victims: { used: number; drop: () => void }[] = [];
         for (const e of this.versions())
           if (e !== keep && e.bytes > 0 && !this.kept(e.name)) victims.push({ used: e.used, drop: () => this.drop(e) });
