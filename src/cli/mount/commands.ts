@@ -302,7 +302,8 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('cache-max-size', {
         type: 'number',
         default: 4096,
-        describe: 'MiB of downloaded data kept on disk in the cache dir (0: none)',
+        describe:
+          'MiB the cache dir may hold: downloaded data, and files being written (writes wait for uploads past it; 0: no disk cache, no limit)',
       })
       .option('cache-streams', {
         type: 'boolean',

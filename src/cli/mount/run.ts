@@ -74,7 +74,7 @@ export interface MountSettings {
   cacheDir?: string;
   attrTimeout?: number;
   dirCacheTime?: number;
-  /** MiB of downloaded data kept on disk */
+  /** MiB the cache dir may hold: downloaded data and files being written */
   cacheMaxSize?: number;
   /** a front-to-back read is kept in the disk cache too: true any size, false never, unset up to 256 MiB */
   cacheStreams?: boolean;
