@@ -236,8 +236,13 @@ export function buildComponents(rawApi: SeafileApi, opts: VfsOptions, host: VfsH
         all.listingCache.invalidateTree(repo, dir);
       },
     },
-    opts.writeBack,
+    // the temp files of files being written count against --cache-max-size too; the read cache gives way to them
+    { cacheMaxBytes: all.chunkCache ? diskBytes : 0, readCache: all.chunkCache ?? undefined, ...opts.writeBack },
   );
+  if (all.chunkCache) {
+    const room = all.writeBack.room;
+    all.chunkCache.setReserved(() => room.heldBytes());
+  }
   all.listingCache.setLocalFolders(all.writeBack.folders);
   all.xattrs = new Xattrs({
     api,

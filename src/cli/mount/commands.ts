@@ -308,7 +308,7 @@ export const mountCommand: CommandModule<object, MountArgv> = {
       .option('cache-max-size', {
         type: 'string',
         describe:
-          'downloaded data kept on disk in the cache dir: a size such as 10G or 512M, a plain number is MiB (default 4G; 0: none)',
+          'what the cache dir may hold: downloaded data, and files being written (writes wait for uploads past it): a size such as 10G or 512M, a plain number is MiB (default 4G; 0: no disk cache, no limit)',
         coerce: lastSize('--cache-max-size', MiB),
       })
       .option('cache-streams', {

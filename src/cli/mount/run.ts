@@ -79,7 +79,7 @@ export interface MountSettings {
   cacheDir?: string;
   attrTimeout?: number;
   dirCacheTime?: number;
-  /** bytes of downloaded data kept on disk (default 4 GiB) */
+  /** bytes the cache dir may hold: downloaded data and files being written (default 4 GiB) */
   cacheMaxSize?: number;
   /** a front-to-back read is kept in the disk cache too: true any size, false never, unset up to 256 MiB */
   cacheStreams?: boolean;

@@ -82,6 +82,8 @@ export function statusOf(p: VfsComponents) {
     metaCache: p.listingCache.held(),
     uploads: p.writeBack.stats,
     blocks: p.writeBack.blocks.stats,
+    /** writes that waited for uploads to make room under --cache-max-size, and the bytes files being written hold */
+    cacheRoom: { ...p.writeBack.room.stats, heldBytes: p.writeBack.room.heldBytes() },
     offline: p.connectivity.state(),
     outages: p.connectivity.outages,
     mtimes: p.mtimes.status(),

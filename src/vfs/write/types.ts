@@ -1,6 +1,7 @@
 // Shapes shared by the write path's modules (kept apart so that the modules
 // import them without importing each other in a ring).
 import type { FileState } from './file-state.js';
+import type { ReadCacheShare } from './cache-room.js';
 
 /** uploads by blocks (blocks/block-uploads.ts): the threshold and request sizes */
 export interface BlockOptions {
@@ -49,6 +50,10 @@ export interface WriteBackHooks {
 }
 
 export interface WriteBackOptions {
+  /** bytes the cache dir may hold (--cache-max-size): writes wait for uploads past it (cache-room.ts; 0: no limit) */
+  cacheMaxBytes?: number;
+  /** the read cache, which gives way to files being written */
+  readCache?: ReadCacheShare;
   concurrency?: number;
   /** several new small files of a folder in one POST (when the API offers uploadBatch; default 128) */
   batchMaxFiles?: number;

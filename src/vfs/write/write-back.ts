@@ -29,6 +29,7 @@ import type { BlockProgress } from './blocks/block-sender.js';
 import { BLOCK_SIZE, BlockUploads } from './blocks/block-uploads.js';
 import { Hasher } from '../common/block-hasher.js';
 import { VersionCheck } from './version-check.js';
+import { CacheRoom } from './cache-room.js';
 
 export { FileState } from './file-state.js';
 export type { UploadResult, WriteBackHooks, WriteBackOptions } from './types.js';
@@ -52,6 +53,8 @@ export class WriteBack {
   readonly folders: PendingFolders;
   /** large files by blocks: only what the server lacks is sent */
   readonly blocks: BlockUploads;
+  /** the temp files' share of --cache-max-size: writes wait for uploads to make room */
+  readonly room: CacheRoom;
 
   constructor(
     api: SeafileApi,
@@ -94,6 +97,13 @@ export class WriteBack {
       (s, t) => this.blocks.skipsStream(s, t),
     );
     this.check = new VersionCheck(api, (ms) => this.data.noteRoundTrip(ms));
+    this.room = new CacheRoom(
+      opts.cacheMaxBytes ?? 0,
+      () => this.states.values(),
+      () => hooks.offline?.() ?? false,
+      hooks.log,
+      opts.readCache ?? null,
+    );
     this.landed = new LandedCopies(this.check, api, hooks.log, opts.retryBaseMs ?? 1000);
     const uploader = new Uploader(
       api,
@@ -290,17 +300,35 @@ export class WriteBack {
     return this.data.read(s, buf, len, pos);
   }
 
-  /** Synchronous (a number) when the file stays in memory. */
+  /**
+   * Synchronous (a number) when the file stays in memory. A write that grows
+   * the temp files past the cache limit first waits for uploads to make room
+   * (cache-room.ts).
+   */
   write(s: FileState, buf: Buffer, len: number, pos: number): number | Promise<number> {
+    if (this.room.mustWait(s, pos + len))
+      return this.room.wait(s, pos + len).then(() => this.writeData(s, buf, len, pos, Date.now()));
+    return this.writeData(s, buf, len, pos, Date.now());
+  }
+
+  private writeData(s: FileState, buf: Buffer, len: number, pos: number, since: number): number | Promise<number> {
     const n = this.data.write(s, buf, len, pos);
     if (typeof n === 'number') {
       this.wrote(s, pos, n);
       return n;
     }
-    return n.then((k) => {
-      this.wrote(s, pos, k);
-      return k;
-    });
+    return n.then(
+      (k) => {
+        this.wrote(s, pos, k);
+        return k;
+      },
+      async (e: unknown) => {
+        // the cache dir's disk is full: other files' uploads may free their temp files
+        if (errnoOf(e) === 'ENOSPC' && (await this.room.afterEnospc(s, since)))
+          return this.writeData(s, buf, len, pos, since);
+        throw e;
+      },
+    );
   }
 
   private wrote(s: FileState, pos: number, len: number): void {
@@ -473,10 +501,12 @@ export class WriteBack {
     if (inMemory) return;
     const fh = s.fh;
     s.fh = null;
+    this.room.freeing();
     void (async () => {
       await s.ready.catch(() => {});
       await (fh ?? s.fh)?.close().catch(() => {});
       await unlink(s.tmp).catch(() => {});
+      this.room.freed();
     })();
   }
 

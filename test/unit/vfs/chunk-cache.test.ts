@@ -253,6 +253,25 @@ describe('disk block cache', () => {
     expect(small.usage().used).toBeLessThanOrEqual(12 * C);
   });
 
+  it('gives way to the files being written: their bytes count against the cap and makeRoom evicts for them', async () => {
+    const dir = await tempDir();
+    const [x, y] = [fileId('x'), fileId('y')];
+    const c = await cacheIn(dir, 24 * C);
+    let reserved = 0;
+    c.setReserved(() => reserved);
+    for (const v of [x, y]) {
+      await c.open(v, 10 * C);
+      for (let i = 0; i < 10; i++) c.put(v, i, [chunk(i)], C);
+      await idle(c);
+    }
+    expect(c.stats.evictions).toBe(0); // 20 chunks under a cap of 24
+    reserved = 8 * C; // files being written take 8 chunks' worth of the dir: one version goes
+    c.makeRoom();
+    for (let i = 0; i < 50 && c.usage().used + reserved > 24 * C; i++) await new Promise((r) => setTimeout(r, 20));
+    expect(c.usage().used + reserved).toBeLessThanOrEqual(24 * C);
+    expect(c.stats.evictions).toBe(1);
+  });
+
   it('two instances share one dir: both write the same version, each serves it, and one evicting it does not break the other', async () => {
     const dir = await tempDir();
     const id = fileId('shared');

@@ -90,6 +90,8 @@ export class ChunkCache {
       (b) => this.writeBatch(b),
       (b, ok) => this.batchWritten(b, ok),
     );
+    // the chunks on their way to the disk count already: eviction makes room before they land
+    this.usageOf.queued = () => this.batcher.queued;
     this.markers = new MarkerWriter(versions, boot, markDelayMs, settleMs);
     this.reads = new ChunkReads(
       this.entries,
@@ -138,6 +140,16 @@ export class ChunkCache {
   /** versions larger than this are not cached (they would evict everything else and themselves) */
   worthCaching(size: number): boolean {
     return this.maxBytes > 0 && size <= this.maxBytes / 2;
+  }
+
+  /** `bytes()`: what the cache dir holds besides the chunks (files being written); the chunks make way for it */
+  setReserved(bytes: () => number): void {
+    this.usageOf.reserved = bytes;
+  }
+
+  /** Evicts (in the background) until the chunks and the reserved bytes fit under the cap. */
+  makeRoom(): void {
+    if (this.usageOf.over) void this.usageOf.evict(null);
   }
 
   /** bytes the cache dir holds as far as this process knows, and the cap */

@@ -3,10 +3,14 @@
 // writes, and rescans the dir before it evicts, least recently used first by
 // modification time (touched at most once a minute on use). Eviction unlinks
 // a file (a process holding it open keeps reading its own copy); kept
-// versions (pinned files) are never evicted.
+// versions (pinned files) are never evicted. Bytes the cache dir holds
+// besides (`reserved`: files being written, waiting for their upload) count
+// against the cap: the chunks make way for them.
 import { readdir, stat, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { CachedVersion } from './cache-file.js';
+
+const RESERVED_RESCAN_MS = 1000;
 
 export class CacheDirUsage {
   /** files found in the dir that this process has not opened: name -> size and last use */
@@ -14,6 +18,11 @@ export class CacheDirUsage {
   /** bytes the dir holds as far as this process knows */
   total = 0;
   private rescanning: Promise<void> | null = null;
+  /** bytes of the dir outside the chunk cache (files being written) */
+  reserved: () => number = () => 0;
+  /** bytes of chunk writes on their way to the disk: counted already, so that eviction makes room before they land */
+  queued: () => number = () => 0;
+  private evictedAt = 0;
 
   constructor(
     private readonly dir: string,
@@ -29,7 +38,7 @@ export class CacheDirUsage {
   ) {}
 
   get over(): boolean {
-    return this.total > this.maxBytes;
+    return this.total > 0 && this.total + this.queued() + this.reserved() > this.maxBytes;
   }
 
   /** Counts the files of the dir anew: those of other processes and this one's. */
@@ -49,10 +58,14 @@ export class CacheDirUsage {
 
   /** Least recently used first, among this process' versions and the files others left, until under the cap. */
   evict(keep: CachedVersion | null): Promise<void> {
+    // over only for the reserved bytes: a rescan at most once a second (each reads the whole dir)
+    const ownBytes = this.total + this.queued();
+    if (!this.rescanning && ownBytes <= this.maxBytes && Date.now() - this.evictedAt < RESERVED_RESCAN_MS)
+      return Promise.resolve();
     this.rescanning ??= (async () => {
       try {
         await this.scan();
-        const target = this.maxBytes * 0.9;
+        const target = Math.max(0, this.maxBytes * 0.9 - this.queued() - this.reserved());
         const victims: { used: number; drop: () => void }[] = [];
         for (const e of this.versions())
           if (e !== keep && e.bytes > 0 && !this.kept(e.name)) victims.push({ used: e.used, drop: () => this.drop(e) });
@@ -74,6 +87,7 @@ export class CacheDirUsage {
           v.drop();
         }
       } finally {
+        this.evictedAt = Date.now();
         this.rescanning = null;
       }
     })();

@@ -106,6 +106,11 @@ export class WriteBatcher {
     if (this.batch && this.batch.len >= BATCH) this.flush();
   }
 
+  /** bytes of chunk writes waiting for the disk */
+  get queued(): number {
+    return this.queuedBytes;
+  }
+
   /** as many bytes wait for the disk as may: an add() now would be refused */
   behind(): boolean {
     return this.queuedBytes >= this.maxQueuedBytes;
