@@ -1,13 +1,13 @@
+// One file on purpose, though over 500 lines: it is the one class behind SeafileApi, a one-line delegation per operation; split, it would need partial classes.
 // SeafileClient: every web API operation seafs uses, over one keep-alive
 // undici Agent (http.ts). The operations live by endpoint family in
 // endpoints/ (session, libraries, folders, files, downloads, uploads,
-// history, share links, starred and search), each a function of the HTTP
+// history, share links, starred and search, notifications), each a function of the HTTP
 // core naming its operation (for errors), its retry class (retry.ts) and
 // its error context (status-map.ts); the class holds the session state
 // (token, library passwords, options) and delegates. The one exception is
 // streamGet, the reader's sequential stream, over a bare socket
 // (raw-get.ts) unless the rawStreams option is off.
-// Long only by its one-line delegations (one per API operation).
 import { StreamUnsupported } from './errors.js';
 import type { RateLimits } from './bandwidth.js';
 import { httpOptionsOf, type ClientOptions } from './client-options.js';
@@ -19,8 +19,7 @@ import { rawGet } from './raw-get.js';
 import { relockingStream } from './relock.js';
 import { streamUploadFor } from './stream-upload.js';
 import { uploadManyFor } from './upload-many.js';
-import { NotificationFeed, notificationUrl, type ClientOptionsOfWs } from './notification-feed.js';
-import { notificationPing, notificationToken } from './endpoints/notifications.js';
+import { changeWatcher } from './endpoints/notifications.js';
 import { batchDelete, batchTransfer, type BatchState } from './endpoints/batch.js';
 import * as downloads from './endpoints/downloads.js';
 import * as files from './endpoints/files.js';
@@ -100,25 +99,7 @@ export class SeafileClient implements SeafileApi {
     this.uploadBatch = uploadManyFor(this, { raw: opts.rawUploads ?? true });
     if (opts.streamUploads !== false) this.startUploadStream = streamUploadFor(this.http.tls, this.http.bandwidth.up);
     const notify = opts.notifications;
-    if (notify !== false) {
-      this.watchChanges = (repos, hooks) =>
-        new NotificationFeed(
-          {
-            url: notificationUrl(opts.baseUrl),
-            repos,
-            ping: () => notificationPing(this.http),
-            token: (repo) => notificationToken(this.http, repo),
-            // the same trust as every other connection of this client (tls.ts)
-            wsOptions: () =>
-              // ws hands its options to tls.connect, which takes a secure context
-              (opts.baseUrl.startsWith('https:')
-                ? { secureContext: this.http.tls.context() }
-                : {}) as ClientOptionsOfWs,
-            ...notify,
-          },
-          hooks,
-        );
-    }
+    if (notify !== false) this.watchChanges = changeWatcher(this.http, opts.baseUrl, notify);
   }
 
   /** Stops re-sending a library's password. */

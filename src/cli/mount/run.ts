@@ -1,16 +1,15 @@
 // The mount process: log in, resolve the library, mount, serve the control
 // socket, and on unmount/SIGINT/SIGTERM upload everything pending before
-// detaching. Shared by `seafs mount` and `seafs demo`. Longer than most
-// modules: startMount's steps share the mount's state (the vfs, the FUSE
-// mount, the control socket, the unmount's bound) through one closure.
-import { loginDevice } from '../accounts/device.js';
+// detaching. Shared by `seafs mount` and `seafs demo`. The login is
+// connect.ts, the settings mount-settings.ts; startMount's steps share the
+// mount's state (the vfs, the FUSE mount, the control socket, the unmount's
+// bound) through one closure.
 import { createHash } from 'node:crypto';
 import { chmod, mkdir, realpath } from 'node:fs/promises';
 import { homedir } from 'node:os';
 import v8 from 'node:v8';
 import { join, resolve } from 'node:path';
-import { SeafileClient, type ClientOptions } from '../../client/client.js';
-import { ApiError } from '../../client/errors.js';
+import type { SeafileClient } from '../../client/client.js';
 import { clearStaleMount, mountVfs, type FuseMount } from '../../fuse/mount.js';
 import type { OpCounts } from '../../fuse/ops.js';
 import { VfsError } from '../../vfs/errors.js';
@@ -18,17 +17,14 @@ import { DEFAULT_DELETE_GUARD, Vfs, WrongLibraryPassword } from '../../vfs/vfs.j
 import { shellWord } from '../control/confirm-delete.js';
 import { controlAlive, listenControl } from '../control/control-socket.js';
 import { waitForDetached, watchDetach } from './detach-watch.js';
-import { guessLevel, logger, unexpectedErrorHandler } from '../log.js';
-import { UnreachableError } from './retry-login.js';
+import { logger, unexpectedErrorHandler } from '../log.js';
 import { pinControl } from '../control/pin.js';
 import { fmtBytes, fmtDuration } from '../control/status-format.js';
-import { readLibraryPassword, type Secrets } from './secrets.js';
-import type { TlsFiles } from '../../client/tls.js';
-import { certificateError } from '../tls-options.js';
+import { readLibraryPassword } from './secrets.js';
 import { cacheTimes } from './cache-times.js';
 import { parseUmask } from './fstab-options.js';
-import { fmtBandwidth, GiB, MiB, parseBwLimit, parseSize } from '../size-units.js';
-import { TokenRefused, UserError } from '../user-error.js';
+import { fmtBandwidth, parseBwLimit } from '../size-units.js';
+import { UserError } from '../user-error.js';
 import { loginAgain, savedToken } from '../accounts/account-source.js';
 import { TokenWatch } from './token-watch.js';
 import { appliedV8Flags, mountIsUp } from './v8-tuning.js';
@@ -40,191 +36,23 @@ import {
   readProcMounts,
   staleProblem,
 } from './preflight.js';
-import { unlockAgainLog, unlockRefreshMs } from './password-resend.js';
+import { unlockAgainLog } from './password-resend.js';
+import { blockThreshold, cacheBytes, type MountSettings } from './mount-settings.js';
+import { log } from './mount-log.js';
+import { explain } from './connect.js';
 import { UnmountBound, unmountWaitMs } from './unmount-wait.js';
 
+export { blockThreshold, type MountSettings } from './mount-settings.js';
+export { log } from './mount-log.js';
+export { connect, offlineClient, uploadSwitches } from './connect.js';
+
 const NEW_FILE_DELAY_MS = Number(process.env.SEAFS_NEW_FILE_DELAY_MS ?? 300);
-
-/**
- * SEAFS_BLOCK_UPLOADS: files larger than this many MiB go by blocks (default 8: more than one block);
- * 'off' (or 0) uploads every file whole (src/vfs/write/blocks/block-uploads.ts).
- * SEAFS_BLOCK_READS: the same for reads taking cached blocks of other versions (default 16; block-reuse.ts).
- */
-export function blockThreshold(v = process.env.SEAFS_BLOCK_UPLOADS, name = 'SEAFS_BLOCK_UPLOADS'): number | undefined {
-  if (v === undefined || v === '') return undefined;
-  if (v === 'off') return Infinity;
-  const bytes = parseSize(v, `${name} (or 'off')`, MiB);
-  return bytes === 0 ? Infinity : bytes;
-}
-
-/** the disk cache's bound in bytes (--cache-max-size, default 4 GiB) */
-function cacheBytes(s: MountSettings): number {
-  return Math.max(0, s.cacheMaxSize ?? 4 * GiB);
-}
-
-export interface MountSettings {
-  url: string;
-  mountpoint: string;
-  library?: string;
-  /** the password of an encrypted --library: this file, else SEAFS_LIBRARY_PASSWORD, else a prompt */
-  libraryPasswordFile?: string;
-  readOnly?: boolean;
-  /** with allowOther the kernel checks the shown owners and modes (default_permissions) */
-  allowOther?: boolean;
-  /** owner and group shown for every entry */
-  uid?: number;
-  gid?: number;
-  /** octal text (or a number read as octal digits): bits taken from 777 and 666 */
-  umask?: string;
-  cacheDir?: string;
-  attrTimeout?: number;
-  dirCacheTime?: number;
-  /** bytes the cache dir may hold: downloaded data and files being written (default 4 GiB) */
-  cacheMaxSize?: number;
-  /** a front-to-back read is kept in the disk cache too: true any size, false never, unset up to 256 MiB */
-  cacheStreams?: boolean;
-  /** lock a document on the server while an Office program's lock file for it exists (default true) */
-  officeLocks?: boolean;
-  /** symbolic links as NAME.rclonelink files, as rclone --links keeps them (default false) */
-  links?: boolean;
-  /** fill the freedesktop thumbnail cache with the server's thumbnails of listed pictures (default true) */
-  thumbnails?: boolean;
-  /** kernel readahead, bytes (0: the kernel's default) */
-  readAhead?: number;
-  /** bandwidth limit as given (`10M`, `UP:DOWN`, `off`; size-units.ts parseBwLimit) */
-  bwlimit?: string;
-  /** seconds a server request may wait for an answer (the client's timeoutMs) */
-  timeout?: number;
-  /** generic mount options for the kernel mount (nosuid, noexec, ro, ...) */
-  kernelOptions?: string[];
-  /** false: no extended attributes (the kernel then stops asking before every write) */
-  xattrs?: boolean;
-  /** files deleted within a minute above which deletes are held until `seafs confirm-delete` (0: off) */
-  deleteGuard?: number;
-  debug?: boolean;
-  /** the saved account mounted (`seafs mount NAME:...`), and the folder of saved accounts */
-  account?: string;
-  config?: string;
-  /** https: a CA file to trust, a client certificate and its key (absolute paths; tls-options.ts) */
-  caFile?: string;
-  clientCert?: string;
-  clientKey?: string;
-}
 
 /** A failure to explain in one line, without a stack. */
 export { UserError };
 
-/** One line in the mount's log (stderr or --log-file), at the level its words suggest; never throws. */
-export function log(msg: string): void {
-  logger.write(guessLevel(msg), msg);
-}
-
 /** The log hook of the vfs and fuse layers: repeats from their retry loops are collapsed. */
 const layerLog = logger.hook();
-
-function explain(e: unknown, url: string, usingToken: boolean): Error {
-  if (e instanceof ApiError) {
-    switch (e.kind) {
-      case 'network':
-      case 'timeout':
-        return new UnreachableError(`cannot reach the server at ${url}: ${e.message}`);
-      case 'server':
-        // a proxy in front of a server that is still starting answers 502/503
-        return new UnreachableError(`the server at ${url} answered: ${e.message}`, true);
-      case 'otp_required':
-        return new UserError(
-          'the account uses two-factor authentication: pass the current code with --otp CODE (it was missing or refused)',
-        );
-      case 'certificate':
-        return certificateError(e);
-      case 'unauthorized':
-      case 'bad_request':
-        return usingToken
-          ? new TokenRefused('the server refused the token')
-          : new UserError('login refused: wrong user or password');
-      default:
-        return new UserError(`the server at ${url} answered: ${e.message}`);
-    }
-  }
-  return e as Error;
-}
-
-/**
- * The client's upload choices, from switches kept for troubleshooting:
- * SEAFS_STREAM_UPLOAD=0 uploads large files only after their last close,
- * SEAFS_RAW_UPLOAD=0 sends multi-file uploads through undici, not a bare socket.
- */
-export function uploadSwitches(): Pick<ClientOptions, 'streamUploads' | 'rawUploads'> {
-  return { streamUploads: process.env.SEAFS_STREAM_UPLOAD !== '0', rawUploads: process.env.SEAFS_RAW_UPLOAD !== '0' };
-}
-
-function clientOptions(baseUrl: string, timeoutSec?: number, tls?: TlsFiles) {
-  return {
-    baseUrl,
-    tls,
-    timeoutMs: timeoutSec !== undefined ? Math.round(timeoutSec * 1000) : undefined,
-    unlockRefreshMs: unlockRefreshMs(),
-    // --log-level debug: each API call with its time (operation names only: URLs hold link tokens)
-    onAttempt: logger.enabled('debug')
-      ? (op: string, method: string, outcome: number | string, ms: number) =>
-          logger.debug(`api ${method} ${op}: ${outcome} in ${ms} ms`)
-      : undefined,
-  };
-}
-
-/** A client with a token kept by an earlier mount, made without asking the server (a start offline). */
-export function offlineClient(url: string, token: string, timeoutSec?: number, tls?: TlsFiles): SeafileClient {
-  return new SeafileClient({ ...clientOptions(url.replace(/\/+$/, ''), timeoutSec, tls), token, ...uploadSwitches() });
-}
-
-/** Log in (or check the token); returns a client holding a token and the account's e-mail. */
-export async function connect(
-  url: string,
-  user: string | undefined,
-  secrets: Secrets,
-  otp?: string,
-  timeoutSec?: number,
-  tls?: TlsFiles,
-): Promise<{ client: SeafileClient; token: string; email: string }> {
-  const baseUrl = url.replace(/\/+$/, '');
-  if (!/^https?:\/\//.test(baseUrl))
-    throw new UserError(
-      `the server URL must start with http:// or https:// (got ${url}; a saved account is written NAME: or NAME:Library)`,
-    );
-  let client: SeafileClient;
-  let token: string;
-  const opts = clientOptions(baseUrl, timeoutSec, tls);
-  try {
-    if (secrets.token) {
-      token = secrets.token;
-      client = new SeafileClient({ ...opts, token, ...uploadSwitches() });
-    } else {
-      // a token of this machine's own, which the user sees and can revoke under the account's devices
-      let device;
-      try {
-        device = loginDevice(baseUrl, user!);
-      } catch (e) {
-        log(`logging in without a device id (the account's shared token): ${(e as Error).message}`);
-      }
-      ({ client, token } = await SeafileClient.login(
-        { ...opts, ...uploadSwitches() },
-        user!,
-        secrets.password!,
-        otp,
-        device,
-      ));
-    }
-  } catch (e) {
-    throw explain(e, baseUrl, false);
-  }
-  try {
-    const info = await client.accountInfo();
-    return { client, token, email: info.email || user || 'unknown' };
-  } catch (e) {
-    await client.close();
-    throw explain(e, baseUrl, !!secrets.token);
-  }
-}
 
 /** Check the mount point; clear a stale mount left by a dead seafs (mount/preflight.ts says what else is wrong). */
 async function prepareMountpoint(mnt: string, nonempty: boolean): Promise<void> {

@@ -5,8 +5,11 @@
 // sync token from download-info in a Seafile-Repo-Token header (10.0 and 11.0).
 // A 10.0 seahub without its web UI answers unknown URLs 500 (its 404 page fails
 // to render): that too sends the client to the fileserver, without retrying.
+import type { ClientOptions } from '../client-options.js';
 import { isApiError } from '../errors.js';
 import type { HttpCore } from '../http.js';
+import { NotificationFeed, notificationUrl, type ClientOptionsOfWs } from '../notification-feed.js';
+import type { ChangeFeed, ChangeFeedHooks } from '../types.js';
 
 /** whether the server answers the notification server's ping (false: it has none, or it is down) */
 export async function notificationPing(http: HttpCore): Promise<boolean> {
@@ -61,4 +64,27 @@ export async function notificationToken(http: HttpCore, repo: string): Promise<s
   const token = fs.value?.jwt_token;
   if (typeof token !== 'string' || !token) throw new Error('the fileserver gave no notification token');
   return token;
+}
+
+/** A client's watchChanges: a notification feed per call, over the client's HTTP core and its TLS trust. */
+export function changeWatcher(
+  http: HttpCore,
+  baseUrl: string,
+  notify: Exclude<ClientOptions['notifications'], false>,
+): (repos: string[], hooks: ChangeFeedHooks) => ChangeFeed {
+  return (repos, hooks) =>
+    new NotificationFeed(
+      {
+        url: notificationUrl(baseUrl),
+        repos,
+        ping: () => notificationPing(http),
+        token: (repo) => notificationToken(http, repo),
+        // the same trust as every other connection of this client (tls.ts)
+        wsOptions: () =>
+          // ws hands its options to tls.connect, which takes a secure context
+          (baseUrl.startsWith('https:') ? { secureContext: http.tls.context() } : {}) as ClientOptionsOfWs,
+        ...notify,
+      },
+      hooks,
+    );
 }

@@ -24,7 +24,7 @@ export interface UploadedPart {
   /** the received bytes; '' once the store has taken the file (nothing left to remove) */
   tmpPath: string;
   size: number;
-  /** the file id of its blocks (store/block-store.ts fileIdOf), or 40 zeros when empty */
+  /** the file id of its blocks (store/block-format.ts fileIdOf), or 40 zeros when empty */
   id: string;
   /** ids and sizes of its blocks, in order (none when empty) */
   blocks: { id: string; size: number }[];

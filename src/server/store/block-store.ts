@@ -26,13 +26,14 @@
 // before blocks hold a file's whole content as objects/<sha1 of the content>,
 // that sha1 being the file id, with no block list: such files read as before,
 // and asking for their block list cuts them into blocks (symlinks) once.
+// Ids and the symlinks' forms are block-format.ts; the marks of blocks sent
+// raw that wait for a commit, pending-blocks.ts.
 import { createHash } from 'node:crypto';
 import {
   createReadStream,
   existsSync,
   linkSync,
   lstatSync,
-  lutimesSync,
   mkdirSync,
   promises as fsp,
   readdirSync,
@@ -40,60 +41,26 @@ import {
   renameSync,
   rmSync,
   statSync,
-  symlinkSync,
 } from 'node:fs';
 import path from 'node:path';
 import { Readable, type Writable } from 'node:stream';
 import { LRUCache } from 'lru-cache';
 import { writeFileAtomic } from './atomic.js';
 import { pumpRanges, type FileRange } from './range-pump.js';
+import { PendingBlocks } from './pending-blocks.js';
+import {
+  BLOCK_ID,
+  BLOCK_SIZE,
+  errno,
+  fileIdOf,
+  placeTarget,
+  symlinkOnce,
+  type FileRecord,
+  type Place,
+} from './block-format.js';
 import { type ObjectStore, ZERO_ID } from './objects.js';
 
-/** Seafile's DEFAULT_FIXED_BLOCK_SIZE: what web and API uploads cut files into */
-export const BLOCK_SIZE = 8 << 20;
-
-export const BLOCK_ID = /^[0-9a-f]{40}$/;
-
-export interface FileRecord {
-  block_ids: string[];
-  size: number;
-  /** sizes of the blocks, in order (not part of the object whose sha1 is the id) */
-  block_sizes: number[];
-}
-
-/** The real server's file id for `blockIds` and a file size (40 zeros without blocks). */
-export function fileIdOf(blockIds: string[], size: number): string {
-  if (blockIds.length === 0) return ZERO_ID;
-  const ids = blockIds.map((b) => `"${b}"`).join(', ');
-  return createHash('sha1').update(`{"block_ids": [${ids}], "size": ${size}, "type": 1, "version": 1}`).digest('hex');
-}
-
-/** where a block's bytes are: `size` bytes of `path` from `start` */
-export interface Place {
-  path: string;
-  start: number;
-  size: number;
-}
-
-const errno = (e: unknown) => (e as NodeJS.ErrnoException).code;
-
-/**
- * A block symlink's target, `c|o:<id>:<offset>:<size>` with the numbers in
- * base 36: at most 59 bytes below 3.6 PB, which ext4 keeps in the inode
- * itself (a "fast" symlink: metadata only, no data block to flush).
- */
-function placeTarget(kind: 'c' | 'o', id: string, offset: number, size: number): string {
-  return `${kind}:${id}:${offset.toString(36)}:${size.toString(36)}`;
-}
-
-/** creates a symlink (metadata only); one already there says the same */
-function symlinkOnce(target: string, at: string): void {
-  try {
-    symlinkSync(target, at);
-  } catch (e) {
-    if (errno(e) !== 'EEXIST') throw e;
-  }
-}
+export { BLOCK_ID, BLOCK_SIZE, fileIdOf, type FileRecord, type Place } from './block-format.js';
 
 export class BlockStore {
   readonly blocksDir: string;
@@ -104,11 +71,8 @@ export class BlockStore {
   private records = new LRUCache<string, FileRecord>({ max: 4096 });
   private places = new LRUCache<string, Place>({ max: 8192 });
   private presenceMade = new Set<string>();
-  private pendingMade = new Set<string>();
-  /** per library, the blocks sent raw that no commit used yet: size and when they came (ms) */
-  private pending = new Map<string, Map<string, { size: number; at: number }>>();
-  /** `repo\nid` of those taken by commits under way: how many, and whether one of them or another use took it */
-  private committing = new Map<string, { size: number; at: number; count: number; used: boolean }>();
+  /** the blocks sent raw that no commit used yet (pending-blocks.ts) */
+  private readonly pending: PendingBlocks;
 
   constructor(
     dataDir: string,
@@ -119,24 +83,12 @@ export class BlockStore {
     this.contentsDir = path.join(dataDir, 'contents');
     this.presenceDir = path.join(dataDir, 'repo-blocks');
     this.pendingDir = path.join(dataDir, 'pending-blocks');
+    this.pending = new PendingBlocks(this.pendingDir);
   }
 
   async init(): Promise<void> {
     await fsp.mkdir(this.presenceDir, { recursive: true, mode: 0o700 });
-    await fsp.mkdir(this.pendingDir, { recursive: true, mode: 0o700 });
-    for (const repoId of await fsp.readdir(this.pendingDir)) {
-      const marks = new Map<string, { size: number; at: number }>();
-      for (const id of await fsp.readdir(path.join(this.pendingDir, repoId))) {
-        const at = path.join(this.pendingDir, repoId, id);
-        try {
-          const st = await fsp.lstat(at);
-          marks.set(id, { size: Number(await fsp.readlink(at)) || 0, at: st.mtimeMs });
-        } catch {
-          await fsp.rm(at, { force: true }); // not a mark of ours
-        }
-      }
-      if (marks.size) this.pending.set(repoId, marks);
-    }
+    await this.pending.load();
     for (const dir of [this.blocksDir, this.filesDir, this.contentsDir]) {
       await fsp.mkdir(dir, { recursive: true, mode: 0o700 });
       await Promise.all(
@@ -213,52 +165,22 @@ export class BlockStore {
   /** `repoId` holds block `id` for a file of its own (no longer a block waiting for a commit) */
   private markHeld(repoId: string, id: string): void {
     this.hold(repoId, id);
-    this.clearPending(repoId, id);
-    const c = this.committing.get(`${repoId}\n${id}`);
-    if (c) c.used = true;
-  }
-
-  private setPending(repoId: string, id: string, size: number, when = Date.now()): void {
-    if (!this.pendingMade.has(repoId)) {
-      mkdirSync(path.join(this.pendingDir, repoId), { recursive: true, mode: 0o700 });
-      this.pendingMade.add(repoId);
-    }
-    const at = path.join(this.pendingDir, repoId, id);
-    rmSync(at, { force: true }); // a block sent again starts its grace period again
-    symlinkSync(String(size), at);
-    lutimesSync(at, when / 1000, when / 1000);
-    let marks = this.pending.get(repoId);
-    if (!marks) this.pending.set(repoId, (marks = new Map()));
-    marks.set(id, { size, at: when });
-  }
-
-  private clearPending(repoId: string, id: string): void {
-    const marks = this.pending.get(repoId);
-    if (!marks?.has(id)) return;
-    rmSync(path.join(this.pendingDir, repoId, id), { force: true });
-    marks.delete(id);
-    if (marks.size === 0) this.pending.delete(repoId);
+    this.pending.used(repoId, id);
   }
 
   /** Bytes of the blocks sent raw to `repoId` that no commit used yet. */
   pendingBytes(repoId: string): number {
-    let n = 0;
-    for (const m of this.pending.get(repoId)?.values() ?? []) n += m.size;
-    return n;
+    return this.pending.bytes(repoId);
   }
 
   /** Of those, the bytes of the distinct `ids`. */
   pendingOf(repoId: string, ids: string[]): number {
-    const marks = this.pending.get(repoId);
-    if (!marks) return 0;
-    let n = 0;
-    for (const id of new Set(ids)) n += marks.get(id)?.size ?? 0;
-    return n;
+    return this.pending.bytesOf(repoId, ids);
   }
 
   /** Whether `repoId` holds block `id` for a file of its own, not only as sent raw. */
   usesBlock(repoId: string, id: string): boolean {
-    return !this.pending.get(repoId)?.has(id) && this.heldSize(repoId, id) !== null;
+    return !this.pending.has(repoId, id) && this.heldSize(repoId, id) !== null;
   }
 
   /**
@@ -274,28 +196,7 @@ export class BlockStore {
       if (s === null) return null;
       sizes.push(s);
     }
-    const taken: string[] = [];
-    for (const id of new Set(ids)) {
-      const key = `${repoId}\n${id}`;
-      const running = this.committing.get(key);
-      const m = this.pending.get(repoId)?.get(id);
-      if (running) running.count++;
-      else if (m) {
-        this.clearPending(repoId, id);
-        this.committing.set(key, { ...m, count: 1, used: false });
-      } else continue;
-      taken.push(id);
-    }
-    const done = (ok: boolean) => {
-      for (const id of taken) {
-        const key = `${repoId}\n${id}`;
-        const c = this.committing.get(key)!;
-        c.used ||= ok;
-        if (--c.count > 0) continue;
-        this.committing.delete(key);
-        if (!c.used && this.heldSize(repoId, id) !== null) this.setPending(repoId, id, c.size, c.at);
-      }
-    };
+    const done = this.pending.take(repoId, ids, (id) => this.heldSize(repoId, id) !== null);
     return { sizes, done };
   }
 
@@ -308,33 +209,30 @@ export class BlockStore {
     const cutoff = Date.now() - graceMs;
     let holders: string[] | null = null;
     let removed = 0;
-    for (const [repoId, marks] of this.pending) {
-      for (const [id, m] of marks) {
-        if (m.at > cutoff) continue;
-        this.clearPending(repoId, id);
-        rmSync(this.presencePath(repoId, id), { force: true });
-        holders ??= readdirSync(this.presenceDir);
-        const elsewhere = holders.some((r) => {
-          if (r === repoId) return false;
-          try {
-            lstatSync(this.presencePath(r, id));
-            return true;
-          } catch {
-            return false;
-          }
-        });
-        if (elsewhere) continue;
-        const at = this.blockPath(id);
+    for (const [repoId, id] of this.pending.expired(cutoff)) {
+      this.pending.clear(repoId, id);
+      rmSync(this.presencePath(repoId, id), { force: true });
+      holders ??= readdirSync(this.presenceDir);
+      const elsewhere = holders.some((r) => {
+        if (r === repoId) return false;
         try {
-          // a symlink places the block in a content or an object, which a file uses: only a file of its own goes
-          if (!lstatSync(at).isFile()) continue;
+          lstatSync(this.presencePath(r, id));
+          return true;
         } catch {
-          continue;
+          return false;
         }
-        rmSync(at, { force: true });
-        this.places.delete(id);
-        removed++;
+      });
+      if (elsewhere) continue;
+      const at = this.blockPath(id);
+      try {
+        // a symlink places the block in a content or an object, which a file uses: only a file of its own goes
+        if (!lstatSync(at).isFile()) continue;
+      } catch {
+        continue;
       }
+      rmSync(at, { force: true });
+      this.places.delete(id);
+      removed++;
     }
     return removed;
   }
@@ -383,7 +281,7 @@ export class BlockStore {
       this.places.delete(id);
     }
     this.hold(repoId, id);
-    this.setPending(repoId, id, size);
+    this.pending.set(repoId, id, size);
   }
 
   /**

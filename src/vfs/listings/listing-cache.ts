@@ -3,106 +3,35 @@
 // A listing older than the cache time is revalidated with its `oid`: an
 // "uptodate" answer renews it without transferring the entries again.
 // Memory stays bounded by entries, not only by folders: a listing is kept
-// with the fields the mount uses, and the least recently used listings go
-// once the entries held pass the budget (one folder of 100,000 files counts
-// as 100,000). Longer than most modules: the listings, their revalidation,
-// the prefetch of sub-folders and the pushed changes all work on one LRU and
-// its budget, so they stay in one class.
+// with the fields the mount uses (listing-entries.ts), and the least recently
+// used listings go once the entries held pass the budget (one folder of
+// 100,000 files counts as 100,000). The listings, their revalidation and the
+// pushed changes work on one LRU and its budget, so they stay in this class;
+// the prefetch of sub-folders for tree walks is listing-prefetch.ts.
 import { LRUCache } from 'lru-cache';
-import { ZERO_ID, type DirEntry, type DirListing, type SeafileApi } from '../../client/types.js';
+import type { DirEntry, DirListing, SeafileApi } from '../../client/types.js';
 import { unreachable } from '../common/connectivity.js';
 import { isNotFound, VfsError } from '../errors.js';
 import type { ListingStore } from './listing-disk-store.js';
 import { baseOf, isWithin, parentOf } from '../common/paths.js';
+import {
+  entryBytes,
+  LISTING_BYTES,
+  listingKey as key,
+  slimEntry,
+  type Listing,
+  type LocalFolders,
+  type MetaHeld,
+  type MetaStats,
+} from './listing-entries.js';
+import { ListingPrefetch, type PrefetchHost } from './listing-prefetch.js';
 
-export interface Listing {
-  /** the folder's object id as last seen on the server; null when unknown or locally changed */
-  oid: string | null;
-  entries: Map<string, DirEntry>;
-  fetchedAt: number;
-  /** a real operation has looked at it since it was last fetched or revalidated */
-  used?: boolean;
-  /** a walk has since gone into one of its sub-folders: their own sub-folders are then fetched on speculation */
-  walked?: boolean;
-  /** the count of local changes when its content was last taken from the server (see changedSince) */
-  seq?: number;
-  /** its sub-folders in listing order (the order `find` walks), with their positions; built at first need */
-  subdirs?: { names: string[]; index: Map<string, number> };
-  /** which of `subdirs` were handed to the prefetch since it was last fetched or revalidated */
-  queued?: Uint8Array;
-}
-
-export interface MetaStats {
-  listRequests: number;
-  fullListings: number;
-  uptodate: number;
-  prefetched: number;
-  /** stale listings renewed without a request: their fresh parent names the same folder id */
-  renewed: number;
-}
-
-/** What the cache holds now: folders, entries, and an estimate of their bytes on the heap. */
-export interface MetaHeld {
-  folders: number;
-  entries: number;
-  /** entry budget: least recently used listings are dropped beyond it */
-  maxEntries: number;
-  bytes: number;
-}
-
-const joinDir = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`);
-
-/**
- * The fields of a listed entry the mount uses (the server sends a dozen more per file: modifier names and
- * contact e-mails, starred, lock time, thumbnails, which would double the memory of a large tree's cache).
- */
-export function slimEntry(e: DirEntry): DirEntry {
-  const out: DirEntry = { type: e.type, name: e.name, id: e.id, mtime: e.mtime };
-  if (e.size !== undefined) out.size = e.size;
-  if (e.permission !== undefined) out.permission = e.permission;
-  // user.seafile.modifier (xattrs/xattrs.ts)
-  if (typeof e.modifier_email === 'string' && e.modifier_email) out.modifier_email = e.modifier_email;
-  if (e.is_locked) {
-    out.is_locked = true;
-    if (e.lock_owner !== undefined) out.lock_owner = e.lock_owner;
-    if (e.locked_by_me !== undefined) out.locked_by_me = e.locked_by_me;
-  }
-  return out;
-}
-
-/**
- * Heap bytes of one cached entry, estimated: the object with its few fields (about 100 bytes in V8), its place
- * in the folder's Map (about 40), its strings (name and the 40-character id: header plus a byte a character
- * for one-byte strings, two for others).
- */
-function entryBytes(e: DirEntry): number {
-  const str = (v: string) => {
-    for (let i = 0; i < v.length; i++) if (v.charCodeAt(i) > 0xff) return 16 + 2 * v.length;
-    return 16 + v.length;
-  };
-  const extra = (v: unknown) => (typeof v === 'string' && v ? str(v) : 0);
-  return 140 + str(e.name) + str(e.id) + extra(e.lock_owner) + extra(e.modifier_email);
-}
-/** a listing's own object, Map and cache slot, and its key */
-const LISTING_BYTES = 300;
-
-const key = (repo: string, dir: string) => `${repo}\u0000${dir}`;
-
-/** Folders made in the mount that the server may not hold yet (write/pending-folders.ts). */
-export interface LocalFolders {
-  /** `dir` or a folder above it is not on the server yet: its listing is what the mount holds */
-  pendingAt(repo: string, dir: string): boolean;
-  /** creations finished so far (noted when a fetch starts) */
-  readonly finishedCount: number;
-  /** folders of `dir` a listing fetched from the server may lack (not created yet, or created after `since`) */
-  dirsIn(repo: string, dir: string, since: number): DirEntry[];
-}
+export { slimEntry, type Listing, type LocalFolders, type MetaHeld, type MetaStats } from './listing-entries.js';
 
 export class MetaCache {
   readonly stats: MetaStats = { listRequests: 0, fullListings: 0, uptodate: 0, prefetched: 0, renewed: 0 };
-  /** prefetches running, and those waiting, the first in walk order first */
-  private prefetchActive = 0;
-  private readonly prefetchQueue = new WalkOrderQueue();
+  /** the background fetches of sub-folders for tree walks */
+  private readonly prefetcher: ListingPrefetch;
   private readonly lru: LRUCache<string, Listing>;
   private readonly inflight = new Map<string, Promise<Listing>>();
   /** bumped on local changes so an in-flight fetch started before them is not stored over them */
@@ -124,16 +53,26 @@ export class MetaCache {
     private ttlMs: number,
     maxDirs = 20_000,
     /** sub-folder listings fetched ahead at once (0: none) */
-    private readonly prefetch = 8,
+    prefetch = 8,
     /** how many sub-folders the prefetch keeps queued ahead of the last one a walk entered */
-    private readonly window = 64,
+    window = 64,
     /** sub-folders of a prefetched folder fetched on speculation, before the walk enters it */
-    private readonly speculative = 8,
+    speculative = 8,
     /** entries held at most, all folders together (a local change may pass it until the folder is fetched again) */
     maxEntries = 500_000,
   ) {
     this.maxEntries = maxEntries;
     this.lru = new LRUCache({ max: maxDirs, maxSize: maxEntries, sizeCalculation: (l) => l.entries.size + 1 });
+    const host: PrefetchHost = {
+      peek: (k) => this.lru.peek(k),
+      hold: (k, l) => void this.lru.set(k, l),
+      current: (repo, dir, l) => this.current(repo, dir, l),
+      inflight: this.inflight,
+      fetch: (repo, dir, k, cached) => this.fetch(repo, dir, k, cached),
+      local: () => this.local,
+      stats: this.stats,
+    };
+    this.prefetcher = new ListingPrefetch(host, prefetch, window, speculative);
   }
 
   /** Folders made in the mount show in listings before the server has them. */
@@ -166,120 +105,16 @@ export class MetaCache {
   }
 
   /**
-   * Called on every real look at a listing; acts on the first one after each
-   * fetch or revalidation. Tree walks (ls -R, find, du) would otherwise pay
-   * one round trip per folder in turn, so the listings of the sub-folders are
-   * fetched (or, when stale, revalidated) in the background, a bounded number
-   * at a time, in listing order, as a window that slides with the walk: the
-   * first look at a folder queues its first `window` sub-folders, and the
-   * first look inside sub-folder i queues siblings i+1 .. i+`window`. The
-   * walk thus finds each folder already listed whatever the folder's size,
-   * while a lone `ls -l` of a folder of 10,000 sub-folders costs `window`
-   * background requests, not 10,000. A walk needs the first sub-folders of
-   * a folder as soon as it enters it, so once a walk has gone into one
-   * sub-folder of a folder, each of its sub-folders in the window queues
-   * its own first `speculative` sub-folders too (one level only: at most
-   * window x speculative more per walked folder). Empty folders (zero id)
-   * need no request at all. Waiting prefetches run in the order of a
-   * depth-first walk (ls -R, find), so the folders a walk needs next come
-   * first, before the far end of a window.
+   * Called on every real look at a listing; the first one after each fetch
+   * or revalidation starts the prefetch of its sub-folders (listing-prefetch.ts).
    */
   noteUse(repo: string, dir: string, l: Listing): void {
-    if (l.used) return;
-    l.used = true;
-    if (this.prefetch <= 0) return;
-    this.queueAhead(repo, dir, l, 0, this.window);
-    if (dir === '/') return;
-    const parentDir = parentOf(dir);
-    const parent = this.lru.peek(key(repo, parentDir));
-    if (!parent?.used) return;
-    const i = this.subdirsOf(parent).index.get(baseOf(dir));
-    if (i === undefined) return;
-    this.queueAhead(repo, parentDir, parent, i + 1, this.window);
-    if (!parent.walked) {
-      parent.walked = true;
-      // the siblings ahead that the window fetched before the walk began
-      for (const name of this.subdirsOf(parent).names.slice(i + 1, i + 1 + this.window)) {
-        const sib = joinDir(parentDir, name);
-        const s = this.lru.peek(key(repo, sib));
-        if (s && !s.used) this.queueAhead(repo, sib, s, 0, this.speculative, true);
-      }
-    }
-  }
-
-  private subdirsOf(l: Listing): NonNullable<Listing['subdirs']> {
-    if (!l.subdirs) {
-      const names: string[] = [];
-      for (const e of l.entries.values()) if (e.type === 'dir') names.push(e.name);
-      l.subdirs = { names, index: new Map(names.map((n, i) => [n, i])) };
-    }
-    return l.subdirs;
-  }
-
-  /** Hand the sub-folders of `dir` at positions from .. from+count-1 to the prefetch (each once per fetch of `dir`). */
-  private queueAhead(repo: string, dir: string, l: Listing, from: number, count: number, speculative = false): void {
-    const { names } = this.subdirsOf(l);
-    if (!l.queued || l.queued.length !== names.length) l.queued = new Uint8Array(names.length);
-    const end = Math.min(from + count, names.length);
-    for (let i = from; i < end; i++) {
-      if (l.queued[i]) continue;
-      l.queued[i] = 1;
-      const e = l.entries.get(names[i]);
-      if (e) this.prefetchOne(repo, joinDir(dir, e.name), e, l.fetchedAt, speculative);
-    }
-  }
-
-  /** `seenAt`: when the parent listing naming `e` was fetched or revalidated */
-  private prefetchOne(repo: string, dir: string, e: DirEntry, seenAt: number, speculative: boolean): void {
-    const k = key(repo, dir);
-    const have = this.lru.peek(k);
-    if ((have && this.current(repo, dir, have)) || this.inflight.has(k)) return;
-    if (e.id === ZERO_ID && !have && !this.local?.pendingAt(repo, dir)) {
-      // known empty as of the parent's listing; the zero id lets it be renewed like any other
-      this.lru.set(k, { oid: ZERO_ID, entries: new Map(), fetchedAt: seenAt });
-      return;
-    }
-    const task = async () => {
-      // the walk may have got here first
-      const c = this.lru.peek(k);
-      if ((c && this.current(repo, dir, c)) || this.inflight.has(k)) return;
-      this.stats.prefetched++;
-      // a stale listing is revalidated with its oid (cheap when unchanged)
-      const p = this.fetch(repo, dir, k, c).finally(() => this.inflight.delete(k));
-      this.inflight.set(k, p);
-      const l = await p.catch(() => null);
-      if (!l || l.used || speculative || this.speculative <= 0) return;
-      if (this.lru.peek(key(repo, parentOf(dir)))?.walked) this.queueAhead(repo, dir, l, 0, this.speculative, true);
-    };
-    this.prefetchQueue.push(this.walkOrder(repo, dir), task);
-    this.pump();
-  }
-
-  private pump(): void {
-    while (this.prefetchActive < this.prefetch) {
-      const task = this.prefetchQueue.pop();
-      if (!task) return;
-      this.prefetchActive++;
-      void task().finally(() => {
-        this.prefetchActive--;
-        this.pump();
-      });
-    }
+    this.prefetcher.noteUse(repo, dir, l);
   }
 
   /** listings the prefetch is fetching or has queued */
   prefetchBacklog(): number {
-    return this.prefetchActive + this.prefetchQueue.size;
-  }
-
-  /** A folder's place in a depth-first walk: its position in each ancestor's listing (0 where unknown). */
-  private walkOrder(repo: string, dir: string): number[] {
-    const order: number[] = [];
-    for (let d = dir; d !== '/'; d = parentOf(d)) {
-      const parent = this.lru.peek(key(repo, parentOf(d)));
-      order.push((parent && this.subdirsOf(parent).index.get(baseOf(d))) ?? 0);
-    }
-    return order.reverse();
+    return this.prefetcher.backlog();
   }
 
   peek(repo: string, dir: string): Listing | undefined {
@@ -578,50 +413,5 @@ export class MetaCache {
         this.lru.delete(k);
       }
     }
-  }
-}
-
-/** A min-heap of tasks by their place in a depth-first walk (number arrays compared element by element). */
-class WalkOrderQueue {
-  private readonly heap: { order: number[]; task: () => Promise<void> }[] = [];
-
-  get size(): number {
-    return this.heap.length;
-  }
-
-  private static before(a: number[], b: number[]): boolean {
-    for (let i = 0; i < a.length && i < b.length; i++) if (a[i] !== b[i]) return a[i] < b[i];
-    return a.length < b.length;
-  }
-
-  push(order: number[], task: () => Promise<void>): void {
-    const h = this.heap;
-    h.push({ order, task });
-    for (let i = h.length - 1; i > 0;) {
-      const up = (i - 1) >> 1;
-      if (!WalkOrderQueue.before(h[i].order, h[up].order)) break;
-      [h[i], h[up]] = [h[up], h[i]];
-      i = up;
-    }
-  }
-
-  pop(): (() => Promise<void>) | undefined {
-    const h = this.heap;
-    const top = h[0];
-    const last = h.pop();
-    if (h.length > 0 && last) {
-      h[0] = last;
-      for (let i = 0; ;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && WalkOrderQueue.before(h[l].order, h[m].order)) m = l;
-        if (r < h.length && WalkOrderQueue.before(h[r].order, h[m].order)) m = r;
-        if (m === i) break;
-        [h[i], h[m]] = [h[m], h[i]];
-        i = m;
-      }
-    }
-    return top?.task;
   }
 }
