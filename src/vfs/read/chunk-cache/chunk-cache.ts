@@ -5,7 +5,8 @@
 // Its pieces: the file of a version (cache-file.ts), write batching
 // (write-batcher.ts), when markers reach the disk (marker-writer.ts), the
 // size cap (eviction.ts) and chunks reserved for another version's blocks
-// (reservations.ts).
+// (reservations.ts). This file is their face: what the read path may ask of
+// the cache, one method each, kept together (hence just over 500 lines).
 //
 // A crash leaves at worst chunks without (trusted) markers, which are never
 // served; a header that does not match (another chunk size, a torn creation)
