@@ -79,9 +79,9 @@ const VALUED: Record<string, { key: keyof OptionSettings; kind: Kind }> = {
 /** -o name -> boolean flag set to true */
 const SWITCHES: Record<string, keyof OptionSettings> = {
   cache_streams: 'cacheStreams',
+  links: 'links',
   allow_other: 'allowOther',
   read_only: 'readOnly',
-  links: 'links',
 };
 
 /** -o name -> boolean flag set to false */
