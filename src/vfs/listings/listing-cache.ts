@@ -34,6 +34,13 @@ export class MetaCache {
   private readonly prefetcher: ListingPrefetch;
   private readonly lru: LRUCache<string, Listing>;
   private readonly inflight = new Map<string, Promise<Listing>>();
+  /**
+   * Local entry changes (upsert: the entry; remove: null) made while a fetch
+   * of their folder was on its way, by folder: the answer may predate them
+   * (an upload landing as the listing was asked for), so they are made again
+   * on it rather than lost until the next fetch.
+   */
+  private readonly racing = new Map<string, [string, DirEntry | null][]>();
   /** bumped on local changes so an in-flight fetch started before them is not stored over them */
   private readonly epoch = new Map<string, number>();
   /** local changes counted, and the last one of each folder (oldest first), while a listing may predate it */
@@ -172,6 +179,16 @@ export class MetaCache {
   }
 
   private async fetch(repo: string, dir: string, k: string, cached: Listing | undefined): Promise<Listing> {
+    const own = !this.racing.has(k);
+    if (own) this.racing.set(k, []);
+    try {
+      return await this.fetchListing(repo, dir, k, cached);
+    } finally {
+      if (own) this.racing.delete(k);
+    }
+  }
+
+  private async fetchListing(repo: string, dir: string, k: string, cached: Listing | undefined): Promise<Listing> {
     const local = this.local;
     if (local?.pendingAt(repo, dir)) return this.localListing(repo, dir, k, cached);
     const startEpoch = this.epoch.get(k) ?? 0;
@@ -208,7 +225,8 @@ export class MetaCache {
         return cached;
       }
       // the cached copy vanished or changed locally meanwhile: fetch in full
-      return this.fetch(repo, dir, k, undefined);
+      this.racing.set(k, []);
+      return this.fetchListing(repo, dir, k, undefined);
     }
     this.stats.fullListings++;
     const entries = new Map<string, DirEntry>();
@@ -219,7 +237,12 @@ export class MetaCache {
     if (local) for (const e of local.dirsIn(repo, dir, startFinished)) if (!entries.has(e.name)) entries.set(e.name, e);
     const listing: Listing = { oid: res.oid, entries, fetchedAt: now, seq: startSeq };
     if ((this.epoch.get(k) ?? 0) !== startEpoch) {
-      // a local change raced with this fetch: use the answer but do not trust it for long
+      // a local change raced with this fetch: the answer, with the entries changed here meanwhile made again
+      // on it (it may predate them), not trusted for long
+      for (const [name, e] of this.racing.get(k) ?? []) {
+        if (e) entries.set(name, e);
+        else entries.delete(name);
+      }
       listing.fetchedAt = 0;
       listing.oid = null;
     }
@@ -280,12 +303,14 @@ export class MetaCache {
     const k = key(repo, dir);
     this.touch(k);
     this.lru.get(k)?.entries.set(entry.name, entry);
+    this.racing.get(k)?.push([entry.name, entry]);
   }
 
   remove(repo: string, dir: string, name: string): void {
     const k = key(repo, dir);
     this.touch(k);
     this.lru.get(k)?.entries.delete(name);
+    this.racing.get(k)?.push([name, null]);
   }
 
   /** the count of local changes so far: what seed() is given of a listing fetched elsewhere */
