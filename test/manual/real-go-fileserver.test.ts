@@ -160,12 +160,19 @@ describe('the real 10.0 Go fileserver', () => {
   const seen: string[] = [];
 
   beforeAll(async () => {
+    const t0 = Date.now();
     await script(['build']);
+    const t1 = Date.now();
     real = await startRealServer();
+    const t2 = Date.now();
     const ports = readFileSync(path.join(real.dataDir, 'data/run/ports'), 'utf8');
     const files = Number(/^PF=(\d+)/m.exec(ports)![1]);
     const goPort = await freePort();
     await script(['start', real.dataDir, String(goPort)]);
+    const secs = (a: number, b: number) => ((b - a) / 1000).toFixed(1);
+    console.log(
+      `built in ${secs(t0, t1)} s, real server started in ${secs(t1, t2)} s, switched to MariaDB and the Go fileserver in ${secs(t2, Date.now())} s`,
+    );
     front = await passThrough(files, goPort, seen);
     ({ client: api } = await SeafileClient.login({ baseUrl: real.url }, real.adminEmail, real.adminPassword));
     repo = (await api.createLibrary('Core')).repo_id;

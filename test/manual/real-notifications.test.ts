@@ -111,12 +111,19 @@ describe('the real 10.0 notification server', () => {
   };
 
   beforeAll(async () => {
+    const t0 = Date.now();
     await script(['build']);
+    const t1 = Date.now();
     real = await startRealServer();
+    const t2 = Date.now();
     const ports = readFileSync(path.join(real.dataDir, 'data/run/ports'), 'utf8');
     const files = Number(/^PF=(\d+)/m.exec(ports)![1]);
     const notif = await freePort();
     await script(['start', real.dataDir, String(notif)]);
+    const secs = (a: number, b: number) => ((b - a) / 1000).toFixed(1);
+    console.log(
+      `built in ${secs(t0, t1)} s, real server started in ${secs(t1, t2)} s, notification server and its MariaDB started in ${secs(t2, Date.now())} s`,
+    );
     web = await front({ api: Number(new URL(real.url).port), files, notif });
     fronted = { ...real, url: `http://127.0.0.1:${(web.address() as net.AddressInfo).port}` };
     const { client, token } = await SeafileClient.login({ baseUrl: fronted.url }, real.adminEmail, real.adminPassword);
