@@ -65,7 +65,13 @@ function passThrough(listen: number, to: number, seen: string[]): Promise<http.S
     up.on('error', () => res.destroy());
     req.pipe(up);
   });
-  return new Promise((resolve) => srv.listen(listen, '127.0.0.1', () => resolve(srv)));
+  // the files port was seaf-server's until the switch: a failure to take it over fails at once, saying so
+  return new Promise((resolve, reject) => {
+    srv.once('error', (e) =>
+      reject(new Error(`the pass-through cannot listen on the files port ${listen}: ${e.message}`)),
+    );
+    srv.listen(listen, '127.0.0.1', () => resolve(srv));
+  });
 }
 
 async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean, ms = 120_000): Promise<T> {
