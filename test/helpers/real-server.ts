@@ -5,12 +5,13 @@
 // runs it too, which is instant once built); each server gets its own
 // instance folder (links to the build's src/ and inst/, its own data/) and two
 // free ports, and is stopped by the `run` script, which ends only the pids it
-// started.
+// started; stop() then ends, by pid, anything still naming the instance folder.
 import { execFile } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { startTestServer, type TestServer } from './server.js';
 
@@ -75,6 +76,44 @@ function readPid(dir: string, name: string): number {
   }
 }
 
+/** Whether `pid` runs with the instance folder in its command line (`DIR/`: the `run` script's test for "ours"). */
+function names(pid: number, dir: string): boolean {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').includes(`${dir}/`);
+  } catch {
+    return false; // gone
+  }
+}
+
+/**
+ * Ends, by pid, what is left of an instance after `run stop`: every process whose command line names its folder
+ * (seaf-server, seahub, and the Go fileserver, notification server and MariaDB that scripts/real-go-fileserver and
+ * real-notification-server start there). On a busy machine `run start` can take a daemon it is still exec'ing for
+ * gone (its pid's command line is still the script's) and stop without it: the daemon then lives on without a
+ * pid file, holding the port the next start wants.
+ */
+async function endLeftovers(dir: string): Promise<void> {
+  const left = readdirSync('/proc')
+    .filter((e) => /^\d+$/.test(e))
+    .map(Number)
+    .filter((pid) => pid !== process.pid && names(pid, dir));
+  if (left.length === 0) return;
+  console.warn(
+    `real server: ${left.length} process(es) of ${dir} outlived 'run stop' (pids ${left.join(', ')}): ended`,
+  );
+  const signal = (sig: NodeJS.Signals) => {
+    for (const pid of left)
+      try {
+        if (names(pid, dir)) process.kill(pid, sig);
+      } catch {
+        // gone meanwhile
+      }
+  };
+  signal('SIGTERM');
+  for (let i = 0; i < 100 && left.some((pid) => names(pid, dir)); i++) await sleep(100);
+  signal('SIGKILL');
+}
+
 /**
  * Starts a fresh real Seafile server on two free ports (API and fileserver).
  * `pid` is seaf-server's (the fileserver: SIGSTOP freezes transfers); restart()
@@ -107,17 +146,28 @@ export async function startRealServer(): Promise<TestServer> {
       ],
       180_000,
     );
-  const stop = () => exec(RUN, ['stop', dir], 60_000);
+  const runStop = () => exec(RUN, ['stop', dir], 60_000);
+  // for good: `run stop`, then whatever else names the folder
+  const stop = async () => {
+    try {
+      await runStop();
+    } finally {
+      await endLeftovers(dir);
+    }
+  };
   try {
     await start().catch(async () => {
       // under load `run start` can take a daemon for gone while it is still being exec'd (the pid file is
-      // written before the exec, the liveness check reads the command line; nothing logged yet): once more
+      // written before the exec, the liveness check reads the command line; nothing logged yet), and leave it
+      // running without a pid file: everything ended (endLeftovers), once more
       await stop().catch(() => {});
       await start();
     });
   } catch (e) {
     await stop().catch(() => {});
-    throw new Error(`the real Seafile server did not start:\n${(e as Error).message}\n${tailLogs(dir)}`);
+    const logs = tailLogs(dir);
+    rmSync(dir, { recursive: true, force: true });
+    throw new Error(`the real Seafile server did not start:\n${(e as Error).message}\n${logs}`);
   }
   const server: TestServer = {
     url: `http://127.0.0.1:${portApi}`,
@@ -131,10 +181,10 @@ export async function startRealServer(): Promise<TestServer> {
       rmSync(dir, { recursive: true, force: true });
     },
     async halt() {
-      await stop();
+      await runStop();
     },
     async restart() {
-      await stop();
+      await runStop();
       await start();
       server.pid = readPid(dir, 'seaf-server');
     },

@@ -1,5 +1,6 @@
-// Run by hand, not by scripts/test or CI (it builds Go code and runs MariaDB):
+// scripts/test (and so CI) runs it after the light tests, with the variable set; by hand:
 //   SEAFS_REAL_GO_FILESERVER=1 npx vitest run --project manual test/manual/real-go-fileserver.test.ts
+// (it builds Go code and runs MariaDB; see test/manual/README.md).
 // The drive's core workload (copy, edit, rename, delete, a file sent by
 // blocks) through a mount of the real Seafile 10.0 server running its Go
 // fileserver (scripts/real-go-fileserver: seaf-server moved to MariaDB, the
@@ -18,7 +19,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { waitRemoteFile, remoteNames } from '../helpers/api-check.js';
 import { writeRandom } from '../helpers/e2e-fixture.js';
-import { mountLibrary, q, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
+import { cleanupMounts, mountLibrary, q, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
 import { startRealServer } from '../helpers/real-server.js';
 import { apiAs, adminToken, startTestServer, type TestServer } from '../helpers/server.js';
 import { SeafileClient } from '../../src/client/client.js';
@@ -64,10 +65,16 @@ function passThrough(listen: number, to: number, seen: string[]): Promise<http.S
     up.on('error', () => res.destroy());
     req.pipe(up);
   });
-  return new Promise((resolve) => srv.listen(listen, '127.0.0.1', () => resolve(srv)));
+  // the files port was seaf-server's until the switch: a failure to take it over fails at once, saying so
+  return new Promise((resolve, reject) => {
+    srv.once('error', (e) =>
+      reject(new Error(`the pass-through cannot listen on the files port ${listen}: ${e.message}`)),
+    );
+    srv.listen(listen, '127.0.0.1', () => resolve(srv));
+  });
 }
 
-async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean, ms = 30_000): Promise<T> {
+async function until<T>(what: string, fn: () => Promise<T>, ok: (v: T) => boolean, ms = 120_000): Promise<T> {
   const end = Date.now() + ms;
   for (;;) {
     const v = await fn();
@@ -159,24 +166,43 @@ describe('the real 10.0 Go fileserver', () => {
   const seen: string[] = [];
 
   beforeAll(async () => {
+    const t0 = Date.now();
     await script(['build']);
+    const t1 = Date.now();
     real = await startRealServer();
+    const t2 = Date.now();
     const ports = readFileSync(path.join(real.dataDir, 'data/run/ports'), 'utf8');
     const files = Number(/^PF=(\d+)/m.exec(ports)![1]);
     const goPort = await freePort();
     await script(['start', real.dataDir, String(goPort)]);
+    const secs = (a: number, b: number) => ((b - a) / 1000).toFixed(1);
+    console.log(
+      `built in ${secs(t0, t1)} s, real server started in ${secs(t1, t2)} s, switched to MariaDB and the Go fileserver in ${secs(t2, Date.now())} s`,
+    );
     front = await passThrough(files, goPort, seen);
     ({ client: api } = await SeafileClient.login({ baseUrl: real.url }, real.adminEmail, real.adminPassword));
     repo = (await api.createLibrary('Core')).repo_id;
   }, 15 * 60_000);
 
+  // everything by its pid, also after a failure: the mounts, then seaf-server and seahub (they hold MariaDB
+  // connections), the Go fileserver and MariaDB, then the instance folder
   afterAll(async () => {
-    await m?.unmount();
-    await api?.close();
-    front?.close();
-    if (real) await script(['stop', real.dataDir]).catch(() => {});
-    await real?.stop();
-  }, 120_000);
+    const failed: unknown[] = [];
+    const step = (f: () => unknown) =>
+      Promise.resolve()
+        .then(f)
+        .catch((e: unknown) => void failed.push(e));
+    await step(() => m?.unmount());
+    await step(cleanupMounts);
+    await step(() => api?.close());
+    await step(() => front?.close());
+    if (real) {
+      await step(() => real.halt());
+      await step(() => script(['stop', real.dataDir]));
+      await step(() => real.stop());
+    }
+    if (failed.length) throw failed[0];
+  }, 180_000);
 
   it('is the Go fileserver that answers on the files port', async () => {
     const files = (front.address() as net.AddressInfo).port;
