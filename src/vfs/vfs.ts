@@ -377,12 +377,12 @@ export class Vfs {
 
   /** `seafs pin PATH` (src/vfs/pin/) */
   pin(p: string) {
-    return this.pins.pin(p);
+    return this.pins.pin(p).finally(() => this.xattrs.pinsChanged());
   }
 
   /** `seafs unpin PATH`: the files let go of */
   unpin(p: string) {
-    return this.pins.unpin(p);
+    return this.pins.unpin(p).finally(() => this.xattrs.pinsChanged());
   }
 
   /** Extended attributes (xattrs/xattrs.ts), for the FUSE adapter. */

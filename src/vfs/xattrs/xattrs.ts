@@ -154,7 +154,11 @@ export class Xattrs {
   private async changePin(p: string, on: boolean): Promise<void> {
     if (on) await this.src.pins!.pin(p);
     else await this.src.pins!.unpin(p);
-    // the pinned state and status of everything below changed: no answer held for a second
+    this.pinsChanged();
+  }
+
+  /** Pins changed (here or by `seafs pin`/`unpin`): the pinned state and status of everything below did, so no answer is held. */
+  pinsChanged(): void {
     this.steady.clear();
   }
 

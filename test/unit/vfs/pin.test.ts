@@ -53,6 +53,11 @@ describe('pinned files', () => {
     expect(await get(vfs, '/keep', 'user.seafile.pinned')).toBe('1');
     expect(await get(vfs, '/keep/sub/deep/c.bin', 'user.seafile.pinned')).toBe('1');
     expect(await get(vfs, '/other.txt', 'user.seafile.pinned')).toBe('0');
+    // `seafs pin` / `unpin` (through the vfs, not setfattr): getfattr right after says so, not an answer held
+    await vfs.pin('/other.txt');
+    expect(await get(vfs, '/other.txt', 'user.seafile.pinned')).toBe('1');
+    await vfs.unpin('/other.txt');
+    expect(await get(vfs, '/other.txt', 'user.seafile.pinned')).toBe('0');
     // not listed: cp -a within the mount must not pin the copies
     expect(await vfs.xattrs.list('/keep/a.bin')).not.toContain('user.seafile.pinned');
     await vfs.pins.idle();
