@@ -98,6 +98,9 @@ for (const kind of KINDS) {
             row.set(kind, `ok ${((Date.now() - t0) / 1000).toFixed(1)} s`);
           } catch (e) {
             row.set(kind, `FAIL ${((Date.now() - t0) / 1000).toFixed(1)} s`);
+            // what the mount logged is often the only clue to a failure seen once
+            if (e instanceof Error && m)
+              e.message += `\n--- the mount's log (last 6000 characters) ---\n${m.output().slice(-6000)}`;
             throw e;
           }
         },

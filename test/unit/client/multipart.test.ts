@@ -203,7 +203,10 @@ describe('upload over HTTP', () => {
       console.log(
         `50 MiB upload: peak RSS growth ${rssGrowth.toFixed(1)} MiB, peak live heap+buffers growth ${liveGrowth.toFixed(1)} MiB`,
       );
-      expect(liveGrowth).toBeLessThan(8);
+      // A client that buffered the body would hold the whole 50 MiB; the bound
+      // leaves room for the test runner's own allocations on a loaded machine
+      // (8.7 MiB was seen once beside the e2e lane; 2-4 MiB when quiet).
+      expect(liveGrowth).toBeLessThan(16);
       expect(rssGrowth).toBeLessThan(40);
     } finally {
       await client.close();
