@@ -27,13 +27,13 @@ import {
   rmSync,
   writeSync,
 } from 'node:fs';
-import http from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { request } from 'undici';
 import { cleanupAll, findPids, isMounted, killPid, lazyUnmount, run, sleep, waitFor } from './lib/proc.mjs';
+import { countingProxy } from './lib/remount.mjs';
 import { startServer } from './lib/server.mjs';
 import { agent } from './lib/api.mjs';
 
@@ -124,39 +124,8 @@ const RATE = Number(opt['rate-mbps']) * 1e6;
 let mountUrl = server.url;
 let proxy = null;
 if (RATE > 0) {
-  const target = new URL(server.url);
-  const upAgent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  let budgetAt = Date.now(); // the time the bytes taken so far may have gone at RATE
-  proxy = http.createServer((req, res) => {
-    const up = http.request(
-      {
-        host: target.hostname,
-        port: target.port,
-        method: req.method,
-        path: req.url,
-        headers: req.headers,
-        agent: upAgent,
-      },
-      (ans) => {
-        res.writeHead(ans.statusCode ?? 502, ans.headers);
-        ans.pipe(res);
-      },
-    );
-    up.on('error', () => res.destroy());
-    req.on('data', (d) => {
-      budgetAt = Math.max(budgetAt, Date.now()) + (d.length / RATE) * 1000;
-      const ahead = budgetAt - Date.now();
-      if (!up.write(d) || ahead > 5) {
-        req.pause();
-        const go = () => setTimeout(() => req.resume(), Math.max(0, budgetAt - Date.now()));
-        if (up.writableNeedDrain) up.once('drain', go);
-        else go();
-      }
-    });
-    req.on('end', () => up.end());
-  });
-  await new Promise((r) => proxy.listen(0, '127.0.0.1', r));
-  mountUrl = `http://127.0.0.1:${proxy.address().port}`;
+  proxy = await countingProxy(server.url, { uploadRate: RATE });
+  mountUrl = proxy.url;
   log(`uploads through a proxy at ${opt['rate-mbps']} MB/s: ${mountUrl}`);
 }
 
@@ -355,8 +324,7 @@ function table(list) {
 table(rows);
 if (fullRows.length) process.stdout.write('\n');
 table(fullRows);
-proxy?.close();
-proxy?.closeAllConnections();
+await proxy?.close();
 await server.stop();
 await agent.close().catch(() => {});
 rmSync(work, { recursive: true, force: true });

@@ -6,7 +6,7 @@
 import { mkdirSync, readFileSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mountStatus, seededServer, startMount, stopMount } from './lib/profile.mjs';
+import { mountStatus, seededServer, selfTimes, startMount, stopMount } from './lib/profile.mjs';
 import { run, cleanupAll, dropCaches, cpuSeconds } from './lib/proc.mjs';
 
 /** user and system CPU seconds of each thread of `pid`, by thread id */
@@ -71,25 +71,9 @@ try {
   log(`reader: ${JSON.stringify((await mountStatus(cli, mnt, env)).reader)}`);
   await stopMount({ cli, mnt, env, child });
   await server.stop();
-  const prof = readdirSync(out).filter((f) => f.endsWith('.cpuprofile'));
-  log(`profile: ${prof.map((f) => join(out, f)).join(' ')}`);
+  const { self, total, files } = selfTimes(out, w0, w1);
+  log(`profile: ${files.join(' ')}`);
   // self time per function during the read only, top 25
-  const p = JSON.parse(readFileSync(join(out, prof[prof.length - 1]), 'utf8'));
-  const dt = new Map();
-  let at = p.startTime;
-  for (let i = 0; i < p.samples.length; i++) {
-    at += p.timeDeltas[i] ?? 0;
-    if (at >= w0 && at <= w1) dt.set(p.samples[i], (dt.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
-  }
-  const self = new Map();
-  let total = 0;
-  for (const n of p.nodes) {
-    const t = dt.get(n.id) ?? 0;
-    total += t;
-    const cf = n.callFrame;
-    const k = `${cf.functionName || '(anon)'} ${cf.url.replace(/.*\/(node_modules|dist)\//, '$1/')}:${cf.lineNumber + 1}`;
-    self.set(k, (self.get(k) ?? 0) + t);
-  }
   for (const [k, t] of [...self].sort((a, b) => b[1] - a[1]).slice(0, 25))
     process.stdout.write(
       `${((100 * t) / total).toFixed(1).padStart(5)}%  ${(t / 1000).toFixed(0).padStart(6)} ms  ${k}\n`,

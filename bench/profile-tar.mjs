@@ -8,10 +8,10 @@
 // PROFILE_NODE='--flag ...' (environment): node flags for the mount process, e.g. '--import ./hook.mjs' to count
 // what it allocates.
 // --cpu-prof: node --cpu-prof on the mount process; its self time per function during the extract is printed.
-import { mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { mountStatus, seededServer, startMount } from './lib/profile.mjs';
+import { mountStatus, seededServer, selfTimes, startMount } from './lib/profile.mjs';
 import { smallFilesLayout, writeLayout } from './lib/dataset.mjs';
 import {
   run,
@@ -142,23 +142,7 @@ try {
   }
   process.stdout.write(`  ${'all'.padEnd(14)} ${''.padStart(10)} ${((total * 1000) / files).toFixed(3).padStart(8)}\n`);
   if (cpuProf) {
-    const prof = readdirSync(out).filter((f) => f.endsWith('.cpuprofile'));
-    const p = JSON.parse(readFileSync(join(out, prof[prof.length - 1]), 'utf8'));
-    const dt = new Map();
-    let at = p.startTime;
-    for (let i = 0; i < p.samples.length; i++) {
-      at += p.timeDeltas[i] ?? 0;
-      if (at >= w0 && at <= w1) dt.set(p.samples[i], (dt.get(p.samples[i]) ?? 0) + (p.timeDeltas[i] ?? 0));
-    }
-    const self = new Map();
-    let sum = 0;
-    for (const n of p.nodes) {
-      const t = dt.get(n.id) ?? 0;
-      sum += t;
-      const cf = n.callFrame;
-      const k = `${cf.functionName || '(anon)'} ${cf.url.replace(/.*\/(node_modules|dist)\//, '$1/')}:${cf.lineNumber + 1}`;
-      self.set(k, (self.get(k) ?? 0) + t);
-    }
+    const { self, total: sum } = selfTimes(out, w0, w1);
     const byFile = new Map();
     for (const [k, t] of self) {
       const f = k.split(' ')[1]?.replace(/:\d+$/, '') || '?';

@@ -33,11 +33,16 @@ export function cpuSeconds(pid) {
   }
 }
 
-/** A forwarding proxy that counts the body bytes of the file server's answers (/seafhttp/). */
-export function countingProxy(target) {
+/**
+ * A forwarding proxy that counts the body bytes of the file server's answers
+ * (/seafhttp/). `uploadRate` (bytes/s, all connections together) holds
+ * request bodies to that rate: a slow uplink.
+ */
+export function countingProxy(target, { uploadRate = 0 } = {}) {
   const t = new URL(target);
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
   const counts = { downloadBytes: 0 };
+  let budgetAt = Date.now(); // when the body bytes taken so far may have gone at uploadRate
   const server = http.createServer((req, res) => {
     const up = http.request(
       { host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers, agent },
@@ -49,7 +54,20 @@ export function countingProxy(target) {
       },
     );
     up.on('error', () => res.destroy());
-    req.pipe(up);
+    if (uploadRate <= 0) {
+      req.pipe(up);
+      return;
+    }
+    req.on('data', (d) => {
+      budgetAt = Math.max(budgetAt, Date.now()) + (d.length / uploadRate) * 1000;
+      if (!up.write(d) || budgetAt - Date.now() > 5) {
+        req.pause();
+        const go = () => setTimeout(() => req.resume(), Math.max(0, budgetAt - Date.now()));
+        if (up.writableNeedDrain) up.once('drain', go);
+        else go();
+      }
+    });
+    req.on('end', () => up.end());
   });
   return new Promise((resolve) =>
     server.listen(0, '127.0.0.1', () =>

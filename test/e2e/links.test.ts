@@ -19,22 +19,12 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { remoteBytes, remoteEntries, remoteNames } from '../helpers/api-check.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
 import { mountLibrary, run } from '../helpers/mount.js';
+import { git } from '../helpers/git.js';
 import { pollUntil } from '../helpers/poll.js';
 import { Rclone } from '../helpers/rclone.js';
 import { uploadTo } from '../helpers/server.js';
 
 const ctx = setupE2E(['Links']);
-
-const gitEnv = {
-  ...process.env,
-  GIT_AUTHOR_NAME: 'E2E',
-  GIT_AUTHOR_EMAIL: 'e2e@seafs.test',
-  GIT_COMMITTER_NAME: 'E2E',
-  GIT_COMMITTER_EMAIL: 'e2e@seafs.test',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_CONFIG_NOSYSTEM: '1',
-};
-const git = (cwd: string, ...args: string[]) => run('git', args, { cwd, env: gitEnv, timeoutMs: 120_000 });
 
 /** the links of the checkout, by path in it, and their targets */
 const LINKS: Record<string, string> = {

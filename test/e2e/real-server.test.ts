@@ -28,6 +28,7 @@ import {
 } from '../helpers/api-check.js';
 import { writeRandom } from '../helpers/e2e-fixture.js';
 import { CLI, cleanupMounts, mountLibrary, q, run, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
+import { git } from '../helpers/git.js';
 import { pollUntil } from '../helpers/poll.js';
 import { realServerSkipped, startServerOfKind, type ServerKind } from '../helpers/real-server.js';
 import { apiAs, getToken, uploadTo, type TestServer } from '../helpers/server.js';
@@ -36,17 +37,6 @@ import { makeTestPki, startTlsFront, userTlsEnv } from '../helpers/tls-front.js'
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 const KINDS: ServerKind[] = realServerSkipped() ? ['serve'] : ['real', 'serve'];
 const VAULT_PW = 'vault pass phrase';
-
-const gitEnv = {
-  ...process.env,
-  GIT_AUTHOR_NAME: 'e2e',
-  GIT_AUTHOR_EMAIL: 'e2e@seafs.test',
-  GIT_COMMITTER_NAME: 'e2e',
-  GIT_COMMITTER_EMAIL: 'e2e@seafs.test',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_CONFIG_NOSYSTEM: '1',
-};
-const git = (cwd: string, ...args: string[]) => run('git', args, { cwd, env: gitEnv, timeoutMs: 300_000 });
 
 /** workload -> server kind -> result and time, printed as a table at the end */
 const table = new Map<string, Map<ServerKind, string>>();

@@ -12,13 +12,13 @@
 // files are checked through the API from here.
 import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SeafileClient } from '../../src/client/client.js';
 import { expectRemoteFile } from '../helpers/api-check.js';
 import { CLI, isMountpoint, q, run, scratchDir, sh, sleep, testEnv } from '../helpers/mount.js';
+import { freePort } from '../helpers/ports.js';
 import { startTestServer } from '../helpers/server.js';
 import { setupE2E, writeRandom } from '../helpers/e2e-fixture.js';
 
@@ -193,17 +193,6 @@ findmnt ${q(mnt)} || echo "not mounted any more"
     expect(none.err).toContain(`no seafs mount answers at ${mnt}`);
   });
 });
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as net.AddressInfo).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
 
 describe('--retry-for', () => {
   it('a mount started before its server waits, logs in once the server is up, and its files reach the server', async () => {

@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { downloadTree, expectRemoteTree, remoteNames, sha256File, waitRemoteFile } from '../helpers/api-check.js';
 import { mountLibrary, q, run, sh, type Mount } from '../helpers/mount.js';
+import { git } from '../helpers/git.js';
 import { setupE2E } from '../helpers/e2e-fixture.js';
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -16,17 +17,6 @@ const ctx = setupE2E(['Trees']);
 
 // deterministic tar output: same bytes for the same tree wherever it lives
 const TAR_NORM = '--sort=name --mtime=@1000000000 --owner=0 --group=0 --numeric-owner --mode=0644 --format=gnu';
-
-const gitEnv = {
-  ...process.env,
-  GIT_AUTHOR_NAME: 'E2E',
-  GIT_AUTHOR_EMAIL: 'e2e@seafs.test',
-  GIT_COMMITTER_NAME: 'E2E',
-  GIT_COMMITTER_EMAIL: 'e2e@seafs.test',
-  GIT_CONFIG_GLOBAL: '/dev/null',
-  GIT_CONFIG_NOSYSTEM: '1',
-};
-const git = (cwd: string, ...args: string[]) => run('git', args, { cwd, env: gitEnv, timeoutMs: 300_000 });
 
 describe('real trees on a mounted library', () => {
   let m: Mount;

@@ -10,7 +10,6 @@
 // so the test sees which fileserver calls the drive made (the fileserver keeps
 // no access log).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -20,6 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { waitRemoteFile, remoteNames } from '../helpers/api-check.js';
 import { writeRandom } from '../helpers/e2e-fixture.js';
 import { cleanupMounts, mountLibrary, q, scratchDir, sh, sleep, type Mount } from '../helpers/mount.js';
+import { freePort, runScript } from '../helpers/ports.js';
 import { startRealServer } from '../helpers/real-server.js';
 import { apiAs, adminToken, startTestServer, type TestServer } from '../helpers/server.js';
 import { SeafileClient } from '../../src/client/client.js';
@@ -32,24 +32,7 @@ if (!ON)
 const SCRIPT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../scripts/real-go-fileserver');
 const MiB = 1024 * 1024;
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function script(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) =>
-    execFile('bash', [SCRIPT, ...args], { timeout: 10 * 60_000 }, (e, out, err) =>
-      e ? reject(new Error(`real-go-fileserver ${args[0]} failed: ${e.message}\n${err}`)) : resolve(out),
-    ),
-  );
-}
+const script = (args: string[]) => runScript(SCRIPT, args);
 
 /** the files port: every request passed on to the Go fileserver, its method, path (token and query cut) and status noted */
 function passThrough(listen: number, to: number, seen: string[]): Promise<http.Server> {

@@ -8,7 +8,6 @@
 // before it, as nginx does: /notification to the notification server (the
 // websocket included), /seafhttp to the fileserver, the rest to seahub.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -16,6 +15,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { expectRemoteFile, waitRemoteExists } from '../helpers/api-check.js';
 import { CLI, cleanupMounts, mountLibrary, q, run, sh, sleep, testEnv, type Mount } from '../helpers/mount.js';
+import { freePort, runScript } from '../helpers/ports.js';
 import { startRealServer } from '../helpers/real-server.js';
 import type { TestServer } from '../helpers/server.js';
 import { SeafileClient } from '../../src/client/client.js';
@@ -27,24 +27,7 @@ if (!ON)
   );
 const SCRIPT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../scripts/real-notification-server');
 
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = net.createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as net.AddressInfo;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-function script(args: string[]): Promise<string> {
-  return new Promise((resolve, reject) =>
-    execFile('bash', [SCRIPT, ...args], { timeout: 10 * 60_000 }, (e, out, err) =>
-      e ? reject(new Error(`real-notification-server ${args[0]} failed: ${e.message}\n${err}`)) : resolve(out),
-    ),
-  );
-}
+const script = (args: string[]) => runScript(SCRIPT, args);
 
 /** what nginx does before a Seafile server: one origin, three daemons */
 function front(ports: { api: number; files: number; notif: number }): Promise<http.Server> {
