@@ -29,6 +29,11 @@ const args = process.argv.slice(2).filter((a) => a !== '--remount');
 /** --remount: the file is read once through a mount (with --cache-streams), which is unmounted; the profiled
  * mount then reads it again on the same cache dir (from the disk cache) */
 const remount = process.argv.includes('--remount');
+if (args.some((a) => a.startsWith('-'))) {
+  // an unknown flag would otherwise become the output folder (and be written into the checkout)
+  process.stderr.write('usage: node bench/profile-read.mjs [--remount] [OUT_DIR [MiB [LATENCY_MS]]]\n');
+  process.exit(2);
+}
 const out = resolve(args[0] ?? 'bench-profile');
 const mib = Number(args[1] ?? 512);
 const latencyMs = Number(args[2] ?? 0);
