@@ -139,6 +139,11 @@ describe('a folder downloaded as a zip', () => {
   it('a download that takes nothing for the idle timeout is cut, and its place freed', async () => {
     const started = await startServerWithUsers([], { extraArgs: ['--body-idle-timeout', '1'] });
     quick = { ...started, repo: await fill(started.admin) };
+    // 40 MB alone can fit in the sockets' buffers here (a receive buffer grows to 32 MiB, the send one to 4):
+    // a held download would then be all sent, and never idle. Twice that cannot.
+    const link = (await started.admin('GET', `/api2/repos/${quick.repo}/upload-link/`, { query: { p: '/big' } }))
+      .json as string;
+    expect((await uploadTo(link, '/big', { 'again.bin': big })).status).toBe(200);
     const held = [];
     for (let i = 0; i < MAX_ZIP_DOWNLOADS; i++) held.push(await hold(await zipUrl('big', quick)));
     try {
