@@ -775,6 +775,19 @@ export class FakeApi implements SeafileApi {
 
   /** store `"` in uploaded names as %22, as multipart filenames arrive at real file servers */
   mangleQuotes = false;
+  /**
+   * Names whose next uploads (upload, uploadMany, update; how many) are
+   * stored with a stray CR at their end, as Seafile's C fileserver sometimes does.
+   */
+  readonly storeWithCr = new Map<string, number>();
+
+  /** `data` as the server stores it for the file `name` (see storeWithCr) */
+  private asStored(name: string, data: Buffer): Buffer {
+    const left = this.storeWithCr.get(name) ?? 0;
+    if (left <= 0) return data;
+    this.storeWithCr.set(name, left - 1);
+    return Buffer.concat([data, Buffer.from('\r')]);
+  }
 
   async upload(
     link: string,
@@ -789,7 +802,7 @@ export class FakeApi implements SeafileApi {
     if (this.uploadGate) await this.uploadGate();
     const repoId = link.slice('fake-upload://'.length, 'fake-upload://'.length + 36);
     this.checkQuota('upload', repoId);
-    const data = await readFile(localFile);
+    const data = this.asStored(name, await readFile(localFile));
     const d = this.dirAt(repoId, parentDir);
     const existing = d.children.get(name);
     const final = opts?.replace && existing?.type === 'file' ? name : this.freeName(d, name);
@@ -816,7 +829,7 @@ export class FakeApi implements SeafileApi {
     for (const f0 of files) {
       const f = { ...f0, name: uploadName(this.mangleQuotes ? f0.name.replace(/"/g, '%22') : f0.name) };
       tempNameFits('upload', f.name);
-      const data = f.data ? Buffer.from(f.data) : await readFile(f.path);
+      const data = this.asStored(f.name, f.data ? Buffer.from(f.data) : await readFile(f.path));
       const existing = d.children.get(f.name);
       const final = opts.replace && existing?.type === 'file' ? f.name : this.freeName(d, f.name);
       const id = this.store(data);
@@ -873,7 +886,7 @@ export class FakeApi implements SeafileApi {
           ended = true;
           this.hit('streamFinish');
           if (this.uploadGate) await this.uploadGate();
-          this.putFile(m[2], target, Buffer.concat(pieces));
+          this.putFile(m[2], target, this.asStored(baseOf(target), Buffer.concat(pieces)));
           return this.fileIdAt(m[2], target);
         },
         abort: () => {
@@ -1009,7 +1022,7 @@ export class FakeApi implements SeafileApi {
     this.checkQuota('update', repoId);
     const n = this.nodeAt(repoId, targetFile);
     if (n?.type !== 'file') throw apiError('target_missing', 441, 'update', 'File does not exist.');
-    const id = this.store(await readFile(localFile));
+    const id = this.store(this.asStored(baseOf(targetFile), await readFile(localFile)));
     if (this.ignoreLastModify && id === n.id) return id;
     n.id = id;
     n.mtime = opts.lastModify !== undefined && !this.ignoreLastModify ? Math.floor(opts.lastModify / 1000) : now();

@@ -30,7 +30,7 @@ export interface MountStatus {
   pending: { path: string; size: number }[];
   /** folders made in the mount that the server does not hold yet, and why the last attempt failed */
   pendingFolders?: { path: string; error?: string }[];
-  uploads?: { uploads: number; uploadedBytes: number; failures: number; conflicts?: number };
+  uploads?: { uploads: number; uploadedBytes: number; failures: number; conflicts?: number; storedWrong?: number };
   disk?: { hits: number } | null;
   /** null or absent: online */
   offline?: { offlineSince: string; cause: string } | null;
@@ -218,6 +218,10 @@ export function formatStatus(st: MountStatus, opts: { rate?: number; now?: numbe
       `  conflicts since the mount: ${st.uploads.conflicts} (the server's version kept the name; the local one was saved as "name (SFConflict ...)")`,
     );
   }
+  if (st.uploads?.storedWrong)
+    lines.push(
+      `  uploads the server stored at another size than was sent: ${st.uploads.storedWrong} (each sent again)`,
+    );
   if (st.uploads?.failures)
     lines.push(
       `  failed attempts since the mount: ${st.uploads.failures} (retried; files that never succeed stay in the cache for the next mount)`,

@@ -193,6 +193,17 @@ export class FileState {
     return !this._dirty;
   }
 
+  /**
+   * The server now holds, at `path` as file `id`, bytes other than those sent
+   * (its size was wrong): that copy is this file's base, so the next upload
+   * replaces it; the content stays dirty.
+   */
+  storedWrong(path: string, id: string): void {
+    this.remotePath = path;
+    this.baseId = id || null;
+    this.maybeLanded = [];
+  }
+
   failed(e: unknown): void {
     this._failures++;
     this._lastError = e;

@@ -107,6 +107,8 @@ export interface WriteStats {
   streamFailures: number;
   /** local versions saved as conflict copies */
   conflicts: number;
+  /** uploads the server stored at another size than was sent (sent again) */
+  storedWrong: number;
   /** the conflict check's window: from the listing's answer to the upload's answer (ms), summed, worst, count */
   checkWindowTotalMs: number;
   checkWindowMaxMs: number;
@@ -125,6 +127,7 @@ export function newWriteStats(): WriteStats {
     streamAborts: 0,
     streamFailures: 0,
     conflicts: 0,
+    storedWrong: 0,
     checkWindowTotalMs: 0,
     checkWindowMaxMs: 0,
     checkWindows: 0,
