@@ -59,7 +59,7 @@ export async function fetchWhole(
   if (reuse) {
     // reserves what other versions hold of it, and copies that in (what fails is fetched below)
     await reuse.prepare(f, () => links.link(f));
-    await disk.bringReserved(version, 0, chunks - 1);
+    await (reuse.bring(version, 0, chunks - 1) || undefined);
   }
   const held = disk.held(version);
   if (held.have > 0 && held.have < held.of) ctl.onResume?.(held.have, held.of);

@@ -16,8 +16,8 @@
 //   its list is not of the fixed cut).
 // - Reservation: the chunks of a block whose id the index holds (sure) under
 //   another version are reserved in the disk cache (chunk-cache/), so the read
-//   engine treats them as on disk; the first read that meets them has them
-//   copied here: the holder's bytes are read and hashed again (they must
+//   engine treats them as on disk; before it reads them from there it has
+//   them brought here (bring): the holder's bytes are read and hashed again (they must
 //   still be the id: a damaged or missing chunk is never served), then
 //   written into this version's cache file and marked as any chunk is
 //   (markers after data). A failure gives the reservation up: those chunks
@@ -101,10 +101,25 @@ export class BlockReuse {
     private readonly minBytes: number,
   ) {
     this.per = blockBytes / disk.chunkBytes;
-    disk.setReuse(
-      (v, i) => this.fill(v, i),
-      (v, first, count) => this.stored(v, first, count),
-    );
+    disk.setOnStored((v, first, count) => this.stored(v, first, count));
+  }
+
+  /**
+   * Before the disk cache is read for chunks first..last of a version: those
+   * still reserved are brought, each one's block copied in from the version
+   * that holds it, or given up (they are downloaded as usual). False when
+   * none is reserved (nothing to wait for); else resolves once none is.
+   */
+  bring(version: string, first: number, last: number): Promise<void> | false {
+    const todo = this.disk.reservedAmong(version, first, last);
+    if (!todo) return false;
+    return (async () => {
+      for (const i of todo) {
+        if (!this.disk.reservedAmong(version, i, i)) continue;
+        await this.fill(version, i).catch(() => {});
+        this.disk.unreserve(version, i, i); // not brought: fetched as usual
+      }
+    })();
   }
 
   /** reads of the file may go on: it is not one for blocks, or its first read has looked for its list */
@@ -324,7 +339,7 @@ export class BlockReuse {
     this.unlike.add(version);
   }
 
-  /** the disk cache met reserved chunk `idx`: its block is copied in (or given up) */
+  /** reserved chunk `idx` is about to be read: its block is copied in (or given up) */
   private fill(version: string, idx: number): Promise<void> {
     const b = Math.floor(idx / this.per);
     const key = `${version}:${b}`;

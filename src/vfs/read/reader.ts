@@ -82,9 +82,13 @@ export class RemoteReader {
       if (disk?.wasSkipped(version, idx)) disk.put(version, idx, buf, size, true);
     });
     this.links = new DownloadLinks(api, this.cfg.linkTtl, this.stats, onStale);
-    this.segments = new Segments(this.cfg, this.stats, this.store, this.links, disk);
+    this.segments = new Segments(this.cfg, this.stats, this.store, this.links, disk, this.bring);
     this.streams = new SeqStreams(api, this.cfg, this.stats, this.store, this.links, this.segments, disk);
   }
+
+  /** chunks first..last of a version reserved for other versions' blocks are brought (block-reuse.ts); false: none */
+  private readonly bring = (version: string, first: number, last: number): Promise<void> | false =>
+    this.reuse?.bring(version, first, last) ?? false;
 
   /** reads unencrypted files through the file server's direct URL when `url` gives one (download-links.ts) */
   useDirectUrls(url: DownloadLinks['direct'], log: (line: string) => void): void {
@@ -198,11 +202,17 @@ export class RemoteReader {
       this.streams.stop(f, pat.stream);
       pat.stream = undefined;
     }
-    const now = this.disk!.readAtNow(f.version, offset, target, end - offset);
-    if (now !== null) return this.afterDisk(f, fc, target, offset, end, now);
-    return this.disk!.readAt(f.version, offset, target, end - offset).then((ok) =>
-      this.afterDisk(f, fc, target, offset, end, ok),
-    );
+    // chunks reserved for blocks another version holds are brought first (block-reuse.ts)
+    const brought = this.bring(f.version, Math.floor(offset / C), Math.floor((end - 1) / C));
+    if (!brought) {
+      const now = this.disk!.readAtNow(f.version, offset, target, end - offset);
+      if (now !== null) return this.afterDisk(f, fc, target, offset, end, now);
+    }
+    const read = () =>
+      this.disk!.readAt(f.version, offset, target, end - offset).then((ok) =>
+        this.afterDisk(f, fc, target, offset, end, ok),
+      );
+    return brought ? brought.then(read) : read();
   }
 
   /** a disk read done: its count, or (the disk failed it: evicted meanwhile) the ordinary path */

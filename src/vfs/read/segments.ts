@@ -16,6 +16,9 @@ export class Segments {
     private readonly store: ChunkStore,
     private readonly links: DownloadLinks,
     private readonly disk: ChunkCache | null,
+    /** before the disk is read for chunks first..last: those reserved for blocks of other versions are brought
+     * (block-reuse.ts `bring`; false: none was reserved). The reader gives it. */
+    private readonly bring: (version: string, first: number, last: number) => Promise<void> | false = () => false,
   ) {}
 
   /**
@@ -74,7 +77,10 @@ export class Segments {
     // whole chunks are read into the pool's buffers, which go back to it once memory lets them go
     const bufs: Buffer[] = [];
     for (let i = a; i <= e; i++) bufs.push(this.store.buffer(Math.min(C, f.size - i * C)));
-    const run = this.disk!.getRun(f.version, a, bufs);
+    const brought = this.bring(f.version, a, e);
+    const run = brought
+      ? brought.then(() => this.disk!.getRun(f.version, a, bufs))
+      : this.disk!.getRun(f.version, a, bufs);
     const mine: Pending[] = [];
     for (let i = a; i <= e; i++) {
       const buf = bufs[i - a];

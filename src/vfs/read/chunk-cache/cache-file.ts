@@ -56,7 +56,7 @@ export interface CachedVersion {
   dataOff: number;
   /**
    * per chunk: 0 absent, 1 on disk, 2 being written, 3 skipped (offer it again), 4 reserved (the
-   * filler brings it from another version's blocks); null: not cached (too large)
+   * block reuse brings it from another version's blocks); null: not cached (too large)
    */
   present: Uint8Array | null;
   fh: Promise<FileHandle> | null;

@@ -36,7 +36,7 @@ import {
 import { ChunkReads, closeReadFd } from './chunk-reads.js';
 import { CacheDirUsage } from './eviction.js';
 import { MarkerWriter } from './marker-writer.js';
-import { bringReserved, reserveChunks, takeReserved, unreserveChunks, writeReserved } from './reservations.js';
+import { reservedAmong, reserveChunks, takeReserved, unreserveChunks, writeReserved } from './reservations.js';
 import { WriteBatcher, type Batch } from './write-batcher.js';
 
 export { cacheName, currentBootId, wholeBytes } from './cache-file.js';
@@ -56,8 +56,6 @@ export class ChunkCache {
   private readonly reads: ChunkReads;
   /** versions (by file name) kept whatever the LRU says: pinned files (src/vfs/pin/) */
   private kept: (name: string) => boolean = () => false;
-  /** brings reserved chunks (block-reuse.ts): resolves once chunk `idx` of the version is no longer reserved */
-  private filler: ((version: string, idx: number) => Promise<void>) | null = null;
   /** chunks first..first+count-1 of a version were written and are on disk (block-reuse.ts indexes them) */
   private onStored: ((version: string, first: number, count: number) => void) | null = null;
 
@@ -94,15 +92,10 @@ export class ChunkCache {
     // the chunks on their way to the disk count already: eviction makes room before they land
     this.usageOf.queued = () => this.batcher.queued;
     this.markers = new MarkerWriter(versions, boot, markDelayMs, settleMs);
-    this.reads = new ChunkReads(
-      this.entries,
-      chunk,
-      () => this.filler,
-      (e, n) => {
-        this.stats.hits += n;
-        this.touch(e);
-      },
-    );
+    this.reads = new ChunkReads(this.entries, chunk, (e, n) => {
+      this.stats.hits += n;
+      this.touch(e);
+    });
   }
 
   /** Finds what earlier mounts left; removes leftovers of dead processes (and of the per-process layout). */
@@ -122,9 +115,8 @@ export class ChunkCache {
     this.kept = keep;
   }
 
-  /** the hooks of block reuse (block-reuse.ts) */
-  setReuse(filler: (version: string, idx: number) => Promise<void>, onStored: typeof this.onStored): void {
-    this.filler = filler;
+  /** told of chunks written and marked (block reuse indexes them: block-reuse.ts) */
+  setOnStored(onStored: typeof this.onStored): void {
     this.onStored = onStored;
   }
 
@@ -468,11 +460,10 @@ export class ChunkCache {
     return this.reads.readAtNow(version, offset, target, len);
   }
 
-  /** Brings (or gives up) the reserved chunks first..last of an opened version (a pin's download, before it fetches). */
-  async bringReserved(version: string, first: number, last: number): Promise<void> {
-    const e = this.entries.get(version);
-    if (!e?.present) return;
-    await (bringReserved(e, first, last, this.filler) || undefined);
+  /** the chunks among first..last of a version still reserved (null: none) */
+  reservedAmong(version: string, first: number, last: number): number[] | null {
+    const p = this.entries.get(version)?.present;
+    return p ? reservedAmong(p, first, last) : null;
   }
 
   /** the file's modification time is its last use, for the eviction order of later mounts */

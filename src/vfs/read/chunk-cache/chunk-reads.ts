@@ -2,11 +2,11 @@
 // byte range straight into the caller's buffer (readAt, the chunks of a
 // range being one range of the file), or the same without leaving the event
 // loop (readAtNow: a copy from the page cache costs less than the thread
-// pool's hand-off). Reserved chunks are brought first (reservations.ts); a
-// chunk that is not on disk makes the read a miss, never an error.
+// pool's hand-off). A chunk that is not on disk (absent, or still reserved:
+// the reader has block reuse bring those first) makes the read a miss, never
+// an error.
 import { close as closeFd, openSync, read as readFd, readSync } from 'node:fs';
 import type { CachedVersion } from './cache-file.js';
-import { bringReserved } from './reservations.js';
 
 type Entry = CachedVersion;
 
@@ -14,8 +14,6 @@ export class ChunkReads {
   constructor(
     private readonly entries: Map<string, Entry>,
     private readonly chunk: number,
-    /** brings reserved chunks (block reuse), when there is one */
-    private readonly filler: () => ((version: string, idx: number) => Promise<void>) | null,
     /** `n` chunks of `e` were served from disk */
     private readonly hit: (e: Entry, n: number) => void,
   ) {}
@@ -32,13 +30,7 @@ export class ChunkReads {
    */
   async getRun(version: string, first: number, bufs: Buffer[]): Promise<boolean> {
     const e = this.entries.get(version);
-    if (!e?.present) return false;
-    const brought = bringReserved(e, first, first + bufs.length - 1, this.filler());
-    if (brought !== false) {
-      await brought;
-      return this.getRun(version, first, bufs);
-    }
-    if (!e.fh) return false;
+    if (!e?.present || !e.fh) return false;
     for (let i = first; i < first + bufs.length; i++) if (e.present[i] !== 1) return false;
     e.used = Date.now();
     try {
@@ -63,8 +55,6 @@ export class ChunkReads {
     const e = this.entries.get(version);
     if (!e?.present) return Promise.resolve(false);
     const last = Math.floor((offset + len - 1) / this.chunk);
-    const brought = bringReserved(e, Math.floor(offset / this.chunk), last, this.filler());
-    if (brought !== false) return brought.then(() => this.readAt(version, offset, target, len));
     if (!e.fh) return Promise.resolve(false);
     for (let i = Math.floor(offset / this.chunk); i <= last; i++) if (e.present[i] !== 1) return Promise.resolve(false);
     e.used = Date.now();
@@ -94,7 +84,6 @@ export class ChunkReads {
     if (!e?.present) return false;
     const last = Math.floor((offset + len - 1) / this.chunk);
     for (let i = Math.floor(offset / this.chunk); i <= last; i++) {
-      if (e.present[i] === 4) return null; // readAt brings it first
       if (e.present[i] !== 1) return false;
     }
     if (!e.fh) return false;

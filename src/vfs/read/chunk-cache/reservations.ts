@@ -1,10 +1,11 @@
 // Reserved chunks (read/block-reuse.ts): chunks of a version that another
 // version's cached blocks hold too (same Seafile block id) are reserved: the
-// read engine counts them as on disk (has), and the first read that meets
-// them has the filler copy them in (the cache's fillReserved: data, then
-// markers, as for any chunk) or give them up (fetched as usual). A
-// reservation is never written to the file; a chunk fetched meanwhile simply
-// replaces it. Reserved is marker 4 in the version's `present` table.
+// read engine counts them as on disk (has), and before it reads them it has
+// block reuse copy them in (the cache's fillReserved: data, then markers, as
+// for any chunk) or give them up (fetched as usual). A read of the cache
+// that meets one still reserved is a miss. A reservation is never written to
+// the file; a chunk fetched meanwhile simply replaces it. Reserved is marker
+// 4 in the version's `present` table.
 import type { FileHandle } from 'node:fs/promises';
 import type { CachedVersion } from './cache-file.js';
 
@@ -37,28 +38,11 @@ export function takeReserved(present: Uint8Array, first: number, count: number):
   return mine;
 }
 
-/**
- * The reserved chunks among first..last brought (or given up) by the
- * filler: false when there is none (nothing to wait for), else resolves
- * once none of them is reserved any more.
- */
-export function bringReserved(
-  e: CachedVersion,
-  first: number,
-  last: number,
-  filler: ((version: string, idx: number) => Promise<void>) | null,
-): Promise<void> | false {
-  const p = e.present!;
-  let todo: number[] | null = null;
-  for (let i = first; i <= last && i < p.length; i++) if (p[i] === RESERVED) (todo ??= []).push(i);
-  if (!todo) return false;
-  return (async () => {
-    for (const i of todo) {
-      if (p[i] !== RESERVED) continue;
-      if (filler) await filler(e.version, i).catch(() => {});
-      if (p[i] === RESERVED) p[i] = 0; // not brought: fetched as usual
-    }
-  })();
+/** The chunks among first..last still reserved (none: null). */
+export function reservedAmong(present: Uint8Array, first: number, last: number): number[] | null {
+  let out: number[] | null = null;
+  for (let i = first; i <= last && i < present.length; i++) if (present[i] === RESERVED) (out ??= []).push(i);
+  return out;
 }
 
 /**
