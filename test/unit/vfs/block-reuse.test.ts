@@ -99,6 +99,42 @@ describe('reading by block', () => {
     }
   });
 
+  it('a read beside a block being copied in waits for the copy: nothing of that block is downloaded', async () => {
+    // the kernel reads ahead: while one read has a reserved block copied in, others ask for the same block
+    const { api, repo, data } = await setup(5 * MiB - 1000, 11);
+    const { vfs, cleanup } = await makeVfs(api, OPTS);
+    try {
+      expect((await readWhole(vfs, '/f.bin')).equals(data)).toBe(true);
+      await vfs.reader.diskIdle();
+      const next = changed(data, 2, 12);
+      api.putFile(repo, '/f.bin', next);
+      const disk = vfs.chunkCache!;
+      const fill = disk.fillReserved.bind(disk);
+      const fh = await vfs.open('/f.bin', FC.O_RDONLY);
+      const beside: Promise<Buffer>[] = [];
+      // once a copy has taken its chunks (synchronously, before it writes), another chunk of that block is read
+      disk.fillReserved = (version, first, bytes) => {
+        const p = fill(version, first, bytes);
+        const at = first * C + 3 * C;
+        const buf = Buffer.alloc(C);
+        beside.push(Promise.resolve(vfs.read('/f.bin', fh, buf, C, at)).then(() => buf));
+        return p;
+      };
+      const before = api.bytesServed;
+      const out = Buffer.alloc(C);
+      await vfs.read('/f.bin', fh, out, C, 0);
+      expect(out.equals(next.subarray(0, C))).toBe(true);
+      expect(beside.length).toBeGreaterThan(0);
+      const got = await Promise.all(beside);
+      expect(got[0].equals(next.subarray(3 * C, 4 * C))).toBe(true);
+      // nothing of block 0 came from the server
+      expect(api.bytesServed - before).toBe(0);
+      await vfs.release('/f.bin', fh);
+    } finally {
+      await cleanup();
+    }
+  });
+
   it('another file made of the same blocks in another order is read with nothing downloaded', async () => {
     const { api, repo, data } = await setup(12 * MiB, 6);
     const order = [3, 0, 11, 1, 2, 4, 10, 5, 6, 9, 7, 8];

@@ -36,7 +36,14 @@ import {
 import { ChunkReads, closeReadFd } from './chunk-reads.js';
 import { CacheDirUsage } from './eviction.js';
 import { MarkerWriter } from './marker-writer.js';
-import { reservedAmong, reserveChunks, takeReserved, unreserveChunks, writeReserved } from './reservations.js';
+import {
+  BRINGING,
+  reservedAmong,
+  reserveChunks,
+  takeReserved,
+  unreserveChunks,
+  writeReserved,
+} from './reservations.js';
 import { WriteBatcher, type Batch } from './write-batcher.js';
 
 export { cacheName, currentBootId, wholeBytes } from './cache-file.js';
@@ -267,10 +274,10 @@ export class ChunkCache {
     return { have, of };
   }
 
-  /** a read of the chunk is served from disk: it is there, or reserved (brought from another version) */
+  /** a read of the chunk is served from disk: it is there, or reserved or being brought (from another version) */
   has(version: string, idx: number): boolean {
     const m = this.entries.get(version)?.present?.[idx];
-    return m === 1 || m === 4;
+    return m === 1 || m === 4 || m === BRINGING;
   }
 
   /** the chunk is on disk now (not merely reserved) */
@@ -403,7 +410,7 @@ export class ChunkCache {
    */
   private written(e: Entry, idx: number[], ok: boolean): boolean {
     for (const i of idx) {
-      if (e.present![i] !== 2) continue;
+      if (e.present![i] !== 2 && e.present![i] !== BRINGING) continue;
       if (!ok || e.dead) {
         e.present![i] = 0;
         continue;
@@ -460,7 +467,7 @@ export class ChunkCache {
     return this.reads.readAtNow(version, offset, target, len);
   }
 
-  /** the chunks among first..last of a version still reserved (null: none) */
+  /** the chunks among first..last of a version still reserved or being brought (null: none) */
   reservedAmong(version: string, first: number, last: number): number[] | null {
     const p = this.entries.get(version)?.present;
     return p ? reservedAmong(p, first, last) : null;

@@ -5,11 +5,14 @@
 // for any chunk) or give them up (fetched as usual). A read of the cache
 // that meets one still reserved is a miss. A reservation is never written to
 // the file; a chunk fetched meanwhile simply replaces it. Reserved is marker
-// 4 in the version's `present` table.
+// 4 in the version's `present` table, being brought 5: such a chunk is still
+// counted as on disk (a read of it waits for the copy, see block-reuse.ts
+// `bring`), so a read beside the copy does not download it.
 import type { FileHandle } from 'node:fs/promises';
 import type { CachedVersion } from './cache-file.js';
 
 const RESERVED = 4;
+export const BRINGING = 5;
 
 /** Reserves the absent chunks first..last; returns how many. */
 export function reserveChunks(present: Uint8Array, first: number, last: number): number {
@@ -27,21 +30,22 @@ export function unreserveChunks(present: Uint8Array, first: number, last: number
   for (let i = first; i <= last && i < present.length; i++) if (present[i] === RESERVED) present[i] = 0;
 }
 
-/** The chunks among first..first+count-1 still reserved, now marked as being written (2). */
+/** The chunks among first..first+count-1 still reserved, now marked as being brought (5). */
 export function takeReserved(present: Uint8Array, first: number, count: number): number[] {
   const mine: number[] = [];
   for (let i = first; i < first + count && i < present.length; i++)
     if (present[i] === RESERVED) {
-      present[i] = 2;
+      present[i] = BRINGING;
       mine.push(i);
     }
   return mine;
 }
 
-/** The chunks among first..last still reserved (none: null). */
+/** The chunks among first..last still reserved or being brought (none: null). */
 export function reservedAmong(present: Uint8Array, first: number, last: number): number[] | null {
   let out: number[] | null = null;
-  for (let i = first; i <= last && i < present.length; i++) if (present[i] === RESERVED) (out ??= []).push(i);
+  for (let i = first; i <= last && i < present.length; i++)
+    if (present[i] === RESERVED || present[i] === BRINGING) (out ??= []).push(i);
   return out;
 }
 
