@@ -165,6 +165,15 @@ describe('seafs status text', () => {
     expect(formatStatus(st)).toContain('    waiting    /old.bin  5 B');
   });
 
+  it('says how many uploads the server stored at another size and were sent again', () => {
+    const st = status({ uploads: { uploads: 3, uploadedBytes: MiB, failures: 0, storedWrong: 1 } });
+    expect(formatStatus(st).split('\n')).toContain(
+      '  uploads the server stored at another size than was sent: 1 (each sent again)',
+    );
+    const none = status({ uploads: { uploads: 3, uploadedBytes: MiB, failures: 0, storedWrong: 0 } });
+    expect(formatStatus(none)).not.toContain('another size');
+  });
+
   it('says when the mount is offline and how many conflicts it saved', () => {
     const st = status({
       offline: { offlineSince: new Date(1_000_000).toISOString(), cause: 'listDir failed: connect ECONNREFUSED' },
